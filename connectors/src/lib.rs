@@ -1,0 +1,122 @@
+//! Connectors: sources, sinks and formats, by the `'connector'` option of `CREATE TABLE`.
+//!
+//! This crate validates a table's `WITH` options against the connector it names. Connectors
+//! whose runtime is not built yet are known by name, so a table using one is refused with an
+//! error that says so rather than "unknown connector".
+
+use std::collections::BTreeMap;
+
+/// Errors of connector configuration.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ConnectorError {
+    /// An unknown connector name; lists the known ones.
+    #[error("unknown connector '{name}'; valid connectors: {valid}")]
+    UnknownConnector { name: String, valid: String },
+    /// A required option is missing.
+    #[error("connector '{connector}' needs the option '{option}'")]
+    MissingOption { connector: String, option: String },
+    /// An option has a value outside its valid set.
+    #[error("option '{option}' = '{value}' is not valid; valid values: {valid}")]
+    InvalidValue { option: String, value: String, valid: String },
+}
+
+/// How a connector can be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectorKind {
+    /// `'connector' = 'table'` or no `WITH`: a plain table taking INSERT, UPDATE, DELETE.
+    PlainTable,
+    /// An external source or sink (Kafka, files, generators).
+    External {
+        /// Whether a sink of this connector takes only inserts (Flink: append-only sink).
+        append_only_sink: bool,
+    },
+}
+
+/// Known connectors and whether each writes append-only.
+const CONNECTORS: &[(&str, ConnectorKind)] = &[
+    ("table", ConnectorKind::PlainTable),
+    ("kafka", ConnectorKind::External { append_only_sink: true }),
+    ("upsert-kafka", ConnectorKind::External { append_only_sink: false }),
+    ("filesystem", ConnectorKind::External { append_only_sink: true }),
+    ("nexmark", ConnectorKind::External { append_only_sink: true }),
+    ("datagen", ConnectorKind::External { append_only_sink: true }),
+    ("blackhole", ConnectorKind::External { append_only_sink: false }),
+    ("print", ConnectorKind::External { append_only_sink: false }),
+];
+
+const FORMATS: &[&str] = &["json", "csv", "avro-confluent", "debezium-json", "raw"];
+
+/// The connector a table's options name (`'connector'`, default `table`), validated.
+///
+/// # Errors
+/// [`ConnectorError::UnknownConnector`] for a name not in the list; `MissingOption` and
+/// `InvalidValue` for options a known connector requires (`topic` for Kafka, `format`'s values).
+pub fn validate(options: &BTreeMap<String, String>) -> Result<(String, ConnectorKind), ConnectorError> {
+    let name = options.get("connector").map(|s| s.to_lowercase()).unwrap_or_else(|| "table".into());
+    let Some((_, kind)) = CONNECTORS.iter().find(|(n, _)| *n == name) else {
+        return Err(ConnectorError::UnknownConnector {
+            name,
+            valid: CONNECTORS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+        });
+    };
+    if name == "kafka" || name == "upsert-kafka" {
+        require(&name, options, "topic")?;
+    }
+    if name == "filesystem" {
+        require(&name, options, "path")?;
+    }
+    for key in ["format", "value.format", "key.format"] {
+        if let Some(format) = options.get(key) {
+            if !FORMATS.contains(&format.as_str()) {
+                return Err(ConnectorError::InvalidValue {
+                    option: key.into(),
+                    value: format.clone(),
+                    valid: FORMATS.join(", "),
+                });
+            }
+        }
+    }
+    Ok((name, *kind))
+}
+
+fn require(connector: &str, options: &BTreeMap<String, String>, option: &str) -> Result<(), ConnectorError> {
+    if options.contains_key(option) {
+        Ok(())
+    } else {
+        Err(ConnectorError::MissingOption { connector: connector.into(), option: option.into() })
+    }
+}
+
+/// Whether a sink with these options takes only inserts: `kafka` with an append-only format.
+/// `debezium-json` carries changelogs, so a `kafka` sink with it is not append-only.
+pub fn is_append_only_sink(options: &BTreeMap<String, String>) -> bool {
+    match validate(options) {
+        Ok((_, ConnectorKind::External { append_only_sink })) => {
+            append_only_sink && options.get("format").map(String::as_str) != Some("debezium-json")
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn validates_connectors() {
+        assert_eq!(validate(&opts(&[])).map(|(n, _)| n), Ok("table".into()));
+        assert!(matches!(validate(&opts(&[("connector", "nope")])), Err(ConnectorError::UnknownConnector { .. })));
+        assert!(matches!(
+            validate(&opts(&[("connector", "kafka")])),
+            Err(ConnectorError::MissingOption { .. })
+        ));
+        let kafka = opts(&[("connector", "kafka"), ("topic", "t"), ("format", "json")]);
+        assert!(is_append_only_sink(&kafka));
+        let upsert = opts(&[("connector", "upsert-kafka"), ("topic", "t")]);
+        assert!(!is_append_only_sink(&upsert));
+    }
+}

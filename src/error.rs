@@ -1,0 +1,191 @@
+//! The one error type of the server's stages, and its SQLSTATE.
+//!
+//! Variants say whose fault an error is: the user's statement (`Syntax`, `UnknownTable`,
+//! `UnknownColumn`, `Unsupported`, `InvalidOption`, `Plan`, `Execution`), the environment
+//! (`Storage`, `Io`), or ours (`Internal`). The SQLSTATE of each is set in one place,
+//! [`WeirError::sqlstate`], an exhaustive match; the frontend turns it into a Postgres
+//! `ErrorResponse`.
+
+use std::fmt;
+
+/// Result with the boxed Weir error, so a `Result` stays one word wide.
+pub type Result<T, E = WeirError> = std::result::Result<T, E>;
+
+/// An error of any stage, boxed so that `Result<T>` stays small.
+#[derive(Debug)]
+pub struct WeirError(Box<ErrorKind>);
+
+/// What went wrong. Messages name the table, column, option or value at fault and, where there
+/// is a short list of valid choices, list them.
+#[derive(Debug, thiserror::Error)]
+pub enum ErrorKind {
+    /// The statement does not parse. `position` is the 1-based character offset into the
+    /// statement text, as Postgres reports it in the `P` field.
+    #[error("syntax error: {message}")]
+    Syntax { message: String, position: Option<usize> },
+    /// A table, view or materialized view that does not exist.
+    #[error("relation \"{0}\" does not exist")]
+    UnknownTable(String),
+    /// A name that is already taken by another relation.
+    #[error("relation \"{0}\" already exists")]
+    DuplicateTable(String),
+    /// A column that does not exist; the message lists the valid ones.
+    #[error("{0}")]
+    UnknownColumn(String),
+    /// A statement or feature that Weir does not support (yet); the message says which.
+    #[error("not supported: {0}")]
+    Unsupported(String),
+    /// A bad value for a `WITH` option or a `SET` parameter.
+    #[error("{0}")]
+    InvalidOption(String),
+    /// A statement that is well formed but wrong: type mismatch, bad watermark, ...
+    #[error("{0}")]
+    Plan(String),
+    /// An object cannot be dropped because others depend on it.
+    #[error("{0}")]
+    DependentObjects(String),
+    /// A runtime failure caused by the data (division by zero, overflow, bad cast).
+    #[error("{0}")]
+    Execution(String),
+    /// RocksDB or the file system failed.
+    #[error("storage error: {0}")]
+    Storage(String),
+    /// Our bug: an invariant did not hold.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl WeirError {
+    pub fn new(kind: ErrorKind) -> Self {
+        Self(Box::new(kind))
+    }
+    pub fn kind(&self) -> &ErrorKind {
+        &self.0
+    }
+    pub fn unsupported(msg: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unsupported(msg.into()))
+    }
+    pub fn plan(msg: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Plan(msg.into()))
+    }
+    pub fn internal(msg: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal(msg.into()))
+    }
+    pub fn option(msg: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidOption(msg.into()))
+    }
+    pub fn execution(msg: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Execution(msg.into()))
+    }
+    pub fn storage(msg: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Storage(msg.into()))
+    }
+    pub fn unknown_table(name: impl Into<String>) -> Self {
+        Self::new(ErrorKind::UnknownTable(name.into()))
+    }
+    pub fn syntax(message: impl Into<String>, position: Option<usize>) -> Self {
+        Self::new(ErrorKind::Syntax { message: message.into(), position })
+    }
+
+    /// The Postgres SQLSTATE of this error (errcodes-appendix of the Postgres docs).
+    pub fn sqlstate(&self) -> &'static str {
+        match self.kind() {
+            ErrorKind::Syntax { .. } => "42601",
+            ErrorKind::UnknownTable(_) => "42P01",
+            ErrorKind::DuplicateTable(_) => "42P07",
+            ErrorKind::UnknownColumn(_) => "42703",
+            ErrorKind::Unsupported(_) => "0A000",
+            ErrorKind::InvalidOption(_) => "22023",
+            ErrorKind::Plan(_) => "42804",
+            ErrorKind::DependentObjects(_) => "2BP01",
+            ErrorKind::Execution(_) => "22000",
+            ErrorKind::Storage(_) => "58030",
+            ErrorKind::Internal(_) => "XX000",
+        }
+    }
+
+    /// The 1-based character position of a syntax error, if known.
+    pub fn position(&self) -> Option<usize> {
+        match self.kind() {
+            ErrorKind::Syntax { position, .. } => *position,
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for WeirError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for WeirError {}
+
+impl From<ErrorKind> for WeirError {
+    fn from(kind: ErrorKind) -> Self {
+        Self::new(kind)
+    }
+}
+
+impl From<rocksdb::Error> for WeirError {
+    fn from(e: rocksdb::Error) -> Self {
+        Self::storage(e.to_string())
+    }
+}
+
+impl From<std::io::Error> for WeirError {
+    fn from(e: std::io::Error) -> Self {
+        Self::storage(e.to_string())
+    }
+}
+
+impl From<arrow::error::ArrowError> for WeirError {
+    fn from(e: arrow::error::ArrowError) -> Self {
+        Self::execution(e.to_string())
+    }
+}
+
+impl From<datafusion::error::DataFusionError> for WeirError {
+    fn from(e: datafusion::error::DataFusionError) -> Self {
+        use datafusion::error::DataFusionError as D;
+        match e {
+            D::SchemaError(err, _) => {
+                let msg = err.to_string();
+                if msg.contains("not found") || msg.contains("No field named") {
+                    Self::new(ErrorKind::UnknownColumn(msg))
+                } else {
+                    Self::plan(msg)
+                }
+            }
+            D::Plan(msg) => {
+                if let Some(rest) = msg.strip_prefix("table '") {
+                    let name = rest.split('\'').next().unwrap_or(rest);
+                    let name = name.rsplit('.').next().unwrap_or(name);
+                    Self::unknown_table(name)
+                } else {
+                    Self::plan(msg)
+                }
+            }
+            D::NotImplemented(msg) => Self::unsupported(msg),
+            D::SQL(err, _) => Self::syntax(err.to_string(), None),
+            D::ArrowError(err, _) => Self::execution(err.to_string()),
+            D::Execution(msg) => Self::execution(msg),
+            D::Context(ctx, inner) => {
+                let inner = Self::from(*inner);
+                let msg = format!("{ctx}: {inner}");
+                match inner.kind() {
+                    ErrorKind::UnknownColumn(_) => Self::new(ErrorKind::UnknownColumn(msg)),
+                    ErrorKind::UnknownTable(t) => Self::unknown_table(t.clone()),
+                    _ => Self::plan(msg),
+                }
+            }
+            D::Diagnostic(_, inner) => Self::from(*inner),
+            D::Shared(inner) => Self::execution(inner.to_string()),
+            D::External(inner) => match inner.downcast::<WeirError>() {
+                Ok(w) => *w,
+                Err(other) => Self::execution(other.to_string()),
+            },
+            other => Self::internal(other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,437 @@
+//! One client connection: its [`Session`] and the pgwire handlers that run its statements.
+//!
+//! pgwire asks [`PgWireServerHandlers`](pgwire::api::PgWireServerHandlers) for its handlers
+//! once per socket, so the server makes one [`Connection`] per socket and hands it out as the
+//! startup, simple-query and extended-query handler: the `Session` lives exactly as long as the
+//! connection. Only one message of a connection runs at a time, so its session lock is never
+//! contended; it exists because the handlers take `&self`.
+//!
+//! - Startup: any user and database, no password; `server_version` is [`SERVER_VERSION`];
+//!   the connection registers with the server's `ConnectionManager` so that a CancelRequest
+//!   with its key cancels the running statement (pgwire drops the statement's future).
+//! - Simple query: the string is split into statements ([`Database::split_statements`]), run
+//!   in order; the first error ends it, sent after the earlier results. An empty string (or
+//!   only comments) answers EmptyQueryResponse.
+//! - Extended query: the prepared statement is its SQL text (one statement). Bind substitutes
+//!   the parameters as literals (`params`), Describe asks [`Database::describe`], Execute runs
+//!   the bound text; results are in the formats Bind asked for (tokio-postgres asks binary).
+//!
+//! # Failures
+//! A statement that panics is answered with an internal error (XX000) and the connection goes
+//! on. A client that disconnects mid-statement makes pgwire's writes fail and the connection
+//! task end; the statement itself runs to completion (or is dropped at cancel).
+
+use std::any::Any;
+use std::fmt::Debug;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use arrow::record_batch::RecordBatch;
+use async_trait::async_trait;
+use futures::{future, stream, FutureExt, Sink, Stream, StreamExt};
+use pgwire::api::auth::{
+    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
+    StartupHandler,
+};
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{send_describe_response, ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{
+    DescribePortalResponse, DescribeResponse, FieldInfo, QueryResponse, Response, Tag,
+};
+use pgwire::api::stmt::{QueryParser, StoredStatement};
+use pgwire::api::store::{Entry, PortalStore};
+use pgwire::api::{
+    ClientInfo, ClientPortalStore, ConnectionGuard, ConnectionHandle, PidSecretKeyGenerator, Type,
+    DEFAULT_NAME, METADATA_DATABASE, METADATA_USER,
+};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::data::DataRow;
+use pgwire::messages::extendedquery::{
+    Describe, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
+};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use tokio::sync::Mutex;
+use tracing::debug;
+
+use super::encode;
+use super::error::{error_info, FrontendError, Result};
+use super::params;
+use super::server::Shared;
+use crate::sql::database::{Database, Session, StatementResult};
+
+/// The `server_version` reported at startup: a Postgres version psql understands (it reads the
+/// leading number), then ours.
+pub const SERVER_VERSION: &str = concat!("16.0 (Weir ", env!("CARGO_PKG_VERSION"), ")");
+
+/// One client connection's state and handlers.
+pub struct Connection {
+    /// Server-wide state: the database, the cancel registry.
+    shared: Arc<Shared>,
+    /// This connection's settings; locked while one of its statements runs.
+    session: Mutex<Session>,
+    /// Turns Parse's SQL into a prepared statement.
+    parser: Arc<StatementParser>,
+}
+
+impl Connection {
+    /// A new connection with a fresh session.
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            session: Mutex::new(Session::default()),
+            parser: Arc::new(StatementParser),
+        }
+    }
+
+    /// Runs one statement and shapes its result, rows in `formats`.
+    async fn run(&self, session: &mut Session, sql: &str, formats: &Format) -> Result<Response> {
+        debug!(sql, "executing");
+        let execution = AssertUnwindSafe(self.shared.db.execute(session, sql)).catch_unwind();
+        let result = execution.await.map_err(|panic| panicked(&*panic))??;
+        response(result, formats)
+    }
+
+    /// The result columns of `sql`, in `formats`; none for a command.
+    async fn describe_sql(&self, sql: &str, formats: &Format) -> Result<Vec<FieldInfo>> {
+        let session = self.session.lock().await;
+        let description = AssertUnwindSafe(self.shared.db.describe(&session, sql)).catch_unwind();
+        match description.await.map_err(|panic| panicked(&*panic))?? {
+            Some(schema) => encode::field_infos(&schema, formats),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    async fn describe_statement(
+        &self,
+        statement: &StoredStatement<String>,
+    ) -> Result<StatementDescription> {
+        let parameters = params::parameter_types(&statement.statement, &statement.parameter_types);
+        let fields = self
+            .describe_sql(&statement.statement, &Format::UnifiedText)
+            .await?;
+        Ok(StatementDescription { parameters, fields })
+    }
+
+    async fn describe_portal(&self, portal: &Portal<String>) -> Result<DescribePortalResponse> {
+        let sql = bound_sql(portal)?;
+        let fields = self
+            .describe_sql(&sql, &portal.result_column_format)
+            .await?;
+        Ok(DescribePortalResponse::new(fields))
+    }
+}
+
+#[async_trait]
+impl StartupHandler for Connection {
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // As pgwire's NoopStartupHandler, with our server parameters.
+        if let PgWireFrontendMessage::Startup(ref startup) = message {
+            protocol_negotiation(client, startup).await?;
+            save_startup_parameters_to_metadata(client, startup);
+            let (pid, secret_key) = self.shared.pids.generate(&*client);
+            client.set_pid_and_secret_key(pid, secret_key.clone());
+            let (handle, guard) = self.shared.connections.register(pid, secret_key);
+            client
+                .session_extensions()
+                .insert::<Arc<ConnectionHandle>>(handle);
+            client.session_extensions().insert::<ConnectionGuard>(guard);
+            finish_authentication(client, &self.shared.parameters).await?;
+            debug!(
+                pid,
+                user = client.metadata().get(METADATA_USER).map(String::as_str),
+                database = client.metadata().get(METADATA_DATABASE).map(String::as_str),
+                peer = %client.socket_addr(),
+                "connection started"
+            );
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Connection {
+    async fn do_query<C>(&self, _client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let statements = match split_statements(query) {
+            Ok(statements) => statements,
+            Err(err) => return Ok(vec![Response::Error(Box::new(error_info(&err, 0)))]),
+        };
+        if statements.is_empty() {
+            return Ok(vec![Response::EmptyQuery]);
+        }
+        let mut session = self.session.lock().await;
+        let mut responses = Vec::with_capacity(statements.len());
+        let mut searched = 0;
+        for statement in &statements {
+            let offset = char_offset(query, statement, &mut searched);
+            match self
+                .run(&mut session, statement, &Format::UnifiedText)
+                .await
+            {
+                Ok(response) => responses.push(response),
+                Err(err) => {
+                    responses.push(Response::Error(Box::new(error_info(&err, offset))));
+                    break;
+                }
+            }
+        }
+        Ok(responses)
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Connection {
+    type Statement = String;
+    type QueryParser = StatementParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        Arc::clone(&self.parser)
+    }
+
+    /// As pgwire's default, but the description comes from the database, and a statement with
+    /// parameters and no result answers NoData (pgwire would send an empty RowDescription).
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        match message.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => {
+                let description = match client.portal_store().get_statement(name) {
+                    Some(Entry::Value(statement)) => self.describe_statement(&statement).await?,
+                    Some(Entry::Empty) => StatementDescription::no_data(),
+                    None => return Err(PgWireError::StatementNotFound(name.to_owned())),
+                };
+                send_describe_response(client, &description).await
+            }
+            TARGET_TYPE_BYTE_PORTAL => {
+                let description = match client.portal_store().get_portal(name) {
+                    Some(Entry::Value(portal)) => self.describe_portal(&portal).await?,
+                    Some(Entry::Empty) => DescribePortalResponse::no_data(),
+                    None => return Err(PgWireError::PortalNotFound(name.to_owned())),
+                };
+                send_describe_response(client, &description).await
+            }
+            other => Err(PgWireError::InvalidTargetType(other)),
+        }
+    }
+
+    async fn do_query<C>(
+        &self,
+        _client: &mut C,
+        portal: &Portal<Self::Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // pgwire keeps the rows in the portal and hands out `max_rows` per Execute.
+        let sql = bound_sql(portal)?;
+        let mut session = self.session.lock().await;
+        Ok(self
+            .run(&mut session, &sql, &portal.result_column_format)
+            .await?)
+    }
+}
+
+/// Parse: a prepared statement is the text of exactly one statement (none for an empty query).
+#[derive(Debug, Default)]
+pub struct StatementParser;
+
+#[async_trait]
+impl QueryParser for StatementParser {
+    type Statement = String;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        _types: &[Option<Type>],
+    ) -> PgWireResult<Option<String>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let mut statements = split_statements(sql)?;
+        match statements.len() {
+            0 | 1 => Ok(statements.pop()),
+            _ => Err(FrontendError::MultipleStatements.into()),
+        }
+    }
+
+    fn get_parameter_types(&self, statement: &String) -> PgWireResult<Vec<Type>> {
+        Ok(params::parameter_types(statement, &[]))
+    }
+
+    /// Unused: [`Connection`]'s `on_describe` asks the database, which needs the session.
+    fn get_result_schema(
+        &self,
+        _statement: &String,
+        _column_format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        Ok(Vec::new())
+    }
+}
+
+/// Describe of a prepared statement: its parameter types, then its columns or NoData.
+struct StatementDescription {
+    parameters: Vec<Type>,
+    fields: Vec<FieldInfo>,
+}
+
+impl DescribeResponse for StatementDescription {
+    fn parameters(&self) -> Option<&[Type]> {
+        Some(&self.parameters)
+    }
+
+    fn fields(&self) -> &[FieldInfo] {
+        &self.fields
+    }
+
+    fn no_data() -> Self {
+        Self {
+            parameters: Vec::new(),
+            fields: Vec::new(),
+        }
+    }
+
+    fn is_no_data(&self) -> bool {
+        self.fields.is_empty()
+    }
+}
+
+/// The portal's statement with its bound parameters substituted.
+fn bound_sql(portal: &Portal<String>) -> Result<String> {
+    let statement = &portal.statement;
+    let types = params::parameter_types(&statement.statement, &statement.parameter_types);
+    params::bind(
+        &statement.statement,
+        &types,
+        &portal.parameters,
+        &portal.parameter_format,
+    )
+}
+
+/// [`Database::split_statements`], a panic turned into an error.
+fn split_statements(sql: &str) -> Result<Vec<String>> {
+    match std::panic::catch_unwind(|| Database::split_statements(sql)) {
+        Ok(statements) => Ok(statements?),
+        Err(panic) => Err(panicked(&*panic)),
+    }
+}
+
+/// The wire response of a statement's result: rows encoded lazily, batch by batch, in
+/// `formats`; a command as its tag (`INSERT 0 n`, `DELETE n`, `CREATE TABLE`).
+fn response(result: StatementResult, formats: &Format) -> Result<Response> {
+    Ok(match result {
+        StatementResult::Rows { schema, batches } => {
+            let fields = Arc::new(encode::field_infos(&schema, formats)?);
+            // pgwire counts the rows into the tag: `SELECT n`.
+            Response::Query(QueryResponse::new(
+                Arc::clone(&fields),
+                data_rows(fields, batches),
+            ))
+        }
+        StatementResult::Command { tag, rows } => Response::Execution(command_tag(&tag, rows)),
+    })
+}
+
+/// The `DataRow`s of `batches`, encoded one batch at a time as the client reads them.
+fn data_rows(
+    fields: Arc<Vec<FieldInfo>>,
+    batches: Vec<RecordBatch>,
+) -> impl Stream<Item = PgWireResult<DataRow>> + Send + 'static {
+    stream::iter(batches).flat_map(move |batch| match encode::encode_batch(&batch, &fields) {
+        Ok(rows) => stream::iter(rows).map(Ok).left_stream(),
+        Err(err) => stream::once(future::ready(Err(err.into()))).right_stream(),
+    })
+}
+
+/// The CommandComplete tag: `INSERT 0 n` (the 0 is the OID Postgres no longer assigns),
+/// `<TAG> n` when there is a count, else the tag alone.
+fn command_tag(tag: &str, rows: Option<usize>) -> Tag {
+    match rows {
+        Some(rows) if tag == "INSERT" => Tag::new(tag).with_oid(0).with_rows(rows),
+        Some(rows) => Tag::new(tag).with_rows(rows),
+        None => Tag::new(tag),
+    }
+}
+
+/// The number of characters of `query` before `statement`, found at or after byte `*searched`
+/// (which then moves past it); 0 when the statement is not a verbatim part of the query.
+fn char_offset(query: &str, statement: &str, searched: &mut usize) -> usize {
+    let statement = statement.trim();
+    match query.get(*searched..).and_then(|rest| rest.find(statement)) {
+        Some(found) => {
+            let start = *searched + found;
+            *searched = start + statement.len();
+            query[..start].chars().count()
+        }
+        None => 0,
+    }
+}
+
+/// The error for a statement that panicked.
+fn panicked(panic: &(dyn Any + Send)) -> FrontendError {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "the statement panicked".to_owned());
+    tracing::error!("statement panicked: {message}");
+    FrontendError::Panic(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use pgwire::messages::response::CommandComplete;
+
+    use super::*;
+
+    fn tag_text(tag: Tag) -> String {
+        CommandComplete::from(tag).tag
+    }
+
+    #[test]
+    fn command_tags_read_like_postgres() {
+        assert_eq!(tag_text(command_tag("INSERT", Some(3))), "INSERT 0 3");
+        assert_eq!(tag_text(command_tag("DELETE", Some(2))), "DELETE 2");
+        assert_eq!(tag_text(command_tag("CREATE TABLE", None)), "CREATE TABLE");
+    }
+
+    #[test]
+    fn offsets_count_characters_before_each_statement() {
+        let query = "SELECT 'é'; SELEC 1";
+        let mut searched = 0;
+        assert_eq!(char_offset(query, "SELECT 'é'", &mut searched), 0);
+        assert_eq!(char_offset(query, "SELEC 1", &mut searched), 12);
+        assert_eq!(char_offset(query, "not there", &mut searched), 0);
+    }
+
+    #[test]
+    fn panics_become_internal_errors() {
+        let panic = std::panic::catch_unwind(|| panic!("boom")).unwrap_err();
+        let err = panicked(&*panic);
+        assert_eq!(err.sqlstate(), "XX000");
+        assert_eq!(err.to_string(), "internal error: boom");
+    }
+}

@@ -1,0 +1,156 @@
+//! The accept loop: one task per client socket, each with its own [`Connection`], until
+//! shutdown.
+//!
+//! Server-wide state ([`Shared`]) is the database, the registry that routes a CancelRequest
+//! (which arrives on a new socket, with the key the target connection got at startup) to the
+//! connection it names, and the parameters reported at startup.
+//!
+//! # Shutdown
+//! When the `shutdown` future completes the listener is closed, open connections are aborted
+//! (their running statements dropped), and [`serve`] returns.
+
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pgwire::api::auth::{DefaultServerParameterProvider, StartupHandler};
+use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::{ConnectionManager, PgWireServerHandlers, RandomPidSecretKeyGenerator};
+use pgwire::tokio::process_socket;
+use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio::task::JoinSet;
+use tracing::{debug, error, info, warn};
+
+use super::connection::{Connection, SERVER_VERSION};
+use crate::sql::database::Database;
+
+/// How long to wait after a failed accept (out of file descriptors, ...) before the next.
+const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(100);
+
+/// Binds `addr`, logs `listening on <address>`, and serves Postgres clients on it until
+/// `shutdown` completes.
+///
+/// # Errors
+/// When `addr` cannot be bound or resolved.
+pub async fn serve(
+    addr: impl ToSocketAddrs,
+    db: Arc<Database>,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let listener = TcpListener::bind(addr).await?;
+    serve_listener(listener, db, shutdown).await
+}
+
+/// Serves Postgres clients on an already bound `listener` (tests bind port 0 and read
+/// `listener.local_addr()` first) until `shutdown` completes. Logs `listening on <address>`.
+///
+/// # Errors
+/// When the listener's address cannot be read; failed accepts are logged and retried.
+pub async fn serve_listener(
+    listener: TcpListener,
+    db: Arc<Database>,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    info!("listening on {}", listener.local_addr()?);
+    let shared = Arc::new(Shared::new(db));
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((socket, peer)) => {
+                    let handlers = ConnectionHandlers::new(&shared);
+                    connections.spawn(async move {
+                        if let Err(err) = process_socket(socket, None, handlers).await {
+                            debug!(%peer, "connection ended: {err}");
+                        }
+                    });
+                }
+                Err(err) => {
+                    warn!("accepting a connection failed: {err}");
+                    tokio::time::sleep(ACCEPT_RETRY_DELAY).await;
+                }
+            },
+            Some(finished) = connections.join_next(), if !connections.is_empty() => {
+                if let Err(err) = finished {
+                    if err.is_panic() {
+                        error!("a connection task panicked: {err}");
+                    }
+                }
+            }
+        }
+    }
+    drop(listener);
+    info!(
+        "stopped accepting connections; closing {} open",
+        connections.len()
+    );
+    connections.shutdown().await;
+    Ok(())
+}
+
+/// State shared by all connections of a server.
+pub(crate) struct Shared {
+    /// The database every statement runs against.
+    pub(crate) db: Arc<Database>,
+    /// Cancel keys of the open connections.
+    pub(crate) connections: Arc<ConnectionManager>,
+    /// Hands each connection a distinct process id and a random secret key.
+    pub(crate) pids: RandomPidSecretKeyGenerator,
+    /// ParameterStatus values sent at startup.
+    pub(crate) parameters: DefaultServerParameterProvider,
+    /// Routes CancelRequests through `connections`.
+    cancel: Arc<DefaultCancelHandler>,
+}
+
+impl Shared {
+    fn new(db: Arc<Database>) -> Self {
+        let connections = Arc::new(ConnectionManager::new());
+        let mut parameters = DefaultServerParameterProvider::default();
+        parameters.server_version = SERVER_VERSION.to_owned();
+        parameters.date_style = "ISO, MDY".to_owned();
+        Self {
+            db,
+            cancel: Arc::new(DefaultCancelHandler::new(Arc::clone(&connections))),
+            connections,
+            pids: RandomPidSecretKeyGenerator::default(),
+            parameters,
+        }
+    }
+}
+
+/// The handlers of one socket: pgwire asks for them once, when the socket opens.
+struct ConnectionHandlers {
+    connection: Arc<Connection>,
+    cancel: Arc<DefaultCancelHandler>,
+}
+
+impl ConnectionHandlers {
+    fn new(shared: &Arc<Shared>) -> Self {
+        Self {
+            connection: Arc::new(Connection::new(Arc::clone(shared))),
+            cancel: Arc::clone(&shared.cancel),
+        }
+    }
+}
+
+impl PgWireServerHandlers for ConnectionHandlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        Arc::clone(&self.connection)
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        Arc::clone(&self.connection)
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        Arc::clone(&self.connection)
+    }
+
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        Arc::clone(&self.cancel)
+    }
+}

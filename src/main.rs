@@ -1,0 +1,129 @@
+//! The `weir` command: `weir serve` runs the server (also what plain `weir` does).
+//!
+//! ```text
+//! weir [serve] [--pg-listen 127.0.0.1:5488] [--data-dir ./weir-data]
+//! ```
+//!
+//! Logs go to stderr, filtered by `RUST_LOG` (default `info`); once the server accepts
+//! connections it logs `listening on <address>`, which scripts can wait for. SIGINT or SIGTERM
+//! stops accepting, closes the connections and exits with status 0.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use tracing::{error, info};
+use tracing_subscriber::EnvFilter;
+use weir::frontend;
+use weir::sql::database::Database;
+
+/// How long background work may take to stop after the server has shut down.
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Weir: a streaming SQL database with a Postgres front door.
+#[derive(Debug, Parser)]
+#[command(name = "weir", version, about, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// With no subcommand, `weir` serves with these options.
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+/// What `weir` does.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the server: state under --data-dir, the Postgres wire protocol on --pg-listen.
+    Serve(ServeArgs),
+}
+
+/// Options of `weir serve`.
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Address (host:port) to accept Postgres wire protocol connections on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:5488")]
+    pg_listen: String,
+    /// Directory holding the database's state; created if missing.
+    #[arg(long, value_name = "DIR", default_value = "./weir-data")]
+    data_dir: PathBuf,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            error!("cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Some(Command::Serve(args)) => serve(args).await,
+            None => serve(cli.serve).await,
+        }
+    });
+    runtime.shutdown_timeout(SHUTDOWN_TIMEOUT);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            error!("{err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `weir serve`: opens the database and serves it until SIGINT or SIGTERM.
+async fn serve(args: ServeArgs) -> Result<(), String> {
+    // Installed before the server listens, so a signal right after "listening on" is ours.
+    let shutdown =
+        shutdown_signal().map_err(|err| format!("cannot install signal handlers: {err}"))?;
+    let db = Database::open(&args.data_dir).map_err(|err| {
+        format!(
+            "cannot open the database in {}: {err}",
+            args.data_dir.display()
+        )
+    })?;
+    frontend::serve(args.pg_listen.as_str(), db, shutdown)
+        .await
+        .map_err(|err| format!("cannot serve on {}: {err}", args.pg_listen))?;
+    info!("shut down");
+    Ok(())
+}
+
+/// A future that completes (and logs) at the first SIGINT or SIGTERM.
+#[cfg(unix)]
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => info!("received SIGINT, shutting down"),
+            _ = terminate.recv() => info!("received SIGTERM, shutting down"),
+        }
+    })
+}
+
+/// A future that completes (and logs) at the first Ctrl-C.
+#[cfg(not(unix))]
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    Ok(async {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            info!("received Ctrl-C, shutting down");
+        }
+    })
+}

@@ -1,0 +1,238 @@
+//! Rewrites a DataFusion `LogicalPlan` into a [`StreamPlan`], deriving each node's changelog
+//! mode and stream key. Shapes without a stream operator fail here, by name.
+//!
+//! Supported: table and materialized-view scans, views (inlined), projection, filter, subquery
+//! alias, UNION ALL, GROUP BY / DISTINCT. Joins, window functions, ORDER BY and LIMIT are refused
+//! with an error naming them.
+
+use std::sync::Arc;
+
+use datafusion::common::{Column, DFSchema, DFSchemaRef};
+use datafusion::datasource::source_as_provider;
+use datafusion::logical_expr::{Distinct, Expr, JoinType, LogicalPlan};
+
+use crate::error::{Result, WeirError};
+use crate::plan::stream_plan::{ChangelogMode, StreamNode, StreamPlan};
+
+/// What the planner needs to know about a relation it scans.
+#[derive(Debug, Clone)]
+pub struct SourceInfo {
+    /// The kind of changes the relation emits.
+    pub changelog: ChangelogMode,
+    /// Column indexes identifying a row (primary key, view stream key), if any.
+    pub stream_key: Option<Vec<usize>>,
+}
+
+/// Looks up relations by name for the planner.
+pub trait SourceCatalog {
+    /// Facts about relation `name`.
+    ///
+    /// # Errors
+    /// `UnknownTable`, or `Unsupported` for a relation that cannot feed a stream (yet).
+    fn source_info(&self, name: &str) -> Result<SourceInfo>;
+}
+
+/// Plans `plan` as a stream.
+///
+/// # Errors
+/// `Unsupported` naming the first node that has no stream operator.
+pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<StreamPlan> {
+    match plan {
+        LogicalPlan::TableScan(scan) => {
+            let provider = source_as_provider(&scan.source)?;
+            let mut input = match provider.get_logical_plan() {
+                Some(view_plan) => plan_stream(&view_plan, catalog)?,
+                None => {
+                    let relation = scan.table_name.table().to_string();
+                    let info = catalog.source_info(&relation)?;
+                    let schema = DFSchema::try_from_qualified_schema(
+                        scan.table_name.clone(),
+                        provider.schema().as_ref(),
+                    )?;
+                    StreamPlan {
+                        node: StreamNode::Source { relation },
+                        schema: Arc::new(schema),
+                        changelog: info.changelog,
+                        stream_key: info.stream_key,
+                    }
+                }
+            };
+            if !scan.filters.is_empty() {
+                let predicate = datafusion::logical_expr::utils::conjunction(scan.filters.clone())
+                    .expect("filters are not empty");
+                input = StreamPlan {
+                    schema: Arc::clone(&input.schema),
+                    changelog: input.changelog,
+                    stream_key: input.stream_key.clone(),
+                    node: StreamNode::Filter { input: Box::new(input), predicate },
+                };
+            }
+            let indices: Vec<usize> = match &scan.projection {
+                Some(p) => p.clone(),
+                None => (0..input.schema.fields().len()).collect(),
+            };
+            let exprs: Vec<Expr> = indices
+                .iter()
+                .map(|i| Expr::Column(Column::from(input.schema.qualified_field(*i))))
+                .collect();
+            let stream_key = remap_key(&input.stream_key, &exprs, &input.schema);
+            Ok(StreamPlan {
+                schema: Arc::clone(&scan.projected_schema),
+                changelog: input.changelog,
+                stream_key,
+                node: StreamNode::Project { input: Box::new(input), exprs },
+            })
+        }
+        LogicalPlan::Projection(p) => {
+            let input = plan_stream(&p.input, catalog)?;
+            let stream_key = remap_key(&input.stream_key, &p.expr, &input.schema);
+            Ok(StreamPlan {
+                schema: Arc::clone(&p.schema),
+                changelog: input.changelog,
+                stream_key,
+                node: StreamNode::Project { input: Box::new(input), exprs: p.expr.clone() },
+            })
+        }
+        LogicalPlan::Filter(f) => {
+            let input = plan_stream(&f.input, catalog)?;
+            Ok(StreamPlan {
+                schema: Arc::clone(&input.schema),
+                changelog: input.changelog,
+                stream_key: input.stream_key.clone(),
+                node: StreamNode::Filter { input: Box::new(input), predicate: f.predicate.clone() },
+            })
+        }
+        LogicalPlan::SubqueryAlias(a) => {
+            let mut input = plan_stream(&a.input, catalog)?;
+            input.schema = Arc::clone(&a.schema);
+            Ok(input)
+        }
+        LogicalPlan::Aggregate(agg) => {
+            if agg.group_expr.iter().any(|e| matches!(e, Expr::GroupingSet(_))) {
+                return Err(WeirError::unsupported("GROUPING SETS, CUBE and ROLLUP in a streaming query"));
+            }
+            let input = plan_stream(&agg.input, catalog)?;
+            Ok(StreamPlan {
+                schema: Arc::clone(&agg.schema),
+                changelog: ChangelogMode::Retract,
+                stream_key: Some((0..agg.group_expr.len()).collect()),
+                node: StreamNode::GroupAggregate {
+                    input: Box::new(input),
+                    group_exprs: agg.group_expr.clone(),
+                    aggr_exprs: agg.aggr_expr.clone(),
+                },
+            })
+        }
+        LogicalPlan::Distinct(Distinct::All(inner)) => {
+            let input = plan_stream(inner, catalog)?;
+            let group_exprs: Vec<Expr> = (0..input.schema.fields().len())
+                .map(|i| Expr::Column(Column::from(input.schema.qualified_field(i))))
+                .collect();
+            Ok(StreamPlan {
+                schema: Arc::clone(&input.schema),
+                changelog: ChangelogMode::Retract,
+                stream_key: Some((0..group_exprs.len()).collect()),
+                node: StreamNode::GroupAggregate { input: Box::new(input), group_exprs, aggr_exprs: vec![] },
+            })
+        }
+        LogicalPlan::Union(u) => {
+            let inputs = u.inputs.iter().map(|i| plan_stream(i, catalog)).collect::<Result<Vec<_>>>()?;
+            let changelog = inputs.iter().map(|i| i.changelog).max().unwrap_or(ChangelogMode::AppendOnly);
+            Ok(StreamPlan {
+                schema: Arc::clone(&u.schema),
+                changelog,
+                stream_key: None,
+                node: StreamNode::Union { inputs },
+            })
+        }
+        LogicalPlan::Join(j) => Err(WeirError::unsupported(format!(
+            "{} JOIN in a materialized view: stream joins are not built yet",
+            join_name(j.join_type)
+        ))),
+        LogicalPlan::Window(_) => Err(WeirError::unsupported(
+            "window functions (OVER) in a materialized view: ROW_NUMBER deduplication and Top-N are not built yet",
+        )),
+        LogicalPlan::Sort(_) => Err(WeirError::unsupported(
+            "ORDER BY in a materialized view; order the rows when you SELECT from it",
+        )),
+        LogicalPlan::Limit(_) => Err(WeirError::unsupported("LIMIT in a materialized view")),
+        other => Err(WeirError::unsupported(format!(
+            "{} in a materialized view",
+            other.display().to_string().split(':').next().unwrap_or("this plan node")
+        ))),
+    }
+}
+
+fn join_name(t: JoinType) -> &'static str {
+    match t {
+        JoinType::Inner => "INNER",
+        JoinType::Left => "LEFT OUTER",
+        JoinType::Right => "RIGHT OUTER",
+        JoinType::Full => "FULL OUTER",
+        _ => "SEMI/ANTI",
+    }
+}
+
+/// The operator that makes `plan`'s output updating (not append-only), if any, described for
+/// an error message. `source_changelog` gives each scanned relation's mode.
+///
+/// Follows Flink's changelog inference: GROUP BY and DISTINCT retract; outer joins retract;
+/// window functions (ROW_NUMBER, Top-N) update; an inner join of append-only inputs is
+/// append-only; everything else keeps its input's mode.
+pub fn updating_operator(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<Option<String>> {
+    match plan {
+        LogicalPlan::TableScan(scan) => {
+            let provider = source_as_provider(&scan.source)?;
+            if let Some(view_plan) = provider.get_logical_plan() {
+                return updating_operator(&view_plan, catalog);
+            }
+            let name = scan.table_name.table();
+            let info = catalog.source_info(name)?;
+            Ok((info.changelog != ChangelogMode::AppendOnly)
+                .then(|| format!("the source {name}, which emits a {} changelog", info.changelog)))
+        }
+        LogicalPlan::Aggregate(_) => Ok(Some(
+            "GroupAggregate (GROUP BY), which retracts and updates its results".into(),
+        )),
+        LogicalPlan::Distinct(_) => {
+            Ok(Some("GroupAggregate (DISTINCT), which retracts and updates its results".into()))
+        }
+        LogicalPlan::Join(j) if j.join_type != JoinType::Inner => Ok(Some(format!(
+            "Join ({} JOIN), which emits a NULL-padded row and retracts it when a match arrives",
+            join_name(j.join_type)
+        ))),
+        LogicalPlan::Window(_) => Ok(Some("OverAggregate/Rank (window function), which updates its results".into())),
+        other => {
+            for input in other.inputs() {
+                if let Some(op) = updating_operator(input, catalog)? {
+                    return Ok(Some(op));
+                }
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// The stream key after a projection: each key column must be projected as a bare column.
+fn remap_key(key: &Option<Vec<usize>>, exprs: &[Expr], input: &DFSchemaRef) -> Option<Vec<usize>> {
+    let key = key.as_ref()?;
+    key.iter()
+        .map(|k| {
+            let (qualifier, field) = input.qualified_field(*k);
+            exprs.iter().position(|e| match unalias(e) {
+                Expr::Column(c) => {
+                    c.name == *field.name()
+                        && (c.relation.is_none() || c.relation.as_ref() == qualifier)
+                }
+                _ => false,
+            })
+        })
+        .collect()
+}
+
+fn unalias(e: &Expr) -> &Expr {
+    match e {
+        Expr::Alias(a) => unalias(&a.expr),
+        other => other,
+    }
+}

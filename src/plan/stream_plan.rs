@@ -1,0 +1,134 @@
+//! The stream plan: a tree of stream operators, each annotated with its output schema,
+//! changelog mode and stream key. Built from a DataFusion `LogicalPlan` by
+//! [`crate::plan::planner`]; instantiated by [`crate::runtime::job`].
+
+use std::fmt;
+
+use datafusion::common::DFSchemaRef;
+use datafusion::logical_expr::Expr;
+
+/// What kind of changes a stream carries (Flink's ChangelogMode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ChangelogMode {
+    /// Only `+I`.
+    AppendOnly,
+    /// `+I`, `+U` and `-D` by the stream key, without update-before images.
+    Upsert,
+    /// Every kind, with `-U` before images: retractions.
+    Retract,
+}
+
+impl fmt::Display for ChangelogMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ChangelogMode::AppendOnly => "append-only",
+            ChangelogMode::Upsert => "upsert",
+            ChangelogMode::Retract => "retract",
+        })
+    }
+}
+
+/// One node of a stream plan.
+#[derive(Debug, Clone)]
+pub enum StreamNode {
+    /// The changelog of a table or materialized view.
+    Source { relation: String },
+    /// One expression per output column.
+    Project { input: Box<StreamPlan>, exprs: Vec<Expr> },
+    /// Rows whose predicate is true.
+    Filter { input: Box<StreamPlan>, predicate: Expr },
+    /// UNION ALL.
+    Union { inputs: Vec<StreamPlan> },
+    /// GROUP BY (or DISTINCT, with no aggregates).
+    GroupAggregate { input: Box<StreamPlan>, group_exprs: Vec<Expr>, aggr_exprs: Vec<Expr> },
+}
+
+/// A stream plan node with its properties.
+#[derive(Debug, Clone)]
+pub struct StreamPlan {
+    pub node: StreamNode,
+    /// Output schema (qualified names, as DataFusion resolved them).
+    pub schema: DFSchemaRef,
+    /// The kind of changes the node emits.
+    pub changelog: ChangelogMode,
+    /// Output column indexes that identify a row, if the node has a stream key.
+    pub stream_key: Option<Vec<usize>>,
+}
+
+impl StreamPlan {
+    /// The node's name as shown by EXPLAIN.
+    pub fn name(&self) -> &'static str {
+        match &self.node {
+            StreamNode::Source { .. } => "StreamSource",
+            StreamNode::Project { .. } => "StreamProject",
+            StreamNode::Filter { .. } => "StreamFilter",
+            StreamNode::Union { .. } => "StreamUnion",
+            StreamNode::GroupAggregate { .. } => "StreamGroupAggregate",
+        }
+    }
+
+    /// The node's inputs.
+    pub fn inputs(&self) -> Vec<&StreamPlan> {
+        match &self.node {
+            StreamNode::Source { .. } => vec![],
+            StreamNode::Project { input, .. }
+            | StreamNode::Filter { input, .. }
+            | StreamNode::GroupAggregate { input, .. } => vec![input],
+            StreamNode::Union { inputs } => inputs.iter().collect(),
+        }
+    }
+
+    /// The relations this plan reads, each once, in first-use order.
+    pub fn sources(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.collect_sources(&mut out);
+        out
+    }
+
+    fn collect_sources(&self, out: &mut Vec<String>) {
+        if let StreamNode::Source { relation } = &self.node {
+            if !out.contains(relation) {
+                out.push(relation.clone());
+            }
+        }
+        for input in self.inputs() {
+            input.collect_sources(out);
+        }
+    }
+
+    /// The EXPLAIN line of this node (without children).
+    pub fn explain_line(&self) -> String {
+        let detail = match &self.node {
+            StreamNode::Source { relation } => format!("relation={relation}"),
+            StreamNode::Project { exprs, .. } => format!("exprs=[{}]", join(exprs)),
+            StreamNode::Filter { predicate, .. } => format!("predicate={predicate}"),
+            StreamNode::Union { inputs } => format!("inputs={}", inputs.len()),
+            StreamNode::GroupAggregate { group_exprs, aggr_exprs, .. } => {
+                format!("group=[{}], aggs=[{}]", join(group_exprs), join(aggr_exprs))
+            }
+        };
+        let key = match &self.stream_key {
+            Some(k) => format!("{k:?}"),
+            None => "none".into(),
+        };
+        format!("{}: {detail} changelog={} stream_key={key}", self.name(), self.changelog)
+    }
+
+    /// The indented EXPLAIN text of the whole tree, one node per line.
+    pub fn explain(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.explain_into(0, &mut out);
+        out
+    }
+
+    fn explain_into(&self, depth: usize, out: &mut Vec<String>) {
+        out.push(format!("{}{}", "  ".repeat(depth), self.explain_line()));
+        for input in self.inputs() {
+            input.explain_into(depth + 1, out);
+        }
+    }
+}
+
+fn join(exprs: &[Expr]) -> String {
+    exprs.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", ")
+}

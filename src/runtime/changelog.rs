@@ -1,0 +1,142 @@
+//! Changelog batches: an Arrow `RecordBatch` plus one operation per row.
+//!
+//! Flink's row kinds: `+I` insert, `-D` delete, `-U` update-before, `+U` update-after. An update
+//! is an adjacent `-U`/`+U` pair in one chunk. Downstream of a materialization every operator
+//! treats `-U`/`-D` as "remove one copy of this row" and `+U`/`+I` as "add one copy".
+
+use std::fmt;
+
+use arrow::array::{ArrayRef, RecordBatch, UInt32Array};
+use arrow::compute::{concat_batches, take_record_batch};
+use arrow::datatypes::SchemaRef;
+
+use crate::error::Result;
+
+/// The operation of one changelog row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `+I`
+    Insert,
+    /// `-D`
+    Delete,
+    /// `-U`
+    UpdateBefore,
+    /// `+U`
+    UpdateAfter,
+}
+
+impl Op {
+    /// Whether the row adds to the result (`+I`, `+U`).
+    pub fn is_insert(self) -> bool {
+        matches!(self, Op::Insert | Op::UpdateAfter)
+    }
+
+    /// `+1` for `+I`/`+U`, `-1` for `-D`/`-U`.
+    pub fn sign(self) -> i64 {
+        if self.is_insert() {
+            1
+        } else {
+            -1
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Op::Insert => "+I",
+            Op::Delete => "-D",
+            Op::UpdateBefore => "-U",
+            Op::UpdateAfter => "+U",
+        })
+    }
+}
+
+/// A batch of changelog rows: `ops[i]` is the operation of row `i` of `batch`.
+#[derive(Debug, Clone)]
+pub struct StreamChunk {
+    pub ops: Vec<Op>,
+    pub batch: RecordBatch,
+}
+
+impl StreamChunk {
+    /// A chunk; `ops.len()` must equal the batch's row count.
+    pub fn new(ops: Vec<Op>, batch: RecordBatch) -> Self {
+        debug_assert_eq!(ops.len(), batch.num_rows());
+        Self { ops, batch }
+    }
+
+    /// Every row an insert.
+    pub fn inserts(batch: RecordBatch) -> Self {
+        Self { ops: vec![Op::Insert; batch.num_rows()], batch }
+    }
+
+    /// The number of rows.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// The batch's columns.
+    pub fn columns(&self) -> &[ArrayRef] {
+        self.batch.columns()
+    }
+
+    /// The schema.
+    pub fn schema(&self) -> SchemaRef {
+        self.batch.schema()
+    }
+
+    /// The rows at `indices`, in that order, with ops replaced by `ops`.
+    pub fn take(&self, indices: &[u32], ops: Vec<Op>) -> Result<Self> {
+        let idx = UInt32Array::from(indices.to_vec());
+        Ok(Self::new(ops, take_record_batch(&self.batch, &idx)?))
+    }
+
+    /// Several chunks of one schema as one.
+    pub fn concat(schema: &SchemaRef, chunks: Vec<StreamChunk>) -> Result<Self> {
+        let mut ops = Vec::new();
+        let mut batches = Vec::with_capacity(chunks.len());
+        for c in chunks {
+            ops.extend(c.ops);
+            batches.push(c.batch);
+        }
+        Ok(Self::new(ops, concat_batches(schema, &batches)?))
+    }
+}
+
+/// Repairs update pairs after rows were dropped from a chunk: a `-U` whose `+U` is gone becomes
+/// `-D`, a `+U` whose `-U` is gone becomes `+I`. `kept[i]` tells whether row `i` survived.
+pub fn fix_update_pairs(ops: &[Op], kept: &[bool]) -> Vec<Op> {
+    let mut out = Vec::with_capacity(ops.len());
+    for i in 0..ops.len() {
+        if !kept[i] {
+            continue;
+        }
+        out.push(match ops[i] {
+            Op::UpdateBefore if !(i + 1 < ops.len() && kept[i + 1] && ops[i + 1] == Op::UpdateAfter) => {
+                Op::Delete
+            }
+            Op::UpdateAfter if !(i > 0 && kept[i - 1] && ops[i - 1] == Op::UpdateBefore) => Op::Insert,
+            op => op,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broken_pairs_become_delete_and_insert() {
+        use Op::*;
+        let ops = [UpdateBefore, UpdateAfter, UpdateBefore, UpdateAfter, Insert];
+        let kept = [true, false, false, true, true];
+        assert_eq!(fix_update_pairs(&ops, &kept), vec![Delete, Insert, Insert]);
+    }
+}

@@ -1,0 +1,232 @@
+//! A job: the operators of one stream plan, instantiated and wired, ending in a
+//! [`Materialize`] of the view's rows.
+//!
+//! Push-based: a changelog chunk of a relation enters at every leaf that reads it and flows to
+//! the root; what the root emits is the view's own changelog, which the caller feeds to the
+//! jobs reading this view.
+//!
+//! Operator state tables are named `<node index>/<table>`, node indexes in build order (a
+//! pre-order walk of the plan), so the names are stable for a given plan.
+
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use datafusion::common::DFSchema;
+use datafusion::execution::context::ExecutionProps;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::logical_expr::{Expr, ExprSchemable};
+use datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
+
+use crate::error::{Result, WeirError};
+use crate::plan::{StreamNode, StreamPlan};
+use crate::runtime::changelog::StreamChunk;
+use crate::runtime::operator::{OpContext, Operator};
+use crate::runtime::operators::filter::Filter;
+use crate::runtime::operators::group_agg::{AggCall, AggKind, GroupAggregate};
+use crate::runtime::operators::materialize::{Materialize, StorageMode};
+use crate::runtime::operators::project::Project;
+use crate::runtime::operators::union::Union;
+use crate::state::{EpochWrites, Store};
+
+struct Node {
+    op: Box<dyn Operator>,
+    /// The node this one feeds, and on which input.
+    parent: Option<(usize, usize)>,
+}
+
+/// A running job; see the module docs.
+pub struct Job {
+    nodes: Vec<Node>,
+    /// Leaves: (relation, node, input of that node).
+    sources: Vec<(String, usize, usize)>,
+}
+
+/// A leaf: forwards a relation's chunks unchanged.
+struct Source;
+
+impl Operator for Source {
+    fn name(&self) -> &'static str {
+        "Source"
+    }
+    fn process_batch(&mut self, _: usize, chunk: StreamChunk, _: &OpContext<'_>) -> Result<Option<StreamChunk>> {
+        Ok(Some(chunk))
+    }
+}
+
+impl Job {
+    /// Instantiates `plan` followed by a materialization into state table `rows_table`.
+    ///
+    /// `state_table(name)` returns the id of the operator state table `name`, allocating it on
+    /// first use; operators load their state from `store`.
+    pub fn build(
+        plan: &StreamPlan,
+        mode: StorageMode,
+        rows_table: u32,
+        state_table: &mut dyn FnMut(&str) -> u32,
+        store: &Store,
+    ) -> Result<Self> {
+        let mut job = Job { nodes: Vec::new(), sources: Vec::new() };
+        let out_schema: SchemaRef = Arc::new(plan.schema.as_arrow().clone());
+        job.nodes.push(Node { op: Box::new(Materialize::try_new(&out_schema, mode, rows_table)?), parent: None });
+        job.add(plan, Some((0, 0)), state_table, store)?;
+        Ok(job)
+    }
+
+    fn add(
+        &mut self,
+        plan: &StreamPlan,
+        parent: Option<(usize, usize)>,
+        state_table: &mut dyn FnMut(&str) -> u32,
+        store: &Store,
+    ) -> Result<usize> {
+        let index = self.nodes.len();
+        let schema: SchemaRef = Arc::new(plan.schema.as_arrow().clone());
+        let op: Box<dyn Operator> = match &plan.node {
+            StreamNode::Source { relation } => {
+                self.sources.push((relation.clone(), index, 0));
+                Box::new(Source)
+            }
+            StreamNode::Project { input, exprs } => {
+                let exprs = physical_exprs(exprs, &input.schema)?;
+                Box::new(Project::try_new(exprs, schema)?)
+            }
+            StreamNode::Filter { input, predicate } => {
+                Box::new(Filter::try_new(physical_expr(predicate, &input.schema)?)?)
+            }
+            StreamNode::Union { .. } => Box::new(Union::try_new(schema)?),
+            StreamNode::GroupAggregate { input, group_exprs, aggr_exprs } => {
+                let group = physical_exprs(group_exprs, &input.schema)?;
+                let aggs = aggr_exprs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| {
+                        let output_type = plan.schema.field(group_exprs.len() + i).data_type().clone();
+                        agg_call(e, &input.schema, output_type)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
+                Box::new(GroupAggregate::try_new(group, aggs, schema, &mut prefixed, store)?)
+            }
+        };
+        self.nodes.push(Node { op, parent });
+        for (i, input) in plan.inputs().into_iter().enumerate() {
+            self.add(input, Some((index, i)), state_table, store)?;
+        }
+        Ok(index)
+    }
+
+    /// Pushes a change of `relation` through the job; returns the view's resulting changes.
+    pub fn push(&mut self, relation: &str, chunk: &StreamChunk, store: &Store) -> Result<Option<StreamChunk>> {
+        let ctx = OpContext { store };
+        let mut outputs = Vec::new();
+        let leaves: Vec<(usize, usize)> = self
+            .sources
+            .iter()
+            .filter(|(r, _, _)| r == relation)
+            .map(|(_, n, i)| (*n, *i))
+            .collect();
+        for (node, input) in leaves {
+            let out = self.nodes[node].op.process_batch(input, chunk.clone(), &ctx)?;
+            self.forward(node, out, &ctx, &mut outputs)?;
+        }
+        Self::combine(outputs)
+    }
+
+    /// Lets every operator emit what it has before any input (a new job only), and returns
+    /// what reaches the view.
+    pub fn on_create(&mut self, store: &Store) -> Result<Option<StreamChunk>> {
+        let ctx = OpContext { store };
+        let mut outputs = Vec::new();
+        // Children before parents: a parent is always built before its inputs.
+        for node in (0..self.nodes.len()).rev() {
+            let out = self.nodes[node].op.on_create(&ctx)?;
+            self.forward(node, out, &ctx, &mut outputs)?;
+        }
+        Self::combine(outputs)
+    }
+
+    /// Sends `out`, emitted by `node`, on to the root, collecting what the root emits.
+    fn forward(
+        &mut self,
+        mut node: usize,
+        mut out: Option<StreamChunk>,
+        ctx: &OpContext<'_>,
+        outputs: &mut Vec<StreamChunk>,
+    ) -> Result<()> {
+        while let Some(c) = out.take() {
+            match self.nodes[node].parent {
+                Some((p, i)) => {
+                    out = self.nodes[p].op.process_batch(i, c, ctx)?;
+                    node = p;
+                }
+                None => outputs.push(c),
+            }
+        }
+        Ok(())
+    }
+
+    fn combine(mut outputs: Vec<StreamChunk>) -> Result<Option<StreamChunk>> {
+        match outputs.len() {
+            0 => Ok(None),
+            1 => Ok(outputs.pop()),
+            _ => {
+                let schema = outputs[0].schema();
+                Ok(Some(StreamChunk::concat(&schema, outputs)?))
+            }
+        }
+    }
+
+    /// The relations the job reads.
+    pub fn reads(&self) -> Vec<&str> {
+        self.sources.iter().map(|(r, _, _)| r.as_str()).collect()
+    }
+
+    /// Hands every operator's epoch writes to `writes`.
+    pub fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
+        for node in &mut self.nodes {
+            node.op.on_barrier(writes)?;
+        }
+        Ok(())
+    }
+}
+
+fn physical_expr(e: &Expr, schema: &DFSchema) -> Result<Arc<dyn PhysicalExpr>> {
+    Ok(create_physical_expr(e, schema, &ExecutionProps::new(), &PhysicalPlanningContext::default())?)
+}
+
+fn physical_exprs(exprs: &[Expr], schema: &DFSchema) -> Result<Vec<Arc<dyn PhysicalExpr>>> {
+    exprs.iter().map(|e| physical_expr(e, schema)).collect()
+}
+
+fn agg_call(e: &Expr, input: &DFSchema, output_type: arrow::datatypes::DataType) -> Result<AggCall> {
+    let e = match e {
+        Expr::Alias(a) => a.expr.as_ref(),
+        other => other,
+    };
+    let Expr::AggregateFunction(f) = e else {
+        return Err(WeirError::unsupported(format!("aggregate expression {e}")));
+    };
+    let name = f.func.name().to_lowercase();
+    let kind = match name.as_str() {
+        "count" => AggKind::Count,
+        "sum" => AggKind::Sum,
+        "avg" | "mean" => AggKind::Avg,
+        "min" => AggKind::Min,
+        "max" => AggKind::Max,
+        other => {
+            return Err(WeirError::unsupported(format!(
+                "aggregate function {other} in a streaming GROUP BY; supported: COUNT, SUM, AVG, MIN, MAX"
+            )))
+        }
+    };
+    let params = &f.params;
+    if params.args.len() > 1 {
+        return Err(WeirError::unsupported(format!("{name} with {} arguments", params.args.len())));
+    }
+    let (arg, arg_type) = match params.args.first() {
+        Some(a) => (Some(physical_expr(a, input)?), a.get_type(input)?),
+        None => (None, arrow::datatypes::DataType::Null),
+    };
+    let filter = params.filter.as_ref().map(|f| physical_expr(f, input)).transpose()?;
+    Ok(AggCall { kind, arg, distinct: params.distinct, filter, arg_type, output_type })
+}

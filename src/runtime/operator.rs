@@ -1,0 +1,44 @@
+//! The operator trait: what every stream operator implements.
+//!
+//! Operators are push-based and batch-at-a-time. The defaults here are the pass-through ones,
+//! so an operator implements only what it needs.
+
+use crate::error::Result;
+use crate::runtime::changelog::StreamChunk;
+use crate::state::{EpochWrites, Store};
+
+/// What an operator may read while processing: the committed state store.
+pub struct OpContext<'a> {
+    pub store: &'a Store,
+}
+
+/// A stream operator.
+pub trait Operator: Send + Sync {
+    /// The operator's name, as in EXPLAIN ("Project", "GroupAggregate", ...).
+    fn name(&self) -> &'static str;
+
+    /// The stable names of this operator's state tables (renaming one is a migration).
+    fn state_tables(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Called once when the job is created (not when it restarts): what the operator emits
+    /// before any input, such as a global aggregate's first row.
+    fn on_create(&mut self, _ctx: &OpContext<'_>) -> Result<Option<StreamChunk>> {
+        Ok(None)
+    }
+
+    /// Processes one changelog chunk arriving on input `input`, returning the chunk to send
+    /// downstream, if any.
+    fn process_batch(
+        &mut self,
+        input: usize,
+        chunk: StreamChunk,
+        ctx: &OpContext<'_>,
+    ) -> Result<Option<StreamChunk>>;
+
+    /// Hands this epoch's state writes to `writes` (never to RocksDB directly).
+    fn on_barrier(&mut self, _writes: &mut EpochWrites) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,538 @@
+//! GroupAggregate: unwindowed GROUP BY with retractions (Flink's GroupAggFunction).
+//!
+//! Changelog mode: any in → retract out, keyed by the group columns (the stream key). For each
+//! group touched by a chunk the operator emits `+I` for a new group, `-U`/`+U` when its result
+//! row changed, and `-D` when its last row was retracted. A global aggregate (no GROUP BY)
+//! always has exactly one row, as in Postgres: it starts as `COUNT(*) = 0`, other aggregates
+//! NULL.
+//!
+//! Aggregates: COUNT(*), COUNT(x), COUNT(DISTINCT x), SUM, AVG, MIN, MAX, each with an optional
+//! `FILTER (WHERE ...)`. NULL arguments are skipped (SQL). SUM and AVG keep a sum and a count
+//! of non-NULL values, so a retraction subtracts; MIN, MAX and COUNT(DISTINCT) keep the multiset
+//! of values per group, so deleting the current extreme brings back the next one.
+//!
+//! # State
+//! - `groups`: group key → row count and accumulators (cached whole in memory).
+//! - `values/<i>`: for the i-th MIN, MAX or COUNT(DISTINCT): group key ++ value → count.
+//!
+//! A group's entries are deleted when its row count reaches zero. State TTL is future work.
+//!
+//! # Output types
+//! COUNT: BIGINT. SUM: the planner's type (DataFusion: BIGINT for integers, DECIMAL(p+10, s),
+//! DOUBLE). AVG: DOUBLE for integer and float input, DECIMAL with the planner's scale for decimal
+//! input, truncated integer division for an integer output type. MIN/MAX: the argument's type.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, BooleanArray, Decimal128Array, Float64Array, Int64Array, RecordBatch};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, SchemaRef};
+use datafusion::physical_expr::PhysicalExpr;
+
+use crate::error::{Result, WeirError};
+use crate::runtime::changelog::{Op, StreamChunk};
+use crate::runtime::operator::{OpContext, Operator};
+use crate::state::codec::{put_f64, put_i128, put_i64, put_null, put_u64};
+use crate::state::{EpochWrites, RowCodec, StateTable, Store};
+
+/// The stable name of the group state table.
+pub const GROUPS: &str = "groups";
+/// The stable name prefix of the per-aggregate value multisets (`values/<i>`).
+pub const VALUES: &str = "values";
+
+/// An aggregate function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggKind {
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+}
+
+/// One aggregate call of the GROUP BY.
+pub struct AggCall {
+    pub kind: AggKind,
+    /// The argument over the input schema; `None` for `COUNT(*)`.
+    pub arg: Option<Arc<dyn PhysicalExpr>>,
+    /// `COUNT(DISTINCT x)`.
+    pub distinct: bool,
+    /// `FILTER (WHERE ...)` over the input schema.
+    pub filter: Option<Arc<dyn PhysicalExpr>>,
+    /// The argument's type (`Null` for `COUNT(*)`).
+    pub arg_type: DataType,
+    /// The result type.
+    pub output_type: DataType,
+}
+
+/// The accumulator of one aggregate in one group.
+#[derive(Debug, Clone, PartialEq)]
+enum Acc {
+    /// COUNT: the count.
+    Count(i64),
+    /// SUM/AVG over integers and decimals: the unscaled sum and the count of non-NULL values.
+    SumInt(i128, i64),
+    /// SUM/AVG over floats.
+    SumFloat(f64, i64),
+    /// MIN/MAX: the values live in the `values/<i>` table.
+    Values,
+    /// COUNT(DISTINCT): the number of distinct non-NULL values (they live in `values/<i>`).
+    Distinct(i64),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct GroupState {
+    /// Rows in the group (inserts minus retractions).
+    rows: i64,
+    accs: Vec<Acc>,
+}
+
+/// An aggregate's argument for one batch, in its accumulator's physical form.
+enum ArgCol {
+    Star,
+    Valid(ArrayRef),
+    Int(Int64Array),
+    Dec(Decimal128Array),
+    Float(Float64Array),
+    /// Encoded values (MIN/MAX/DISTINCT); `None` for NULL.
+    Bytes(Vec<Option<Vec<u8>>>),
+}
+
+/// The GROUP BY operator; see the module docs.
+pub struct GroupAggregate {
+    /// Group key expressions over the input schema; empty for a global aggregate.
+    group_exprs: Vec<Arc<dyn PhysicalExpr>>,
+    aggs: Vec<AggCall>,
+    /// Codec of the group key.
+    key_codec: RowCodec,
+    /// Codec of each MIN/MAX/DISTINCT argument (one column).
+    value_codecs: Vec<Option<RowCodec>>,
+    /// Codec of an output row: group columns then aggregates.
+    out_codec: RowCodec,
+    /// Output schema: group columns then one column per aggregate.
+    schema: SchemaRef,
+    groups: StateTable,
+    values: Vec<Option<StateTable>>,
+}
+
+impl GroupAggregate {
+    /// A GROUP BY producing `schema` (group columns, then aggregates).
+    ///
+    /// `state_table(name)` returns the id of this operator's state table `name` (allocating it
+    /// when the job is created); tables are loaded from `store`.
+    ///
+    /// # Errors
+    /// `Unsupported` for SUM/AVG(DISTINCT) and argument types the accumulators cannot hold.
+    pub fn try_new(
+        group_exprs: Vec<Arc<dyn PhysicalExpr>>,
+        aggs: Vec<AggCall>,
+        schema: SchemaRef,
+        state_table: &mut dyn FnMut(&str) -> u32,
+        store: &Store,
+    ) -> Result<Self> {
+        let types: Vec<DataType> = schema.fields().iter().map(|f| f.data_type().clone()).collect();
+        let key_codec = RowCodec::try_new(types[..group_exprs.len()].to_vec())?;
+        let out_codec = RowCodec::try_new(types)?;
+        let mut value_codecs = Vec::with_capacity(aggs.len());
+        let mut values = Vec::with_capacity(aggs.len());
+        for (i, agg) in aggs.iter().enumerate() {
+            let needs_values = matches!(agg.kind, AggKind::Min | AggKind::Max)
+                || (agg.kind == AggKind::Count && agg.distinct);
+            if agg.distinct && matches!(agg.kind, AggKind::Sum | AggKind::Avg) {
+                return Err(WeirError::unsupported("SUM(DISTINCT) and AVG(DISTINCT) in a streaming aggregate"));
+            }
+            if needs_values {
+                value_codecs.push(Some(RowCodec::try_new(vec![agg.arg_type.clone()])?));
+                let id = state_table(&format!("{VALUES}/{i}"));
+                values.push(Some(StateTable::cached(id, store)?));
+            } else {
+                value_codecs.push(None);
+                values.push(None);
+            }
+            if matches!(agg.kind, AggKind::Sum | AggKind::Avg) {
+                accumulator_kind(&agg.arg_type)?;
+            }
+        }
+        let groups = StateTable::cached(state_table(GROUPS), store)?;
+        Ok(Self { group_exprs, aggs, key_codec, value_codecs, out_codec, schema, groups, values })
+    }
+
+    fn is_global(&self) -> bool {
+        self.group_exprs.is_empty()
+    }
+
+    fn empty_state(&self) -> GroupState {
+        let accs = self
+            .aggs
+            .iter()
+            .map(|a| match a.kind {
+                AggKind::Count if a.distinct => Acc::Distinct(0),
+                AggKind::Count => Acc::Count(0),
+                AggKind::Sum | AggKind::Avg => match accumulator_kind(&a.arg_type) {
+                    Ok(SumKind::Float) => Acc::SumFloat(0.0, 0),
+                    _ => Acc::SumInt(0, 0),
+                },
+                AggKind::Min | AggKind::Max => Acc::Values,
+            })
+            .collect();
+        GroupState { rows: 0, accs }
+    }
+
+    fn eval_arg(&self, i: usize, batch: &RecordBatch) -> Result<ArgCol> {
+        let agg = &self.aggs[i];
+        let Some(expr) = &agg.arg else { return Ok(ArgCol::Star) };
+        let array = expr.evaluate(batch)?.into_array(batch.num_rows())?;
+        Ok(match (agg.kind, &self.value_codecs[i]) {
+            (_, Some(codec)) => {
+                let prepared = codec.prepare(&[Arc::clone(&array)])?;
+                ArgCol::Bytes(
+                    (0..array.len())
+                        .map(|r| {
+                            array.is_valid(r).then(|| {
+                                let mut out = Vec::with_capacity(9);
+                                codec.encode_row(&prepared, r, &mut out);
+                                out
+                            })
+                        })
+                        .collect(),
+                )
+            }
+            (AggKind::Count, None) => ArgCol::Valid(array),
+            _ => match accumulator_kind(array.data_type())? {
+                SumKind::Int => ArgCol::Int(downcast::<Int64Array>(&cast(&array, &DataType::Int64)?)?),
+                SumKind::Decimal => ArgCol::Dec(downcast::<Decimal128Array>(&array)?),
+                SumKind::Float => ArgCol::Float(downcast::<Float64Array>(&cast(&array, &DataType::Float64)?)?),
+            },
+        })
+    }
+
+    /// The encoded output row of a group in state `state`.
+    fn output_row(&self, key: &[u8], state: &GroupState) -> Result<Vec<u8>> {
+        let mut out = key.to_vec();
+        for (i, (agg, acc)) in self.aggs.iter().zip(&state.accs).enumerate() {
+            match acc {
+                Acc::Count(c) | Acc::Distinct(c) => put_i64(&mut out, *c),
+                Acc::SumInt(_, 0) | Acc::SumFloat(_, 0) => put_null(&mut out),
+                Acc::SumInt(sum, n) => match agg.kind {
+                    AggKind::Sum => put_number(&mut out, &agg.output_type, *sum as f64, Some(*sum))?,
+                    _ => put_avg_int(&mut out, agg, *sum, *n)?,
+                },
+                Acc::SumFloat(sum, n) => {
+                    let v = if agg.kind == AggKind::Sum { *sum } else { sum / *n as f64 };
+                    put_number(&mut out, &agg.output_type, v, None)?
+                }
+                Acc::Values => {
+                    let table = self.values[i].as_ref().expect("MIN/MAX have a value table");
+                    let mut entries = table.prefix_iter(key);
+                    let entry = if agg.kind == AggKind::Min { entries.next() } else { entries.next_back() };
+                    match entry {
+                        Some((k, _)) => out.extend_from_slice(&k[key.len()..]),
+                        None => put_null(&mut out),
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Operator for GroupAggregate {
+    fn name(&self) -> &'static str {
+        "GroupAggregate"
+    }
+
+    /// A global aggregate's one row exists from the start (COUNT 0, the rest NULL).
+    fn on_create(&mut self, ctx: &OpContext<'_>) -> Result<Option<StreamChunk>> {
+        if !self.is_global() || self.groups.get(ctx.store, &[])?.is_some() {
+            return Ok(None);
+        }
+        let state = self.empty_state();
+        let row = self.output_row(&[], &state)?;
+        self.groups.put(Vec::new(), encode_state(&state));
+        let mut decoder = self.out_codec.decoder(1);
+        decoder.append(&row)?;
+        let batch = RecordBatch::try_new(Arc::clone(&self.schema), decoder.finish()?)?;
+        Ok(Some(StreamChunk::new(vec![Op::Insert], batch)))
+    }
+
+    fn state_tables(&self) -> &'static [&'static str] {
+        &[GROUPS, VALUES]
+    }
+
+    fn process_batch(
+        &mut self,
+        _input: usize,
+        chunk: StreamChunk,
+        ctx: &OpContext<'_>,
+    ) -> Result<Option<StreamChunk>> {
+        let n = chunk.len();
+        let batch = &chunk.batch;
+        let keys: Vec<Vec<u8>> = if self.is_global() {
+            vec![Vec::new(); n]
+        } else {
+            let cols = self
+                .group_exprs
+                .iter()
+                .map(|e| Ok(e.evaluate(batch)?.into_array(n)?))
+                .collect::<Result<Vec<_>>>()?;
+            self.key_codec.encode_rows(&cols, n)?
+        };
+        let args = (0..self.aggs.len()).map(|i| self.eval_arg(i, batch)).collect::<Result<Vec<_>>>()?;
+        let filters = self
+            .aggs
+            .iter()
+            .map(|a| match &a.filter {
+                Some(f) => Ok(Some(downcast::<BooleanArray>(&f.evaluate(batch)?.into_array(n)?)?)),
+                None => Ok(None),
+            })
+            .collect::<Result<Vec<_>>>()?;
+
+        // Groups touched by this chunk, in first-touched order: key, output before, state.
+        let mut slots: Vec<(Vec<u8>, Option<Vec<u8>>, GroupState)> = Vec::new();
+        let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+        let global_keys = if self.is_global() { vec![Vec::new()] } else { Vec::new() };
+        for key in global_keys.iter().chain(keys.iter()) {
+            if index.contains_key(key) {
+                continue;
+            }
+            let (old_out, state) = match self.groups.get(ctx.store, key)? {
+                Some(bytes) => {
+                    let state = decode_state(&bytes, &self.empty_state())?;
+                    (Some(self.output_row(key, &state)?), state)
+                }
+                None => (None, self.empty_state()),
+            };
+            index.insert(key.clone(), slots.len());
+            slots.push((key.clone(), old_out, state));
+        }
+
+        for row in 0..n {
+            let sign = chunk.ops[row].sign();
+            let slot = index[&keys[row]];
+            let state = &mut slots[slot].2;
+            state.rows += sign;
+            for (j, acc) in state.accs.iter_mut().enumerate() {
+                if let Some(f) = &filters[j] {
+                    if !(f.is_valid(row) && f.value(row)) {
+                        continue;
+                    }
+                }
+                match (acc, &args[j]) {
+                    (Acc::Count(c), ArgCol::Star) => *c += sign,
+                    (Acc::Count(c), ArgCol::Valid(a)) => {
+                        if a.is_valid(row) {
+                            *c += sign
+                        }
+                    }
+                    (Acc::SumInt(s, c), ArgCol::Int(a)) => {
+                        if a.is_valid(row) {
+                            *s += sign as i128 * a.value(row) as i128;
+                            *c += sign;
+                        }
+                    }
+                    (Acc::SumInt(s, c), ArgCol::Dec(a)) => {
+                        if a.is_valid(row) {
+                            *s += sign as i128 * a.value(row);
+                            *c += sign;
+                        }
+                    }
+                    (Acc::SumFloat(s, c), ArgCol::Float(a)) => {
+                        if a.is_valid(row) {
+                            *s += sign as f64 * a.value(row);
+                            *c += sign;
+                        }
+                    }
+                    (acc @ (Acc::Values | Acc::Distinct(_)), ArgCol::Bytes(vals)) => {
+                        let Some(v) = &vals[row] else { continue };
+                        let table = self.values[j].as_mut().expect("value table exists");
+                        let mut entry = keys[row].clone();
+                        entry.extend_from_slice(v);
+                        let before = match table.get(ctx.store, &entry)? {
+                            Some(b) => super::materialize::decode_count(&b)?,
+                            None => 0,
+                        };
+                        let after = before + sign;
+                        if after == 0 {
+                            table.delete(entry);
+                        } else {
+                            table.put(entry, after.to_le_bytes().to_vec());
+                        }
+                        if let Acc::Distinct(d) = acc {
+                            if before == 0 && after > 0 {
+                                *d += 1;
+                            } else if before > 0 && after == 0 {
+                                *d -= 1;
+                            }
+                        }
+                    }
+                    _ => return Err(WeirError::internal("aggregate argument of the wrong kind")),
+                }
+            }
+        }
+
+        let mut ops = Vec::new();
+        let mut rows: Vec<Vec<u8>> = Vec::new();
+        for (key, old_out, state) in slots {
+            if state.rows < 0 {
+                return Err(WeirError::internal("group aggregate: more retractions than rows"));
+            }
+            let exists = self.is_global() || state.rows > 0;
+            let new_out = if exists { Some(self.output_row(&key, &state)?) } else { None };
+            match (old_out, new_out) {
+                (None, Some(new)) => {
+                    ops.push(Op::Insert);
+                    rows.push(new);
+                }
+                (Some(old), None) => {
+                    ops.push(Op::Delete);
+                    rows.push(old);
+                }
+                (Some(old), Some(new)) if old != new => {
+                    ops.extend([Op::UpdateBefore, Op::UpdateAfter]);
+                    rows.push(old);
+                    rows.push(new);
+                }
+                _ => {}
+            }
+            if exists {
+                self.groups.put(key, encode_state(&state));
+            } else {
+                self.groups.delete(key);
+            }
+        }
+        if ops.is_empty() {
+            return Ok(None);
+        }
+        let mut decoder = self.out_codec.decoder(rows.len());
+        for r in &rows {
+            decoder.append(r)?;
+        }
+        let batch = RecordBatch::try_new(Arc::clone(&self.schema), decoder.finish()?)?;
+        Ok(Some(StreamChunk::new(ops, batch)))
+    }
+
+    fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
+        self.groups.flush(writes);
+        for table in self.values.iter_mut().flatten() {
+            table.flush(writes);
+        }
+        Ok(())
+    }
+}
+
+/// How SUM/AVG accumulate an argument type.
+enum SumKind {
+    Int,
+    Decimal,
+    Float,
+}
+
+fn accumulator_kind(t: &DataType) -> Result<SumKind> {
+    use DataType::*;
+    Ok(match t {
+        Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 | Null => SumKind::Int,
+        Decimal128(..) => SumKind::Decimal,
+        Float16 | Float32 | Float64 => SumKind::Float,
+        other => return Err(WeirError::plan(format!("SUM/AVG of type {other} is not supported"))),
+    })
+}
+
+fn downcast<T: Array + Clone + 'static>(a: &ArrayRef) -> Result<T> {
+    a.as_any()
+        .downcast_ref::<T>()
+        .cloned()
+        .ok_or_else(|| WeirError::internal(format!("unexpected array type {}", a.data_type())))
+}
+
+/// Appends `v` (or the exact integer `exact`) as a field of `output_type`.
+fn put_number(out: &mut Vec<u8>, output_type: &DataType, v: f64, exact: Option<i128>) -> Result<()> {
+    use DataType::*;
+    let overflow = || WeirError::execution(format!("aggregate result out of range of {output_type}"));
+    match output_type {
+        Int8 | Int16 | Int32 | Int64 => {
+            let i = exact.unwrap_or(v as i128);
+            put_i64(out, i64::try_from(i).map_err(|_| overflow())?)
+        }
+        UInt8 | UInt16 | UInt32 | UInt64 => {
+            let i = exact.unwrap_or(v as i128);
+            put_u64(out, u64::try_from(i).map_err(|_| overflow())?)
+        }
+        Decimal128(..) => put_i128(out, exact.ok_or_else(overflow)?),
+        Float16 | Float32 | Float64 => put_f64(out, exact.map(|e| e as f64).unwrap_or(v)),
+        other => return Err(WeirError::internal(format!("aggregate output type {other}"))),
+    }
+    Ok(())
+}
+
+/// AVG over integers or decimals, as the output type asks.
+fn put_avg_int(out: &mut Vec<u8>, agg: &AggCall, sum: i128, n: i64) -> Result<()> {
+    match (&agg.output_type, &agg.arg_type) {
+        (DataType::Decimal128(_, out_scale), arg) => {
+            let in_scale = match arg {
+                DataType::Decimal128(_, s) => *s,
+                _ => 0,
+            };
+            let shift = 10i128.pow((*out_scale - in_scale).max(0) as u32);
+            let num = sum * shift;
+            let n = n as i128;
+            // Round half away from zero.
+            let q = num / n;
+            let r = num % n;
+            let q = if 2 * r.abs() >= n { q + num.signum() } else { q };
+            put_i128(out, q);
+            Ok(())
+        }
+        (t, _) if t.is_integer() => put_number(out, t, 0.0, Some(sum / n as i128)),
+        (t, _) => put_number(out, t, sum as f64 / n as f64, None),
+    }
+}
+
+fn encode_state(state: &GroupState) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + 24 * state.accs.len());
+    out.extend_from_slice(&state.rows.to_le_bytes());
+    for acc in &state.accs {
+        match acc {
+            Acc::Count(c) | Acc::Distinct(c) => out.extend_from_slice(&c.to_le_bytes()),
+            Acc::SumInt(s, c) => {
+                out.extend_from_slice(&s.to_le_bytes());
+                out.extend_from_slice(&c.to_le_bytes());
+            }
+            Acc::SumFloat(s, c) => {
+                out.extend_from_slice(&s.to_le_bytes());
+                out.extend_from_slice(&c.to_le_bytes());
+            }
+            Acc::Values => {}
+        }
+    }
+    out
+}
+
+fn decode_state(bytes: &[u8], shape: &GroupState) -> Result<GroupState> {
+    let corrupt = || WeirError::storage("corrupt group aggregate state");
+    let mut pos = 0;
+    let mut read = |n: usize| -> Result<&[u8]> {
+        let s = bytes.get(pos..pos + n).ok_or_else(corrupt)?;
+        pos += n;
+        Ok(s)
+    };
+    let i64_of = |b: &[u8]| i64::from_le_bytes(b.try_into().expect("8 bytes"));
+    let rows = i64_of(read(8)?);
+    let mut accs = Vec::with_capacity(shape.accs.len());
+    for acc in &shape.accs {
+        accs.push(match acc {
+            Acc::Count(_) => Acc::Count(i64_of(read(8)?)),
+            Acc::Distinct(_) => Acc::Distinct(i64_of(read(8)?)),
+            Acc::SumInt(..) => {
+                let s = i128::from_le_bytes(read(16)?.try_into().expect("16 bytes"));
+                Acc::SumInt(s, i64_of(read(8)?))
+            }
+            Acc::SumFloat(..) => {
+                let s = f64::from_le_bytes(read(8)?.try_into().expect("8 bytes"));
+                Acc::SumFloat(s, i64_of(read(8)?))
+            }
+            Acc::Values => Acc::Values,
+        });
+    }
+    Ok(GroupState { rows, accs })
+}

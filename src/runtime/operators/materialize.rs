@@ -1,0 +1,124 @@
+//! Materialize: keeps a materialized view's rows in its state table and forwards its changelog
+//! to the views built on it.
+//!
+//! Changelog mode: any in → the same out.
+//!
+//! State, one table (the view's rows, read by `SELECT`):
+//! - keyed by the stream key when the plan has one: key = stream key columns, value = the whole
+//!   row; `+I`/`+U` put, `-D`/`-U` delete (upsert semantics);
+//! - otherwise a multiset: key = the whole row, value = its count (i64 little-endian);
+//!   `+I`/`+U` add one copy, `-D`/`-U` remove one. A count that would go below zero is our bug
+//!   (a retraction of a row never inserted) and fails the epoch.
+//!
+//! Nothing frees the state but deletes: the view is the state.
+
+use arrow::datatypes::SchemaRef;
+
+use crate::error::{Result, WeirError};
+use crate::runtime::changelog::StreamChunk;
+use crate::runtime::operator::{OpContext, Operator};
+use crate::state::{EpochWrites, RowCodec, StateTable};
+
+/// The stable name of the view's row table.
+pub const ROWS: &str = "rows";
+
+/// How a view's rows are stored; see the module docs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageMode {
+    /// Keyed by these output columns.
+    Keyed(Vec<usize>),
+    /// A multiset of whole rows.
+    Multiset,
+}
+
+/// Writes a view's changelog into its state table.
+pub struct Materialize {
+    mode: StorageMode,
+    /// Codec of the whole row.
+    row_codec: RowCodec,
+    /// Codec of the stream key columns (keyed mode).
+    key_codec: Option<RowCodec>,
+    rows: StateTable,
+}
+
+impl Materialize {
+    /// A materialization of rows of `schema` into state table `table`.
+    ///
+    /// # Errors
+    /// `Unsupported` for column types the state codec cannot store.
+    pub fn try_new(schema: &SchemaRef, mode: StorageMode, table: u32) -> Result<Self> {
+        let types: Vec<_> = schema.fields().iter().map(|f| f.data_type().clone()).collect();
+        let key_codec = match &mode {
+            StorageMode::Keyed(cols) => {
+                Some(RowCodec::try_new(cols.iter().map(|c| types[*c].clone()).collect())?)
+            }
+            StorageMode::Multiset => None,
+        };
+        Ok(Self { mode, row_codec: RowCodec::try_new(types)?, key_codec, rows: StateTable::new(table) })
+    }
+}
+
+impl Operator for Materialize {
+    fn name(&self) -> &'static str {
+        "Materialize"
+    }
+
+    fn state_tables(&self) -> &'static [&'static str] {
+        &[ROWS]
+    }
+
+    fn process_batch(
+        &mut self,
+        _input: usize,
+        chunk: StreamChunk,
+        ctx: &OpContext<'_>,
+    ) -> Result<Option<StreamChunk>> {
+        let rows = self.row_codec.encode_rows(chunk.columns(), chunk.len())?;
+        match (&self.mode, &self.key_codec) {
+            (StorageMode::Keyed(cols), Some(key_codec)) => {
+                let key_cols: Vec<_> =
+                    cols.iter().map(|c| std::sync::Arc::clone(chunk.batch.column(*c))).collect();
+                let keys = key_codec.encode_rows(&key_cols, chunk.len())?;
+                for ((op, key), row) in chunk.ops.iter().zip(keys).zip(rows) {
+                    if op.is_insert() {
+                        self.rows.put(key, row);
+                    } else {
+                        self.rows.delete(key);
+                    }
+                }
+            }
+            _ => {
+                for (op, row) in chunk.ops.iter().zip(rows) {
+                    let count = match self.rows.get(ctx.store, &row)? {
+                        Some(v) => decode_count(&v)?,
+                        None => 0,
+                    };
+                    let count = count + op.sign();
+                    if count < 0 {
+                        return Err(WeirError::internal(
+                            "materialize: retraction of a row the view does not hold",
+                        ));
+                    }
+                    if count == 0 {
+                        self.rows.delete(row);
+                    } else {
+                        self.rows.put(row, count.to_le_bytes().to_vec());
+                    }
+                }
+            }
+        }
+        Ok(Some(chunk))
+    }
+
+    fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
+        self.rows.flush(writes);
+        Ok(())
+    }
+}
+
+/// The count of a multiset entry.
+pub fn decode_count(v: &[u8]) -> Result<i64> {
+    Ok(i64::from_le_bytes(
+        v.try_into().map_err(|_| WeirError::storage("multiset count is not 8 bytes"))?,
+    ))
+}

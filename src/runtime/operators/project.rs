@@ -1,0 +1,69 @@
+//! Project: evaluates one DataFusion physical expression per output column on whole batches.
+//!
+//! Changelog mode: any in → the same out; ops are carried unchanged. Stateless.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use datafusion::physical_expr::PhysicalExpr;
+
+use crate::error::Result;
+use crate::runtime::changelog::StreamChunk;
+use crate::runtime::operator::{OpContext, Operator};
+
+/// Computes `exprs` over each input chunk.
+pub struct Project {
+    /// One expression per output column, over the input schema.
+    exprs: Vec<Arc<dyn PhysicalExpr>>,
+    /// The output schema.
+    schema: SchemaRef,
+}
+
+impl Project {
+    /// A projection producing `schema` from `exprs` (same length).
+    pub fn try_new(exprs: Vec<Arc<dyn PhysicalExpr>>, schema: SchemaRef) -> Result<Self> {
+        if exprs.len() != schema.fields().len() {
+            return Err(crate::error::WeirError::internal(format!(
+                "projection of {} expressions into {} columns",
+                exprs.len(),
+                schema.fields().len()
+            )));
+        }
+        Ok(Self { exprs, schema })
+    }
+}
+
+impl Operator for Project {
+    fn name(&self) -> &'static str {
+        "Project"
+    }
+
+    fn process_batch(
+        &mut self,
+        _input: usize,
+        chunk: StreamChunk,
+        _ctx: &OpContext<'_>,
+    ) -> Result<Option<StreamChunk>> {
+        let n = chunk.len();
+        let columns = self
+            .exprs
+            .iter()
+            .zip(self.schema.fields())
+            .map(|(e, f)| {
+                let array = e.evaluate(&chunk.batch)?.into_array(n)?;
+                Ok(if array.data_type() == f.data_type() {
+                    array
+                } else {
+                    arrow::compute::cast(&array, f.data_type())?
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let batch = RecordBatch::try_new_with_options(
+            Arc::clone(&self.schema),
+            columns,
+            &arrow::array::RecordBatchOptions::new().with_row_count(Some(n)),
+        )?;
+        Ok(Some(StreamChunk::new(chunk.ops, batch)))
+    }
+}

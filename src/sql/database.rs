@@ -1,0 +1,254 @@
+//! The server-wide database: catalog, storage and running jobs, and the execution of one
+//! statement for a session. Frontends call [`Database::execute`] once per statement.
+//!
+//! Reads (`SELECT`, `SHOW`) take the read side of the database's lock and see the last committed
+//! epoch; writes (DDL, DML, `FLUSH`) take the write side and run one at a time, each committing
+//! its own epoch before it returns.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use datafusion::dataframe::DataFrame;
+use datafusion::sql::parser::Statement as DfStatement;
+use sqlparser::ast::Statement;
+use tokio::sync::RwLock;
+
+use crate::error::{Result, WeirError};
+use crate::sql::engine::Engine;
+use crate::sql::parser::{self, object_name, WeirStatement};
+use crate::sql::relations::session_context;
+use crate::sql::show::{self, text_rows, DEFAULT_SETTINGS};
+use crate::state::Store;
+
+/// Per-connection settings (`SET` / `SHOW` / `RESET`).
+#[derive(Debug, Default, Clone)]
+pub struct Session {
+    /// Settings made with `SET 'key' = 'value'`, by key.
+    pub settings: BTreeMap<String, String>,
+}
+
+/// What one statement returns to the client.
+#[derive(Debug)]
+pub enum StatementResult {
+    /// Rows, with their schema (also sent for zero rows).
+    Rows { schema: SchemaRef, batches: Vec<RecordBatch> },
+    /// A command tag: `tag` is the command name as Postgres sends it ("INSERT", "CREATE TABLE",
+    /// "FLUSH", ...) and `rows` the affected row count where Postgres reports one.
+    Command { tag: String, rows: Option<usize> },
+}
+
+fn command(tag: &str) -> StatementResult {
+    StatementResult::Command { tag: tag.to_string(), rows: None }
+}
+
+/// The database shared by all connections.
+pub struct Database {
+    engine: RwLock<Engine>,
+}
+
+impl Database {
+    /// Opens (or creates) the database in `data_dir`, restarting every materialized view's job
+    /// from the last committed epoch.
+    ///
+    /// # Errors
+    /// `Storage` when the directory cannot be opened (another server holds it, permissions) or
+    /// the stored state cannot be read.
+    pub fn open(data_dir: &std::path::Path) -> Result<Arc<Self>> {
+        let store = Arc::new(Store::open(data_dir)?);
+        let engine = Engine::load(store)?;
+        tracing::info!(
+            epoch = engine.epoch,
+            relations = engine.catalog.relations.len(),
+            jobs = engine.jobs.len(),
+            "opened {}",
+            data_dir.display()
+        );
+        Ok(Arc::new(Self { engine: RwLock::new(engine) }))
+    }
+
+    /// Splits a query string into statements at top-level semicolons; empty ones are dropped.
+    pub fn split_statements(sql: &str) -> Result<Vec<String>> {
+        parser::split_statements(sql)
+    }
+
+    /// Executes one statement.
+    pub async fn execute(&self, session: &mut Session, sql: &str) -> Result<StatementResult> {
+        let stmt = parser::parse_statement(sql)?;
+        self.execute_parsed(session, stmt, sql).await
+    }
+
+    /// The result schema a statement would return (`None` for a command), without running it.
+    /// Used by the extended protocol's Describe.
+    pub async fn describe(&self, session: &Session, sql: &str) -> Result<Option<SchemaRef>> {
+        let stmt = parser::parse_statement(sql)?;
+        match &stmt {
+            WeirStatement::Sql(s) if matches!(s.as_ref(), Statement::Query(_)) => {
+                let engine = self.engine.read().await;
+                let ctx = session_context(engine.snapshot(None));
+                let plan = ctx.state().statement_to_plan(DfStatement::Statement(s.clone())).await?;
+                Ok(Some(Arc::new(plan.schema().as_arrow().clone())))
+            }
+            WeirStatement::Show(_)
+            | WeirStatement::ShowCreate(_)
+            | WeirStatement::Describe(_)
+            | WeirStatement::ShowVariable(_)
+            | WeirStatement::Explain(_) => {
+                let mut session = session.clone();
+                match self.execute_parsed(&mut session, stmt, sql).await? {
+                    StatementResult::Rows { schema, .. } => Ok(Some(schema)),
+                    StatementResult::Command { .. } => Ok(None),
+                }
+            }
+            _ => Ok(None),
+        }
+    }
+
+    async fn execute_parsed(&self, session: &mut Session, stmt: WeirStatement, sql: &str) -> Result<StatementResult> {
+        match stmt {
+            WeirStatement::CreateTable(t) => {
+                self.engine.write().await.create_table(&t, sql).await?;
+                Ok(command("CREATE TABLE"))
+            }
+            WeirStatement::CreateMaterializedView { name, if_not_exists, query, emit_on_window_close } => {
+                let mut engine = self.engine.write().await;
+                engine.create_materialized_view(&name, &query, if_not_exists, emit_on_window_close, sql).await?;
+                Ok(command("CREATE MATERIALIZED VIEW"))
+            }
+            WeirStatement::Drop { kind, names, if_exists, cascade } => {
+                self.engine.write().await.drop_relations(kind, &names, if_exists, cascade)?;
+                Ok(command(match kind {
+                    parser::DropKind::Table => "DROP TABLE",
+                    parser::DropKind::View => "DROP VIEW",
+                    parser::DropKind::MaterializedView => "DROP MATERIALIZED VIEW",
+                }))
+            }
+            WeirStatement::Flush => {
+                // Every write statement commits before it returns; taking the write lock waits
+                // for the ones in flight.
+                drop(self.engine.write().await);
+                Ok(command("FLUSH"))
+            }
+            WeirStatement::Show(list) => show::show_list(&self.engine.read().await.catalog, list),
+            WeirStatement::ShowCreate(name) => show::show_create(&self.engine.read().await.catalog, &name),
+            WeirStatement::Describe(name) => show::describe(&self.engine.read().await.catalog, &name),
+            WeirStatement::Set { key, value } => {
+                session.settings.insert(key.to_lowercase(), value);
+                Ok(command("SET"))
+            }
+            WeirStatement::ShowVariable(key) => {
+                let key = key.to_lowercase();
+                let value = session
+                    .settings
+                    .get(&key)
+                    .cloned()
+                    .or_else(|| DEFAULT_SETTINGS.iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_string()));
+                match value {
+                    Some(v) => text_rows(&[key.as_str()], vec![vec![Some(v)]]),
+                    None if key == "all" => text_rows(
+                        &["name", "setting"],
+                        DEFAULT_SETTINGS
+                            .iter()
+                            .map(|(k, v)| {
+                                let v = session.settings.get(*k).cloned().unwrap_or_else(|| v.to_string());
+                                vec![Some(k.to_string()), Some(v)]
+                            })
+                            .collect(),
+                    ),
+                    None => Err(WeirError::option(format!(
+                        "unrecognized configuration parameter \"{key}\"; known: {}",
+                        DEFAULT_SETTINGS.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
+                    ))),
+                }
+            }
+            WeirStatement::Reset(key) => {
+                match key {
+                    Some(k) => {
+                        session.settings.remove(&k.to_lowercase());
+                    }
+                    None => session.settings.clear(),
+                }
+                Ok(command("RESET"))
+            }
+            WeirStatement::StopJob { id, .. } => {
+                let engine = self.engine.read().await;
+                let view = engine.catalog.relations.values().find(|r| r.job.as_deref() == Some(id.as_str()));
+                Err(match view {
+                    Some(v) => WeirError::unsupported(format!(
+                        "STOP JOB '{id}': it maintains materialized view {}; drop the view to stop it",
+                        v.name
+                    )),
+                    None => WeirError::plan(format!("no job '{id}'; SHOW JOBS lists them")),
+                })
+            }
+            WeirStatement::Explain(inner) => self.explain(*inner).await,
+            WeirStatement::Sql(stmt) => self.execute_sql(*stmt, sql).await,
+        }
+    }
+
+    async fn explain(&self, stmt: WeirStatement) -> Result<StatementResult> {
+        let engine = self.engine.read().await;
+        let query = match &stmt {
+            WeirStatement::CreateMaterializedView { query, .. } => query.to_string(),
+            WeirStatement::Sql(s) => match s.as_ref() {
+                Statement::Query(q) => q.to_string(),
+                Statement::Insert(i) => match &i.source {
+                    Some(q) => q.to_string(),
+                    None => return Err(WeirError::unsupported("EXPLAIN of INSERT without a query")),
+                },
+                other => return Err(WeirError::unsupported(format!("EXPLAIN of {other}"))),
+            },
+            _ => return Err(WeirError::unsupported("EXPLAIN of this statement")),
+        };
+        let plan = engine.plan_stream_query(&query).await?;
+        text_rows(&["QUERY PLAN"], plan.explain().into_iter().map(|l| vec![Some(l)]).collect())
+    }
+
+    async fn execute_sql(&self, stmt: Statement, sql: &str) -> Result<StatementResult> {
+        match &stmt {
+            Statement::Query(_) => {
+                let engine = self.engine.read().await;
+                let ctx = session_context(engine.snapshot(None));
+                let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt.clone()))).await?;
+                let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
+                let batches = DataFrame::new(ctx.state(), plan).collect().await?;
+                drop(engine);
+                Ok(StatementResult::Rows { schema, batches })
+            }
+            Statement::Insert(insert) => {
+                let n = self.engine.write().await.insert(&stmt, insert).await?;
+                Ok(StatementResult::Command { tag: "INSERT".into(), rows: Some(n) })
+            }
+            Statement::Update(update) => {
+                let n = self.engine.write().await.update(update).await?;
+                Ok(StatementResult::Command { tag: "UPDATE".into(), rows: Some(n) })
+            }
+            Statement::Delete(delete) => {
+                let n = self.engine.write().await.delete(delete).await?;
+                Ok(StatementResult::Command { tag: "DELETE".into(), rows: Some(n) })
+            }
+            Statement::CreateView(v) => {
+                let name = object_name(&v.name);
+                let mut engine = self.engine.write().await;
+                if v.materialized {
+                    engine.create_materialized_view(&name, &v.query, v.if_not_exists, false, sql).await?;
+                    return Ok(command("CREATE MATERIALIZED VIEW"));
+                }
+                if !v.columns.is_empty() {
+                    return Err(WeirError::unsupported("a column list in CREATE VIEW; alias the columns in the query"));
+                }
+                engine.create_view(&name, &v.query, v.or_replace, sql).await?;
+                Ok(command("CREATE VIEW"))
+            }
+            Statement::StartTransaction { .. } => Ok(command("BEGIN")),
+            Statement::Commit { .. } => Ok(command("COMMIT")),
+            Statement::Rollback { .. } => Ok(command("ROLLBACK")),
+            Statement::Set(_) => Ok(command("SET")),
+            other => Err(WeirError::unsupported(format!(
+                "statement {}",
+                other.to_string().split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+            ))),
+        }
+    }
+}

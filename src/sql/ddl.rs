@@ -1,0 +1,372 @@
+//! CREATE TABLE, CREATE VIEW, CREATE MATERIALIZED VIEW and DROP.
+//!
+//! Every DDL statement is one epoch: the new catalog is committed in the same atomic write as
+//! the state it creates (a view's backfill) or removes (a dropped relation's state tables), so
+//! a crash leaves the old catalog or the new one, never a mix.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema};
+use datafusion::datasource::MemTable;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::SessionContext;
+use sqlparser::ast::Query;
+use weir_catalog::{Column, Relation, RelationKind, Watermark};
+
+use crate::error::{ErrorKind, Result, WeirError};
+use crate::runtime::table::scan_rows;
+use crate::runtime::StreamChunk;
+use crate::sql::engine::Engine;
+use crate::sql::parser::{CreateTable, DropKind};
+use crate::sql::relations::{connector_of, layout_of, relation_schema, session_context};
+use crate::state::EpochWrites;
+
+impl Engine {
+    /// `CREATE TABLE`.
+    pub async fn create_table(&mut self, t: &CreateTable, definition: &str) -> Result<()> {
+        if self.catalog.get(&t.name).is_some() {
+            if t.if_not_exists {
+                return Ok(());
+            }
+            return Err(ErrorKind::DuplicateTable(t.name.clone()).into());
+        }
+        let (connector, _) = weir_connectors::validate(&t.options).map_err(|e| WeirError::option(e.to_string()))?;
+        let plain = connector == "table";
+
+        // Physical columns first: computed columns and the watermark are typed against them.
+        let mut fields = Vec::new();
+        let mut columns = Vec::new();
+        for c in &t.columns {
+            if columns.iter().any(|x: &Column| x.name == c.name) {
+                return Err(WeirError::plan(format!("column \"{}\" is declared twice in table {}", c.name, t.name)));
+            }
+            if let Some(sql_type) = &c.data_type {
+                let arrow_type = crate::sql::types::arrow_type(sql_type)?;
+                let nullable = !c.not_null && !t.primary_key.contains(&c.name);
+                fields.push(Field::new(&c.name, arrow_type.clone(), nullable));
+                columns.push(Column {
+                    name: c.name.clone(),
+                    arrow_type: arrow_type.to_string(),
+                    sql_type: sql_type.to_string(),
+                    nullable,
+                    computed: None,
+                });
+            }
+        }
+        let physical = Arc::new(Schema::new(fields.clone()));
+        for c in &t.columns {
+            if let Some(expr) = &c.computed {
+                if plain {
+                    return Err(WeirError::unsupported(format!(
+                        "computed column {} on a plain table; declare it on a connector table, or compute it in a view",
+                        c.name
+                    )));
+                }
+                let arrow_type = expr_type(&t.name, &physical, &expr.to_string()).await?;
+                fields.push(Field::new(&c.name, arrow_type.clone(), true));
+                columns.push(Column {
+                    name: c.name.clone(),
+                    arrow_type: arrow_type.to_string(),
+                    sql_type: format!("AS {expr}"),
+                    nullable: true,
+                    computed: Some(expr.to_string()),
+                });
+            }
+        }
+        let all = Arc::new(Schema::new(fields));
+        let valid = || columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
+        for k in &t.primary_key {
+            if all.index_of(k).is_err() {
+                return Err(ErrorKind::UnknownColumn(format!(
+                    "primary key column \"{k}\" does not exist in table {}; columns: {}",
+                    t.name,
+                    valid()
+                ))
+                .into());
+            }
+        }
+        let watermark = match &t.watermark {
+            None => None,
+            Some((column, expr)) => {
+                let Ok(field) = all.field_with_name(column) else {
+                    return Err(ErrorKind::UnknownColumn(format!(
+                        "WATERMARK FOR {column}: column \"{column}\" does not exist in table {}; columns: {}",
+                        t.name,
+                        valid()
+                    ))
+                    .into());
+                };
+                if !matches!(field.data_type(), DataType::Timestamp(..)) {
+                    return Err(WeirError::plan(format!(
+                        "WATERMARK FOR {column}: column {column} has type {}, but the event-time attribute of a watermark must be of type TIMESTAMP(3) or TIMESTAMP_LTZ(3)",
+                        sql_type_of(&columns, column)
+                    )));
+                }
+                let wm_type = expr_type(&t.name, &all, &expr.to_string()).await?;
+                if !matches!(wm_type, DataType::Timestamp(..)) {
+                    return Err(WeirError::plan(format!(
+                        "WATERMARK FOR {column} AS {expr}: the watermark expression has type {wm_type}, but it must return a TIMESTAMP (the event-time type of {column})"
+                    )));
+                }
+                Some(Watermark { column: column.clone(), expr: expr.to_string() })
+            }
+        };
+        if plain {
+            // Fails early for types the state codec cannot store.
+            crate::state::RowCodec::try_new(all.fields().iter().map(|f| f.data_type().clone()).collect())?;
+        }
+        let mut catalog = (*self.catalog).clone();
+        let state_table = plain.then(|| catalog.allocate_state_table());
+        catalog.relations.insert(
+            t.name.clone(),
+            Relation {
+                name: t.name.clone(),
+                kind: RelationKind::Table,
+                state_table,
+                columns,
+                primary_key: t.primary_key.clone(),
+                stream_key: None,
+                watermark,
+                options: t.options.clone(),
+                definition: definition.to_string(),
+                query: None,
+                depends_on: vec![],
+                job: None,
+                operator_state: BTreeMap::new(),
+                emit_on_window_close: false,
+            },
+        );
+        self.commit(EpochWrites::default(), Some(catalog))
+    }
+
+    /// `CREATE VIEW name AS query`.
+    pub async fn create_view(&mut self, name: &str, query: &Query, or_replace: bool, definition: &str) -> Result<()> {
+        if let Some(existing) = self.catalog.get(name) {
+            if !(or_replace && existing.kind == RelationKind::View) {
+                return Err(ErrorKind::DuplicateTable(name.to_string()).into());
+            }
+            if !self.catalog.dependents(name).is_empty() {
+                return Err(ErrorKind::DependentObjects(format!(
+                    "cannot replace view {name}: {} depend on it",
+                    self.catalog.dependents(name).join(", ")
+                ))
+                .into());
+            }
+        }
+        let query_text = query.to_string();
+        let ctx = session_context(self.snapshot(None));
+        let plan = ctx.state().create_logical_plan(&query_text).await?;
+        let columns = output_columns(&plan, name)?;
+        let depends_on = self.named_relations(query);
+        let mut catalog = (*self.catalog).clone();
+        catalog.relations.insert(
+            name.to_string(),
+            Relation {
+                name: name.to_string(),
+                kind: RelationKind::View,
+                state_table: None,
+                columns,
+                primary_key: vec![],
+                stream_key: None,
+                watermark: None,
+                options: BTreeMap::new(),
+                definition: definition.to_string(),
+                query: Some(query_text),
+                depends_on,
+                job: None,
+                operator_state: BTreeMap::new(),
+                emit_on_window_close: false,
+            },
+        );
+        self.commit(EpochWrites::default(), Some(catalog))
+    }
+
+    /// `CREATE MATERIALIZED VIEW name AS query`: plans the job, backfills it from the rows its
+    /// sources hold, and commits view, state and catalog in one epoch.
+    pub async fn create_materialized_view(
+        &mut self,
+        name: &str,
+        query: &Query,
+        if_not_exists: bool,
+        emit_on_window_close: bool,
+        definition: &str,
+    ) -> Result<()> {
+        if self.catalog.get(name).is_some() {
+            if if_not_exists {
+                return Ok(());
+            }
+            return Err(ErrorKind::DuplicateTable(name.to_string()).into());
+        }
+        if emit_on_window_close {
+            return Err(WeirError::unsupported(
+                "EMIT ON WINDOW CLOSE: windowed aggregation is not built yet in this version",
+            ));
+        }
+        let query_text = query.to_string();
+        let ctx = session_context(self.snapshot(None));
+        ctx.state().create_logical_plan(&query_text).await?;
+        let depends_on = self.named_relations(query);
+        let plan = self.plan_stream_query(&query_text).await?;
+        for source in plan.sources() {
+            let rel = self.catalog.get(&source).ok_or_else(|| WeirError::unknown_table(&source))?;
+            if rel.kind == RelationKind::Table && connector_of(rel) != "table" {
+                return Err(WeirError::unsupported(format!(
+                    "materialized view {name} reads table {source}, whose '{}' connector's source is not built yet in this version",
+                    connector_of(rel)
+                )));
+            }
+        }
+        let columns = output_columns_of_schema(plan.schema.as_arrow(), name)?;
+        let mut catalog = (*self.catalog).clone();
+        let state_table = catalog.allocate_state_table();
+        let job_id = catalog.allocate_job();
+        let rel = Relation {
+            name: name.to_string(),
+            kind: RelationKind::MaterializedView,
+            state_table: Some(state_table),
+            columns,
+            primary_key: vec![],
+            stream_key: plan.stream_key.clone(),
+            watermark: None,
+            options: BTreeMap::new(),
+            definition: definition.to_string(),
+            query: Some(query_text),
+            depends_on,
+            job: Some(job_id),
+            operator_state: BTreeMap::new(),
+            emit_on_window_close,
+        };
+        catalog.relations.insert(name.to_string(), rel.clone());
+        let mut job = self.build_job(&rel, &plan, &mut catalog)?;
+        job.on_create(&self.store)?;
+        // Backfill: every row the sources hold now, as inserts.
+        for source in plan.sources() {
+            let src = self.catalog.get(&source).ok_or_else(|| WeirError::unknown_table(&source))?;
+            let (Some(id), schema) = (src.state_table, relation_schema(src)?) else { continue };
+            for batch in scan_rows(&self.store, id, &schema, layout_of(src), false)? {
+                job.push(&source, &StreamChunk::inserts(batch), &self.store)?;
+            }
+        }
+        self.jobs.insert(name.to_string(), job);
+        let result = self.commit(EpochWrites::default(), Some(catalog));
+        if result.is_err() {
+            self.jobs.remove(name);
+        }
+        result
+    }
+
+    /// The catalog relations a query names (views not expanded), each once.
+    fn named_relations(&self, query: &Query) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let _ = sqlparser::ast::visit_relations(query, |name| {
+            let name = crate::sql::parser::object_name(name);
+            if self.catalog.get(&name).is_some() && !out.contains(&name) {
+                out.push(name);
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        out
+    }
+
+    /// `DROP TABLE | VIEW | MATERIALIZED VIEW [IF EXISTS] names [CASCADE]`.
+    pub fn drop_relations(&mut self, kind: DropKind, names: &[String], if_exists: bool, cascade: bool) -> Result<()> {
+        let mut catalog = (*self.catalog).clone();
+        let mut writes = EpochWrites::default();
+        let mut dropped_jobs = Vec::new();
+        for name in names {
+            let Some(rel) = catalog.get(name) else {
+                if if_exists {
+                    continue;
+                }
+                return Err(WeirError::unknown_table(name));
+            };
+            let expected = match kind {
+                DropKind::Table => RelationKind::Table,
+                DropKind::View => RelationKind::View,
+                DropKind::MaterializedView => RelationKind::MaterializedView,
+            };
+            if rel.kind != expected {
+                let right = match rel.kind {
+                    RelationKind::Table => "DROP TABLE",
+                    RelationKind::View => "DROP VIEW",
+                    RelationKind::MaterializedView => "DROP MATERIALIZED VIEW",
+                };
+                return Err(WeirError::plan(format!("\"{name}\" is a {}; use {right}", rel.kind.sql_name())));
+            }
+            let order = catalog.cascade_order(name);
+            if !cascade && order.len() > 1 {
+                let dependents: Vec<String> = order[..order.len() - 1]
+                    .iter()
+                    .map(|d| format!("{} {d}", catalog.get(d).map(|r| r.kind.sql_name()).unwrap_or("relation")))
+                    .collect();
+                return Err(ErrorKind::DependentObjects(format!(
+                    "cannot drop {} {name} because other objects depend on it: {}; use DROP ... CASCADE to drop them too",
+                    rel.kind.sql_name(),
+                    dependents.join(", ")
+                ))
+                .into());
+            }
+            for victim in order {
+                if let Some(r) = catalog.relations.remove(&victim) {
+                    if let Some(id) = r.state_table {
+                        writes.delete_table(id);
+                        self.row_ids.remove(&id);
+                    }
+                    for id in r.operator_state.values() {
+                        writes.delete_table(*id);
+                    }
+                    if r.kind == RelationKind::MaterializedView {
+                        dropped_jobs.push(victim);
+                    }
+                }
+            }
+        }
+        let removed: Vec<_> = dropped_jobs.iter().filter_map(|n| self.jobs.remove(n).map(|j| (n.clone(), j))).collect();
+        match self.commit(writes, Some(catalog)) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.jobs.extend(removed);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// The type of `expr` over a table `name` of `schema`.
+async fn expr_type(name: &str, schema: &Arc<Schema>, expr: &str) -> Result<DataType> {
+    let ctx = SessionContext::new();
+    crate::sql::functions::register(&ctx);
+    ctx.register_table(name, Arc::new(MemTable::try_new(Arc::clone(schema), vec![vec![]])?))?;
+    let plan = ctx.state().create_logical_plan(&format!("SELECT {expr} FROM {name}")).await?;
+    Ok(plan.schema().field(0).data_type().clone())
+}
+
+fn sql_type_of(columns: &[Column], name: &str) -> String {
+    columns.iter().find(|c| c.name == name).map(|c| c.sql_type.clone()).unwrap_or_default()
+}
+
+/// The output columns of a query plan; names must be unique.
+fn output_columns(plan: &LogicalPlan, view: &str) -> Result<Vec<Column>> {
+    output_columns_of_schema(plan.schema().as_arrow(), view)
+}
+
+fn output_columns_of_schema(schema: &Schema, view: &str) -> Result<Vec<Column>> {
+    let mut out: Vec<Column> = Vec::new();
+    for f in schema.fields() {
+        if out.iter().any(|c| c.name == *f.name()) {
+            return Err(WeirError::plan(format!(
+                "view {view} would have two columns named \"{}\"; give them distinct aliases",
+                f.name()
+            )));
+        }
+        out.push(Column {
+            name: f.name().clone(),
+            arrow_type: f.data_type().to_string(),
+            sql_type: crate::sql::show::sql_type_name(f.data_type()),
+            nullable: f.is_nullable(),
+            computed: None,
+        });
+    }
+    Ok(out)
+}

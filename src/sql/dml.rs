@@ -1,0 +1,239 @@
+//! INSERT, UPDATE and DELETE on plain tables, and INSERT INTO connector tables (sink checks).
+//!
+//! Each statement is one epoch: the table's changelog is computed against its stored rows,
+//! pushed through every view that reads it, and committed with their state in one write. The
+//! statement returns after that commit, so an acknowledged row is durable.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, BinaryArray, RecordBatch};
+use arrow::compute::cast;
+use datafusion::dataframe::DataFrame;
+use datafusion::logical_expr::{LogicalPlan, WriteOp};
+use datafusion::sql::parser::Statement as DfStatement;
+use sqlparser::ast::{AssignmentTarget, Delete, FromTable, Insert, Statement, TableFactor, TableObject, Update};
+
+use crate::error::{Result, WeirError};
+use crate::plan::updating_operator;
+use crate::runtime::table::KEY_COLUMN;
+use crate::sql::engine::{CatalogSources, Engine};
+use crate::sql::parser::{ident, object_name};
+use crate::sql::relations::{connector_of, session_context};
+use crate::state::EpochWrites;
+
+impl Engine {
+    /// `INSERT INTO table ...`; returns the number of rows written.
+    pub async fn insert(&mut self, stmt: &Statement, insert: &Insert) -> Result<usize> {
+        let TableObject::TableName(name) = &insert.table else {
+            return Err(WeirError::unsupported("INSERT INTO a table function"));
+        };
+        let table = object_name(name);
+        let rel = self.catalog.get(&table).ok_or_else(|| WeirError::unknown_table(&table))?.clone();
+        if connector_of(&rel) != "table" {
+            return self.insert_into_connector(&rel, insert).await;
+        }
+        let (store, id) = self.table_store(&table)?;
+        let ctx = session_context(self.snapshot(None));
+        let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt.clone()))).await?;
+        let LogicalPlan::Dml(dml) = plan else {
+            return Err(WeirError::internal("INSERT did not plan as DML"));
+        };
+        if !matches!(dml.op, WriteOp::Insert(_)) {
+            return Err(WeirError::internal("INSERT planned as another write"));
+        }
+        let batches = DataFrame::new(ctx.state(), dml.input.as_ref().clone()).collect().await?;
+        let mut writes = EpochWrites::default();
+        let mut next = self.next_row_id(id)?;
+        let mut count = 0;
+        let result: Result<()> = (|| {
+            for batch in batches {
+                let batch = conform(&batch, store.schema())?;
+                count += batch.num_rows();
+                let chunk = store.insert(&batch, &self.store, &mut writes, &mut next)?;
+                self.propagate(&table, &chunk)?;
+            }
+            Ok(())
+        })();
+        self.finish_write(result, writes, id, next)?;
+        Ok(count)
+    }
+
+    /// `UPDATE table SET ... [WHERE ...]`; returns the number of rows updated.
+    pub async fn update(&mut self, update: &Update) -> Result<usize> {
+        if update.from.is_some() || !update.table.joins.is_empty() {
+            return Err(WeirError::unsupported("UPDATE ... FROM and UPDATE of a join"));
+        }
+        let table = table_factor_name(&update.table.relation)?;
+        let (store, id) = self.table_store(&table)?;
+        let schema = nullable(store.schema());
+        let mut new_exprs = Vec::new();
+        let mut targets = Vec::new();
+        for a in &update.assignments {
+            let AssignmentTarget::ColumnName(col) = &a.target else {
+                return Err(WeirError::unsupported("UPDATE of a tuple of columns"));
+            };
+            let col = col.0.last().and_then(|p| p.as_ident()).map(ident).unwrap_or_default();
+            let index = schema.index_of(&col).map_err(|_| {
+                crate::error::ErrorKind::UnknownColumn(format!(
+                    "column \"{col}\" of table {table} does not exist; columns: {}",
+                    schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+                ))
+            })?;
+            targets.push(index);
+            new_exprs.push(format!("({}) AS \"__weir_new_{}\"", a.value, targets.len() - 1));
+        }
+        let mut sql = format!("SELECT *, {} FROM {table}", new_exprs.join(", "));
+        if let Some(w) = &update.selection {
+            sql.push_str(&format!(" WHERE {w}"));
+        }
+        let batches = self.keyed_scan(&table, &sql).await?;
+        let ncols = schema.fields().len();
+        let mut writes = EpochWrites::default();
+        let next = self.next_row_id(id)?;
+        let mut count = 0;
+        let result: Result<()> = (|| {
+            for batch in batches {
+                let keys = key_column(&batch, ncols)?;
+                let old = RecordBatch::try_new(Arc::clone(&schema), batch.columns()[..ncols].to_vec())?;
+                let mut cols: Vec<ArrayRef> = old.columns().to_vec();
+                for (i, target) in targets.iter().enumerate() {
+                    let value = batch.column(ncols + 1 + i);
+                    cols[*target] = cast(value, schema.field(*target).data_type())?;
+                }
+                let new = RecordBatch::try_new(Arc::clone(&schema), cols)?;
+                count += new.num_rows();
+                let chunk = store.update(&keys, &old, &new, &self.store, &mut writes)?;
+                self.propagate(&table, &chunk)?;
+            }
+            Ok(())
+        })();
+        self.finish_write(result, writes, id, next)?;
+        Ok(count)
+    }
+
+    /// `DELETE FROM table [WHERE ...]`; returns the number of rows deleted.
+    pub async fn delete(&mut self, delete: &Delete) -> Result<usize> {
+        let tables = match &delete.from {
+            FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+        };
+        if tables.len() != 1 || !tables[0].joins.is_empty() || delete.using.is_some() {
+            return Err(WeirError::unsupported("DELETE from several tables or with USING"));
+        }
+        let table = table_factor_name(&tables[0].relation)?;
+        let (store, id) = self.table_store(&table)?;
+        let schema = nullable(store.schema());
+        let mut sql = format!("SELECT * FROM {table}");
+        if let Some(w) = &delete.selection {
+            sql.push_str(&format!(" WHERE {w}"));
+        }
+        let batches = self.keyed_scan(&table, &sql).await?;
+        let ncols = schema.fields().len();
+        let mut writes = EpochWrites::default();
+        let next = self.next_row_id(id)?;
+        let mut count = 0;
+        let result: Result<()> = (|| {
+            for batch in batches {
+                let keys = key_column(&batch, ncols)?;
+                let old = RecordBatch::try_new(Arc::clone(&schema), batch.columns()[..ncols].to_vec())?;
+                count += old.num_rows();
+                let chunk = store.delete(&keys, &old, &mut writes)?;
+                self.propagate(&table, &chunk)?;
+            }
+            Ok(())
+        })();
+        self.finish_write(result, writes, id, next)?;
+        Ok(count)
+    }
+
+    /// Commits a write statement's epoch, or on failure drops all in-memory state so the
+    /// engine matches the last commit again.
+    fn finish_write(&mut self, result: Result<()>, writes: EpochWrites, table: u32, next_row_id: u64) -> Result<()> {
+        let committed = result.and_then(|()| {
+            self.row_ids.insert(table, next_row_id);
+            self.commit(writes, None)
+        });
+        if let Err(e) = committed {
+            if let Err(reload) = self.reload() {
+                tracing::error!("reloading after a failed statement failed: {reload}");
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Runs `sql` with `table`'s hidden storage-key column visible.
+    async fn keyed_scan(&self, table: &str, sql: &str) -> Result<Vec<RecordBatch>> {
+        let ctx = session_context(self.snapshot(Some(table.to_string())));
+        Ok(ctx.sql(sql).await?.collect().await?)
+    }
+
+    /// INSERT INTO a connector table: checks the query's changelog against the sink.
+    async fn insert_into_connector(&mut self, rel: &weir_catalog::Relation, insert: &Insert) -> Result<usize> {
+        let Some(source) = &insert.source else {
+            return Err(WeirError::unsupported("INSERT without a query"));
+        };
+        let ctx = session_context(self.snapshot(None));
+        let plan = ctx.state().create_logical_plan(&source.to_string()).await?;
+        let plan = ctx.state().optimize(&plan)?;
+        let connector = connector_of(rel);
+        if weir_connectors::is_append_only_sink(&rel.options) {
+            if let Some(op) = updating_operator(&plan, &CatalogSources(&self.catalog))? {
+                return Err(WeirError::plan(format!(
+                    "table {} ('{connector}' with format '{}') is an append-only sink, but the query produces an updating changelog: {op}. Write it to an 'upsert-kafka' table with a PRIMARY KEY, or use 'format' = 'debezium-json'",
+                    rel.name,
+                    rel.options.get("format").map(String::as_str).unwrap_or("json"),
+                )));
+            }
+        }
+        Err(WeirError::unsupported(format!(
+            "INSERT INTO {}: the '{connector}' connector's sink is not built yet in this version",
+            rel.name
+        )))
+    }
+}
+
+fn table_factor_name(t: &TableFactor) -> Result<String> {
+    match t {
+        TableFactor::Table { name, .. } => Ok(object_name(name)),
+        other => Err(WeirError::unsupported(format!("DML on {other}"))),
+    }
+}
+
+fn key_column(batch: &RecordBatch, index: usize) -> Result<BinaryArray> {
+    batch
+        .column(index)
+        .as_any()
+        .downcast_ref::<BinaryArray>()
+        .cloned()
+        .ok_or_else(|| WeirError::internal(format!("{KEY_COLUMN} is not binary")))
+}
+
+/// `batch` with the columns cast to `schema`'s types and labelled with its names.
+fn conform(batch: &RecordBatch, schema: &arrow::datatypes::SchemaRef) -> Result<RecordBatch> {
+    if batch.num_columns() != schema.fields().len() {
+        return Err(WeirError::plan(format!(
+            "INSERT has {} columns but the table has {}",
+            batch.num_columns(),
+            schema.fields().len()
+        )));
+    }
+    let cols = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| if c.data_type() == f.data_type() { Ok(Arc::clone(c)) } else { Ok(cast(c, f.data_type())?) })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RecordBatch::try_new_with_options(
+        nullable(schema),
+        cols,
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )?)
+}
+
+/// `schema` with every column nullable: the table's writer checks NOT NULL itself, with
+/// Postgres's message, instead of Arrow refusing the batch.
+fn nullable(schema: &arrow::datatypes::SchemaRef) -> arrow::datatypes::SchemaRef {
+    Arc::new(arrow::datatypes::Schema::new(
+        schema.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
+    ))
+}

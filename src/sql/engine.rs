@@ -1,0 +1,228 @@
+//! The engine: the catalog, the running jobs, and the epoch commit of every write statement.
+//!
+//! One engine per server, behind the database's write lock: DDL and DML statements run one at
+//! a time. Each write statement is one epoch: its table changes are pushed through every job
+//! that reads them (in dependency order, so a view's changes reach the views built on it), every
+//! operator hands its writes to the epoch, and the store commits them with the catalog and the
+//! epoch number in one atomic write. If anything fails before the commit, the engine drops all
+//! in-memory state and reloads it from the last commit, so a failed statement leaves nothing.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use weir_catalog::{Catalog, Relation, RelationKind};
+
+use crate::error::{Result, WeirError};
+use crate::plan::{ChangelogMode, SourceCatalog, SourceInfo, StreamPlan};
+use crate::runtime::operators::materialize::StorageMode;
+use crate::runtime::table::TableStore;
+use crate::runtime::{Job, StreamChunk};
+use crate::sql::relations::{connector_of, relation_schema, session_context, Snapshot};
+use crate::state::{EpochWrites, Store};
+
+/// The catalog, jobs and sequences of a database.
+pub struct Engine {
+    pub store: Arc<Store>,
+    pub catalog: Arc<Catalog>,
+    /// Running jobs by materialized view name.
+    pub jobs: BTreeMap<String, Job>,
+    /// Materialized view names, each after everything it reads.
+    pub job_order: Vec<String>,
+    /// The last committed epoch.
+    pub epoch: u64,
+    /// Next row id of keyless tables, by state table id.
+    pub row_ids: HashMap<u32, u64>,
+}
+
+impl Engine {
+    /// Loads the engine from the last committed state of `store`.
+    pub fn load(store: Arc<Store>) -> Result<Self> {
+        let catalog = match store.get_meta("catalog")? {
+            Some(bytes) => Catalog::from_bytes(&bytes).map_err(|e| WeirError::storage(e.to_string()))?,
+            None => Catalog::default(),
+        };
+        let epoch = store.committed_epoch()?;
+        let mut engine = Engine {
+            store,
+            catalog: Arc::new(catalog),
+            jobs: BTreeMap::new(),
+            job_order: Vec::new(),
+            epoch,
+            row_ids: HashMap::new(),
+        };
+        engine.start_jobs()?;
+        Ok(engine)
+    }
+
+    /// Drops in-memory state and reloads everything from the last commit.
+    pub fn reload(&mut self) -> Result<()> {
+        *self = Engine::load(Arc::clone(&self.store))?;
+        Ok(())
+    }
+
+    fn start_jobs(&mut self) -> Result<()> {
+        let views: Vec<Relation> = self.catalog.jobs_in_dependency_order().into_iter().cloned().collect();
+        for rel in views {
+            let query = rel.query.clone().unwrap_or_default();
+            let plan = futures::executor::block_on(self.plan_stream_query(&query))?;
+            let mut catalog = (*self.catalog).clone();
+            let job = self.build_job(&rel, &plan, &mut catalog)?;
+            if catalog != *self.catalog {
+                return Err(WeirError::internal(format!(
+                    "the plan of materialized view {} changed since it was created (state tables differ)",
+                    rel.name
+                )));
+            }
+            self.jobs.insert(rel.name.clone(), job);
+        }
+        self.refresh_job_order();
+        Ok(())
+    }
+
+    /// Recomputes [`Engine::job_order`] from the catalog.
+    pub fn refresh_job_order(&mut self) {
+        self.job_order = self.catalog.jobs_in_dependency_order().iter().map(|r| r.name.clone()).collect();
+    }
+
+    /// A snapshot of the current catalog for planning.
+    pub fn snapshot(&self, keyed_table: Option<String>) -> Arc<Snapshot> {
+        Arc::new(Snapshot { catalog: Arc::clone(&self.catalog), store: Arc::clone(&self.store), keyed_table })
+    }
+
+    /// Plans `query` (SQL text) as a stream over the current catalog.
+    pub async fn plan_stream_query(&self, query: &str) -> Result<StreamPlan> {
+        let ctx = session_context(self.snapshot(None));
+        let plan = ctx.state().create_logical_plan(query).await?;
+        let plan = ctx.state().optimize(&plan)?;
+        crate::plan::plan_stream(&plan, &CatalogSources(&self.catalog))
+    }
+
+    /// Instantiates the job of materialized view `rel` from `plan`, allocating its operator
+    /// state tables in `catalog` where they are new.
+    pub fn build_job(&self, rel: &Relation, plan: &StreamPlan, catalog: &mut Catalog) -> Result<Job> {
+        let mode = match &rel.stream_key {
+            Some(key) => StorageMode::Keyed(key.clone()),
+            None => StorageMode::Multiset,
+        };
+        let rows_table = rel
+            .state_table
+            .ok_or_else(|| WeirError::internal(format!("{} has no state table", rel.name)))?;
+        let mut operator_state = catalog.get(&rel.name).map(|r| r.operator_state.clone()).unwrap_or_default();
+        let mut allocate = |name: &str| -> u32 {
+            if let Some(id) = operator_state.get(name) {
+                return *id;
+            }
+            let id = catalog.allocate_state_table();
+            operator_state.insert(name.to_string(), id);
+            id
+        };
+        let job = Job::build(plan, mode, rows_table, &mut allocate, &self.store)?;
+        if let Some(r) = catalog.relations.get_mut(&rel.name) {
+            r.operator_state = operator_state;
+        }
+        Ok(job)
+    }
+
+    /// The table store of plain table `name`.
+    pub fn table_store(&self, name: &str) -> Result<(TableStore, u32)> {
+        let rel = self.catalog.get(name).ok_or_else(|| WeirError::unknown_table(name))?;
+        if rel.kind != RelationKind::Table {
+            return Err(WeirError::plan(format!(
+                "{name} is a {}; only tables take INSERT, UPDATE and DELETE",
+                rel.kind.sql_name()
+            )));
+        }
+        if connector_of(rel) != "table" {
+            return Err(WeirError::unsupported(format!(
+                "writing to table {name}: its '{}' connector's sink is not built yet in this version",
+                connector_of(rel)
+            )));
+        }
+        let id = rel.state_table.ok_or_else(|| WeirError::internal(format!("{name} has no state table")))?;
+        let schema = relation_schema(rel)?;
+        let pk: Vec<usize> = rel
+            .primary_key
+            .iter()
+            .map(|k| schema.index_of(k).map_err(|_| WeirError::internal(format!("primary key column {k}"))))
+            .collect::<Result<_>>()?;
+        Ok((TableStore::try_new(id, schema, &pk)?, id))
+    }
+
+    /// The next row id of keyless table `id`.
+    pub fn next_row_id(&mut self, id: u32) -> Result<u64> {
+        if let Some(n) = self.row_ids.get(&id) {
+            return Ok(*n);
+        }
+        let n = match self.store.get_meta(&format!("seq/{id}"))? {
+            Some(b) => u64::from_be_bytes(b.as_slice().try_into().map_err(|_| WeirError::storage("bad sequence"))?),
+            None => 0,
+        };
+        self.row_ids.insert(id, n);
+        Ok(n)
+    }
+
+    /// Pushes a change of `relation` through every job that reads it, and on through the views
+    /// built on those.
+    pub fn propagate(&mut self, relation: &str, chunk: &StreamChunk) -> Result<()> {
+        let readers: Vec<String> = self
+            .job_order
+            .iter()
+            .filter(|name| self.jobs.get(*name).is_some_and(|j| j.reads().contains(&relation)))
+            .cloned()
+            .collect();
+        for name in readers {
+            let job = self.jobs.get_mut(&name).expect("reader job exists");
+            if let Some(out) = job.push(relation, chunk, &self.store)? {
+                self.propagate(&name, &out)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits an epoch: every job's writes, the row sequences, `catalog` if given, the epoch.
+    pub fn commit(&mut self, mut writes: EpochWrites, catalog: Option<Catalog>) -> Result<()> {
+        for job in self.jobs.values_mut() {
+            job.on_barrier(&mut writes)?;
+        }
+        for (id, next) in &self.row_ids {
+            writes.put_meta(&format!("seq/{id}"), &next.to_be_bytes());
+        }
+        if let Some(c) = &catalog {
+            writes.put_meta("catalog", &c.to_bytes());
+        }
+        self.store.commit(writes, self.epoch + 1)?;
+        self.epoch += 1;
+        if let Some(c) = catalog {
+            self.catalog = Arc::new(c);
+            self.refresh_job_order();
+        }
+        Ok(())
+    }
+}
+
+/// The catalog as the stream planner sees it.
+pub struct CatalogSources<'a>(pub &'a Catalog);
+
+impl SourceCatalog for CatalogSources<'_> {
+    fn source_info(&self, name: &str) -> Result<SourceInfo> {
+        let rel = self.0.get(name).ok_or_else(|| WeirError::unknown_table(name))?;
+        let schema = relation_schema(rel)?;
+        let pk = || -> Option<Vec<usize>> {
+            if rel.primary_key.is_empty() {
+                return None;
+            }
+            rel.primary_key.iter().map(|k| schema.index_of(k).ok()).collect()
+        };
+        Ok(match rel.kind {
+            RelationKind::Table => match connector_of(rel) {
+                "table" => SourceInfo { changelog: ChangelogMode::Retract, stream_key: pk() },
+                "upsert-kafka" => SourceInfo { changelog: ChangelogMode::Upsert, stream_key: pk() },
+                _ => SourceInfo { changelog: ChangelogMode::AppendOnly, stream_key: pk() },
+            },
+            RelationKind::MaterializedView => {
+                SourceInfo { changelog: ChangelogMode::Retract, stream_key: rel.stream_key.clone() }
+            }
+            RelationKind::View => return Err(WeirError::internal(format!("view {name} was not inlined"))),
+        })
+    }
+}

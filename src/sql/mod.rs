@@ -1,0 +1,12 @@
+//! SQL: Weir's dialect, the catalog as DataFusion sees it, and statement execution.
+pub mod database;
+pub mod ddl;
+pub mod dml;
+pub mod engine;
+pub mod functions;
+pub mod parser;
+pub mod relations;
+pub mod show;
+pub mod types;
+
+pub use database::{Database, Session, StatementResult};

@@ -1,0 +1,576 @@
+//! Weir's SQL dialect: Flink SQL's DDL and commands on top of sqlparser, Postgres habits kept.
+//!
+//! Statements sqlparser does not know (Flink's `CREATE TABLE` with `WATERMARK FOR`, computed
+//! columns and `WITH` options; `CREATE MATERIALIZED VIEW ... [EMIT ON WINDOW CLOSE]`; `FLUSH`;
+//! `SHOW JOBS`; `STOP JOB`; Flink's quoted `SET 'k' = 'v'`) are parsed here with sqlparser's
+//! token-level parser API; everything else is handed to sqlparser whole.
+//!
+//! Syntax errors carry the 1-based character position Postgres reports.
+
+use std::collections::BTreeMap;
+
+use sqlparser::ast::{DataType, Expr, Ident, ObjectName, Query, Statement};
+use sqlparser::dialect::GenericDialect;
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Token, Tokenizer};
+
+use crate::error::{Result, WeirError};
+
+/// One column of `CREATE TABLE`.
+#[derive(Debug, Clone)]
+pub struct ColumnSpec {
+    pub name: String,
+    /// The declared type; `None` for a computed column.
+    pub data_type: Option<DataType>,
+    pub not_null: bool,
+    /// `name AS expr`.
+    pub computed: Option<Expr>,
+    /// `METADATA [FROM 'key'] [VIRTUAL]`: the metadata key (the column name if not given).
+    pub metadata: Option<String>,
+}
+
+/// `CREATE TABLE` in Flink's form.
+#[derive(Debug, Clone)]
+pub struct CreateTable {
+    pub name: String,
+    pub if_not_exists: bool,
+    pub columns: Vec<ColumnSpec>,
+    pub primary_key: Vec<String>,
+    /// `WATERMARK FOR column AS expr`.
+    pub watermark: Option<(String, Expr)>,
+    /// `WITH ('k' = 'v', ...)`.
+    pub options: BTreeMap<String, String>,
+}
+
+/// What `SHOW` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShowList {
+    Tables,
+    Views,
+    MaterializedViews,
+    Jobs,
+}
+
+/// The kind named by `DROP`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropKind {
+    Table,
+    View,
+    MaterializedView,
+}
+
+/// A parsed statement.
+#[derive(Debug, Clone)]
+pub enum WeirStatement {
+    CreateTable(Box<CreateTable>),
+    CreateMaterializedView { name: String, if_not_exists: bool, query: Box<Query>, emit_on_window_close: bool },
+    Drop { kind: DropKind, names: Vec<String>, if_exists: bool, cascade: bool },
+    Flush,
+    Show(ShowList),
+    ShowCreate(String),
+    Describe(String),
+    /// `SET key = value`; the value as text.
+    Set { key: String, value: String },
+    /// `SHOW key`.
+    ShowVariable(String),
+    /// `RESET [key]`; `None` resets everything.
+    Reset(Option<String>),
+    StopJob { id: String, savepoint: bool },
+    /// `EXPLAIN` of a statement.
+    Explain(Box<WeirStatement>),
+    /// Anything sqlparser parses: SELECT, INSERT, UPDATE, DELETE, CREATE VIEW, BEGIN, ...
+    Sql(Box<Statement>),
+}
+
+/// Splits `sql` into statements at top-level semicolons (not inside strings, identifiers or
+/// comments). Statements that are only whitespace or comments are dropped.
+///
+/// # Errors
+/// `Syntax` when the text cannot be tokenized (an unterminated string, say).
+pub fn split_statements(sql: &str) -> Result<Vec<String>> {
+    let dialect = GenericDialect {};
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .map_err(|e| WeirError::syntax(e.message.clone(), Some(offset_of(sql, e.location.line, e.location.column) + 1)))?;
+    let line_starts = line_starts(sql);
+    let to_offset = |line: u64, col: u64| -> usize {
+        let start = line_starts.get((line as usize).saturating_sub(1)).copied().unwrap_or(sql.len());
+        char_offset_to_byte(sql, start, col.saturating_sub(1) as usize)
+    };
+    let mut out = Vec::new();
+    let mut start = 0usize;
+    let mut has_content = false;
+    for t in &tokens {
+        match &t.token {
+            Token::SemiColon => {
+                let end = to_offset(t.span.start.line, t.span.start.column);
+                if has_content {
+                    out.push(sql[start..end].trim().to_string());
+                }
+                start = end + 1;
+                has_content = false;
+            }
+            Token::Whitespace(_) | Token::EOF => {}
+            _ => has_content = true,
+        }
+    }
+    if has_content {
+        out.push(sql[start..].trim().to_string());
+    }
+    Ok(out)
+}
+
+fn line_starts(sql: &str) -> Vec<usize> {
+    std::iter::once(0).chain(sql.match_indices('\n').map(|(i, _)| i + 1)).collect()
+}
+
+fn char_offset_to_byte(sql: &str, line_start: usize, chars: usize) -> usize {
+    sql[line_start..].char_indices().nth(chars).map(|(i, _)| line_start + i).unwrap_or(sql.len())
+}
+
+/// The 0-based character offset of a 1-based line and column.
+fn offset_of(sql: &str, line: u64, column: u64) -> usize {
+    let starts = line_starts(sql);
+    let start = starts.get((line as usize).saturating_sub(1)).copied().unwrap_or(0);
+    sql[..start].chars().count() + column.saturating_sub(1) as usize
+}
+
+/// Turns a sqlparser error into a syntax error with the position its text names.
+pub fn syntax_error(sql: &str, e: ParserError) -> WeirError {
+    let msg = match e {
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
+        ParserError::RecursionLimitExceeded => "statement nested too deeply".to_string(),
+    };
+    let position = msg.rfind(" at Line: ").and_then(|i| {
+        let rest = &msg[i + " at Line: ".len()..];
+        let (line, rest) = rest.split_once(", Column: ")?;
+        let col: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+        Some(offset_of(sql, line.trim().parse().ok()?, col.parse().ok()?) + 1)
+    });
+    // Errors at the end of the input carry no location; Postgres points just past the end.
+    let position = position.or_else(|| msg.contains("found: EOF").then(|| sql.chars().count() + 1));
+    let clean = match msg.rfind(" at Line: ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg,
+    };
+    WeirError::syntax(clean, position)
+}
+
+/// Parses one statement.
+///
+/// # Errors
+/// `Syntax` with a position.
+pub fn parse_statement(sql: &str) -> Result<WeirStatement> {
+    // `EMIT ON WINDOW CLOSE` ends a materialized view's query; sqlparser would take EMIT for an
+    // alias, so it is cut off the text first.
+    let (body, eowc) = strip_emit_on_window_close(sql);
+    let dialect = GenericDialect {};
+    let mut p = Parser::new(&dialect).try_with_sql(body).map_err(|e| syntax_error(sql, e))?;
+    let mut stmt = parse_weir(&mut p, sql)?;
+    if eowc {
+        match &mut stmt {
+            WeirStatement::CreateMaterializedView { emit_on_window_close, .. } => *emit_on_window_close = true,
+            WeirStatement::Explain(inner) => match inner.as_mut() {
+                WeirStatement::CreateMaterializedView { emit_on_window_close, .. } => *emit_on_window_close = true,
+                _ => return Err(WeirError::syntax("EMIT ON WINDOW CLOSE ends a CREATE MATERIALIZED VIEW", None)),
+            },
+            _ => return Err(WeirError::syntax("EMIT ON WINDOW CLOSE ends a CREATE MATERIALIZED VIEW", None)),
+        }
+    }
+    // Only a trailing semicolon may follow.
+    while p.consume_token(&Token::SemiColon) {}
+    let next = p.peek_token();
+    if next.token != Token::EOF {
+        return Err(WeirError::syntax(
+            format!("unexpected '{}' after the end of the statement", next.token),
+            Some(offset_of(sql, next.span.start.line, next.span.start.column) + 1),
+        ));
+    }
+    Ok(stmt)
+}
+
+fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
+    let err = |e| syntax_error(sql, e);
+    if is_word(p, 0, "EXPLAIN") && (is_word(p, 1, "CREATE") || is_word(p, 1, "SELECT") || is_word(p, 1, "INSERT") || is_word(p, 1, "WITH")) {
+        p.next_token();
+        // EXPLAIN of a statement we parse ourselves (CREATE MATERIALIZED VIEW) or a query.
+        if is_word(p, 0, "CREATE") {
+            return Ok(WeirStatement::Explain(Box::new(parse_weir(p, sql)?)));
+        }
+        let stmt = p.parse_statement().map_err(err)?;
+        return Ok(WeirStatement::Explain(Box::new(WeirStatement::Sql(Box::new(stmt)))));
+    }
+    if is_word(p, 0, "CREATE") && is_word(p, 1, "TABLE") {
+        p.next_token();
+        p.next_token();
+        return parse_create_table(p, sql).map(|t| WeirStatement::CreateTable(Box::new(t)));
+    }
+    if is_word(p, 0, "CREATE") && is_word(p, 1, "MATERIALIZED") && is_word(p, 2, "VIEW") {
+        for _ in 0..3 {
+            p.next_token();
+        }
+        let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+        let name = object_name(&p.parse_object_name(false).map_err(err)?);
+        p.expect_keyword_is(Keyword::AS).map_err(err)?;
+        let query = p.parse_query().map_err(err)?;
+        return Ok(WeirStatement::CreateMaterializedView { name, if_not_exists, query, emit_on_window_close: false });
+    }
+    if is_word(p, 0, "DROP") && (is_word(p, 1, "TABLE") || is_word(p, 1, "VIEW") || is_word(p, 1, "MATERIALIZED")) {
+        p.next_token();
+        let kind = if p.parse_keyword(Keyword::TABLE) {
+            DropKind::Table
+        } else if p.parse_keyword(Keyword::VIEW) {
+            DropKind::View
+        } else {
+            p.expect_keyword_is(Keyword::MATERIALIZED).map_err(err)?;
+            p.expect_keyword_is(Keyword::VIEW).map_err(err)?;
+            DropKind::MaterializedView
+        };
+        let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+        let names = p
+            .parse_comma_separated(|p| p.parse_object_name(false))
+            .map_err(err)?
+            .iter()
+            .map(object_name)
+            .collect();
+        let cascade = p.parse_keyword(Keyword::CASCADE);
+        if !cascade {
+            let _ = p.parse_keyword(Keyword::RESTRICT);
+        }
+        return Ok(WeirStatement::Drop { kind, names, if_exists, cascade });
+    }
+    if is_word(p, 0, "FLUSH") {
+        p.next_token();
+        return Ok(WeirStatement::Flush);
+    }
+    if is_word(p, 0, "SHOW") {
+        let list = if is_word(p, 1, "TABLES") {
+            Some((ShowList::Tables, 2))
+        } else if is_word(p, 1, "VIEWS") {
+            Some((ShowList::Views, 2))
+        } else if is_word(p, 1, "MATERIALIZED") && is_word(p, 2, "VIEWS") {
+            Some((ShowList::MaterializedViews, 3))
+        } else if is_word(p, 1, "JOBS") {
+            Some((ShowList::Jobs, 2))
+        } else {
+            None
+        };
+        if let Some((list, n)) = list {
+            for _ in 0..n {
+                p.next_token();
+            }
+            return Ok(WeirStatement::Show(list));
+        }
+        if is_word(p, 1, "CREATE") {
+            p.next_token();
+            p.next_token();
+            if !(p.parse_keyword(Keyword::TABLE) || p.parse_keyword(Keyword::VIEW) || p.parse_keywords(&[Keyword::MATERIALIZED, Keyword::VIEW])) {
+                return Err(unexpected(p, sql, "TABLE, VIEW or MATERIALIZED VIEW"));
+            }
+            let name = object_name(&p.parse_object_name(false).map_err(err)?);
+            return Ok(WeirStatement::ShowCreate(name));
+        }
+        p.next_token();
+        let key = parse_setting_name(p, sql)?;
+        return Ok(WeirStatement::ShowVariable(key));
+    }
+    if is_word(p, 0, "DESCRIBE") || is_word(p, 0, "DESC") {
+        p.next_token();
+        let name = object_name(&p.parse_object_name(false).map_err(err)?);
+        return Ok(WeirStatement::Describe(name));
+    }
+    if is_word(p, 0, "SET") && !is_word(p, 1, "TRANSACTION") && !is_word(p, 1, "SESSION") && !is_word(p, 1, "LOCAL") {
+        p.next_token();
+        let key = parse_setting_name(p, sql)?;
+        if !(p.consume_token(&Token::Eq) || p.parse_keyword(Keyword::TO)) {
+            return Err(unexpected(p, sql, "= or TO"));
+        }
+        let value = parse_setting_value(p, sql)?;
+        return Ok(WeirStatement::Set { key, value });
+    }
+    if is_word(p, 0, "RESET") {
+        p.next_token();
+        if p.peek_token().token == Token::EOF || p.peek_token().token == Token::SemiColon {
+            return Ok(WeirStatement::Reset(None));
+        }
+        if p.parse_keyword(Keyword::ALL) {
+            return Ok(WeirStatement::Reset(None));
+        }
+        return Ok(WeirStatement::Reset(Some(parse_setting_name(p, sql)?)));
+    }
+    if is_word(p, 0, "STOP") && is_word(p, 1, "JOB") {
+        p.next_token();
+        p.next_token();
+        let id = p.parse_literal_string().map_err(err)?;
+        let savepoint = p.parse_keywords(&[Keyword::WITH, Keyword::SAVEPOINT]);
+        return Ok(WeirStatement::StopJob { id, savepoint });
+    }
+    let stmt = p.parse_statement().map_err(err)?;
+    Ok(WeirStatement::Sql(Box::new(stmt)))
+}
+
+fn parse_create_table(p: &mut Parser<'_>, sql: &str) -> Result<CreateTable> {
+    let err = |e| syntax_error(sql, e);
+    let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+    let name = object_name(&p.parse_object_name(false).map_err(err)?);
+    p.expect_token(&Token::LParen).map_err(err)?;
+    let mut table = CreateTable {
+        name,
+        if_not_exists,
+        columns: Vec::new(),
+        primary_key: Vec::new(),
+        watermark: None,
+        options: BTreeMap::new(),
+    };
+    loop {
+        if is_word(p, 0, "WATERMARK") {
+            p.next_token();
+            p.expect_keyword_is(Keyword::FOR).map_err(err)?;
+            let column = ident(&p.parse_identifier().map_err(err)?);
+            p.expect_keyword_is(Keyword::AS).map_err(err)?;
+            let expr = p.parse_expr().map_err(err)?;
+            table.watermark = Some((column, expr));
+        } else if p.parse_keywords(&[Keyword::PRIMARY, Keyword::KEY]) || (is_word(p, 0, "CONSTRAINT") && {
+            p.next_token();
+            p.parse_identifier().map_err(err)?;
+            p.expect_keyword_is(Keyword::PRIMARY).map_err(err)?;
+            p.expect_keyword_is(Keyword::KEY).map_err(err)?;
+            true
+        }) {
+            p.expect_token(&Token::LParen).map_err(err)?;
+            table.primary_key = p
+                .parse_comma_separated(|p| p.parse_identifier())
+                .map_err(err)?
+                .iter()
+                .map(ident)
+                .collect();
+            p.expect_token(&Token::RParen).map_err(err)?;
+            parse_not_enforced(p, sql)?;
+        } else {
+            let name = ident(&p.parse_identifier().map_err(err)?);
+            if p.parse_keyword(Keyword::AS) {
+                let expr = p.parse_expr().map_err(err)?;
+                table.columns.push(ColumnSpec { name, data_type: None, not_null: false, computed: Some(expr), metadata: None });
+            } else {
+                let data_type = p.parse_data_type().map_err(err)?;
+                let mut col = ColumnSpec { name, data_type: Some(data_type), not_null: false, computed: None, metadata: None };
+                loop {
+                    if p.parse_keywords(&[Keyword::NOT, Keyword::NULL]) {
+                        col.not_null = true;
+                    } else if p.parse_keyword(Keyword::NULL) {
+                    } else if p.parse_keywords(&[Keyword::PRIMARY, Keyword::KEY]) {
+                        parse_not_enforced(p, sql)?;
+                        table.primary_key = vec![col.name.clone()];
+                    } else if p.parse_keyword(Keyword::METADATA) {
+                        let key = if p.parse_keyword(Keyword::FROM) {
+                            p.parse_literal_string().map_err(err)?
+                        } else {
+                            col.name.clone()
+                        };
+                        let _ = p.parse_keyword(Keyword::VIRTUAL);
+                        col.metadata = Some(key);
+                    } else {
+                        break;
+                    }
+                }
+                table.columns.push(col);
+            }
+        }
+        if p.consume_token(&Token::Comma) {
+            continue;
+        }
+        p.expect_token(&Token::RParen).map_err(err)?;
+        break;
+    }
+    if p.parse_keyword(Keyword::WITH) {
+        p.expect_token(&Token::LParen).map_err(err)?;
+        if !p.consume_token(&Token::RParen) {
+            loop {
+                let key = match p.next_token().token {
+                    Token::SingleQuotedString(s) => s,
+                    Token::Word(w) => {
+                        // Unquoted keys may be dotted: properties.bootstrap.servers
+                        let mut key = w.value;
+                        while p.consume_token(&Token::Period) {
+                            match p.next_token().token {
+                                Token::Word(w) => {
+                                    key.push('.');
+                                    key.push_str(&w.value);
+                                }
+                                _ => return Err(unexpected_prev(p, sql, "an option name")),
+                            }
+                        }
+                        key
+                    }
+                    _ => return Err(unexpected_prev(p, sql, "an option name in quotes")),
+                };
+                p.expect_token(&Token::Eq).map_err(err)?;
+                let value = parse_setting_value(p, sql)?;
+                table.options.insert(key, value);
+                if p.consume_token(&Token::Comma) {
+                    continue;
+                }
+                p.expect_token(&Token::RParen).map_err(err)?;
+                break;
+            }
+        }
+    }
+    Ok(table)
+}
+
+fn parse_not_enforced(p: &mut Parser<'_>, sql: &str) -> Result<()> {
+    if p.parse_keyword(Keyword::NOT) {
+        p.expect_keyword_is(Keyword::ENFORCED).map_err(|e| syntax_error(sql, e))?;
+    }
+    Ok(())
+}
+
+/// A setting name: `'table.exec.state.ttl'`, `table.exec.state.ttl`, or `search_path`.
+fn parse_setting_name(p: &mut Parser<'_>, sql: &str) -> Result<String> {
+    match p.next_token().token {
+        Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => Ok(s),
+        Token::Word(w) => {
+            let mut key = w.value.to_lowercase();
+            while p.consume_token(&Token::Period) {
+                match p.next_token().token {
+                    Token::Word(w) => {
+                        key.push('.');
+                        key.push_str(&w.value.to_lowercase());
+                    }
+                    _ => return Err(unexpected_prev(p, sql, "a setting name")),
+                }
+            }
+            Ok(key)
+        }
+        _ => Err(unexpected_prev(p, sql, "a setting name")),
+    }
+}
+
+/// A setting or option value: a string, a number, a word, or a comma list of them.
+fn parse_setting_value(p: &mut Parser<'_>, sql: &str) -> Result<String> {
+    let one = |p: &mut Parser<'_>| -> Result<String> {
+        match p.next_token().token {
+            Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => Ok(s),
+            Token::Number(n, _) => Ok(n),
+            Token::Minus => match p.next_token().token {
+                Token::Number(n, _) => Ok(format!("-{n}")),
+                _ => Err(unexpected_prev(p, sql, "a number")),
+            },
+            Token::Word(w) => Ok(w.value),
+            _ => Err(unexpected_prev(p, sql, "a value")),
+        }
+    };
+    let mut value = one(p)?;
+    // Postgres allows `SET search_path = a, b`; options stop at their comma, so only for SET.
+    while p.peek_token().token == Token::Comma && !matches!(p.peek_nth_token(1).token, Token::SingleQuotedString(_)) && matches!(p.peek_nth_token(1).token, Token::Word(_)) && p.peek_nth_token(2).token != Token::Eq && p.peek_nth_token(2).token != Token::Period {
+        p.next_token();
+        value.push_str(", ");
+        value.push_str(&one(p)?);
+    }
+    Ok(value)
+}
+
+fn is_word(p: &Parser<'_>, n: usize, word: &str) -> bool {
+    matches!(p.peek_nth_token(n).token, Token::Word(ref w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
+}
+
+/// `sql` without a trailing `EMIT ON WINDOW CLOSE` (any case and spacing, before an optional
+/// semicolon), and whether it had one.
+fn strip_emit_on_window_close(sql: &str) -> (&str, bool) {
+    let trimmed = sql.trim_end().trim_end_matches(';').trim_end();
+    let mut rest = trimmed;
+    for word in ["CLOSE", "WINDOW", "ON", "EMIT"] {
+        let r = rest.trim_end();
+        let n = word.len();
+        let boundary = r.len() > n && r[..r.len() - n].ends_with(char::is_whitespace);
+        if r.len() >= n && r.is_char_boundary(r.len() - n) && r[r.len() - n..].eq_ignore_ascii_case(word) && boundary {
+            rest = &r[..r.len() - n];
+        } else {
+            return (sql, false);
+        }
+    }
+    (rest, true)
+}
+
+fn unexpected(p: &Parser<'_>, sql: &str, expected: &str) -> WeirError {
+    let t = p.peek_token();
+    WeirError::syntax(
+        format!("expected {expected}, found '{}'", t.token),
+        Some(offset_of(sql, t.span.start.line, t.span.start.column) + 1),
+    )
+}
+
+fn unexpected_prev(p: &mut Parser<'_>, sql: &str, expected: &str) -> WeirError {
+    p.prev_token();
+    unexpected(p, sql, expected)
+}
+
+/// An identifier as the catalog keeps it: unquoted ones lower-cased (Postgres).
+pub fn ident(i: &Ident) -> String {
+    if i.quote_style.is_some() {
+        i.value.clone()
+    } else {
+        i.value.to_lowercase()
+    }
+}
+
+/// A relation name: the last part of a possibly qualified name (`public.t` is `t`).
+pub fn object_name(n: &ObjectName) -> String {
+    n.0.last()
+        .and_then(|part| part.as_ident())
+        .map(ident)
+        .unwrap_or_else(|| n.to_string().to_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_at_top_level_semicolons() -> Result<()> {
+        let parts = split_statements("SELECT 'a;b'; -- c;\n INSERT INTO t VALUES (1);;")?;
+        assert_eq!(parts, vec!["SELECT 'a;b'", "-- c;\n INSERT INTO t VALUES (1)"]);
+        Ok(())
+    }
+
+    #[test]
+    fn parses_flink_create_table() -> Result<()> {
+        let sql = "CREATE TABLE orders (
+            order_id BIGINT, seller_id STRING, amount DECIMAL(12, 2), event_ts TIMESTAMP(3),
+            proc_time AS PROCTIME(),
+            WATERMARK FOR event_ts AS event_ts - INTERVAL '5' SECOND,
+            PRIMARY KEY (order_id) NOT ENFORCED
+        ) WITH ('connector' = 'kafka', 'topic' = 'clean.orders.v1', 'format' = 'json')";
+        let WeirStatement::CreateTable(t) = parse_statement(sql)? else { panic!("not a CREATE TABLE") };
+        assert_eq!(t.name, "orders");
+        assert_eq!(t.columns.len(), 5);
+        assert!(t.columns[4].computed.is_some());
+        assert_eq!(t.primary_key, vec!["order_id"]);
+        assert_eq!(t.watermark.as_ref().map(|w| w.0.as_str()), Some("event_ts"));
+        assert_eq!(t.options.get("topic").map(String::as_str), Some("clean.orders.v1"));
+        Ok(())
+    }
+
+    #[test]
+    fn syntax_errors_have_positions() {
+        let e = parse_statement("SELECT * FROM t WHERE").expect_err("incomplete");
+        assert_eq!(e.sqlstate(), "42601");
+        assert!(e.position().is_some());
+        let e = parse_statement("SELEC 1").expect_err("typo");
+        assert_eq!(e.position(), Some(1));
+    }
+
+    #[test]
+    fn parses_commands() -> Result<()> {
+        assert!(matches!(parse_statement("FLUSH")?, WeirStatement::Flush));
+        assert!(matches!(parse_statement("SHOW MATERIALIZED VIEWS")?, WeirStatement::Show(ShowList::MaterializedViews)));
+        let WeirStatement::Set { key, value } = parse_statement("SET 'table.exec.state.ttl' = '1 h'")? else { panic!() };
+        assert_eq!((key.as_str(), value.as_str()), ("table.exec.state.ttl", "1 h"));
+        assert!(matches!(parse_statement("DROP MATERIALIZED VIEW IF EXISTS v CASCADE")?,
+            WeirStatement::Drop { kind: DropKind::MaterializedView, if_exists: true, cascade: true, .. }));
+        assert!(matches!(parse_statement("CREATE MATERIALIZED VIEW v AS SELECT 1 EMIT ON WINDOW CLOSE")?,
+            WeirStatement::CreateMaterializedView { emit_on_window_close: true, .. }));
+        Ok(())
+    }
+}

@@ -1,0 +1,262 @@
+//! The catalog as DataFusion sees it: a schema provider whose tables read Weir's state tables.
+//!
+//! Every statement plans against a [`Snapshot`]: the catalog as of the statement's start and
+//! the store. Tables and materialized views are scanned from their state tables (the last
+//! committed epoch: statements that write hold the database's write lock, so a reader never sees
+//! half an epoch); views are planned from their stored query; connector tables whose runtime is
+//! not built yet plan but refuse to scan.
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use async_trait::async_trait;
+use datafusion::catalog::{SchemaProvider, Session, TableProvider};
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::datasource::{TableType, ViewTable};
+use datafusion::error::DataFusionError;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::Expr;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use weir_catalog::{Catalog, Relation, RelationKind};
+
+use crate::error::{Result, WeirError};
+use crate::runtime::table::{scan_rows, RowLayout};
+use crate::state::Store;
+
+/// The default catalog and schema names, as psql and drivers expect.
+pub const CATALOG_NAME: &str = "weir";
+pub const SCHEMA_NAME: &str = "public";
+
+/// What one statement plans against.
+pub struct Snapshot {
+    pub catalog: Arc<Catalog>,
+    pub store: Arc<Store>,
+    /// A table whose scans carry the hidden storage-key column (UPDATE and DELETE).
+    pub keyed_table: Option<String>,
+}
+
+/// The Arrow schema of a relation's columns.
+///
+/// # Errors
+/// `Internal` when a stored type string does not parse (a corrupt catalog).
+pub fn relation_schema(rel: &Relation) -> Result<SchemaRef> {
+    let fields = rel
+        .columns
+        .iter()
+        .map(|c| {
+            let t = DataType::from_str(&c.arrow_type).map_err(|e| {
+                WeirError::internal(format!("stored type {} of {}.{}: {e}", c.arrow_type, rel.name, c.name))
+            })?;
+            Ok(Field::new(&c.name, t, c.nullable))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Arc::new(Schema::new(fields)))
+}
+
+/// The connector of a table (`table` for plain tables).
+pub fn connector_of(rel: &Relation) -> &str {
+    rel.options.get("connector").map(String::as_str).unwrap_or("table")
+}
+
+/// How a relation's state table holds its rows.
+pub fn layout_of(rel: &Relation) -> RowLayout {
+    match (rel.kind, &rel.stream_key) {
+        (RelationKind::MaterializedView, None) => RowLayout::Multiset,
+        _ => RowLayout::Rows,
+    }
+}
+
+/// A DataFusion context for one statement over `snapshot`.
+pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
+    let mut config = SessionConfig::new()
+        .with_default_catalog_and_schema(CATALOG_NAME, SCHEMA_NAME)
+        .with_information_schema(true)
+        .with_target_partitions(1);
+    config.options_mut().sql_parser.parse_float_as_decimal = true;
+    let mut optimizer_rules = datafusion::optimizer::Optimizer::new().rules;
+    // One aggregate operator with a value multiset beats DataFusion's two-level rewrite of a
+    // single COUNT(DISTINCT) for incremental maintenance.
+    optimizer_rules.retain(|r| r.name() != "single_distinct_aggregation_to_group_by");
+    let state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_default_features()
+        .with_optimizer_rules(optimizer_rules)
+        .build();
+    let ctx = SessionContext::new_with_state(state);
+    crate::sql::functions::register(&ctx);
+    let schema = Arc::new(WeirSchema { snapshot });
+    if let Some(catalog) = ctx.catalog(CATALOG_NAME) {
+        // Replaces the in-memory default schema.
+        let _ = catalog.register_schema(SCHEMA_NAME, schema);
+    }
+    ctx
+}
+
+struct WeirSchema {
+    snapshot: Arc<Snapshot>,
+}
+
+impl std::fmt::Debug for WeirSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WeirSchema")
+    }
+}
+
+#[async_trait]
+impl SchemaProvider for WeirSchema {
+
+    fn table_names(&self) -> Vec<String> {
+        self.snapshot.catalog.relations.keys().cloned().collect()
+    }
+
+    async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>, DataFusionError> {
+        let Some(rel) = self.snapshot.catalog.get(name) else { return Ok(None) };
+        let to_df = |e: WeirError| DataFusionError::External(Box::new(e));
+        let schema = relation_schema(rel).map_err(to_df)?;
+        match rel.kind {
+            RelationKind::View => {
+                let query = rel.query.clone().unwrap_or_default();
+                let ctx = session_context(Arc::new(Snapshot {
+                    catalog: Arc::clone(&self.snapshot.catalog),
+                    store: Arc::clone(&self.snapshot.store),
+                    keyed_table: None,
+                }));
+                let plan = ctx.state().create_logical_plan(&query).await?;
+                Ok(Some(Arc::new(ViewTable::new(plan, Some(query)))))
+            }
+            RelationKind::Table if connector_of(rel) != "table" => Ok(Some(Arc::new(ConnectorTable {
+                schema,
+                name: rel.name.clone(),
+                connector: connector_of(rel).to_string(),
+            }))),
+            _ => {
+                let id = rel
+                    .state_table
+                    .ok_or_else(|| to_df(WeirError::internal(format!("{} has no state table", rel.name))))?;
+                let with_key = self.snapshot.keyed_table.as_deref() == Some(name);
+                // DataFusion sees every column as nullable: NOT NULL and primary keys are
+                // checked by the table's writer, with Postgres's message.
+                let schema = Arc::new(Schema::new(
+                    schema.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
+                ));
+                Ok(Some(Arc::new(StoredRelation {
+                    schema,
+                    id,
+                    layout: layout_of(rel),
+                    store: Arc::clone(&self.snapshot.store),
+                    with_key,
+                })))
+            }
+        }
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        self.snapshot.catalog.get(name).is_some()
+    }
+}
+
+/// A table or materialized view read from its state table.
+#[derive(Debug)]
+struct StoredRelation {
+    schema: SchemaRef,
+    id: u32,
+    layout: RowLayout,
+    store: Arc<Store>,
+    with_key: bool,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Store")
+    }
+}
+
+#[async_trait]
+impl TableProvider for StoredRelation {
+
+    fn schema(&self) -> SchemaRef {
+        if self.with_key {
+            let mut fields: Vec<Field> = self.schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+            fields.push(Field::new(crate::runtime::table::KEY_COLUMN, DataType::Binary, false));
+            Arc::new(Schema::new(fields))
+        } else {
+            Arc::clone(&self.schema)
+        }
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>, DataFusionError> {
+        let batches = scan_rows(&self.store, self.id, &self.schema, self.layout, self.with_key)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let exec = MemorySourceConfig::try_new_exec(&[batches], self.schema(), projection.cloned())?;
+        Ok(exec)
+    }
+}
+
+/// A connector table whose source is not built yet: it plans (so sinks can be checked) but
+/// refuses to scan.
+#[derive(Debug)]
+struct ConnectorTable {
+    schema: SchemaRef,
+    name: String,
+    connector: String,
+}
+
+#[async_trait]
+impl TableProvider for ConnectorTable {
+
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        _projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>, DataFusionError> {
+        Err(DataFusionError::External(Box::new(WeirError::unsupported(format!(
+            "reading table {}: the '{}' connector's source is not built yet in this version",
+            self.name, self.connector
+        )))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use arrow::datatypes::{DataType, IntervalUnit, TimeUnit};
+
+    #[test]
+    fn stored_type_strings_round_trip() {
+        for t in [
+            DataType::Int64,
+            DataType::Decimal128(12, 2),
+            DataType::Timestamp(TimeUnit::Millisecond, None),
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            DataType::Utf8,
+            DataType::Date32,
+            DataType::Interval(IntervalUnit::MonthDayNano),
+            DataType::List(std::sync::Arc::new(arrow::datatypes::Field::new("item", DataType::Int32, true))),
+        ] {
+            assert_eq!(DataType::from_str(&t.to_string()).expect("parses"), t, "{t}");
+        }
+    }
+}

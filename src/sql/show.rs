@@ -1,0 +1,160 @@
+//! SHOW, DESCRIBE, SHOW CREATE and session settings: results built from the catalog.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, BooleanArray, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use weir_catalog::{Catalog, RelationKind};
+
+use crate::error::{Result, WeirError};
+use crate::sql::database::StatementResult;
+use crate::sql::parser::ShowList;
+
+/// Settings with a default, shown by `SHOW name` until a session sets them. Weir's own
+/// (Flink's names) first, then the Postgres parameters drivers ask for.
+pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
+    ("table.exec.state.ttl", "0 ms"),
+    ("table.exec.emit.allow-lateness", "0 ms"),
+    ("server_version", "16.0"),
+    ("server_encoding", "UTF8"),
+    ("client_encoding", "UTF8"),
+    ("datestyle", "ISO, MDY"),
+    ("timezone", "UTC"),
+    ("search_path", "public"),
+    ("standard_conforming_strings", "on"),
+    ("transaction_isolation", "read committed"),
+    ("integer_datetimes", "on"),
+    ("application_name", ""),
+    ("extra_float_digits", "1"),
+    ("max_identifier_length", "63"),
+];
+
+/// A result of text columns.
+pub fn text_rows(columns: &[&str], rows: Vec<Vec<Option<String>>>) -> Result<StatementResult> {
+    let schema = Arc::new(Schema::new(
+        columns.iter().map(|c| Field::new(*c, DataType::Utf8, true)).collect::<Vec<_>>(),
+    ));
+    let arrays: Vec<ArrayRef> = (0..columns.len())
+        .map(|i| Arc::new(StringArray::from(rows.iter().map(|r| r[i].clone()).collect::<Vec<_>>())) as ArrayRef)
+        .collect();
+    let batch = RecordBatch::try_new(Arc::clone(&schema), arrays)?;
+    Ok(StatementResult::Rows { schema, batches: vec![batch] })
+}
+
+/// `SHOW TABLES | VIEWS | MATERIALIZED VIEWS | JOBS`.
+pub fn show_list(catalog: &Catalog, list: ShowList) -> Result<StatementResult> {
+    let of_kind = |kind: RelationKind| -> Vec<Vec<Option<String>>> {
+        catalog
+            .relations
+            .values()
+            .filter(|r| r.kind == kind)
+            .map(|r| vec![Some(r.name.clone())])
+            .collect()
+    };
+    match list {
+        ShowList::Tables => text_rows(&["table_name"], of_kind(RelationKind::Table)),
+        ShowList::Views => text_rows(&["view_name"], of_kind(RelationKind::View)),
+        ShowList::MaterializedViews => text_rows(&["materialized_view_name"], of_kind(RelationKind::MaterializedView)),
+        ShowList::Jobs => text_rows(
+            &["job_id", "job_name", "kind", "status", "definition"],
+            catalog
+                .relations
+                .values()
+                .filter_map(|r| {
+                    r.job.as_ref().map(|id| {
+                        vec![
+                            Some(id.clone()),
+                            Some(r.name.clone()),
+                            Some(r.kind.sql_name().to_string()),
+                            Some("RUNNING".to_string()),
+                            Some(r.definition.clone()),
+                        ]
+                    })
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// `DESCRIBE name`: one row per column (Flink's columns: name, type, null, key, extras,
+/// watermark).
+pub fn describe(catalog: &Catalog, name: &str) -> Result<StatementResult> {
+    let rel = catalog.get(name).ok_or_else(|| WeirError::unknown_table(name))?;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("name", DataType::Utf8, false),
+        Field::new("type", DataType::Utf8, false),
+        Field::new("null", DataType::Boolean, false),
+        Field::new("key", DataType::Utf8, true),
+        Field::new("extras", DataType::Utf8, true),
+        Field::new("watermark", DataType::Utf8, true),
+    ]));
+    let mut names = Vec::new();
+    let mut types = Vec::new();
+    let mut nulls = Vec::new();
+    let mut keys = Vec::new();
+    let mut extras = Vec::new();
+    let mut watermarks = Vec::new();
+    for c in &rel.columns {
+        names.push(c.name.clone());
+        types.push(if c.computed.is_some() { sql_type_name(&parse_type(&c.arrow_type)) } else { c.sql_type.clone() });
+        nulls.push(c.nullable);
+        keys.push(rel.primary_key.contains(&c.name).then(|| format!("PRI({})", rel.primary_key.join(", "))));
+        extras.push(c.computed.as_ref().map(|e| format!("AS {e}")));
+        watermarks.push(
+            rel.watermark.as_ref().filter(|w| w.column == c.name).map(|w| w.expr.clone()),
+        );
+    }
+    let batch = RecordBatch::try_new(
+        Arc::clone(&schema),
+        vec![
+            Arc::new(StringArray::from(names)),
+            Arc::new(StringArray::from(types)),
+            Arc::new(BooleanArray::from(nulls)),
+            Arc::new(StringArray::from(keys)),
+            Arc::new(StringArray::from(extras)),
+            Arc::new(StringArray::from(watermarks)),
+        ],
+    )?;
+    Ok(StatementResult::Rows { schema, batches: vec![batch] })
+}
+
+fn parse_type(s: &str) -> DataType {
+    use std::str::FromStr;
+    DataType::from_str(s).unwrap_or(DataType::Utf8)
+}
+
+/// `SHOW CREATE TABLE | VIEW | MATERIALIZED VIEW name`.
+pub fn show_create(catalog: &Catalog, name: &str) -> Result<StatementResult> {
+    let rel = catalog.get(name).ok_or_else(|| WeirError::unknown_table(name))?;
+    text_rows(&["name", "create_statement"], vec![vec![Some(rel.name.clone()), Some(rel.definition.clone())]])
+}
+
+/// The SQL name of an Arrow type, in Flink's spelling.
+pub fn sql_type_name(t: &DataType) -> String {
+    let precision = |u: &TimeUnit| match u {
+        TimeUnit::Second => 0,
+        TimeUnit::Millisecond => 3,
+        TimeUnit::Microsecond => 6,
+        TimeUnit::Nanosecond => 9,
+    };
+    match t {
+        DataType::Boolean => "BOOLEAN".into(),
+        DataType::Int8 => "TINYINT".into(),
+        DataType::Int16 => "SMALLINT".into(),
+        DataType::Int32 => "INT".into(),
+        DataType::Int64 => "BIGINT".into(),
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => format!("{t}").to_uppercase(),
+        DataType::Float32 => "FLOAT".into(),
+        DataType::Float64 => "DOUBLE".into(),
+        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => format!("DECIMAL({p}, {s})"),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "STRING".into(),
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => "BYTES".into(),
+        DataType::Date32 | DataType::Date64 => "DATE".into(),
+        DataType::Time32(_) | DataType::Time64(_) => "TIME".into(),
+        DataType::Timestamp(u, None) => format!("TIMESTAMP({})", precision(u)),
+        DataType::Timestamp(u, Some(_)) => format!("TIMESTAMP_LTZ({})", precision(u)),
+        DataType::Interval(_) => "INTERVAL".into(),
+        DataType::List(f) | DataType::LargeList(f) => format!("ARRAY<{}>", sql_type_name(f.data_type())),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,467 @@
+//! The memcomparable row codec: rows of Arrow values to bytes whose byte order is the values'
+//! order, and back.
+//!
+//! Used for RocksDB keys (so range scans return rows in value order: windows, Top-N, MIN/MAX)
+//! and for values. Unlike `arrow::row` bytes, this format is ours and stable: it may be persisted.
+//! Every row is the concatenation of its fields; a field is one flag byte (`0` NULL, `1`
+//! present; NULLs sort first) followed by:
+//!
+//! | physical kind | bytes |
+//! |---|---|
+//! | boolean | 1 byte, 0 or 1 |
+//! | signed integers, dates, timestamps | 8 bytes big-endian, sign bit flipped |
+//! | unsigned integers | 8 bytes big-endian |
+//! | floats | 8 bytes of the f64: positive with the sign bit set, negative with all bits flipped |
+//! | decimal128 | 16 bytes big-endian, sign bit flipped |
+//! | strings, binary | each `0x00` byte as `0x00 0xFF`, then the terminator `0x00 0x00` |
+//!
+//! The format version is [`CODEC_VERSION`]; changing a layout is a migration.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, BinaryArray, BinaryBuilder, BooleanArray, BooleanBuilder, Decimal128Array,
+    Decimal128Builder, Float64Array, Float64Builder, Int64Array, Int64Builder, StringArray,
+    StringBuilder, UInt64Array, UInt64Builder,
+};
+use arrow::compute::cast;
+use arrow::datatypes::DataType;
+
+use crate::error::{Result, WeirError};
+
+/// The version of the byte format written by this codec.
+pub const CODEC_VERSION: u32 = 1;
+
+/// The physical representation a logical Arrow type is encoded as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Bool,
+    I64,
+    U64,
+    F64,
+    Decimal(u8, i8),
+    Str,
+    Bin,
+}
+
+/// Encodes and decodes rows of a fixed list of Arrow types.
+#[derive(Debug, Clone)]
+pub struct RowCodec {
+    types: Vec<DataType>,
+    kinds: Vec<Kind>,
+}
+
+/// One column, cast to its physical representation, ready for per-row encoding.
+enum ColRef {
+    Bool(BooleanArray),
+    I64(Int64Array),
+    U64(UInt64Array),
+    F64(Float64Array),
+    Decimal(Decimal128Array),
+    Str(StringArray),
+    Bin(BinaryArray),
+}
+
+/// Columns of one batch prepared for encoding; build with [`RowCodec::prepare`].
+pub struct PreparedColumns {
+    cols: Vec<ColRef>,
+}
+
+/// Builders for decoding rows into columns; finish with [`RowDecoder::finish`].
+pub struct RowDecoder<'a> {
+    codec: &'a RowCodec,
+    builders: Vec<Builder>,
+}
+
+enum Builder {
+    Bool(BooleanBuilder),
+    I64(Int64Builder),
+    U64(UInt64Builder),
+    F64(Float64Builder),
+    Decimal(Decimal128Builder),
+    Str(StringBuilder),
+    Bin(BinaryBuilder),
+}
+
+fn kind_of(t: &DataType) -> Option<Kind> {
+    use DataType::*;
+    Some(match t {
+        Boolean => Kind::Bool,
+        Int8 | Int16 | Int32 | Int64 | Date32 | Date64 | Timestamp(_, _) | Time32(_) | Time64(_)
+        | Duration(_) => Kind::I64,
+        UInt8 | UInt16 | UInt32 | UInt64 => Kind::U64,
+        Float16 | Float32 | Float64 => Kind::F64,
+        Decimal128(p, s) => Kind::Decimal(*p, *s),
+        Utf8 | LargeUtf8 | Utf8View | Null => Kind::Str,
+        Binary | LargeBinary | BinaryView | FixedSizeBinary(_) => Kind::Bin,
+        _ => return None,
+    })
+}
+
+/// The Arrow type an Int64-encoded logical type is first cast to, when the direct cast between
+/// Int64 and it is not supported by the cast kernel.
+fn int_bridge(t: &DataType) -> Option<DataType> {
+    match t {
+        DataType::Date32 | DataType::Time32(_) => Some(DataType::Int32),
+        _ => None,
+    }
+}
+
+impl RowCodec {
+    /// A codec for rows of these types.
+    ///
+    /// # Errors
+    /// `Unsupported` for a type that cannot be stored yet (nested types, intervals).
+    pub fn try_new(types: Vec<DataType>) -> Result<Self> {
+        let kinds = types
+            .iter()
+            .map(|t| {
+                kind_of(t).ok_or_else(|| {
+                    WeirError::unsupported(format!("storing values of type {t} in state"))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { types, kinds })
+    }
+
+    /// The logical types of the columns.
+    pub fn types(&self) -> &[DataType] {
+        &self.types
+    }
+
+    /// Casts the columns of a batch to their physical form (once per batch).
+    pub fn prepare(&self, columns: &[ArrayRef]) -> Result<PreparedColumns> {
+        let mut cols = Vec::with_capacity(columns.len());
+        for (col, kind) in columns.iter().zip(&self.kinds) {
+            let target = match kind {
+                Kind::Bool => DataType::Boolean,
+                Kind::I64 => DataType::Int64,
+                Kind::U64 => DataType::UInt64,
+                Kind::F64 => DataType::Float64,
+                Kind::Decimal(p, s) => DataType::Decimal128(*p, *s),
+                Kind::Str => DataType::Utf8,
+                Kind::Bin => DataType::Binary,
+            };
+            let casted = match int_bridge(col.data_type()) {
+                Some(bridge) if *kind == Kind::I64 => cast(&cast(col, &bridge)?, &target)?,
+                _ => cast(col, &target)?,
+            };
+            let any = casted.as_any();
+            let expect = "cast produced the target type";
+            cols.push(match kind {
+                Kind::Bool => ColRef::Bool(any.downcast_ref::<BooleanArray>().expect(expect).clone()),
+                Kind::I64 => ColRef::I64(any.downcast_ref::<Int64Array>().expect(expect).clone()),
+                Kind::U64 => ColRef::U64(any.downcast_ref::<UInt64Array>().expect(expect).clone()),
+                Kind::F64 => ColRef::F64(any.downcast_ref::<Float64Array>().expect(expect).clone()),
+                Kind::Decimal(..) => {
+                    ColRef::Decimal(any.downcast_ref::<Decimal128Array>().expect(expect).clone())
+                }
+                Kind::Str => ColRef::Str(any.downcast_ref::<StringArray>().expect(expect).clone()),
+                Kind::Bin => ColRef::Bin(any.downcast_ref::<BinaryArray>().expect(expect).clone()),
+            });
+        }
+        Ok(PreparedColumns { cols })
+    }
+
+    /// Appends the encoding of row `row` of the prepared columns to `out`.
+    pub fn encode_row(&self, cols: &PreparedColumns, row: usize, out: &mut Vec<u8>) {
+        for col in &cols.cols {
+            encode_value(col, row, out);
+        }
+    }
+
+    /// Encodes every row of a batch's columns, one `Vec<u8>` per row.
+    pub fn encode_rows(&self, columns: &[ArrayRef], num_rows: usize) -> Result<Vec<Vec<u8>>> {
+        let prepared = self.prepare(columns)?;
+        Ok((0..num_rows)
+            .map(|row| {
+                let mut out = Vec::with_capacity(16 * columns.len());
+                self.encode_row(&prepared, row, &mut out);
+                out
+            })
+            .collect())
+    }
+
+    /// A decoder that builds columns of this codec's types.
+    pub fn decoder(&self, capacity: usize) -> RowDecoder<'_> {
+        let builders = self
+            .kinds
+            .iter()
+            .map(|k| match k {
+                Kind::Bool => Builder::Bool(BooleanBuilder::with_capacity(capacity)),
+                Kind::I64 => Builder::I64(Int64Builder::with_capacity(capacity)),
+                Kind::U64 => Builder::U64(UInt64Builder::with_capacity(capacity)),
+                Kind::F64 => Builder::F64(Float64Builder::with_capacity(capacity)),
+                Kind::Decimal(p, s) => Builder::Decimal(
+                    Decimal128Builder::with_capacity(capacity)
+                        .with_precision_and_scale(*p, *s)
+                        .expect("precision and scale come from a valid type"),
+                ),
+                Kind::Str => Builder::Str(StringBuilder::with_capacity(capacity, capacity * 8)),
+                Kind::Bin => Builder::Bin(BinaryBuilder::with_capacity(capacity, capacity * 8)),
+            })
+            .collect();
+        RowDecoder { codec: self, builders }
+    }
+}
+
+impl RowDecoder<'_> {
+    /// Decodes one row from the front of `bytes`, returning the number of bytes read.
+    ///
+    /// # Errors
+    /// `Storage` when the bytes end early or a flag byte is invalid (corrupt state).
+    pub fn append(&mut self, bytes: &[u8]) -> Result<usize> {
+        let mut pos = 0;
+        for builder in &mut self.builders {
+            pos += decode_value(builder, &bytes[pos..])?;
+        }
+        Ok(pos)
+    }
+
+    /// The decoded columns, cast back to the codec's logical types.
+    pub fn finish(self) -> Result<Vec<ArrayRef>> {
+        let mut out = Vec::with_capacity(self.builders.len());
+        for (builder, t) in self.builders.into_iter().zip(&self.codec.types) {
+            let physical: ArrayRef = match builder {
+                Builder::Bool(mut b) => Arc::new(b.finish()),
+                Builder::I64(mut b) => Arc::new(b.finish()),
+                Builder::U64(mut b) => Arc::new(b.finish()),
+                Builder::F64(mut b) => Arc::new(b.finish()),
+                Builder::Decimal(mut b) => Arc::new(b.finish()),
+                Builder::Str(mut b) => Arc::new(b.finish()),
+                Builder::Bin(mut b) => Arc::new(b.finish()),
+            };
+            let logical = if physical.data_type() == t {
+                physical
+            } else if let Some(bridge) = int_bridge(t) {
+                cast(&cast(&physical, &bridge)?, t)?
+            } else {
+                cast(&physical, t)?
+            };
+            out.push(logical);
+        }
+        Ok(out)
+    }
+}
+
+fn encode_value(col: &ColRef, row: usize, out: &mut Vec<u8>) {
+    let valid = match col {
+        ColRef::Bool(a) => a.is_valid(row),
+        ColRef::I64(a) => a.is_valid(row),
+        ColRef::U64(a) => a.is_valid(row),
+        ColRef::F64(a) => a.is_valid(row),
+        ColRef::Decimal(a) => a.is_valid(row),
+        ColRef::Str(a) => a.is_valid(row),
+        ColRef::Bin(a) => a.is_valid(row),
+    };
+    if !valid {
+        out.push(0);
+        return;
+    }
+    out.push(1);
+    match col {
+        ColRef::Bool(a) => out.push(a.value(row) as u8),
+        ColRef::I64(a) => out.extend_from_slice(&encode_i64(a.value(row))),
+        ColRef::U64(a) => out.extend_from_slice(&a.value(row).to_be_bytes()),
+        ColRef::F64(a) => out.extend_from_slice(&encode_f64(a.value(row))),
+        ColRef::Decimal(a) => {
+            out.extend_from_slice(&((a.value(row) as u128) ^ (1u128 << 127)).to_be_bytes())
+        }
+        ColRef::Str(a) => encode_bytes(a.value(row).as_bytes(), out),
+        ColRef::Bin(a) => encode_bytes(a.value(row), out),
+    }
+}
+
+/// Memcomparable bytes of an i64 (big-endian, sign bit flipped).
+pub fn encode_i64(v: i64) -> [u8; 8] {
+    ((v as u64) ^ (1u64 << 63)).to_be_bytes()
+}
+
+/// The i64 of [`encode_i64`]'s bytes.
+pub fn decode_i64(b: [u8; 8]) -> i64 {
+    (u64::from_be_bytes(b) ^ (1u64 << 63)) as i64
+}
+
+fn encode_f64(v: f64) -> [u8; 8] {
+    let bits = v.to_bits();
+    let bits = if bits >> 63 == 0 { bits | (1 << 63) } else { !bits };
+    bits.to_be_bytes()
+}
+
+fn decode_f64(b: [u8; 8]) -> f64 {
+    let bits = u64::from_be_bytes(b);
+    let bits = if bits >> 63 == 1 { bits & !(1 << 63) } else { !bits };
+    f64::from_bits(bits)
+}
+
+fn encode_bytes(v: &[u8], out: &mut Vec<u8>) {
+    for &b in v {
+        out.push(b);
+        if b == 0 {
+            out.push(0xFF);
+        }
+    }
+    out.extend_from_slice(&[0, 0]);
+}
+
+fn corrupt(what: &str) -> WeirError {
+    WeirError::storage(format!("corrupt row encoding: {what}"))
+}
+
+fn take<const N: usize>(bytes: &[u8]) -> Result<[u8; N]> {
+    bytes
+        .get(..N)
+        .and_then(|s| s.try_into().ok())
+        .ok_or_else(|| corrupt("value ends early"))
+}
+
+fn decode_bytes(bytes: &[u8]) -> Result<(Vec<u8>, usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    loop {
+        let b = *bytes.get(i).ok_or_else(|| corrupt("unterminated string"))?;
+        if b == 0 {
+            match bytes.get(i + 1) {
+                Some(0) => return Ok((out, i + 2)),
+                Some(0xFF) => {
+                    out.push(0);
+                    i += 2;
+                }
+                _ => return Err(corrupt("bad escape in string")),
+            }
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+}
+
+fn decode_value(builder: &mut Builder, bytes: &[u8]) -> Result<usize> {
+    let flag = *bytes.first().ok_or_else(|| corrupt("missing null flag"))?;
+    let rest = &bytes[1..];
+    if flag == 0 {
+        match builder {
+            Builder::Bool(b) => b.append_null(),
+            Builder::I64(b) => b.append_null(),
+            Builder::U64(b) => b.append_null(),
+            Builder::F64(b) => b.append_null(),
+            Builder::Decimal(b) => b.append_null(),
+            Builder::Str(b) => b.append_null(),
+            Builder::Bin(b) => b.append_null(),
+        }
+        return Ok(1);
+    }
+    if flag != 1 {
+        return Err(corrupt("bad null flag"));
+    }
+    let len = match builder {
+        Builder::Bool(b) => {
+            b.append_value(take::<1>(rest)?[0] != 0);
+            1
+        }
+        Builder::I64(b) => {
+            b.append_value(decode_i64(take::<8>(rest)?));
+            8
+        }
+        Builder::U64(b) => {
+            b.append_value(u64::from_be_bytes(take::<8>(rest)?));
+            8
+        }
+        Builder::F64(b) => {
+            b.append_value(decode_f64(take::<8>(rest)?));
+            8
+        }
+        Builder::Decimal(b) => {
+            b.append_value((u128::from_be_bytes(take::<16>(rest)?) ^ (1u128 << 127)) as i128);
+            16
+        }
+        Builder::Str(b) => {
+            let (v, n) = decode_bytes(rest)?;
+            let s = String::from_utf8(v).map_err(|_| corrupt("string is not UTF-8"))?;
+            b.append_value(s);
+            n
+        }
+        Builder::Bin(b) => {
+            let (v, n) = decode_bytes(rest)?;
+            b.append_value(v);
+            n
+        }
+    };
+    Ok(1 + len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int32Array, TimestampMillisecondArray};
+    use arrow::datatypes::TimeUnit;
+
+    #[test]
+    fn order_and_round_trip() -> Result<()> {
+        let codec = RowCodec::try_new(vec![
+            DataType::Int32,
+            DataType::Utf8,
+            DataType::Float64,
+            DataType::Timestamp(TimeUnit::Millisecond, None),
+        ])?;
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(Int32Array::from(vec![Some(-5), None, Some(3), Some(3)])),
+            Arc::new(StringArray::from(vec![Some("b"), Some("a"), Some("a\0b"), Some("a")])),
+            Arc::new(Float64Array::from(vec![-1.5, 2.0, 0.0, -0.25])),
+            Arc::new(TimestampMillisecondArray::from(vec![1, 2, 3, -4])),
+        ];
+        let rows = codec.encode_rows(&cols, 4)?;
+        // NULL < -5 < 3; for equal ints "a" < "a\0b".
+        let mut order: Vec<usize> = (0..4).collect();
+        order.sort_by(|a, b| rows[*a].cmp(&rows[*b]));
+        assert_eq!(order, vec![1, 0, 3, 2]);
+        let mut dec = codec.decoder(4);
+        for r in &rows {
+            assert_eq!(dec.append(r)?, r.len());
+        }
+        let back = dec.finish()?;
+        for (a, b) in back.iter().zip(&cols) {
+            assert_eq!(a.as_ref(), b.as_ref());
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn float_order() {
+        let vals = [-f64::INFINITY, -2.0, -0.5, 0.0, 0.5, 3.0, f64::INFINITY];
+        let enc: Vec<_> = vals.iter().map(|v| encode_f64(*v)).collect();
+        assert!(enc.windows(2).all(|w| w[0] < w[1]));
+        for v in vals {
+            assert_eq!(decode_f64(encode_f64(v)), v);
+        }
+    }
+}
+
+/// Appends a NULL field.
+pub fn put_null(out: &mut Vec<u8>) {
+    out.push(0);
+}
+
+/// Appends a present field of an integer kind (any signed integer, date or timestamp type).
+pub fn put_i64(out: &mut Vec<u8>, v: i64) {
+    out.push(1);
+    out.extend_from_slice(&encode_i64(v));
+}
+
+/// Appends a present field of an unsigned integer type.
+pub fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.push(1);
+    out.extend_from_slice(&v.to_be_bytes());
+}
+
+/// Appends a present field of a float type.
+pub fn put_f64(out: &mut Vec<u8>, v: f64) {
+    out.push(1);
+    out.extend_from_slice(&encode_f64(v));
+}
+
+/// Appends a present field of a decimal type (the unscaled value).
+pub fn put_i128(out: &mut Vec<u8>, v: i128) {
+    out.push(1);
+    out.extend_from_slice(&((v as u128) ^ (1u128 << 127)).to_be_bytes());
+}

@@ -1,0 +1,8 @@
+//! State: RocksDB state tables with memcomparable keys and one atomic commit per epoch.
+pub mod codec;
+pub mod state_table;
+pub mod store;
+
+pub use codec::RowCodec;
+pub use state_table::StateTable;
+pub use store::{EpochWrites, Store};
