@@ -5,6 +5,7 @@
 //! `runtime` (operators, changelogs) → `state` (RocksDB state tables, epoch commits).
 #![deny(clippy::clone_on_ref_ptr)]
 
+pub mod bench;
 pub mod error;
 pub mod frontend;
 pub mod plan;
