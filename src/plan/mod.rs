@@ -1,6 +1,7 @@
 //! Planning: DataFusion logical plans rewritten into stream plans.
 pub mod planner;
 pub mod stream_plan;
+pub mod window;
 
 pub use planner::{plan_stream, updating_operator, SourceCatalog, SourceInfo};
 pub use stream_plan::{ChangelogMode, StreamNode, StreamPlan};

@@ -1,0 +1,228 @@
+//! Window table functions: TUMBLE, HOP and CUMULATE (Flink's windowing TVFs).
+//!
+//! Each adds `window_start`, `window_end` and `window_time` (= `window_end - 1 ms`, an event-time
+//! attribute) to the rows of its input table. Windows are aligned to the epoch plus `offset`:
+//!
+//! - `TUMBLE(size)`: the one window `[s, s + size)` with `s = floor((t - offset) / size) * size
+//!   + offset`.
+//! - `HOP(slide, size)`: the `size / slide` windows of length `size` starting every `slide` that
+//!   contain `t` (Flink requires `size` to be a multiple of `slide`).
+//! - `CUMULATE(step, size)`: within the tumbling window `[b, b + size)` of `t`, the windows
+//!   `[b, b + k * step)` for every `k` with `b + k * step > t`.
+//!
+//! All intervals are whole milliseconds and positive. A window is closed (Flink: it fires) once
+//! the watermark reaches its `window_time`.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, RecordBatch, TimestampMillisecondArray, UInt32Array};
+use arrow::compute::{cast, take};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+
+use crate::error::{Result, WeirError};
+
+/// Which window function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowKind {
+    Tumble,
+    Hop,
+    Cumulate,
+}
+
+impl WindowKind {
+    /// The SQL name.
+    pub fn name(self) -> &'static str {
+        match self {
+            WindowKind::Tumble => "TUMBLE",
+            WindowKind::Hop => "HOP",
+            WindowKind::Cumulate => "CUMULATE",
+        }
+    }
+}
+
+/// A window function call, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowSpec {
+    pub kind: WindowKind,
+    /// The input table.
+    pub table: String,
+    /// The event-time column (`DESCRIPTOR(col)`) and its index in the input.
+    pub time_column: String,
+    pub time_index: usize,
+    /// Window length, ms.
+    pub size_ms: i64,
+    /// HOP's slide or CUMULATE's step, ms (TUMBLE: the size).
+    pub slide_ms: i64,
+    /// Alignment offset, ms.
+    pub offset_ms: i64,
+}
+
+impl WindowSpec {
+    /// Validates the intervals of a call.
+    ///
+    /// # Errors
+    /// `Plan` naming the function and the bad interval: non-positive slide, step or size, or a
+    /// size that is not a multiple of the slide or step.
+    pub fn try_new(
+        kind: WindowKind,
+        table: String,
+        time_column: String,
+        time_index: usize,
+        intervals: &[i64],
+    ) -> Result<Self> {
+        let name = kind.name();
+        let (slide_ms, size_ms, offset_ms) = match (kind, intervals) {
+            (WindowKind::Tumble, [size]) => (*size, *size, 0),
+            (WindowKind::Tumble, [size, offset]) => (*size, *size, *offset),
+            (WindowKind::Hop | WindowKind::Cumulate, [slide, size]) => (*slide, *size, 0),
+            (WindowKind::Hop | WindowKind::Cumulate, [slide, size, offset]) => (*slide, *size, *offset),
+            _ => {
+                return Err(WeirError::plan(format!(
+                    "{name} takes (TABLE t, DESCRIPTOR(time_column), {}[, offset]); got {} interval arguments",
+                    if kind == WindowKind::Tumble { "size" } else if kind == WindowKind::Hop { "slide, size" } else { "step, size" },
+                    intervals.len()
+                )))
+            }
+        };
+        let slide_name = if kind == WindowKind::Cumulate { "step" } else { "slide" };
+        if kind != WindowKind::Tumble && slide_ms <= 0 {
+            return Err(WeirError::plan(format!("{name} {slide_name} must be a positive interval, got {slide_ms} ms")));
+        }
+        if size_ms <= 0 {
+            return Err(WeirError::plan(format!("{name} size must be a positive interval, got {size_ms} ms")));
+        }
+        if size_ms % slide_ms != 0 {
+            return Err(WeirError::plan(format!(
+                "{name} size ({size_ms} ms) must be a whole multiple of the {slide_name} ({slide_ms} ms)"
+            )));
+        }
+        Ok(Self { kind, table, time_column, time_index, size_ms, slide_ms, offset_ms })
+    }
+
+    /// The windows `(start, end)` (ms) that contain time `t` (ms), earliest end first.
+    pub fn windows(&self, t: i64, out: &mut Vec<(i64, i64)>) {
+        out.clear();
+        let align = |t: i64, unit: i64| (t - self.offset_ms).div_euclid(unit) * unit + self.offset_ms;
+        match self.kind {
+            WindowKind::Tumble => {
+                let s = align(t, self.size_ms);
+                out.push((s, s + self.size_ms));
+            }
+            WindowKind::Hop => {
+                let last = align(t, self.slide_ms);
+                let n = self.size_ms / self.slide_ms;
+                for k in (0..n).rev() {
+                    let s = last - k * self.slide_ms;
+                    out.push((s, s + self.size_ms));
+                }
+            }
+            WindowKind::Cumulate => {
+                let base = align(t, self.size_ms);
+                let n = self.size_ms / self.slide_ms;
+                for k in 1..=n {
+                    let end = base + k * self.slide_ms;
+                    if end > t {
+                        out.push((base, end));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The output schema: the input's columns then `window_start`, `window_end`, `window_time`
+    /// (TIMESTAMP(3), with the time column's time zone).
+    pub fn output_schema(&self, input: &Schema) -> SchemaRef {
+        let tz = match input.field(self.time_index).data_type() {
+            DataType::Timestamp(_, tz) => tz.clone(),
+            _ => None,
+        };
+        let t = DataType::Timestamp(TimeUnit::Millisecond, tz);
+        let mut fields: Vec<Field> = input.fields().iter().map(|f| f.as_ref().clone()).collect();
+        fields.push(Field::new("window_start", t.clone(), false));
+        fields.push(Field::new("window_end", t.clone(), false));
+        fields.push(Field::new("window_time", t, false));
+        Arc::new(Schema::new(fields))
+    }
+
+    /// Assigns windows to the rows of `batch`: one output row per (row, window) for which
+    /// `keep(window_end)` holds, with the window columns appended. Returns the output and, for
+    /// each output row, its input row. Rows with a NULL time belong to no window.
+    pub fn assign(
+        &self,
+        batch: &RecordBatch,
+        schema: &SchemaRef,
+        mut keep: impl FnMut(usize, i64) -> bool,
+    ) -> Result<(RecordBatch, Vec<u32>)> {
+        let times = cast(batch.column(self.time_index), &DataType::Timestamp(TimeUnit::Millisecond, None))?;
+        let times = times
+            .as_any()
+            .downcast_ref::<TimestampMillisecondArray>()
+            .ok_or_else(|| WeirError::internal("window time column did not cast to TIMESTAMP(3)"))?;
+        let mut rows = Vec::with_capacity(batch.num_rows());
+        let mut starts = Vec::with_capacity(batch.num_rows());
+        let mut ends = Vec::with_capacity(batch.num_rows());
+        let mut windows = Vec::new();
+        for row in 0..batch.num_rows() {
+            if times.is_null(row) {
+                continue;
+            }
+            self.windows(times.value(row), &mut windows);
+            for (s, e) in &windows {
+                if keep(row, *e) {
+                    rows.push(row as u32);
+                    starts.push(*s);
+                    ends.push(*e);
+                }
+            }
+        }
+        let idx = UInt32Array::from(rows.clone());
+        let mut columns: Vec<ArrayRef> =
+            batch.columns().iter().map(|c| take(c.as_ref(), &idx, None)).collect::<std::result::Result<_, _>>()?;
+        let window_type = schema.field(schema.fields().len() - 1).data_type().clone();
+        let times: Vec<i64> = ends.iter().map(|e| e - 1).collect();
+        for values in [starts, ends, times] {
+            columns.push(cast(&(Arc::new(TimestampMillisecondArray::from(values)) as ArrayRef), &window_type)?);
+        }
+        let out = RecordBatch::try_new_with_options(
+            Arc::clone(schema),
+            columns,
+            &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows.len())),
+        )?;
+        Ok((out, rows))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: i64 = 60_000;
+
+    fn spec(kind: WindowKind, intervals: &[i64]) -> WindowSpec {
+        WindowSpec::try_new(kind, "t".into(), "ts".into(), 0, intervals).expect("valid")
+    }
+
+    #[test]
+    fn tumble_hop_cumulate_windows() {
+        let mut w = Vec::new();
+        spec(WindowKind::Tumble, &[30 * MIN]).windows(14 * MIN, &mut w);
+        assert_eq!(w, vec![(0, 30 * MIN)]);
+        spec(WindowKind::Tumble, &[30 * MIN, 13 * MIN]).windows(0, &mut w);
+        assert_eq!(w, vec![(-17 * MIN, 13 * MIN)]);
+        spec(WindowKind::Hop, &[15 * MIN, 30 * MIN]).windows(14 * MIN, &mut w);
+        assert_eq!(w, vec![(-15 * MIN, 15 * MIN), (0, 30 * MIN)]);
+        // A row exactly on a bound belongs to the window that starts there.
+        spec(WindowKind::Hop, &[15 * MIN, 30 * MIN]).windows(15 * MIN, &mut w);
+        assert_eq!(w, vec![(0, 30 * MIN), (15 * MIN, 45 * MIN)]);
+        spec(WindowKind::Cumulate, &[10 * MIN, 30 * MIN]).windows(14 * MIN, &mut w);
+        assert_eq!(w, vec![(0, 20 * MIN), (0, 30 * MIN)]);
+    }
+
+    #[test]
+    fn bad_intervals_are_named() {
+        let e = WindowSpec::try_new(WindowKind::Hop, "t".into(), "ts".into(), 0, &[0, 10 * MIN]).expect_err("zero slide");
+        assert!(e.to_string().contains("HOP slide"), "{e}");
+        let e = WindowSpec::try_new(WindowKind::Hop, "t".into(), "ts".into(), 0, &[MIN, -10 * MIN]).expect_err("negative size");
+        assert!(e.to_string().contains("HOP size"), "{e}");
+    }
+}
