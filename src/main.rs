@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! weir [serve] [--pg-listen 127.0.0.1:5488] [--data-dir ./weir-data]
+//! weir bench insert [--rows 1000000] [--groups 1000] [--data-dir DIR]
 //! ```
 //!
 //! Logs go to stderr, filtered by `RUST_LOG` (default `info`); once the server accepts
@@ -38,6 +39,27 @@ struct Cli {
 enum Command {
     /// Run the server: state under --data-dir, the Postgres wire protocol on --pg-listen.
     Serve(ServeArgs),
+    /// Run a benchmark and print its figures.
+    #[command(subcommand)]
+    Bench(Bench),
+}
+
+/// The benchmarks.
+#[derive(Debug, Subcommand)]
+enum Bench {
+    /// Bulk INSERT ... SELECT of --rows rows, in one statement, into a table feeding a
+    /// GROUP BY materialized view; prints rows/s and peak RSS. Use a release build.
+    Insert {
+        /// Rows to insert.
+        #[arg(long, default_value_t = 1_000_000)]
+        rows: u64,
+        /// Distinct group keys of the view.
+        #[arg(long, default_value_t = 1000)]
+        groups: u64,
+        /// Scratch directory for the database (emptied first).
+        #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-insert")]
+        data_dir: PathBuf,
+    },
 }
 
 /// Options of `weir serve`.
@@ -73,6 +95,9 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Some(Command::Serve(args)) => serve(args).await,
+            Some(Command::Bench(Bench::Insert { rows, groups, data_dir })) => {
+                bench_insert(&data_dir, rows, groups).await
+            }
             None => serve(cli.serve).await,
         }
     });
@@ -101,6 +126,21 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         .await
         .map_err(|err| format!("cannot serve on {}: {err}", args.pg_listen))?;
     info!("shut down");
+    Ok(())
+}
+
+/// `weir bench insert`: prints one line of figures.
+async fn bench_insert(data_dir: &std::path::Path, rows: u64, groups: u64) -> Result<(), String> {
+    let report = weir::bench::insert::run(data_dir, rows, groups).await.map_err(|e| e.to_string())?;
+    let rss = report.peak_rss_bytes.map(|b| format!("{:.0} MiB", b as f64 / 1048576.0)).unwrap_or("unknown".into());
+    println!(
+        "insert: {} rows in {:.2} s = {:.0} rows/s into a table feeding a GROUP BY view ({groups} groups); peak RSS {rss}{}",
+        report.rows,
+        report.seconds,
+        report.rows_per_second,
+        if cfg!(debug_assertions) { " (debug build)" } else { "" }
+    );
+    let _ = std::fs::remove_dir_all(data_dir);
     Ok(())
 }
 

@@ -209,6 +209,10 @@ impl Database {
         match &stmt {
             Statement::Query(_) => {
                 let engine = self.engine.read().await;
+                // psql's `\d` commands query pg_catalog, which DataFusion cannot plan.
+                if let Some(result) = crate::sql::pg_catalog::answer(&engine.catalog, sql)? {
+                    return Ok(result);
+                }
                 let ctx = session_context(engine.snapshot(None));
                 let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt.clone()))).await?;
                 let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());

@@ -5,6 +5,7 @@ pub mod dml;
 pub mod engine;
 pub mod functions;
 pub mod parser;
+pub mod pg_catalog;
 pub mod relations;
 pub mod show;
 pub mod types;

@@ -1,0 +1,535 @@
+//! psql's catalog queries (`\d`, `\dt`, `\dv`, `\dm`, `\d NAME`, their `+` forms) answered
+//! from Weir's catalog.
+//!
+//! psql describes objects by querying Postgres's system catalogs (`pg_class`, `pg_namespace`,
+//! `pg_attribute`, ...) with Postgres-only syntax (`OPERATOR(pg_catalog.~)`, `COLLATE
+//! pg_catalog.default`, `::pg_catalog.regclass`, `pg_catalog.*` functions) that DataFusion cannot
+//! plan, and Weir has no such tables. This module is pragmatic, not a SQL engine over a fake
+//! catalog: it recognizes the *shape* of the queries psql sends (`psql -E` prints them; the
+//! source is psql's `describe.c`) and answers them directly:
+//!
+//! | the query reads | answered with |
+//! |---|---|
+//! | only `pg_class` (joined with `pg_namespace`, `pg_am`) | one row per matching relation |
+//! | only `pg_attribute` | one row per column of the relation `a.attrelid` names |
+//! | `pg_get_viewdef(oid)`, no table | the query of that view or materialized view |
+//! | any other `pg_catalog.pg_*` table (indexes, inheritance, policies, publications, statistics, triggers, ...) | no rows |
+//!
+//! Relations are filtered by what psql puts in the `WHERE` clause: `c.oid = '<oid>'`,
+//! `c.relkind IN (...)`, and the name patterns `c.relname OPERATOR(pg_catalog.~) '<regex>'`
+//! and `n.nspname OPERATOR(pg_catalog.~) '<regex>'`. Every other condition is assumed to hold
+//! (Weir's relations are all visible, permanent, in schema `public`). Columns are produced
+//! from the query's own select list, by alias or the column name Postgres would give the
+//! expression (`c.relkind` → `relkind`, `pg_catalog.format_type(..)` → `format_type`); a
+//! column this module does not know is NULL, which psql reads as the empty string, false or 0.
+//! So a footer query psql adds in a later version still gets a result of the right width.
+//!
+//! A query that reads none of `pg_catalog`'s tables (`SELECT pg_catalog.version()`, any query
+//! over user tables) is not answered here: [`answer`] returns `None` and DataFusion plans it.
+//!
+//! # Mapping Weir's catalog to Postgres's
+//!
+//! - Schema `public`, owner `weir`, persistence permanent, no indexes, rules, triggers,
+//!   policies, inheritance or tablespaces.
+//! - `relkind`: table `r`, view `v`, materialized view `m`.
+//! - OIDs: 16384 (Postgres's first user OID) plus a hash of the name, stable across restarts
+//!   and independent of other relations, so psql's follow-up `WHERE c.oid = '...'` queries find
+//!   the relation its first query named even if DDL ran in between.
+//! - Column types in `format_type`'s spelling of the type the column has on the wire (the Arrow
+//!   type, as `frontend/encode.rs` maps it): `bigint`, `integer`, `text`, `numeric(12,2)`,
+//!   `timestamp(3) without time zone`, `double precision`, ... A declared `VARCHAR(20)` is
+//!   `text`, since that is what Weir stores and returns.
+//! - `attnotnull` (psql's "not null") is set only on tables, for `NOT NULL` and primary key
+//!   columns: Postgres never marks the columns of views or materialized views not null.
+//! - A computed column (`name AS expr`, connector tables) is shown as Postgres shows a
+//!   generated column, `generated always as (expr) stored`: psql 15 has no wording for a
+//!   virtual one.
+//!
+//! # Edge cases
+//! - Name patterns are regular expressions (psql turns `*` into `.*`, `?` into `.`); they are
+//!   matched with Arrow's regex kernel, whose syntax agrees with Postgres's for what psql
+//!   generates. An invalid one is an error, as in Postgres.
+//! - Rows come out ordered by name, which is the order psql asks for (`ORDER BY 1,2` or
+//!   `2, 3`, schema being constant); names compare bytewise (the C collation).
+
+use std::collections::BTreeSet;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
+use arrow::compute::kernels::regexp::regexp_is_match_scalar;
+use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use weir_catalog::{Catalog, Column, Relation, RelationKind};
+
+use crate::error::{Result, WeirError};
+use crate::sql::database::StatementResult;
+
+/// The schema every relation is in.
+const SCHEMA: &str = "public";
+/// The owner psql shows for every relation.
+const OWNER: &str = "weir";
+/// Postgres's first OID for user objects (`FirstNormalObjectId`).
+const FIRST_USER_OID: u32 = 16384;
+
+/// Answers `sql` if it is one of psql's catalog queries; `None` for any other statement.
+///
+/// `sql` is the text of one statement. Statements that do not mention `pg_catalog` return
+/// `None` after one substring search.
+///
+/// The result has one column per item of the query's select list, named as Postgres would
+/// name it; booleans are `Boolean`, counts and OIDs `Int64`, everything else `Utf8`.
+///
+/// # Errors
+/// `Execution` when a name pattern is not a valid regular expression; `Internal` if the result
+/// batch cannot be built.
+pub fn answer(catalog: &Catalog, sql: &str) -> Result<Option<StatementResult>> {
+    if !sql.contains("pg_catalog") {
+        return Ok(None);
+    }
+    let text = normalize(sql);
+    let Some(query) = SelectQuery::parse(&text) else {
+        return Ok(None);
+    };
+    let tables = query.catalog_tables();
+    let names: Vec<&str> = query.items.iter().map(|i| i.name.as_str()).collect();
+    let rows: Vec<Vec<Value>> = if tables.contains("pg_class")
+        && tables.iter().all(|t| matches!(t.as_str(), "pg_class" | "pg_namespace" | "pg_am"))
+    {
+        matching_relations(catalog, query.from)?
+            .into_iter()
+            .map(|r| names.iter().map(|n| class_value(r, n)).collect())
+            .collect()
+    } else if tables.len() == 1 && tables.contains("pg_attribute") {
+        let rel = oid_after(query.from, "a.attrelid").and_then(|oid| relation_by_oid(catalog, oid));
+        rel.map(|r| {
+            r.columns.iter().enumerate().map(|(i, c)| names.iter().map(|n| attribute_value(r, i, c, n)).collect()).collect()
+        })
+        .unwrap_or_default()
+    } else if tables.is_empty() && query.items.len() == 1 && query.items[0].text.contains("pg_get_viewdef(") {
+        let rel = oid_after(&query.items[0].text, "pg_get_viewdef(").and_then(|oid| relation_by_oid(catalog, oid));
+        let definition = rel.and_then(|r| r.query.as_ref()).map(|q| Value::Text(format!(" {q};")));
+        vec![vec![definition.unwrap_or(Value::Null)]]
+    } else if !tables.is_empty() {
+        Vec::new()
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(build_result(&names, rows)?))
+}
+
+/// The OID psql sees for relation `name`.
+pub fn relation_oid(name: &str) -> u32 {
+    // FNV-1a: fixed, unlike std's hasher, so OIDs survive restarts and upgrades.
+    let mut hash: u32 = 0x811c_9dc5;
+    for b in name.bytes() {
+        hash ^= u32::from(b);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    FIRST_USER_OID + hash % (i32::MAX as u32 - FIRST_USER_OID)
+}
+
+/// `format_type`'s spelling of the Postgres type a column of Arrow type `t` has on the wire.
+pub fn format_type(t: &DataType) -> String {
+    let precision = |u: &TimeUnit| match u {
+        TimeUnit::Second => 0,
+        TimeUnit::Millisecond => 3,
+        TimeUnit::Microsecond => 6,
+        TimeUnit::Nanosecond => 9,
+    };
+    match t {
+        DataType::Boolean => "boolean".into(),
+        DataType::Int8 | DataType::Int16 | DataType::UInt8 => "smallint".into(),
+        DataType::Int32 | DataType::UInt16 => "integer".into(),
+        DataType::Int64 | DataType::UInt32 => "bigint".into(),
+        DataType::Float16 | DataType::Float32 => "real".into(),
+        DataType::Float64 => "double precision".into(),
+        DataType::Decimal32(p, s) | DataType::Decimal64(p, s) | DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => {
+            format!("numeric({p},{s})")
+        }
+        DataType::UInt64 => "numeric(20,0)".into(),
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => "bytea".into(),
+        DataType::Date32 | DataType::Date64 => "date".into(),
+        DataType::Time32(_) | DataType::Time64(_) => "time without time zone".into(),
+        // Postgres's default precision is 6: `timestamp(6)` and `timestamp` are one type, and
+        // format_type prints the precision only when one was given.
+        DataType::Timestamp(TimeUnit::Microsecond, None) => "timestamp without time zone".into(),
+        DataType::Timestamp(TimeUnit::Microsecond, Some(_)) => "timestamp with time zone".into(),
+        DataType::Timestamp(u, None) => format!("timestamp({}) without time zone", precision(u)),
+        DataType::Timestamp(u, Some(_)) => format!("timestamp({}) with time zone", precision(u)),
+        DataType::Interval(_) | DataType::Duration(_) => "interval".into(),
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
+            format!("{}[]", format_type(f.data_type()))
+        }
+        DataType::Dictionary(_, values) => format_type(values),
+        _ => "text".into(),
+    }
+}
+
+/// A value of one result cell.
+#[derive(Debug, Clone, PartialEq)]
+enum Value {
+    Null,
+    Text(String),
+    Bool(bool),
+    Int(i64),
+}
+
+fn text(s: &str) -> Value {
+    Value::Text(s.to_string())
+}
+
+/// The value of column `name` of the `pg_class` row (joined with its namespace) of `rel`.
+fn class_value(rel: &Relation, name: &str) -> Value {
+    let (relkind, kind_name) = match rel.kind {
+        RelationKind::Table => ("r", "table"),
+        RelationKind::View => ("v", "view"),
+        RelationKind::MaterializedView => ("m", "materialized view"),
+    };
+    match name {
+        "oid" => Value::Int(i64::from(relation_oid(&rel.name))),
+        "nspname" | "Schema" => text(SCHEMA),
+        "relname" | "Name" => text(&rel.name),
+        "Type" => text(kind_name),
+        "Owner" => text(OWNER),
+        "relkind" => text(relkind),
+        "relchecks" | "reltablespace" => Value::Int(0),
+        "relhasindex" | "relhasrules" | "relhastriggers" | "relrowsecurity" | "relforcerowsecurity" | "relhasoids"
+        | "relispartition" => Value::Bool(false),
+        "relpersistence" => text("p"),
+        "relreplident" => text("d"),
+        "Persistence" => text("permanent"),
+        _ => Value::Null,
+    }
+}
+
+/// The value of column `name` of the `pg_attribute` row of column `index` (0-based) of `rel`.
+fn attribute_value(rel: &Relation, index: usize, col: &Column, name: &str) -> Value {
+    let data_type = DataType::from_str(&col.arrow_type).unwrap_or(DataType::Utf8);
+    match name {
+        "attname" => text(&col.name),
+        "format_type" => Value::Text(format_type(&data_type)),
+        "attnum" => Value::Int(index as i64 + 1),
+        "attrelid" => Value::Int(i64::from(relation_oid(&rel.name))),
+        // The default or generation expression (`pg_get_expr(d.adbin, ...)`).
+        "pg_get_expr" => col.computed.clone().map(Value::Text).unwrap_or(Value::Null),
+        "attnotnull" => Value::Bool(rel.kind == RelationKind::Table && !col.nullable),
+        "attidentity" => text(""),
+        "attgenerated" => text(if col.computed.is_some() { "s" } else { "" }),
+        // Postgres stores fixed-width types inline (`plain`), variable-width ones `extended`.
+        "attstorage" => text(match data_type {
+            DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::Decimal128(..)
+            | DataType::Decimal256(..)
+            | DataType::List(_)
+            | DataType::LargeList(_) => "x",
+            _ => "p",
+        }),
+        "attcompression" => text(""),
+        _ => Value::Null,
+    }
+}
+
+/// The relations a `pg_class` query's `FROM ... WHERE ...` text selects, by name.
+fn matching_relations<'a>(catalog: &'a Catalog, from: &str) -> Result<Vec<&'a Relation>> {
+    let mut rels: Vec<&Relation> = catalog.relations.values().collect();
+    if let Some(oid) = oid_after(from, "c.oid") {
+        rels.retain(|r| relation_oid(&r.name) == oid);
+    }
+    if let Some(kinds) = relkind_list(from) {
+        rels.retain(|r| {
+            let kind = match r.kind {
+                RelationKind::Table => "r",
+                RelationKind::View => "v",
+                RelationKind::MaterializedView => "m",
+            };
+            kinds.iter().any(|k| k == kind)
+        });
+    }
+    if let Some(pattern) = regex_after(from, "n.nspname") {
+        if !regex_matches(&[SCHEMA], &pattern)?[0] {
+            rels.clear();
+        }
+    }
+    if let Some(pattern) = regex_after(from, "c.relname") {
+        let names: Vec<&str> = rels.iter().map(|r| r.name.as_str()).collect();
+        let keep = regex_matches(&names, &pattern)?;
+        rels = rels.into_iter().zip(keep).filter(|(_, k)| *k).map(|(r, _)| r).collect();
+    }
+    Ok(rels)
+}
+
+fn relation_by_oid(catalog: &Catalog, oid: u32) -> Option<&Relation> {
+    catalog.relations.values().find(|r| relation_oid(&r.name) == oid)
+}
+
+/// Which of `names` match the Postgres regular expression `pattern`.
+fn regex_matches(names: &[&str], pattern: &str) -> Result<Vec<bool>> {
+    let array = StringArray::from(names.to_vec());
+    let matched = regexp_is_match_scalar(&array, pattern, None)
+        .map_err(|e| WeirError::execution(format!("invalid regular expression {pattern:?}: {e}")))?;
+    Ok((0..names.len()).map(|i| matched.value(i)).collect())
+}
+
+/// The OID in `<key> = '<oid>'` (or `<key>'<oid>'`, for a function's argument).
+fn oid_after(s: &str, key: &str) -> Option<u32> {
+    let rest = s[s.find(key)? + key.len()..].trim_start();
+    let rest = rest.strip_prefix('=').unwrap_or(rest).trim_start();
+    let (literal, _) = string_literal(rest)?;
+    literal.trim().parse().ok()
+}
+
+/// The pattern in `<key> OPERATOR(pg_catalog.~) '<regex>'` (or `<key> ~ '<regex>'`).
+fn regex_after(s: &str, key: &str) -> Option<String> {
+    let mut from = 0;
+    while let Some(i) = s[from..].find(key) {
+        let rest = s[from + i + key.len()..].trim_start();
+        let rest = rest.strip_prefix("OPERATOR(pg_catalog.~)").or_else(|| rest.strip_prefix("~ "));
+        if let Some((pattern, _)) = rest.and_then(|r| string_literal(r.trim_start())) {
+            return Some(pattern);
+        }
+        from += i + key.len();
+    }
+    None
+}
+
+/// The literals of `c.relkind IN ('r','p','')`, empty ones dropped.
+fn relkind_list(s: &str) -> Option<Vec<String>> {
+    const KEY: &str = "c.relkind IN (";
+    let mut rest = &s[s.find(KEY)? + KEY.len()..];
+    let mut kinds = Vec::new();
+    while let Some((kind, after)) = string_literal(rest.trim_start()) {
+        if !kind.is_empty() {
+            kinds.push(kind);
+        }
+        rest = after.trim_start().strip_prefix(',').unwrap_or(after);
+    }
+    Some(kinds)
+}
+
+/// The SQL string literal `s` starts with (`'..'` with `''` for a quote, or `E'..'` with
+/// backslash escapes), and the text after it.
+fn string_literal(s: &str) -> Option<(String, &str)> {
+    let (escapes, body) = match s.strip_prefix(['E', 'e']) {
+        Some(rest) if rest.starts_with('\'') => (true, &rest[1..]),
+        _ => (false, s.strip_prefix('\'')?),
+    };
+    let mut out = String::new();
+    let mut chars = body.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\'' if body[i + 1..].starts_with('\'') => {
+                out.push('\'');
+                chars.next();
+            }
+            '\'' => return Some((out, &body[i + 1..])),
+            '\\' if escapes => out.push(chars.next()?.1),
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+/// `sql` with runs of whitespace outside quotes collapsed to one space, trimmed, without its
+/// trailing semicolon.
+fn normalize(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut quote: Option<char> = None;
+    let mut space = false;
+    for c in sql.trim().trim_end_matches(';').trim_end().chars() {
+        match quote {
+            Some(q) => {
+                out.push(c);
+                if c == q {
+                    quote = None;
+                }
+            }
+            None if c.is_whitespace() => space = true,
+            None => {
+                if space && !out.is_empty() {
+                    out.push(' ');
+                }
+                space = false;
+                if c == '\'' || c == '"' {
+                    quote = Some(c);
+                }
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// One item of a select list.
+#[derive(Debug)]
+struct SelectItem {
+    /// The expression as written (normalized).
+    text: String,
+    /// The column name Postgres gives it.
+    name: String,
+}
+
+/// A normalized `SELECT` statement split into its select list and the rest.
+#[derive(Debug)]
+struct SelectQuery<'a> {
+    items: Vec<SelectItem>,
+    /// From the top-level `FROM` (exclusive) to the end; empty without a `FROM`.
+    from: &'a str,
+}
+
+impl<'a> SelectQuery<'a> {
+    fn parse(text: &'a str) -> Option<Self> {
+        if !text.get(..7)?.eq_ignore_ascii_case("SELECT ") {
+            return None;
+        }
+        let body = &text[7..];
+        let (list, from) = match find_top_level(body, " FROM ") {
+            Some(i) => (&body[..i], &body[i + 6..]),
+            None => (body, ""),
+        };
+        let list = list.strip_prefix("DISTINCT ").unwrap_or(list);
+        let items = split_top_level(list, ',')
+            .into_iter()
+            .map(|item| {
+                let item = item.trim();
+                SelectItem { text: item.to_string(), name: column_name(item) }
+            })
+            .collect();
+        Some(Self { items, from })
+    }
+
+    /// The `pg_catalog` tables read by the `FROM` clause (and its `WHERE`, joins, ...).
+    fn catalog_tables(&self) -> BTreeSet<String> {
+        const PREFIX: &str = "pg_catalog.";
+        let mut tables = BTreeSet::new();
+        for part in outside_quotes(self.from) {
+            let mut rest = part;
+            while let Some(i) = rest.find(PREFIX) {
+                rest = &rest[i + PREFIX.len()..];
+                let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+                let ident = &rest[..end];
+                if ident.starts_with("pg_") && !rest[end..].starts_with('(') {
+                    tables.insert(ident.to_string());
+                }
+            }
+        }
+        tables
+    }
+}
+
+/// The column name Postgres gives a select item: its alias, else the function's or column's
+/// name, else `?column?`.
+fn column_name(item: &str) -> String {
+    if let Some(i) = rfind_top_level_ci(item, " AS ") {
+        let alias = item[i + 4..].trim();
+        return alias.trim_matches('"').to_string();
+    }
+    if let Some(inner) = item.strip_prefix('(').and_then(|s| s.strip_suffix(')')) {
+        // A scalar subquery is named after its own (first) column.
+        return SelectQuery::parse(inner.trim())
+            .and_then(|q| q.items.into_iter().next())
+            .map(|i| i.name)
+            .unwrap_or_else(|| "?column?".into());
+    }
+    if item.len() >= 5 && item[..5].eq_ignore_ascii_case("CASE ") {
+        return "case".into();
+    }
+    let head = match item.find('(') {
+        Some(i) => &item[..i],
+        None => item,
+    };
+    let name = head.rsplit('.').next().unwrap_or(head).trim().trim_matches('"');
+    if !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        name.to_string()
+    } else {
+        "?column?".into()
+    }
+}
+
+/// The byte offset of the first `needle` (ASCII, case-insensitive) in `s` outside parentheses
+/// and quotes.
+fn find_top_level(s: &str, needle: &str) -> Option<usize> {
+    top_level_positions(s).find(|&i| s.get(i..i + needle.len()).is_some_and(|w| w.eq_ignore_ascii_case(needle)))
+}
+
+fn rfind_top_level_ci(s: &str, needle: &str) -> Option<usize> {
+    top_level_positions(s).filter(|&i| s.get(i..i + needle.len()).is_some_and(|w| w.eq_ignore_ascii_case(needle))).last()
+}
+
+/// `s` split at `sep` where it stands outside parentheses and quotes.
+fn split_top_level(s: &str, sep: char) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for i in top_level_positions(s) {
+        if s[i..].starts_with(sep) {
+            parts.push(&s[start..i]);
+            start = i + sep.len_utf8();
+        }
+    }
+    parts.push(&s[start..]);
+    parts
+}
+
+/// Byte offsets of the characters of `s` at parenthesis depth 0, outside quotes.
+fn top_level_positions(s: &str) -> impl Iterator<Item = usize> + '_ {
+    let mut depth = 0i32;
+    let mut quote: Option<char> = None;
+    s.char_indices().filter_map(move |(i, c)| {
+        if let Some(q) = quote {
+            if c == q {
+                quote = None;
+            }
+            return None;
+        }
+        match c {
+            '\'' | '"' => {
+                quote = Some(c);
+                None
+            }
+            '(' => {
+                depth += 1;
+                None
+            }
+            ')' => {
+                depth -= 1;
+                None
+            }
+            _ if depth == 0 => Some(i),
+            _ => None,
+        }
+    })
+}
+
+/// The pieces of `s` outside single-quoted literals.
+fn outside_quotes(s: &str) -> impl Iterator<Item = &str> {
+    s.split('\'').step_by(2)
+}
+
+/// A result with columns `names`, typed by their first non-null value (text when none is).
+fn build_result(names: &[&str], rows: Vec<Vec<Value>>) -> Result<StatementResult> {
+    let mut fields = Vec::with_capacity(names.len());
+    let mut arrays: Vec<ArrayRef> = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        let column = rows.iter().map(|r| &r[i]);
+        let array: ArrayRef = match column.clone().find(|v| **v != Value::Null) {
+            Some(Value::Bool(_)) => Arc::new(BooleanArray::from(
+                column.map(|v| if let Value::Bool(b) = v { Some(*b) } else { None }).collect::<Vec<_>>(),
+            )),
+            Some(Value::Int(_)) => Arc::new(Int64Array::from(
+                column.map(|v| if let Value::Int(n) = v { Some(*n) } else { None }).collect::<Vec<_>>(),
+            )),
+            _ => Arc::new(StringArray::from(
+                column.map(|v| if let Value::Text(s) = v { Some(s.as_str()) } else { None }).collect::<Vec<_>>(),
+            )),
+        };
+        fields.push(Field::new(*name, array.data_type().clone(), true));
+        arrays.push(array);
+    }
+    let schema = Arc::new(Schema::new(fields));
+    let batch = RecordBatch::try_new(Arc::clone(&schema), arrays)?;
+    Ok(StatementResult::Rows { schema, batches: vec![batch] })
+}
