@@ -13,6 +13,7 @@ use datafusion::logical_expr::{Distinct, Expr, JoinType, LogicalPlan};
 
 use crate::error::{Result, WeirError};
 use crate::plan::stream_plan::{ChangelogMode, StreamNode, StreamPlan};
+use crate::plan::window::WindowTable;
 
 /// What the planner needs to know about a relation it scans.
 #[derive(Debug, Clone)]
@@ -40,7 +41,35 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
     match plan {
         LogicalPlan::TableScan(scan) => {
             let provider = source_as_provider(&scan.source)?;
-            let mut input = match provider.get_logical_plan() {
+            let window = (provider.as_ref() as &dyn std::any::Any).downcast_ref::<WindowTable>();
+            let mut input = match window {
+                Some(w) => {
+                    let inner = match w.input.get_logical_plan() {
+                        Some(view_plan) => plan_stream(&view_plan, catalog)?,
+                        None => {
+                            let info = catalog.source_info(&w.spec.table)?;
+                            StreamPlan {
+                                node: StreamNode::Source { relation: w.spec.table.clone() },
+                                schema: Arc::new(DFSchema::try_from_qualified_schema(
+                                    w.spec.table.as_str(),
+                                    w.input.schema().as_ref(),
+                                )?),
+                                changelog: info.changelog,
+                                stream_key: info.stream_key,
+                            }
+                        }
+                    };
+                    StreamPlan {
+                        schema: Arc::new(DFSchema::try_from_qualified_schema(
+                            scan.table_name.clone(),
+                            provider.schema().as_ref(),
+                        )?),
+                        changelog: inner.changelog,
+                        stream_key: None,
+                        node: StreamNode::WindowAssign { input: Box::new(inner), spec: w.spec.clone() },
+                    }
+                }
+                None => match provider.get_logical_plan() {
                 Some(view_plan) => plan_stream(&view_plan, catalog)?,
                 None => {
                     let relation = scan.table_name.table().to_string();
@@ -56,6 +85,7 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
                         stream_key: info.stream_key,
                     }
                 }
+                },
             };
             if !scan.filters.is_empty() {
                 let predicate = datafusion::logical_expr::utils::conjunction(scan.filters.clone())
@@ -112,6 +142,11 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
                 return Err(WeirError::unsupported("GROUPING SETS, CUBE and ROLLUP in a streaming query"));
             }
             let input = plan_stream(&agg.input, catalog)?;
+            let window_end = if input.has_window() {
+                agg.group_expr.iter().position(|e| matches!(unalias(e), Expr::Column(c) if c.name == "window_end"))
+            } else {
+                None
+            };
             Ok(StreamPlan {
                 schema: Arc::clone(&agg.schema),
                 changelog: ChangelogMode::Retract,
@@ -120,6 +155,8 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
                     input: Box::new(input),
                     group_exprs: agg.group_expr.clone(),
                     aggr_exprs: agg.aggr_expr.clone(),
+                    window_end,
+                    emit_on_window_close: false,
                 },
             })
         }
@@ -132,7 +169,13 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
                 schema: Arc::clone(&input.schema),
                 changelog: ChangelogMode::Retract,
                 stream_key: Some((0..group_exprs.len()).collect()),
-                node: StreamNode::GroupAggregate { input: Box::new(input), group_exprs, aggr_exprs: vec![] },
+                node: StreamNode::GroupAggregate {
+                    input: Box::new(input),
+                    group_exprs,
+                    aggr_exprs: vec![],
+                    window_end: None,
+                    emit_on_window_close: false,
+                },
             })
         }
         LogicalPlan::Union(u) => {
@@ -191,6 +234,13 @@ pub fn updating_operator(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Res
             Ok((info.changelog != ChangelogMode::AppendOnly)
                 .then(|| format!("the source {name}, which emits a {} changelog", info.changelog)))
         }
+        LogicalPlan::Aggregate(agg)
+            if agg.group_expr.iter().any(|e| matches!(unalias(e), Expr::Column(c) if c.name == "window_end"))
+                && reads_window(&agg.input) =>
+        {
+            // A window aggregation into an append-only sink emits on window close (Flink).
+            updating_operator(&agg.input, catalog)
+        }
         LogicalPlan::Aggregate(_) => Ok(Some(
             "GroupAggregate (GROUP BY), which retracts and updates its results".into(),
         )),
@@ -211,6 +261,16 @@ pub fn updating_operator(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Res
             Ok(None)
         }
     }
+}
+
+/// Whether a window TVF feeds `plan`.
+fn reads_window(plan: &LogicalPlan) -> bool {
+    if let LogicalPlan::TableScan(scan) = plan {
+        if let Ok(p) = source_as_provider(&scan.source) {
+            return (p.as_ref() as &dyn std::any::Any).downcast_ref::<WindowTable>().is_some();
+        }
+    }
+    plan.inputs().iter().any(|i| reads_window(i))
 }
 
 /// The stream key after a projection: each key column must be projected as a bare column.

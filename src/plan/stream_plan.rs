@@ -7,6 +7,8 @@ use std::fmt;
 use datafusion::common::DFSchemaRef;
 use datafusion::logical_expr::Expr;
 
+use crate::plan::window::WindowSpec;
+
 /// What kind of changes a stream carries (Flink's ChangelogMode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ChangelogMode {
@@ -39,8 +41,19 @@ pub enum StreamNode {
     Filter { input: Box<StreamPlan>, predicate: Expr },
     /// UNION ALL.
     Union { inputs: Vec<StreamPlan> },
-    /// GROUP BY (or DISTINCT, with no aggregates).
-    GroupAggregate { input: Box<StreamPlan>, group_exprs: Vec<Expr>, aggr_exprs: Vec<Expr> },
+    /// A window TVF: assigns each row its windows, dropping windows already closed.
+    WindowAssign { input: Box<StreamPlan>, spec: WindowSpec },
+    /// GROUP BY (or DISTINCT, with no aggregates). With `window_end` (the index of the group
+    /// expression that is a window's end) the groups of a window are freed when the watermark
+    /// closes it, and with `emit_on_window_close` they are emitted then, once, instead of as
+    /// they change.
+    GroupAggregate {
+        input: Box<StreamPlan>,
+        group_exprs: Vec<Expr>,
+        aggr_exprs: Vec<Expr>,
+        window_end: Option<usize>,
+        emit_on_window_close: bool,
+    },
 }
 
 /// A stream plan node with its properties.
@@ -63,6 +76,8 @@ impl StreamPlan {
             StreamNode::Project { .. } => "StreamProject",
             StreamNode::Filter { .. } => "StreamFilter",
             StreamNode::Union { .. } => "StreamUnion",
+            StreamNode::WindowAssign { .. } => "StreamWindowAssign",
+            StreamNode::GroupAggregate { window_end: Some(_), .. } => "StreamWindowAggregate",
             StreamNode::GroupAggregate { .. } => "StreamGroupAggregate",
         }
     }
@@ -73,6 +88,7 @@ impl StreamPlan {
             StreamNode::Source { .. } => vec![],
             StreamNode::Project { input, .. }
             | StreamNode::Filter { input, .. }
+            | StreamNode::WindowAssign { input, .. }
             | StreamNode::GroupAggregate { input, .. } => vec![input],
             StreamNode::Union { inputs } => inputs.iter().collect(),
         }
@@ -83,6 +99,40 @@ impl StreamPlan {
         let mut out = Vec::new();
         self.collect_sources(&mut out);
         out
+    }
+
+    /// Whether a window TVF feeds this node.
+    pub fn has_window(&self) -> bool {
+        matches!(self.node, StreamNode::WindowAssign { .. }) || self.inputs().iter().any(|i| i.has_window())
+    }
+
+    /// Makes the topmost window aggregate emit on window close (append-only output).
+    ///
+    /// # Errors
+    /// `Plan` when the query has no window aggregation (GROUP BY window_start, window_end).
+    pub fn set_emit_on_window_close(&mut self) -> crate::error::Result<()> {
+        if self.try_set_eowc() {
+            Ok(())
+        } else {
+            Err(crate::error::WeirError::plan(
+                "EMIT ON WINDOW CLOSE needs a window aggregation: GROUP BY window_start, window_end over TUMBLE, HOP or CUMULATE",
+            ))
+        }
+    }
+
+    fn try_set_eowc(&mut self) -> bool {
+        let set = match &mut self.node {
+            StreamNode::GroupAggregate { window_end: Some(_), emit_on_window_close, .. } => {
+                *emit_on_window_close = true;
+                true
+            }
+            StreamNode::Project { input, .. } | StreamNode::Filter { input, .. } => input.try_set_eowc(),
+            _ => false,
+        };
+        if set {
+            self.changelog = ChangelogMode::AppendOnly;
+        }
+        set
     }
 
     fn collect_sources(&self, out: &mut Vec<String>) {
@@ -103,9 +153,21 @@ impl StreamPlan {
             StreamNode::Project { exprs, .. } => format!("exprs=[{}]", join(exprs)),
             StreamNode::Filter { predicate, .. } => format!("predicate={predicate}"),
             StreamNode::Union { inputs } => format!("inputs={}", inputs.len()),
-            StreamNode::GroupAggregate { group_exprs, aggr_exprs, .. } => {
-                format!("group=[{}], aggs=[{}]", join(group_exprs), join(aggr_exprs))
-            }
+            StreamNode::WindowAssign { spec, .. } => format!(
+                "{}(table={}, time={}, size={}ms, slide={}ms, offset={}ms)",
+                spec.kind.name(),
+                spec.table,
+                spec.time_column,
+                spec.size_ms,
+                spec.slide_ms,
+                spec.offset_ms
+            ),
+            StreamNode::GroupAggregate { group_exprs, aggr_exprs, emit_on_window_close, .. } => format!(
+                "group=[{}], aggs=[{}]{}",
+                join(group_exprs),
+                join(aggr_exprs),
+                if *emit_on_window_close { ", emit=on-window-close" } else { "" }
+            ),
         };
         let key = match &self.stream_key {
             Some(k) => format!("{k:?}"),

@@ -226,3 +226,57 @@ mod tests {
         assert!(e.to_string().contains("HOP size"), "{e}");
     }
 }
+
+/// A window TVF applied to a table, as DataFusion sees it: a table whose scan assigns windows
+/// (batch queries), and which the stream planner turns into a [`WindowSpec`] over the input's
+/// stream.
+#[derive(Debug)]
+pub struct WindowTable {
+    pub spec: WindowSpec,
+    /// The input table's provider.
+    pub input: Arc<dyn datafusion::catalog::TableProvider>,
+    schema: SchemaRef,
+}
+
+impl WindowTable {
+    /// The window TVF `spec` over `input`.
+    pub fn new(spec: WindowSpec, input: Arc<dyn datafusion::catalog::TableProvider>) -> Self {
+        let schema = spec.output_schema(input.schema().as_ref());
+        Self { spec, input, schema }
+    }
+}
+
+#[async_trait::async_trait]
+impl datafusion::catalog::TableProvider for WindowTable {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> datafusion::datasource::TableType {
+        datafusion::datasource::TableType::View
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn datafusion::catalog::Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[datafusion::logical_expr::Expr],
+        _limit: Option<usize>,
+    ) -> datafusion::error::Result<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+        let input = self.input.scan(state, None, &[], None).await?;
+        let batches = datafusion::physical_plan::collect(input, state.task_ctx()).await?;
+        let mut out = Vec::with_capacity(batches.len());
+        for b in &batches {
+            let (windowed, _) = self
+                .spec
+                .assign(b, &self.schema, |_, _| true)
+                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+            out.push(windowed);
+        }
+        Ok(datafusion::datasource::memory::MemorySourceConfig::try_new_exec(
+            &[out],
+            Arc::clone(&self.schema),
+            projection.cloned(),
+        )?)
+    }
+}

@@ -26,6 +26,7 @@ use crate::runtime::operators::group_agg::{AggCall, AggKind, GroupAggregate};
 use crate::runtime::operators::materialize::{Materialize, StorageMode};
 use crate::runtime::operators::project::Project;
 use crate::runtime::operators::union::Union;
+use crate::runtime::operators::window_assign::WindowAssign;
 use crate::state::{EpochWrites, Store};
 
 struct Node {
@@ -93,8 +94,12 @@ impl Job {
             StreamNode::Filter { input, predicate } => {
                 Box::new(Filter::try_new(physical_expr(predicate, &input.schema)?)?)
             }
-            StreamNode::Union { .. } => Box::new(Union::try_new(schema)?),
-            StreamNode::GroupAggregate { input, group_exprs, aggr_exprs } => {
+            StreamNode::Union { inputs } => Box::new(Union::try_new(schema, inputs.len())?),
+            StreamNode::WindowAssign { spec, .. } => {
+                let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
+                Box::new(WindowAssign::try_new(spec.clone(), schema, &mut prefixed, store)?)
+            }
+            StreamNode::GroupAggregate { input, group_exprs, aggr_exprs, window_end, emit_on_window_close } => {
                 let group = physical_exprs(group_exprs, &input.schema)?;
                 let aggs = aggr_exprs
                     .iter()
@@ -105,7 +110,8 @@ impl Job {
                     })
                     .collect::<Result<Vec<_>>>()?;
                 let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
-                Box::new(GroupAggregate::try_new(group, aggs, schema, &mut prefixed, store)?)
+                let window = window_end.map(|k| (k, *emit_on_window_close));
+                Box::new(GroupAggregate::try_new(group, aggs, schema, window, &mut prefixed, store)?)
             }
         };
         self.nodes.push(Node { op, parent });
@@ -130,6 +136,52 @@ impl Job {
             self.forward(node, out, &ctx, &mut outputs)?;
         }
         Self::combine(outputs)
+    }
+
+    /// Sends the watermark of `relation` through the job; returns what the view emits because
+    /// of it (closed windows) and the view's own watermark.
+    pub fn on_watermark(
+        &mut self,
+        relation: &str,
+        watermark_ms: i64,
+        store: &Store,
+    ) -> Result<(Option<StreamChunk>, Option<i64>)> {
+        let ctx = OpContext { store };
+        let mut outputs = Vec::new();
+        let mut out_watermark = None;
+        let leaves: Vec<(usize, usize)> = self
+            .sources
+            .iter()
+            .filter(|(r, _, _)| r == relation)
+            .map(|(_, n, i)| (*n, *i))
+            .collect();
+        for (leaf, input) in leaves {
+            let (mut node, mut input, mut wm) = (leaf, input, Some(watermark_ms));
+            while let Some(w) = wm.take() {
+                let (chunk, next) = self.nodes[node].op.on_watermark(input, w, &ctx)?;
+                self.forward(node, chunk, &ctx, &mut outputs)?;
+                match (next, self.nodes[node].parent) {
+                    (Some(n), Some((p, i))) => {
+                        node = p;
+                        input = i;
+                        wm = Some(n);
+                    }
+                    (Some(n), None) => out_watermark = Some(n),
+                    (None, _) => {}
+                }
+            }
+        }
+        Ok((Self::combine(outputs)?, out_watermark))
+    }
+
+    /// Late rows dropped by the job's event-time operators: (node index, operator, count).
+    pub fn late_rows(&self) -> Vec<(usize, &'static str, u64)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.op.name() == "WindowAssign")
+            .map(|(i, n)| (i, n.op.name(), n.op.num_late_rows()))
+            .collect()
     }
 
     /// Lets every operator emit what it has before any input (a new job only), and returns

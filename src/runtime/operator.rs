@@ -37,6 +37,23 @@ pub trait Operator: Send + Sync {
         ctx: &OpContext<'_>,
     ) -> Result<Option<StreamChunk>>;
 
+    /// Handles a watermark (event time, ms since the epoch) arriving on input `input`: returns
+    /// what the operator emits because of it (windows it closes) and the watermark to send on,
+    /// if any. The default forwards it unchanged.
+    fn on_watermark(
+        &mut self,
+        _input: usize,
+        watermark_ms: i64,
+        _ctx: &OpContext<'_>,
+    ) -> Result<(Option<StreamChunk>, Option<i64>)> {
+        Ok((None, Some(watermark_ms)))
+    }
+
+    /// Rows this operator dropped because they were late (event-time operators only).
+    fn num_late_rows(&self) -> u64 {
+        0
+    }
+
     /// Hands this epoch's state writes to `writes` (never to RocksDB directly).
     fn on_barrier(&mut self, _writes: &mut EpochWrites) -> Result<()> {
         Ok(())

@@ -189,8 +189,12 @@ impl Database {
 
     async fn explain(&self, stmt: WeirStatement) -> Result<StatementResult> {
         let engine = self.engine.read().await;
+        let mut eowc = false;
         let query = match &stmt {
-            WeirStatement::CreateMaterializedView { query, .. } => query.to_string(),
+            WeirStatement::CreateMaterializedView { query, emit_on_window_close, .. } => {
+                eowc = *emit_on_window_close;
+                query.to_string()
+            }
             WeirStatement::Sql(s) => match s.as_ref() {
                 Statement::Query(q) => q.to_string(),
                 Statement::Insert(i) => match &i.source {
@@ -201,7 +205,7 @@ impl Database {
             },
             _ => return Err(WeirError::unsupported("EXPLAIN of this statement")),
         };
-        let plan = engine.plan_stream_query(&query).await?;
+        let plan = engine.plan_stream_query(&query, eowc).await?;
         text_rows(&["QUERY PLAN"], plan.explain().into_iter().map(|l| vec![Some(l)]).collect())
     }
 

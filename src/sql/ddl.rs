@@ -198,16 +198,11 @@ impl Engine {
             }
             return Err(ErrorKind::DuplicateTable(name.to_string()).into());
         }
-        if emit_on_window_close {
-            return Err(WeirError::unsupported(
-                "EMIT ON WINDOW CLOSE: windowed aggregation is not built yet in this version",
-            ));
-        }
         let query_text = query.to_string();
         let ctx = session_context(self.snapshot(None));
         ctx.state().create_logical_plan(&query_text).await?;
         let depends_on = self.named_relations(query);
-        let plan = self.plan_stream_query(&query_text).await?;
+        let plan = self.plan_stream_query(&query_text, emit_on_window_close).await?;
         for source in plan.sources() {
             let rel = self.catalog.get(&source).ok_or_else(|| WeirError::unknown_table(&source))?;
             if rel.kind == RelationKind::Table && connector_of(rel) != "table" {
@@ -246,6 +241,12 @@ impl Engine {
             let (Some(id), schema) = (src.state_table, relation_schema(src)?) else { continue };
             for batch in scan_rows(&self.store, id, &schema, layout_of(src), false)? {
                 job.push(&source, &StreamChunk::inserts(batch), &self.store)?;
+            }
+        }
+        // The sources' watermarks close the windows the backfill left behind.
+        for source in plan.sources() {
+            if let Some(wm) = self.watermarks.get(&source) {
+                job.on_watermark(&source, *wm, &self.store)?;
             }
         }
         self.jobs.insert(name.to_string(), job);
@@ -309,6 +310,9 @@ impl Engine {
             }
             for victim in order {
                 if let Some(r) = catalog.relations.remove(&victim) {
+                    if self.watermarks.remove(&victim).is_some() {
+                        writes.delete_meta(&crate::sql::engine::watermark_key(&victim));
+                    }
                     if let Some(id) = r.state_table {
                         writes.delete_table(id);
                         self.row_ids.remove(&id);

@@ -42,15 +42,19 @@ impl Engine {
             return Err(WeirError::internal("INSERT planned as another write"));
         }
         let batches = DataFrame::new(ctx.state(), dml.input.as_ref().clone()).collect().await?;
+        let batches = batches.iter().map(|b| conform(b, store.schema())).collect::<Result<Vec<_>>>()?;
+        let watermark = self.watermark_of_rows(&table, &batches).await?;
         let mut writes = EpochWrites::default();
         let mut next = self.next_row_id(id)?;
         let mut count = 0;
         let result: Result<()> = (|| {
             for batch in batches {
-                let batch = conform(&batch, store.schema())?;
                 count += batch.num_rows();
                 let chunk = store.insert(&batch, &self.store, &mut writes, &mut next)?;
                 self.propagate(&table, &chunk)?;
+            }
+            if let Some(w) = watermark {
+                self.advance_watermark(&table, w, &mut writes)?;
             }
             Ok(())
         })();
@@ -88,22 +92,30 @@ impl Engine {
         }
         let batches = self.keyed_scan(&table, &sql).await?;
         let ncols = schema.fields().len();
+        let mut changes = Vec::with_capacity(batches.len());
+        for batch in &batches {
+            let keys = key_column(batch, ncols)?;
+            let old = RecordBatch::try_new(Arc::clone(&schema), batch.columns()[..ncols].to_vec())?;
+            let mut cols: Vec<ArrayRef> = old.columns().to_vec();
+            for (i, target) in targets.iter().enumerate() {
+                let value = batch.column(ncols + 1 + i);
+                cols[*target] = cast(value, schema.field(*target).data_type())?;
+            }
+            changes.push((keys, old, RecordBatch::try_new(Arc::clone(&schema), cols)?));
+        }
+        let new_rows: Vec<RecordBatch> = changes.iter().map(|(_, _, new)| new.clone()).collect();
+        let watermark = self.watermark_of_rows(&table, &new_rows).await?;
         let mut writes = EpochWrites::default();
         let next = self.next_row_id(id)?;
         let mut count = 0;
         let result: Result<()> = (|| {
-            for batch in batches {
-                let keys = key_column(&batch, ncols)?;
-                let old = RecordBatch::try_new(Arc::clone(&schema), batch.columns()[..ncols].to_vec())?;
-                let mut cols: Vec<ArrayRef> = old.columns().to_vec();
-                for (i, target) in targets.iter().enumerate() {
-                    let value = batch.column(ncols + 1 + i);
-                    cols[*target] = cast(value, schema.field(*target).data_type())?;
-                }
-                let new = RecordBatch::try_new(Arc::clone(&schema), cols)?;
+            for (keys, old, new) in &changes {
                 count += new.num_rows();
-                let chunk = store.update(&keys, &old, &new, &self.store, &mut writes)?;
+                let chunk = store.update(keys, old, new, &self.store, &mut writes)?;
                 self.propagate(&table, &chunk)?;
+            }
+            if let Some(w) = watermark {
+                self.advance_watermark(&table, w, &mut writes)?;
             }
             Ok(())
         })();

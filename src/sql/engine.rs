@@ -8,6 +8,8 @@
 //! in-memory state and reloads it from the last commit, so a failed statement leaves nothing.
 
 use std::collections::{BTreeMap, HashMap};
+
+use arrow::array::Array;
 use std::sync::Arc;
 
 use weir_catalog::{Catalog, Relation, RelationKind};
@@ -32,6 +34,8 @@ pub struct Engine {
     pub epoch: u64,
     /// Next row id of keyless tables, by state table id.
     pub row_ids: HashMap<u32, u64>,
+    /// The watermark (ms) of each table with a WATERMARK that has seen rows.
+    pub watermarks: BTreeMap<String, i64>,
 }
 
 impl Engine {
@@ -49,7 +53,14 @@ impl Engine {
             job_order: Vec::new(),
             epoch,
             row_ids: HashMap::new(),
+            watermarks: BTreeMap::new(),
         };
+        for rel in engine.catalog.relations.values().filter(|r| r.watermark.is_some()) {
+            if let Some(b) = engine.store.get_meta(&watermark_key(&rel.name))? {
+                let b: [u8; 8] = b.as_slice().try_into().map_err(|_| WeirError::storage("bad watermark"))?;
+                engine.watermarks.insert(rel.name.clone(), i64::from_be_bytes(b));
+            }
+        }
         engine.start_jobs()?;
         Ok(engine)
     }
@@ -64,7 +75,7 @@ impl Engine {
         let views: Vec<Relation> = self.catalog.jobs_in_dependency_order().into_iter().cloned().collect();
         for rel in views {
             let query = rel.query.clone().unwrap_or_default();
-            let plan = futures::executor::block_on(self.plan_stream_query(&query))?;
+            let plan = futures::executor::block_on(self.plan_stream_query(&query, rel.emit_on_window_close))?;
             let mut catalog = (*self.catalog).clone();
             let job = self.build_job(&rel, &plan, &mut catalog)?;
             if catalog != *self.catalog {
@@ -89,12 +100,39 @@ impl Engine {
         Arc::new(Snapshot { catalog: Arc::clone(&self.catalog), store: Arc::clone(&self.store), keyed_table })
     }
 
-    /// Plans `query` (SQL text) as a stream over the current catalog.
-    pub async fn plan_stream_query(&self, query: &str) -> Result<StreamPlan> {
+    /// Plans `query` (SQL text) as a stream over the current catalog; with
+    /// `emit_on_window_close`, its window aggregation emits each window once, when it closes.
+    pub async fn plan_stream_query(&self, query: &str, emit_on_window_close: bool) -> Result<StreamPlan> {
         let ctx = session_context(self.snapshot(None));
         let plan = ctx.state().create_logical_plan(query).await?;
         let plan = ctx.state().optimize(&plan)?;
-        crate::plan::plan_stream(&plan, &CatalogSources(&self.catalog))
+        let mut stream = crate::plan::plan_stream(&plan, &CatalogSources(&self.catalog))?;
+        if emit_on_window_close {
+            stream.set_emit_on_window_close()?;
+        }
+        Ok(stream)
+    }
+
+    /// The watermark table `table` reaches with `rows` (its schema): the largest value of its
+    /// WATERMARK expression over them, in ms; `None` without a WATERMARK or rows.
+    pub async fn watermark_of_rows(&self, table: &str, rows: &[arrow::array::RecordBatch]) -> Result<Option<i64>> {
+        let Some(wm) = self.catalog.get(table).and_then(|r| r.watermark.clone()) else { return Ok(None) };
+        let Some(first) = rows.first() else { return Ok(None) };
+        if rows.iter().all(|b| b.num_rows() == 0) {
+            return Ok(None);
+        }
+        let ctx = datafusion::prelude::SessionContext::new();
+        crate::sql::functions::register(&ctx);
+        let mem = datafusion::datasource::MemTable::try_new(first.schema(), vec![rows.to_vec()])?;
+        ctx.register_table("t", Arc::new(mem))?;
+        let sql = format!("SELECT CAST(CAST(MAX({}) AS TIMESTAMP(3)) AS BIGINT) FROM t", wm.expr);
+        let batches = ctx.sql(&sql).await?.collect().await?;
+        let value = batches.first().and_then(|b| {
+            let col = b.column(0);
+            let a = col.as_any().downcast_ref::<arrow::array::Int64Array>()?;
+            (!a.is_empty() && a.is_valid(0)).then(|| a.value(0))
+        });
+        Ok(value)
     }
 
     /// Instantiates the job of materialized view `rel` from `plan`, allocating its operator
@@ -179,6 +217,40 @@ impl Engine {
         Ok(())
     }
 
+    /// Moves the watermark of table `table` to `watermark_ms` if that is later, recording it in
+    /// the epoch and sending it through every job that reads the table. Watermarks never move
+    /// back (SQL.md: late rows never move a watermark back).
+    pub fn advance_watermark(&mut self, table: &str, watermark_ms: i64, writes: &mut EpochWrites) -> Result<()> {
+        if self.watermarks.get(table).is_some_and(|w| *w >= watermark_ms) {
+            return Ok(());
+        }
+        self.watermarks.insert(table.to_string(), watermark_ms);
+        writes.put_meta(&watermark_key(table), &watermark_ms.to_be_bytes());
+        self.propagate_watermark(table, watermark_ms)
+    }
+
+    /// Sends a watermark of `relation` through the jobs that read it, and the changes and
+    /// watermarks they emit on to the views built on them.
+    pub fn propagate_watermark(&mut self, relation: &str, watermark_ms: i64) -> Result<()> {
+        let readers: Vec<String> = self
+            .job_order
+            .iter()
+            .filter(|name| self.jobs.get(*name).is_some_and(|j| j.reads().contains(&relation)))
+            .cloned()
+            .collect();
+        for name in readers {
+            let job = self.jobs.get_mut(&name).expect("reader job exists");
+            let (chunk, out) = job.on_watermark(relation, watermark_ms, &self.store)?;
+            if let Some(chunk) = chunk {
+                self.propagate(&name, &chunk)?;
+            }
+            if let Some(w) = out {
+                self.propagate_watermark(&name, w)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Commits an epoch: every job's writes, the row sequences, `catalog` if given, the epoch.
     pub fn commit(&mut self, mut writes: EpochWrites, catalog: Option<Catalog>) -> Result<()> {
         for job in self.jobs.values_mut() {
@@ -225,4 +297,9 @@ impl SourceCatalog for CatalogSources<'_> {
             RelationKind::View => return Err(WeirError::internal(format!("view {name} was not inlined"))),
         })
     }
+}
+
+/// The metadata key of a table's watermark.
+pub fn watermark_key(table: &str) -> String {
+    format!("wm/{table}")
 }

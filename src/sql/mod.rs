@@ -9,5 +9,6 @@ pub mod pg_catalog;
 pub mod relations;
 pub mod show;
 pub mod types;
+pub mod window_tvf;
 
 pub use database::{Database, Session, StatementResult};

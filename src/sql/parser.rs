@@ -165,8 +165,9 @@ pub fn parse_statement(sql: &str) -> Result<WeirStatement> {
     // `EMIT ON WINDOW CLOSE` ends a materialized view's query; sqlparser would take EMIT for an
     // alias, so it is cut off the text first.
     let (body, eowc) = strip_emit_on_window_close(sql);
+    let body = crate::sql::window_tvf::rewrite_window_tvfs(body)?;
     let dialect = GenericDialect {};
-    let mut p = Parser::new(&dialect).try_with_sql(body).map_err(|e| syntax_error(sql, e))?;
+    let mut p = Parser::new(&dialect).try_with_sql(&body).map_err(|e| syntax_error(sql, e))?;
     let mut stmt = parse_weir(&mut p, sql)?;
     if eowc {
         match &mut stmt {

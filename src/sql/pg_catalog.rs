@@ -70,6 +70,8 @@ const SCHEMA: &str = "public";
 const OWNER: &str = "weir";
 /// Postgres's first OID for user objects (`FirstNormalObjectId`).
 const FIRST_USER_OID: u32 = 16384;
+/// How psql turns a relation name into its OID (`\sv`, `\ef`).
+const REGCLASS_OID: &str = "::pg_catalog.regclass::pg_catalog.oid";
 
 /// Answers `sql` if it is one of psql's catalog queries; `None` for any other statement.
 ///
@@ -105,10 +107,22 @@ pub fn answer(catalog: &Catalog, sql: &str) -> Result<Option<StatementResult>> {
             r.columns.iter().enumerate().map(|(i, c)| names.iter().map(|n| attribute_value(r, i, c, n)).collect()).collect()
         })
         .unwrap_or_default()
+    } else if tables.len() == 1 && tables.contains("pg_namespace") {
+        let schema_matches = match regex_after(query.from, "n.nspname") {
+            Some(pattern) => regex_matches(&[SCHEMA], &pattern)?[0],
+            None => true,
+        };
+        let row = names.iter().map(|n| namespace_value(n)).collect();
+        if schema_matches { vec![row] } else { Vec::new() }
     } else if tables.is_empty() && query.items.len() == 1 && query.items[0].text.contains("pg_get_viewdef(") {
         let rel = oid_after(&query.items[0].text, "pg_get_viewdef(").and_then(|oid| relation_by_oid(catalog, oid));
-        let definition = rel.and_then(|r| r.query.as_ref()).map(|q| Value::Text(format!(" {q};")));
-        vec![vec![definition.unwrap_or(Value::Null)]]
+        vec![vec![rel.map(view_definition).unwrap_or(Value::Null)]]
+    } else if tables.is_empty() && query.items.len() == 1 && query.items[0].text.ends_with(REGCLASS_OID) {
+        // `'name'::pg_catalog.regclass::pg_catalog.oid` (`\sv`): the OID of a relation name.
+        let item = &query.items[0].text;
+        let (literal, _) = string_literal(item).ok_or_else(|| WeirError::plan(format!("expected a name in {item}")))?;
+        let rel = relation_by_regclass(catalog, &literal).ok_or_else(|| WeirError::unknown_table(literal.clone()))?;
+        vec![vec![Value::Int(i64::from(relation_oid(&rel.name)))]]
     } else if !tables.is_empty() {
         Vec::new()
     } else {
@@ -198,8 +212,39 @@ fn class_value(rel: &Relation, name: &str) -> Value {
         "relpersistence" => text("p"),
         "relreplident" => text("d"),
         "Persistence" => text("permanent"),
+        "pg_get_viewdef" => view_definition(rel),
         _ => Value::Null,
     }
+}
+
+/// The value of column `name` of the `pg_namespace` row of schema `public`.
+fn namespace_value(name: &str) -> Value {
+    match name {
+        "nspname" | "Name" => text(SCHEMA),
+        "Owner" => text(OWNER),
+        _ => Value::Null,
+    }
+}
+
+/// `pg_get_viewdef`'s text for a view or materialized view: its query, with the leading space
+/// and the semicolon Postgres's pretty-printed form has; NULL for a table.
+fn view_definition(rel: &Relation) -> Value {
+    rel.query.as_ref().map(|q| Value::Text(format!(" {q};"))).unwrap_or(Value::Null)
+}
+
+/// The relation a `regclass` input names: `name`, `"Name"`, `public.name`.
+fn relation_by_regclass<'a>(catalog: &'a Catalog, input: &str) -> Option<&'a Relation> {
+    let ident = |s: &str| match s.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+        Some(quoted) => quoted.replace("\"\"", "\""),
+        None => s.to_lowercase(),
+    };
+    let input = input.trim();
+    let name = match split_top_level(input, '.').as_slice() {
+        [name] => ident(name),
+        [schema, name] if ident(schema) == SCHEMA => ident(name),
+        _ => return None,
+    };
+    catalog.get(&name)
 }
 
 /// The value of column `name` of the `pg_attribute` row of column `index` (0-based) of `rel`.
@@ -223,10 +268,9 @@ fn attribute_value(rel: &Relation, index: usize, col: &Column, name: &str) -> Va
             | DataType::Binary
             | DataType::LargeBinary
             | DataType::BinaryView
-            | DataType::Decimal128(..)
-            | DataType::Decimal256(..)
             | DataType::List(_)
             | DataType::LargeList(_) => "x",
+            DataType::Decimal128(..) | DataType::Decimal256(..) => "m",
             _ => "p",
         }),
         "attcompression" => text(""),
@@ -277,22 +321,27 @@ fn regex_matches(names: &[&str], pattern: &str) -> Result<Vec<bool>> {
 
 /// The OID in `<key> = '<oid>'` (or `<key>'<oid>'`, for a function's argument).
 fn oid_after(s: &str, key: &str) -> Option<u32> {
-    let rest = s[s.find(key)? + key.len()..].trim_start();
-    let rest = rest.strip_prefix('=').unwrap_or(rest).trim_start();
-    let (literal, _) = string_literal(rest)?;
-    literal.trim().parse().ok()
+    literal_after(s, key, "=").and_then(|oid| oid.trim().parse().ok())
 }
 
 /// The pattern in `<key> OPERATOR(pg_catalog.~) '<regex>'` (or `<key> ~ '<regex>'`).
 fn regex_after(s: &str, key: &str) -> Option<String> {
+    literal_after(s, key, "OPERATOR(pg_catalog.~)").or_else(|| literal_after(s, key, "~"))
+}
+
+/// The string literal in the first `<key> <operator> '<literal>'` of `s` (the operator
+/// optional, spaces around it too), where `key` is a whole name (`c.oid`, not `tc.oid`).
+fn literal_after(s: &str, key: &str, operator: &str) -> Option<String> {
     let mut from = 0;
     while let Some(i) = s[from..].find(key) {
-        let rest = s[from + i + key.len()..].trim_start();
-        let rest = rest.strip_prefix("OPERATOR(pg_catalog.~)").or_else(|| rest.strip_prefix("~ "));
-        if let Some((pattern, _)) = rest.and_then(|r| string_literal(r.trim_start())) {
-            return Some(pattern);
+        let start = from + i;
+        from = start + key.len();
+        let whole = !s[..start].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+        let rest = s[from..].trim_start();
+        let rest = rest.strip_prefix(operator).unwrap_or(rest).trim_start();
+        if let Some((literal, _)) = string_literal(rest).filter(|_| whole) {
+            return Some(literal);
         }
-        from += i + key.len();
     }
     None
 }

@@ -87,6 +87,11 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
     let ctx = SessionContext::new_with_state(state);
     crate::sql::functions::register(&ctx);
     let schema = Arc::new(WeirSchema { snapshot });
+    let lookup_schema = Arc::clone(&schema);
+    crate::sql::window_tvf::register(
+        &ctx,
+        Arc::new(move |name: &str| futures::executor::block_on(lookup_schema.table(name)).ok().flatten()),
+    );
     if let Some(catalog) = ctx.catalog(CATALOG_NAME) {
         // Replaces the in-memory default schema.
         let _ = catalog.register_schema(SCHEMA_NAME, schema);

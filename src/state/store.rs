@@ -72,6 +72,11 @@ impl EpochWrites {
         self.batch.put(meta_key(name), value);
     }
 
+    /// Deletes a metadata entry.
+    pub fn delete_meta(&mut self, name: &str) {
+        self.batch.delete(meta_key(name));
+    }
+
     /// The number of writes so far.
     pub fn len(&self) -> usize {
         self.batch.len()

@@ -17,6 +17,15 @@
 //!
 //! A group's entries are deleted when its row count reaches zero. State TTL is future work.
 //!
+//! # Window aggregation
+//! When a group column is a window's `window_end` (GROUP BY window_start, window_end, ... over
+//! TUMBLE, HOP or CUMULATE), a window's groups are freed once the watermark reaches its
+//! `window_time` (`window_end - 1 ms`; Flink: the window fires), so state is bounded by the open
+//! windows. The view keeps the rows already emitted. With `EMIT ON WINDOW CLOSE` nothing is
+//! emitted while a window is open; when it closes each of its groups is emitted once, `+I`,
+//! final (append-only output). Rows for closed windows never reach this operator: the window
+//! assigner drops and counts them.
+//!
 //! # Output types
 //! COUNT: BIGINT. SUM: the planner's type (DataFusion: BIGINT for integers, DECIMAL(p+10, s),
 //! DOUBLE). AVG: DOUBLE for integer and float input, DECIMAL with the planner's scale for decimal
@@ -114,6 +123,12 @@ pub struct GroupAggregate {
     schema: SchemaRef,
     groups: StateTable,
     values: Vec<Option<StateTable>>,
+    /// For a window aggregation: the index of the `window_end` group column.
+    window_end_key: Option<usize>,
+    /// Emit each window's groups once, when the watermark closes it.
+    emit_on_window_close: bool,
+    /// Open windows' groups by window end (ms), for freeing them on the watermark.
+    open_windows: std::collections::BTreeMap<i64, std::collections::BTreeSet<Vec<u8>>>,
 }
 
 impl GroupAggregate {
@@ -128,6 +143,7 @@ impl GroupAggregate {
         group_exprs: Vec<Arc<dyn PhysicalExpr>>,
         aggs: Vec<AggCall>,
         schema: SchemaRef,
+        window: Option<(usize, bool)>,
         state_table: &mut dyn FnMut(&str) -> u32,
         store: &Store,
     ) -> Result<Self> {
@@ -155,7 +171,50 @@ impl GroupAggregate {
             }
         }
         let groups = StateTable::cached(state_table(GROUPS), store)?;
-        Ok(Self { group_exprs, aggs, key_codec, value_codecs, out_codec, schema, groups, values })
+        let mut op = Self {
+            group_exprs,
+            aggs,
+            key_codec,
+            value_codecs,
+            out_codec,
+            schema,
+            groups,
+            values,
+            window_end_key: window.map(|(k, _)| k),
+            emit_on_window_close: window.is_some_and(|(_, eowc)| eowc),
+            open_windows: Default::default(),
+        };
+        op.index_open_windows()?;
+        Ok(op)
+    }
+
+    /// Rebuilds the window index from the groups held in state.
+    fn index_open_windows(&mut self) -> Result<()> {
+        let Some(k) = self.window_end_key else { return Ok(()) };
+        let keys: Vec<Vec<u8>> = self.groups.prefix_iter(&[]).map(|(key, _)| key.clone()).collect();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let mut decoder = self.key_codec.decoder(keys.len());
+        for key in &keys {
+            decoder.append(key)?;
+        }
+        let ends = window_ends(&decoder.finish()?[k])?;
+        for (key, end) in keys.into_iter().zip(ends) {
+            self.open_windows.entry(end).or_default().insert(key);
+        }
+        Ok(())
+    }
+
+    /// Deletes every state entry of group `key`.
+    fn free_group(&mut self, key: &[u8]) {
+        self.groups.delete(key.to_vec());
+        for table in self.values.iter_mut().flatten() {
+            let entries: Vec<Vec<u8>> = table.prefix_iter(key).map(|(k, _)| k.clone()).collect();
+            for e in entries {
+                table.delete(e);
+            }
+        }
     }
 
     fn is_global(&self) -> bool {
@@ -268,6 +327,7 @@ impl Operator for GroupAggregate {
     ) -> Result<Option<StreamChunk>> {
         let n = chunk.len();
         let batch = &chunk.batch;
+        let mut ends: Vec<i64> = Vec::new();
         let keys: Vec<Vec<u8>> = if self.is_global() {
             vec![Vec::new(); n]
         } else {
@@ -276,6 +336,9 @@ impl Operator for GroupAggregate {
                 .iter()
                 .map(|e| Ok(e.evaluate(batch)?.into_array(n)?))
                 .collect::<Result<Vec<_>>>()?;
+            if let Some(k) = self.window_end_key {
+                ends = window_ends(&cols[k])?;
+            }
             self.key_codec.encode_rows(&cols, n)?
         };
         let args = (0..self.aggs.len()).map(|i| self.eval_arg(i, batch)).collect::<Result<Vec<_>>>()?;
@@ -371,6 +434,11 @@ impl Operator for GroupAggregate {
             }
         }
 
+        if self.window_end_key.is_some() {
+            for (row, key) in keys.iter().enumerate() {
+                self.open_windows.entry(ends[row]).or_default().insert(key.clone());
+            }
+        }
         let mut ops = Vec::new();
         let mut rows: Vec<Vec<u8>> = Vec::new();
         for (key, old_out, state) in slots {
@@ -378,6 +446,15 @@ impl Operator for GroupAggregate {
                 return Err(WeirError::internal("group aggregate: more retractions than rows"));
             }
             let exists = self.is_global() || state.rows > 0;
+            if self.emit_on_window_close {
+                // Emitted once, when the window closes.
+                if exists {
+                    self.groups.put(key, encode_state(&state));
+                } else {
+                    self.free_group(&key);
+                }
+                continue;
+            }
             let new_out = if exists { Some(self.output_row(&key, &state)?) } else { None };
             match (old_out, new_out) {
                 (None, Some(new)) => {
@@ -412,6 +489,40 @@ impl Operator for GroupAggregate {
         Ok(Some(StreamChunk::new(ops, batch)))
     }
 
+    fn on_watermark(
+        &mut self,
+        _input: usize,
+        watermark_ms: i64,
+        ctx: &OpContext<'_>,
+    ) -> Result<(Option<StreamChunk>, Option<i64>)> {
+        if self.window_end_key.is_none() {
+            return Ok((None, Some(watermark_ms)));
+        }
+        // Windows whose window_time (end - 1) the watermark reached.
+        let still_open = self.open_windows.split_off(&(watermark_ms.saturating_add(2)));
+        let closed = std::mem::replace(&mut self.open_windows, still_open);
+        let mut rows = Vec::new();
+        for key in closed.into_values().flatten() {
+            let Some(bytes) = self.groups.get(ctx.store, &key)? else { continue };
+            if self.emit_on_window_close {
+                let state = decode_state(&bytes, &self.empty_state())?;
+                if state.rows > 0 {
+                    rows.push(self.output_row(&key, &state)?);
+                }
+            }
+            self.free_group(&key);
+        }
+        if rows.is_empty() {
+            return Ok((None, Some(watermark_ms)));
+        }
+        let mut decoder = self.out_codec.decoder(rows.len());
+        for r in &rows {
+            decoder.append(r)?;
+        }
+        let batch = RecordBatch::try_new(Arc::clone(&self.schema), decoder.finish()?)?;
+        Ok((Some(StreamChunk::new(vec![Op::Insert; rows.len()], batch)), Some(watermark_ms)))
+    }
+
     fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
         self.groups.flush(writes);
         for table in self.values.iter_mut().flatten() {
@@ -436,6 +547,14 @@ fn accumulator_kind(t: &DataType) -> Result<SumKind> {
         Float16 | Float32 | Float64 => SumKind::Float,
         other => return Err(WeirError::plan(format!("SUM/AVG of type {other} is not supported"))),
     })
+}
+
+/// Window ends of a timestamp column, in ms.
+fn window_ends(col: &ArrayRef) -> Result<Vec<i64>> {
+    let ms = cast(col, &DataType::Timestamp(arrow::datatypes::TimeUnit::Millisecond, None))?;
+    let ms = cast(&ms, &DataType::Int64)?;
+    let ms = downcast::<Int64Array>(&ms)?;
+    Ok((0..ms.len()).map(|i| if ms.is_valid(i) { ms.value(i) } else { i64::MIN }).collect())
 }
 
 fn downcast<T: Array + Clone + 'static>(a: &ArrayRef) -> Result<T> {

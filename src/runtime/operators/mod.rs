@@ -4,3 +4,4 @@ pub mod group_agg;
 pub mod materialize;
 pub mod project;
 pub mod union;
+pub mod window_assign;

@@ -1,0 +1,211 @@
+//! Flink's window TVF syntax, turned into DataFusion table functions.
+//!
+//! `TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size [, offset]))` (and HOP, CUMULATE) has no place
+//! in sqlparser's grammar, so [`rewrite_window_tvfs`] rewrites it, at the token level, into the
+//! table function call `tumble('t', 'ts', size [, offset])`; the short form `TUMBLE(t, ts,
+//! size)` already is one. The table functions registered by [`register`] validate the
+//! arguments and return a [`WindowTable`] over the input table.
+
+use std::sync::Arc;
+
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::common::ScalarValue;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::logical_expr::Expr;
+use datafusion::prelude::SessionContext;
+use sqlparser::dialect::GenericDialect;
+use sqlparser::tokenizer::{Token, Tokenizer};
+
+use crate::error::{Result, WeirError};
+use crate::plan::window::{WindowKind, WindowSpec, WindowTable};
+
+const FUNCTIONS: &[(&str, WindowKind)] =
+    &[("tumble", WindowKind::Tumble), ("hop", WindowKind::Hop), ("cumulate", WindowKind::Cumulate)];
+
+/// Rewrites every `TABLE(FN(TABLE t, DESCRIPTOR(col), args...))` in `sql` into
+/// `FN('t', 'col', args...)`. Text without the pattern comes back unchanged.
+pub fn rewrite_window_tvfs(sql: &str) -> Result<String> {
+    let upper = sql.to_ascii_uppercase();
+    if !upper.contains("DESCRIPTOR") {
+        return Ok(sql.to_string());
+    }
+    let tokens = Tokenizer::new(&GenericDialect {}, sql)
+        .tokenize()
+        .map_err(|e| WeirError::syntax(e.message.clone(), None))?;
+    // Indexes of the tokens that are not whitespace.
+    let sig: Vec<usize> = (0..tokens.len()).filter(|i| !matches!(tokens[*i], Token::Whitespace(_))).collect();
+    let word = |k: usize, w: &str| {
+        sig.get(k).is_some_and(|i| matches!(&tokens[*i], Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w)))
+    };
+    let is = |k: usize, t: &Token| sig.get(k).is_some_and(|i| &tokens[*i] == t);
+    let mut out = String::with_capacity(sql.len());
+    let mut skip_until = 0usize; // token index up to which tokens were consumed
+    let mut k = 0;
+    while k < sig.len() {
+        let fname = FUNCTIONS.iter().find(|(n, _)| word(k + 2, n));
+        if word(k, "TABLE") && is(k + 1, &Token::LParen) && fname.is_some() && is(k + 3, &Token::LParen) && word(k + 4, "TABLE") {
+            let (name, _) = fname.expect("checked");
+            // TABLE ( FN ( TABLE name , DESCRIPTOR ( col ) rest... ) )
+            let mut j = k + 5;
+            let mut table = String::new();
+            while let Some(i) = sig.get(j) {
+                match &tokens[*i] {
+                    Token::Word(w) => table.push_str(&w.value),
+                    Token::Period => table.push('.'),
+                    _ => break,
+                }
+                j += 1;
+            }
+            if !(is(j, &Token::Comma) && word(j + 1, "DESCRIPTOR") && is(j + 2, &Token::LParen) && is(j + 4, &Token::RParen)) {
+                return Err(WeirError::syntax(
+                    format!("{} needs (TABLE t, DESCRIPTOR(time_column), ...)", name.to_uppercase()),
+                    None,
+                ));
+            }
+            let col = match &tokens[sig[j + 3]] {
+                Token::Word(w) => w.value.clone(),
+                other => return Err(WeirError::syntax(format!("DESCRIPTOR needs a column name, found {other}"), None)),
+            };
+            // Copy everything before, then the call, then the rest of FN's arguments up to the
+            // matching parenthesis, dropping TABLE( and its ).
+            for t in &tokens[skip_until..sig[k]] {
+                out.push_str(&t.to_string());
+            }
+            out.push_str(&format!("{name}('{}', '{}'", table.replace('\'', "''"), col.replace('\'', "''")));
+            let mut depth = 1; // inside FN(
+            let mut i = sig[j + 4] + 1;
+            while i < tokens.len() {
+                match &tokens[i] {
+                    Token::LParen => depth += 1,
+                    Token::RParen => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                out.push_str(&tokens[i].to_string());
+                i += 1;
+            }
+            out.push(')');
+            // Skip FN's ) and TABLE('s ).
+            let mut rest = i + 1;
+            while rest < tokens.len() && matches!(tokens[rest], Token::Whitespace(_)) {
+                rest += 1;
+            }
+            if rest < tokens.len() && tokens[rest] == Token::RParen {
+                rest += 1;
+            }
+            skip_until = rest;
+            k = sig.iter().position(|x| *x >= rest).unwrap_or(sig.len());
+            continue;
+        }
+        k += 1;
+    }
+    for t in &tokens[skip_until..] {
+        out.push_str(&t.to_string());
+    }
+    Ok(out)
+}
+
+/// Registers TUMBLE, HOP and CUMULATE; `lookup(name)` returns a relation's provider.
+pub fn register(ctx: &SessionContext, lookup: Arc<dyn Fn(&str) -> Option<Arc<dyn TableProvider>> + Send + Sync>) {
+    for (name, kind) in FUNCTIONS {
+        ctx.register_udtf(name, Arc::new(WindowFunction { kind: *kind, lookup: Arc::clone(&lookup) }));
+    }
+}
+
+struct WindowFunction {
+    kind: WindowKind,
+    lookup: Arc<dyn Fn(&str) -> Option<Arc<dyn TableProvider>> + Send + Sync>,
+}
+
+impl std::fmt::Debug for WindowFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WindowFunction({})", self.kind.name())
+    }
+}
+
+fn df_err(e: WeirError) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}
+
+/// A name argument: a string literal or a bare identifier.
+fn name_arg(e: &Expr, what: &str, func: &str) -> Result<String> {
+    match e {
+        Expr::Literal(ScalarValue::Utf8(Some(s)), _) => Ok(s.clone()),
+        Expr::Column(c) => Ok(c.name.clone()),
+        other => Err(WeirError::plan(format!("{func} needs the {what} as its argument, got {other}"))),
+    }
+}
+
+/// An interval argument in whole milliseconds.
+fn interval_ms(e: &Expr, func: &str) -> Result<i64> {
+    let bad = || WeirError::plan(format!("{func} takes intervals such as INTERVAL '10' MINUTE; got {e}"));
+    match e {
+        Expr::Literal(ScalarValue::IntervalMonthDayNano(Some(v)), _) => {
+            if v.months != 0 {
+                return Err(WeirError::plan(format!(
+                    "{func} intervals must be fixed lengths (days, hours, ...), not months: {e}"
+                )));
+            }
+            Ok(v.days as i64 * 86_400_000 + v.nanoseconds / 1_000_000)
+        }
+        Expr::Literal(ScalarValue::IntervalDayTime(Some(v)), _) => Ok(v.days as i64 * 86_400_000 + v.milliseconds as i64),
+        Expr::Negative(inner) => Ok(-interval_ms(inner, func)?),
+        _ => Err(bad()),
+    }
+}
+
+impl TableFunctionImpl for WindowFunction {
+    fn call_with_args(&self, args: TableFunctionArgs) -> DfResult<Arc<dyn TableProvider>> {
+        let exprs = args.exprs();
+        let func = self.kind.name();
+        if exprs.len() < 3 {
+            return Err(df_err(WeirError::plan(format!(
+                "{func} needs (TABLE t, DESCRIPTOR(time_column), intervals...)"
+            ))));
+        }
+        let table = name_arg(&exprs[0], "table", func).map_err(df_err)?.to_lowercase();
+        let column = name_arg(&exprs[1], "time column", func).map_err(df_err)?;
+        let input = (self.lookup)(&table).ok_or_else(|| df_err(WeirError::unknown_table(&table)))?;
+        let schema = input.schema();
+        let time_index = schema
+            .index_of(&column)
+            .or_else(|_| schema.index_of(&column.to_lowercase()))
+            .map_err(|_| {
+                df_err(WeirError::new(crate::error::ErrorKind::UnknownColumn(format!(
+                    "{func}: column \"{column}\" does not exist in {table}; columns: {}",
+                    schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+                ))))
+            })?;
+        if !matches!(schema.field(time_index).data_type(), arrow::datatypes::DataType::Timestamp(..)) {
+            return Err(df_err(WeirError::plan(format!(
+                "{func}: DESCRIPTOR({column}) must name a TIMESTAMP column (a time attribute); it has type {}",
+                schema.field(time_index).data_type()
+            ))));
+        }
+        let intervals = exprs[2..].iter().map(|e| interval_ms(e, func)).collect::<Result<Vec<_>>>().map_err(df_err)?;
+        let column = schema.field(time_index).name().clone();
+        let spec = WindowSpec::try_new(self.kind, table, column, time_index, &intervals).map_err(df_err)?;
+        Ok(Arc::new(WindowTable::new(spec, input)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rewrites_the_flink_form() -> Result<()> {
+        let sql = "SELECT * FROM TABLE(HOP(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '5' MINUTE)) AS w GROUP BY 1";
+        assert_eq!(
+            rewrite_window_tvfs(sql)?,
+            "SELECT * FROM hop('t', 'ts', INTERVAL '1' MINUTE, INTERVAL '5' MINUTE) AS w GROUP BY 1"
+        );
+        let plain = "SELECT 1";
+        assert_eq!(rewrite_window_tvfs(plain)?, plain);
+        Ok(())
+    }
+}

@@ -1,0 +1,178 @@
+//! psql's describe commands (`\d`, `\dt`, `\dv`, `\dm`, `\d NAME`) against a real server, run
+//! through the real psql binary (Debian's `postgresql-client`).
+//!
+//! psql answers these commands with queries on `pg_catalog` that Weir answers from its own
+//! catalog (src/sql/pg_catalog.rs). The expected lines are what psql prints for these objects
+//! by Postgres's conventions: schema `public`, the owner is the role that connected (`weir`),
+//! types in `format_type`'s spelling (`bigint`, `integer`, `text`, `numeric(12,2)`,
+//! `timestamp(3) without time zone`), "not null" for a primary key column and a `NOT NULL`
+//! one, and never for the columns of views and materialized views (Postgres keeps no
+//! nullability for them). Output is unaligned (`-A`, `|` between fields) so each line can be
+//! compared exactly, with `LC_ALL=C` so psql's messages are in English.
+
+mod common;
+
+use std::process::{Command, Output};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// psql's output of `command`: stdout, stderr and whether it succeeded.
+struct PsqlRun {
+    stdout: String,
+    stderr: String,
+    success: bool,
+}
+
+/// Runs `psql -c command` against the server on `port`, unaligned.
+fn psql(port: u16, command: &str) -> Result<PsqlRun, Box<dyn std::error::Error>> {
+    let output: Output = Command::new("psql")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "weir", "-d", "weir", "-X", "-A"])
+        .args(["-v", "ON_ERROR_STOP=1", "-c", command])
+        .env("LC_ALL", "C")
+        .env_remove("PGPASSWORD")
+        .env_remove("PGSERVICE")
+        .output()
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                format!("psql is not installed: install postgresql-client (apt-get install postgresql-client); {e}")
+            } else {
+                format!("cannot run psql: {e}")
+            }
+        })?;
+    Ok(PsqlRun {
+        stdout: String::from_utf8(output.stdout)?,
+        stderr: String::from_utf8(output.stderr)?,
+        success: output.status.success(),
+    })
+}
+
+/// Runs `command`, which must succeed, and returns its stdout.
+fn psql_ok(port: u16, command: &str) -> Result<String, Box<dyn std::error::Error>> {
+    let run = psql(port, command)?;
+    if !run.success || !run.stderr.is_empty() {
+        return Err(format!("psql -c {command:?} failed\n--- stdout\n{}--- stderr\n{}", run.stdout, run.stderr).into());
+    }
+    Ok(run.stdout)
+}
+
+/// Asserts that `expected` appears in `output` as consecutive whole lines.
+fn assert_lines(command: &str, output: &str, expected: &[&str]) {
+    let lines: Vec<&str> = output.lines().collect();
+    let found = lines.windows(expected.len()).any(|w| w == expected);
+    assert!(
+        found,
+        "psql -c {command:?}: expected these lines\n{}\n--- in its output\n{output}",
+        expected.join("\n")
+    );
+}
+
+#[test]
+fn psql_describe_commands() -> TestResult {
+    let dir = common::scratch_dir("psql");
+    let server = common::Server::start(&dir.join("data"));
+    let port = server.port;
+
+    // An empty database: psql's own message for an empty list.
+    let run = psql(port, "\\d")?;
+    assert!(
+        run.stdout.contains("Did not find any relations.") || run.stderr.contains("Did not find any relations."),
+        "\\d on an empty database\n--- stdout\n{}--- stderr\n{}",
+        run.stdout,
+        run.stderr
+    );
+
+    psql_ok(
+        port,
+        "CREATE TABLE orders (
+            order_id  BIGINT,
+            seller_id STRING,
+            amount    DECIMAL(12, 2),
+            placed_at TIMESTAMP(3),
+            qty       INT NOT NULL,
+            PRIMARY KEY (order_id) NOT ENFORCED
+        )",
+    )?;
+    psql_ok(port, "CREATE VIEW big_orders AS SELECT order_id, amount FROM orders WHERE amount > 100")?;
+    psql_ok(
+        port,
+        "CREATE MATERIALIZED VIEW revenue AS
+         SELECT seller_id, COUNT(*) AS num_orders, SUM(qty) AS units FROM orders GROUP BY seller_id",
+    )?;
+
+    let out = psql_ok(port, "\\d")?;
+    assert_lines(
+        "\\d",
+        &out,
+        &[
+            "List of relations",
+            "Schema|Name|Type|Owner",
+            "public|big_orders|view|weir",
+            "public|orders|table|weir",
+            "public|revenue|materialized view|weir",
+            "(3 rows)",
+        ],
+    );
+
+    let out = psql_ok(port, "\\dt")?;
+    assert_lines("\\dt", &out, &["Schema|Name|Type|Owner", "public|orders|table|weir", "(1 row)"]);
+    let out = psql_ok(port, "\\dv")?;
+    assert_lines("\\dv", &out, &["Schema|Name|Type|Owner", "public|big_orders|view|weir", "(1 row)"]);
+    let out = psql_ok(port, "\\dm")?;
+    assert_lines("\\dm", &out, &["Schema|Name|Type|Owner", "public|revenue|materialized view|weir", "(1 row)"]);
+
+    let out = psql_ok(port, "\\d orders")?;
+    assert_lines(
+        "\\d orders",
+        &out,
+        &[
+            "Table \"public.orders\"",
+            "Column|Type|Collation|Nullable|Default",
+            "order_id|bigint||not null|",
+            "seller_id|text|||",
+            "amount|numeric(12,2)|||",
+            "placed_at|timestamp(3) without time zone|||",
+            "qty|integer||not null|",
+        ],
+    );
+
+    let out = psql_ok(port, "\\d big_orders")?;
+    assert_lines(
+        "\\d big_orders",
+        &out,
+        &[
+            "View \"public.big_orders\"",
+            "Column|Type|Collation|Nullable|Default",
+            "order_id|bigint|||",
+            "amount|numeric(12,2)|||",
+        ],
+    );
+
+    let out = psql_ok(port, "\\d revenue")?;
+    assert_lines(
+        "\\d revenue",
+        &out,
+        &[
+            "Materialized view \"public.revenue\"",
+            "Column|Type|Collation|Nullable|Default",
+            "seller_id|text|||",
+            "num_orders|bigint|||",
+            "units|bigint|||",
+        ],
+    );
+
+    // A schema-qualified name and a wildcard pattern.
+    let out = psql_ok(port, "\\d public.orders")?;
+    assert_lines("\\d public.orders", &out, &["Table \"public.orders\""]);
+    let out = psql_ok(port, "\\dt ord*")?;
+    assert_lines("\\dt ord*", &out, &["public|orders|table|weir", "(1 row)"]);
+
+    // A name that matches nothing: psql's message, and a failed command.
+    let run = psql(port, "\\d no_such_relation")?;
+    assert!(!run.success, "\\d of a missing relation should fail");
+    assert!(
+        run.stderr.contains("Did not find any relation named \"no_such_relation\"."),
+        "\\d no_such_relation\n--- stderr\n{}",
+        run.stderr
+    );
+    Ok(())
+}
