@@ -59,11 +59,7 @@ fn psql_ok(port: u16, command: &str) -> Result<String, Box<dyn std::error::Error
 fn assert_lines(command: &str, output: &str, expected: &[&str]) {
     let lines: Vec<&str> = output.lines().collect();
     let found = lines.windows(expected.len()).any(|w| w == expected);
-    assert!(
-        found,
-        "psql -c {command:?}: expected these lines\n{}\n--- in its output\n{output}",
-        expected.join("\n")
-    );
+    assert!(found, "psql -c {command:?}: expected these lines\n{}\n--- in its output\n{output}", expected.join("\n"));
 }
 
 #[test]

@@ -1,4 +1,5 @@
 //! Planning: DataFusion logical plans rewritten into stream plans.
+pub mod join;
 pub mod planner;
 pub mod stream_plan;
 pub mod window;

@@ -2,8 +2,8 @@
 //! mode and stream key. Shapes without a stream operator fail here, by name.
 //!
 //! Supported: table and materialized-view scans, views (inlined), projection, filter, subquery
-//! alias, UNION ALL, GROUP BY / DISTINCT. Joins, window functions, ORDER BY and LIMIT are refused
-//! with an error naming them.
+//! alias, UNION ALL, GROUP BY / DISTINCT, INNER/LEFT/RIGHT/FULL joins ([`crate::plan::join`]).
+//! Window functions, ORDER BY and LIMIT are refused with an error naming them.
 
 use std::sync::Arc;
 
@@ -31,6 +31,15 @@ pub trait SourceCatalog {
     /// # Errors
     /// `UnknownTable`, or `Unsupported` for a relation that cannot feed a stream (yet).
     fn source_info(&self, name: &str) -> Result<SourceInfo>;
+
+    /// The index of relation `name`'s event-time attribute (its `WATERMARK FOR` column), if
+    /// it has one.
+    ///
+    /// # Errors
+    /// As [`SourceCatalog::source_info`].
+    fn event_time_column(&self, _name: &str) -> Result<Option<usize>> {
+        Ok(None)
+    }
 }
 
 /// Plans `plan` as a stream.
@@ -188,10 +197,11 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
                 node: StreamNode::Union { inputs },
             })
         }
-        LogicalPlan::Join(j) => Err(WeirError::unsupported(format!(
-            "{} JOIN in a materialized view: stream joins are not built yet",
-            join_name(j.join_type)
-        ))),
+        LogicalPlan::Join(j) => {
+            let left = plan_stream(&j.left, catalog)?;
+            let right = plan_stream(&j.right, catalog)?;
+            crate::plan::join::plan_join(j, left, right, catalog)
+        }
         LogicalPlan::Window(_) => Err(WeirError::unsupported(
             "window functions (OVER) in a materialized view: ROW_NUMBER deduplication and Top-N are not built yet",
         )),

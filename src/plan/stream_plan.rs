@@ -7,6 +7,7 @@ use std::fmt;
 use datafusion::common::DFSchemaRef;
 use datafusion::logical_expr::Expr;
 
+use crate::plan::join::{JoinSpec, TimeBound};
 use crate::plan::window::WindowSpec;
 
 /// What kind of changes a stream carries (Flink's ChangelogMode).
@@ -43,6 +44,8 @@ pub enum StreamNode {
     Union { inputs: Vec<StreamPlan> },
     /// A window TVF: assigns each row its windows, dropping windows already closed.
     WindowAssign { input: Box<StreamPlan>, spec: WindowSpec },
+    /// A join of two streams: regular, interval or window ([`crate::plan::join`]).
+    Join { left: Box<StreamPlan>, right: Box<StreamPlan>, join: JoinSpec },
     /// GROUP BY (or DISTINCT, with no aggregates). With `window_end` (the index of the group
     /// expression that is a window's end) the groups of a window are freed when the watermark
     /// closes it, and with `emit_on_window_close` they are emitted then, once, instead of as
@@ -77,6 +80,7 @@ impl StreamPlan {
             StreamNode::Filter { .. } => "StreamFilter",
             StreamNode::Union { .. } => "StreamUnion",
             StreamNode::WindowAssign { .. } => "StreamWindowAssign",
+            StreamNode::Join { join, .. } => join.name(),
             StreamNode::GroupAggregate { window_end: Some(_), .. } => "StreamWindowAggregate",
             StreamNode::GroupAggregate { .. } => "StreamGroupAggregate",
         }
@@ -91,6 +95,7 @@ impl StreamPlan {
             | StreamNode::WindowAssign { input, .. }
             | StreamNode::GroupAggregate { input, .. } => vec![input],
             StreamNode::Union { inputs } => inputs.iter().collect(),
+            StreamNode::Join { left, right, .. } => vec![left, right],
         }
     }
 
@@ -103,7 +108,12 @@ impl StreamPlan {
 
     /// Whether a window TVF feeds this node.
     pub fn has_window(&self) -> bool {
-        matches!(self.node, StreamNode::WindowAssign { .. }) || self.inputs().iter().any(|i| i.has_window())
+        match &self.node {
+            StreamNode::WindowAssign { .. } => true,
+            // Window columns are plain columns after any join but a window join (Flink).
+            StreamNode::Join { join, .. } if !matches!(join.time, Some(TimeBound::Window { .. })) => false,
+            _ => self.inputs().iter().any(|i| i.has_window()),
+        }
     }
 
     /// Makes the topmost window aggregate emit on window close (append-only output).
@@ -153,6 +163,7 @@ impl StreamPlan {
             StreamNode::Project { exprs, .. } => format!("exprs=[{}]", join(exprs)),
             StreamNode::Filter { predicate, .. } => format!("predicate={predicate}"),
             StreamNode::Union { inputs } => format!("inputs={}", inputs.len()),
+            StreamNode::Join { join, .. } => join.explain(),
             StreamNode::WindowAssign { spec, .. } => format!(
                 "{}(table={}, time={}, size={}ms, slide={}ms, offset={}ms)",
                 spec.kind.name(),

@@ -9,6 +9,9 @@
 //!   contain `t` (Flink requires `size` to be a multiple of `slide`).
 //! - `CUMULATE(step, size)`: within the tumbling window `[b, b + size)` of `t`, the windows
 //!   `[b, b + k * step)` for every `k` with `b + k * step > t`.
+//! - `SESSION(gap)` (optionally `PARTITION BY` columns): rows closer than `gap` to each other
+//!   form one session `[first row, last row + gap)`; a row that bridges two sessions merges
+//!   them. Without PARTITION BY, sessions span all rows (SQL.md), even when grouped by a key.
 //!
 //! All intervals are whole milliseconds and positive. A window is closed (Flink: it fires) once
 //! the watermark reaches its `window_time`.
@@ -27,6 +30,7 @@ pub enum WindowKind {
     Tumble,
     Hop,
     Cumulate,
+    Session,
 }
 
 impl WindowKind {
@@ -36,6 +40,7 @@ impl WindowKind {
             WindowKind::Tumble => "TUMBLE",
             WindowKind::Hop => "HOP",
             WindowKind::Cumulate => "CUMULATE",
+            WindowKind::Session => "SESSION",
         }
     }
 }
@@ -55,6 +60,8 @@ pub struct WindowSpec {
     pub slide_ms: i64,
     /// Alignment offset, ms.
     pub offset_ms: i64,
+    /// SESSION's `PARTITION BY` column indexes.
+    pub partition_by: Vec<usize>,
 }
 
 impl WindowSpec {
@@ -71,6 +78,27 @@ impl WindowSpec {
         intervals: &[i64],
     ) -> Result<Self> {
         let name = kind.name();
+        if kind == WindowKind::Session {
+            let [gap] = intervals else {
+                return Err(WeirError::plan(format!(
+                    "SESSION takes (TABLE t [PARTITION BY cols], DESCRIPTOR(time_column), gap); got {} interval arguments",
+                    intervals.len()
+                )));
+            };
+            if *gap <= 0 {
+                return Err(WeirError::plan(format!("SESSION gap must be a positive interval, got {gap} ms")));
+            }
+            return Ok(Self {
+                kind,
+                table,
+                time_column,
+                time_index,
+                size_ms: *gap,
+                slide_ms: *gap,
+                offset_ms: 0,
+                partition_by: vec![],
+            });
+        }
         let (slide_ms, size_ms, offset_ms) = match (kind, intervals) {
             (WindowKind::Tumble, [size]) => (*size, *size, 0),
             (WindowKind::Tumble, [size, offset]) => (*size, *size, *offset),
@@ -96,7 +124,7 @@ impl WindowSpec {
                 "{name} size ({size_ms} ms) must be a whole multiple of the {slide_name} ({slide_ms} ms)"
             )));
         }
-        Ok(Self { kind, table, time_column, time_index, size_ms, slide_ms, offset_ms })
+        Ok(Self { kind, table, time_column, time_index, size_ms, slide_ms, offset_ms, partition_by: vec![] })
     }
 
     /// The windows `(start, end)` (ms) that contain time `t` (ms), earliest end first.
@@ -115,6 +143,10 @@ impl WindowSpec {
                     let s = last - k * self.slide_ms;
                     out.push((s, s + self.size_ms));
                 }
+            }
+            WindowKind::Session => {
+                // A lone row's own session; merging is the session assigner's work.
+                out.push((t, t + self.size_ms));
             }
             WindowKind::Cumulate => {
                 let base = align(t, self.size_ms);
@@ -159,42 +191,108 @@ impl WindowSpec {
             .downcast_ref::<TimestampMillisecondArray>()
             .ok_or_else(|| WeirError::internal("window time column did not cast to TIMESTAMP(3)"))?;
         let mut rows = Vec::with_capacity(batch.num_rows());
-        let mut starts = Vec::with_capacity(batch.num_rows());
-        let mut ends = Vec::with_capacity(batch.num_rows());
+        let mut kept = Vec::with_capacity(batch.num_rows());
         let mut windows = Vec::new();
         for row in 0..batch.num_rows() {
             if times.is_null(row) {
                 continue;
             }
             self.windows(times.value(row), &mut windows);
-            for (s, e) in &windows {
-                if keep(row, *e) {
+            for w in &windows {
+                if keep(row, w.1) {
                     rows.push(row as u32);
-                    starts.push(*s);
-                    ends.push(*e);
+                    kept.push(*w);
                 }
             }
         }
-        let idx = UInt32Array::from(rows.clone());
-        let mut columns: Vec<ArrayRef> =
-            batch.columns().iter().map(|c| take(c.as_ref(), &idx, None)).collect::<std::result::Result<_, _>>()?;
-        let window_type = schema.field(schema.fields().len() - 1).data_type().clone();
-        let times: Vec<i64> = ends.iter().map(|e| e - 1).collect();
-        for values in [starts, ends, times] {
-            columns.push(cast(&(Arc::new(TimestampMillisecondArray::from(values)) as ArrayRef), &window_type)?);
-        }
-        let out = RecordBatch::try_new_with_options(
-            Arc::clone(schema),
-            columns,
-            &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows.len())),
-        )?;
+        let out = windowed_rows(batch, schema, &rows, &kept)?;
         Ok((out, rows))
     }
+}
+
+impl WindowSpec {
+    /// Batch SESSION windows over all of `batch`: each row with its session, by partition.
+    pub fn assign_sessions(&self, batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+        let times = cast(batch.column(self.time_index), &DataType::Timestamp(TimeUnit::Millisecond, None))?;
+        let times = times
+            .as_any()
+            .downcast_ref::<TimestampMillisecondArray>()
+            .ok_or_else(|| WeirError::internal("session time column did not cast to TIMESTAMP(3)"))?;
+        let keys = if self.partition_by.is_empty() {
+            vec![Vec::new(); batch.num_rows()]
+        } else {
+            let cols: Vec<ArrayRef> = self.partition_by.iter().map(|i| Arc::clone(batch.column(*i))).collect();
+            let codec = crate::state::RowCodec::try_new(cols.iter().map(|c| c.data_type().clone()).collect())?;
+            codec.encode_rows(&cols, batch.num_rows())?
+        };
+        let mut by_key: std::collections::BTreeMap<&[u8], Vec<(i64, u32)>> = Default::default();
+        for row in 0..batch.num_rows() {
+            if times.is_valid(row) {
+                by_key.entry(keys[row].as_slice()).or_default().push((times.value(row), row as u32));
+            }
+        }
+        let mut rows = Vec::new();
+        let mut windows = Vec::new();
+        for (_, mut members) in by_key {
+            members.sort();
+            let ts: Vec<i64> = members.iter().map(|m| m.0).collect();
+            for (m, w) in members.iter().zip(sessions_of(&ts, self.size_ms)) {
+                rows.push(m.1);
+                windows.push(w);
+            }
+        }
+        windowed_rows(batch, schema, &rows, &windows)
+    }
+}
+
+/// The session `(start, end)` of each of `times` (sorted ascending) with gap `gap_ms`.
+pub fn sessions_of(times: &[i64], gap_ms: i64) -> Vec<(i64, i64)> {
+    let mut out = vec![(0, 0); times.len()];
+    let mut i = 0;
+    while i < times.len() {
+        let mut j = i;
+        while j + 1 < times.len() && times[j + 1] < times[j] + gap_ms {
+            j += 1;
+        }
+        for o in &mut out[i..=j] {
+            *o = (times[i], times[j] + gap_ms);
+        }
+        i = j + 1;
+    }
+    out
+}
+
+/// `batch`'s rows `rows`, each with the window columns of `windows`.
+pub fn windowed_rows(batch: &RecordBatch, schema: &SchemaRef, rows: &[u32], windows: &[(i64, i64)]) -> Result<RecordBatch> {
+    let idx = UInt32Array::from(rows.to_vec());
+    let mut columns: Vec<ArrayRef> =
+        batch.columns().iter().map(|c| take(c.as_ref(), &idx, None)).collect::<std::result::Result<_, _>>()?;
+    let window_type = schema.field(schema.fields().len() - 1).data_type().clone();
+    let starts: Vec<i64> = windows.iter().map(|w| w.0).collect();
+    let ends: Vec<i64> = windows.iter().map(|w| w.1).collect();
+    let times: Vec<i64> = windows.iter().map(|w| w.1 - 1).collect();
+    for values in [starts, ends, times] {
+        columns.push(cast(&(Arc::new(TimestampMillisecondArray::from(values)) as ArrayRef), &window_type)?);
+    }
+    Ok(RecordBatch::try_new_with_options(
+        Arc::clone(schema),
+        columns,
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows.len())),
+    )?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sessions_merge_within_the_gap() {
+        let m = 60_000;
+        assert_eq!(
+            sessions_of(&[0, 10 * m, 40 * m], 20 * m),
+            vec![(0, 30 * m), (0, 30 * m), (40 * m, 60 * m)]
+        );
+    }
 
     const MIN: i64 = 60_000;
 
@@ -265,6 +363,18 @@ impl datafusion::catalog::TableProvider for WindowTable {
     ) -> datafusion::error::Result<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
         let input = self.input.scan(state, None, &[], None).await?;
         let batches = datafusion::physical_plan::collect(input, state.task_ctx()).await?;
+        if self.spec.kind == WindowKind::Session {
+            let all = arrow::compute::concat_batches(&self.input.schema(), &batches)?;
+            let out = self
+                .spec
+                .assign_sessions(&all, &self.schema)
+                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+            return Ok(datafusion::datasource::memory::MemorySourceConfig::try_new_exec(
+                &[vec![out]],
+                Arc::clone(&self.schema),
+                projection.cloned(),
+            )?);
+        }
         let mut out = Vec::with_capacity(batches.len());
         for b in &batches {
             let (windowed, _) = self

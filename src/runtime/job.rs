@@ -23,8 +23,11 @@ use crate::runtime::changelog::StreamChunk;
 use crate::runtime::operator::{OpContext, Operator};
 use crate::runtime::operators::filter::Filter;
 use crate::runtime::operators::group_agg::{AggCall, AggKind, GroupAggregate};
+use crate::runtime::operators::join::{Join, JoinOptions};
 use crate::runtime::operators::materialize::{Materialize, StorageMode};
 use crate::runtime::operators::project::Project;
+use crate::plan::window::WindowKind;
+use crate::runtime::operators::session_assign::SessionAssign;
 use crate::runtime::operators::union::Union;
 use crate::runtime::operators::window_assign::WindowAssign;
 use crate::state::{EpochWrites, Store};
@@ -95,9 +98,30 @@ impl Job {
                 Box::new(Filter::try_new(physical_expr(predicate, &input.schema)?)?)
             }
             StreamNode::Union { inputs } => Box::new(Union::try_new(schema, inputs.len())?),
-            StreamNode::WindowAssign { spec, .. } => {
+            StreamNode::WindowAssign { input, spec } => {
                 let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
-                Box::new(WindowAssign::try_new(spec.clone(), schema, &mut prefixed, store)?)
+                if spec.kind == WindowKind::Session {
+                    let input_schema: SchemaRef = Arc::new(input.schema.as_arrow().clone());
+                    Box::new(SessionAssign::try_new(spec.clone(), input_schema, schema, &mut prefixed, store)?)
+                } else {
+                    Box::new(WindowAssign::try_new(spec.clone(), schema, &mut prefixed, store)?)
+                }
+            }
+            StreamNode::Join { left, right, join } => {
+                let (left_keys, right_keys): (Vec<Expr>, Vec<Expr>) = join.on.iter().cloned().unzip();
+                let opts = JoinOptions {
+                    join_type: join.join_type,
+                    left_keys: physical_exprs(&left_keys, &left.schema)?,
+                    right_keys: physical_exprs(&right_keys, &right.schema)?,
+                    filter: join.filter.as_ref().map(|f| physical_expr(f, &plan.schema)).transpose()?,
+                    null_equals_null: join.null_equals_null,
+                    time: join.time,
+                    left_schema: Arc::new(left.schema.as_arrow().clone()),
+                    right_schema: Arc::new(right.schema.as_arrow().clone()),
+                    schema,
+                };
+                let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
+                Box::new(Join::try_new(opts, &mut prefixed, store)?)
             }
             StreamNode::GroupAggregate { input, group_exprs, aggr_exprs, window_end, emit_on_window_close } => {
                 let group = physical_exprs(group_exprs, &input.schema)?;
@@ -179,7 +203,7 @@ impl Job {
         self.nodes
             .iter()
             .enumerate()
-            .filter(|(_, n)| n.op.name() == "WindowAssign")
+            .filter(|(_, n)| matches!(n.op.name(), "WindowAssign" | "SessionAssign" | "IntervalJoin" | "WindowJoin"))
             .map(|(i, n)| (i, n.op.name(), n.op.num_late_rows()))
             .collect()
     }

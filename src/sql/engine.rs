@@ -19,7 +19,7 @@ use crate::plan::{ChangelogMode, SourceCatalog, SourceInfo, StreamPlan};
 use crate::runtime::operators::materialize::StorageMode;
 use crate::runtime::table::TableStore;
 use crate::runtime::{Job, StreamChunk};
-use crate::sql::relations::{connector_of, relation_schema, session_context, Snapshot};
+use crate::sql::relations::{connector_of, relation_schema, session_context, Snapshot, SystemState};
 use crate::state::{EpochWrites, Store};
 
 /// The catalog, jobs and sequences of a database.
@@ -97,7 +97,21 @@ impl Engine {
 
     /// A snapshot of the current catalog for planning.
     pub fn snapshot(&self, keyed_table: Option<String>) -> Arc<Snapshot> {
-        Arc::new(Snapshot { catalog: Arc::clone(&self.catalog), store: Arc::clone(&self.store), keyed_table })
+        let late_rows = self
+            .jobs
+            .iter()
+            .flat_map(|(view, job)| {
+                let job_id = self.catalog.get(view).and_then(|r| r.job.clone()).unwrap_or_default();
+                job.late_rows()
+                    .into_iter()
+                    .map(move |(i, op, n)| (view.clone(), job_id.clone(), i as u64, op.to_string(), n))
+            })
+            .collect();
+        let system = Arc::new(SystemState {
+            watermarks: self.watermarks.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            late_rows,
+        });
+        Arc::new(Snapshot { catalog: Arc::clone(&self.catalog), store: Arc::clone(&self.store), keyed_table, system })
     }
 
     /// Plans `query` (SQL text) as a stream over the current catalog; with
@@ -296,6 +310,12 @@ impl SourceCatalog for CatalogSources<'_> {
             }
             RelationKind::View => return Err(WeirError::internal(format!("view {name} was not inlined"))),
         })
+    }
+
+    fn event_time_column(&self, name: &str) -> Result<Option<usize>> {
+        let rel = self.0.get(name).ok_or_else(|| WeirError::unknown_table(name))?;
+        let Some(wm) = &rel.watermark else { return Ok(None) };
+        Ok(relation_schema(rel)?.index_of(&wm.column).ok())
     }
 }
 

@@ -12,7 +12,9 @@
 //! |---|---|
 //! | only `pg_class` (joined with `pg_namespace`, `pg_am`) | one row per matching relation |
 //! | only `pg_attribute` | one row per column of the relation `a.attrelid` names |
-//! | `pg_get_viewdef(oid)`, no table | the query of that view or materialized view |
+//! | only `pg_namespace` (`\dn`) | schema `public`, if it matches |
+//! | `pg_get_viewdef(oid)`, no table (`\d+`) | the query of that view or materialized view |
+//! | `'name'::pg_catalog.regclass::pg_catalog.oid` (`\sv`) | the relation's OID, or "relation does not exist" |
 //! | any other `pg_catalog.pg_*` table (indexes, inheritance, policies, publications, statistics, triggers, ...) | no rows |
 //!
 //! Relations are filtered by what psql puts in the `WHERE` clause: `c.oid = '<oid>'`,
@@ -25,7 +27,9 @@
 //! So a footer query psql adds in a later version still gets a result of the right width.
 //!
 //! A query that reads none of `pg_catalog`'s tables (`SELECT pg_catalog.version()`, any query
-//! over user tables) is not answered here: [`answer`] returns `None` and DataFusion plans it.
+//! over user tables), or selects `*` from one (psql never does; the columns would be unknown),
+//! is not answered here: [`answer`] returns `None` and DataFusion plans it (and fails, for a
+//! catalog table).
 //!
 //! # Mapping Weir's catalog to Postgres's
 //!
@@ -49,6 +53,12 @@
 //! - Name patterns are regular expressions (psql turns `*` into `.*`, `?` into `.`); they are
 //!   matched with Arrow's regex kernel, whose syntax agrees with Postgres's for what psql
 //!   generates. An invalid one is an error, as in Postgres.
+//! - Only the simple query protocol (psql's) is answered: the extended protocol's Describe
+//!   still plans with DataFusion, so a driver sending these queries as prepared statements
+//!   gets DataFusion's error.
+//! - The shapes are psql 15's (`psql -E`); other versions send the same `pg_class` and
+//!   `pg_attribute` queries with more or fewer columns, which the select-list projection
+//!   absorbs.
 //! - Rows come out ordered by name, which is the order psql asks for (`ORDER BY 1,2` or
 //!   `2, 3`, schema being constant); names compare bytewise (the C collation).
 
@@ -82,8 +92,9 @@ const REGCLASS_OID: &str = "::pg_catalog.regclass::pg_catalog.oid";
 /// name it; booleans are `Boolean`, counts and OIDs `Int64`, everything else `Utf8`.
 ///
 /// # Errors
-/// `Execution` when a name pattern is not a valid regular expression; `Internal` if the result
-/// batch cannot be built.
+/// - `Execution` when a name pattern is not a valid regular expression.
+/// - `UnknownTable` when a `regclass` cast names no relation.
+/// - `Internal` if the result batch cannot be built.
 pub fn answer(catalog: &Catalog, sql: &str) -> Result<Option<StatementResult>> {
     if !sql.contains("pg_catalog") {
         return Ok(None);
@@ -92,6 +103,10 @@ pub fn answer(catalog: &Catalog, sql: &str) -> Result<Option<StatementResult>> {
     let Some(query) = SelectQuery::parse(&text) else {
         return Ok(None);
     };
+    // psql names its columns; for `SELECT *` the columns of the table would be needed.
+    if query.items.iter().any(|i| i.text == "*" || i.text.ends_with(".*")) {
+        return Ok(None);
+    }
     let tables = query.catalog_tables();
     let names: Vec<&str> = query.items.iter().map(|i| i.name.as_str()).collect();
     let rows: Vec<Vec<Value>> = if tables.contains("pg_class")
@@ -104,7 +119,11 @@ pub fn answer(catalog: &Catalog, sql: &str) -> Result<Option<StatementResult>> {
     } else if tables.len() == 1 && tables.contains("pg_attribute") {
         let rel = oid_after(query.from, "a.attrelid").and_then(|oid| relation_by_oid(catalog, oid));
         rel.map(|r| {
-            r.columns.iter().enumerate().map(|(i, c)| names.iter().map(|n| attribute_value(r, i, c, n)).collect()).collect()
+            r.columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| names.iter().map(|n| attribute_value(r, i, c, n)).collect())
+                .collect()
         })
         .unwrap_or_default()
     } else if tables.len() == 1 && tables.contains("pg_namespace") {
@@ -113,7 +132,11 @@ pub fn answer(catalog: &Catalog, sql: &str) -> Result<Option<StatementResult>> {
             None => true,
         };
         let row = names.iter().map(|n| namespace_value(n)).collect();
-        if schema_matches { vec![row] } else { Vec::new() }
+        if schema_matches {
+            vec![row]
+        } else {
+            Vec::new()
+        }
     } else if tables.is_empty() && query.items.len() == 1 && query.items[0].text.contains("pg_get_viewdef(") {
         let rel = oid_after(&query.items[0].text, "pg_get_viewdef(").and_then(|oid| relation_by_oid(catalog, oid));
         vec![vec![rel.map(view_definition).unwrap_or(Value::Null)]]
@@ -157,11 +180,16 @@ pub fn format_type(t: &DataType) -> String {
         DataType::Int64 | DataType::UInt32 => "bigint".into(),
         DataType::Float16 | DataType::Float32 => "real".into(),
         DataType::Float64 => "double precision".into(),
-        DataType::Decimal32(p, s) | DataType::Decimal64(p, s) | DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => {
+        DataType::Decimal32(p, s)
+        | DataType::Decimal64(p, s)
+        | DataType::Decimal128(p, s)
+        | DataType::Decimal256(p, s) => {
             format!("numeric({p},{s})")
         }
         DataType::UInt64 => "numeric(20,0)".into(),
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => "bytea".into(),
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => {
+            "bytea".into()
+        }
         DataType::Date32 | DataType::Date64 => "date".into(),
         DataType::Time32(_) | DataType::Time64(_) => "time without time zone".into(),
         // Postgres's default precision is 6: `timestamp(6)` and `timestamp` are one type, and
@@ -207,7 +235,12 @@ fn class_value(rel: &Relation, name: &str) -> Value {
         "Owner" => text(OWNER),
         "relkind" => text(relkind),
         "relchecks" | "reltablespace" => Value::Int(0),
-        "relhasindex" | "relhasrules" | "relhastriggers" | "relrowsecurity" | "relforcerowsecurity" | "relhasoids"
+        "relhasindex"
+        | "relhasrules"
+        | "relhastriggers"
+        | "relrowsecurity"
+        | "relforcerowsecurity"
+        | "relhasoids"
         | "relispartition" => Value::Bool(false),
         "relpersistence" => text("p"),
         "relreplident" => text("d"),
@@ -319,9 +352,26 @@ fn regex_matches(names: &[&str], pattern: &str) -> Result<Vec<bool>> {
     Ok((0..names.len()).map(|i| matched.value(i)).collect())
 }
 
-/// The OID in `<key> = '<oid>'` (or `<key>'<oid>'`, for a function's argument).
+/// The OID in `<key> = '<oid>'` or `<key> = <oid>` (or `<key>'<oid>'`, for a function's
+/// argument).
 fn oid_after(s: &str, key: &str) -> Option<u32> {
-    literal_after(s, key, "=").and_then(|oid| oid.trim().parse().ok())
+    if let Some(oid) = literal_after(s, key, "=") {
+        return oid.trim().parse().ok();
+    }
+    let mut from = 0;
+    while let Some(i) = s[from..].find(key) {
+        let start = from + i;
+        from = start + key.len();
+        let rest = s[from..].trim_start();
+        let Some(rest) = rest.strip_prefix('=') else { continue };
+        let rest = rest.trim_start();
+        let digits = &rest[..rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len())];
+        if !is_name_start(s, start) || digits.is_empty() {
+            continue;
+        }
+        return digits.parse().ok();
+    }
+    None
 }
 
 /// The pattern in `<key> OPERATOR(pg_catalog.~) '<regex>'` (or `<key> ~ '<regex>'`).
@@ -336,7 +386,7 @@ fn literal_after(s: &str, key: &str, operator: &str) -> Option<String> {
     while let Some(i) = s[from..].find(key) {
         let start = from + i;
         from = start + key.len();
-        let whole = !s[..start].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+        let whole = is_name_start(s, start);
         let rest = s[from..].trim_start();
         let rest = rest.strip_prefix(operator).unwrap_or(rest).trim_start();
         if let Some((literal, _)) = string_literal(rest).filter(|_| whole) {
@@ -344,6 +394,12 @@ fn literal_after(s: &str, key: &str, operator: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether a name starting at byte `start` of `s` is not the tail of a longer one (`c.oid`
+/// inside `tc.oid`).
+fn is_name_start(s: &str, start: usize) -> bool {
+    !s[..start].ends_with(|c: char| c.is_alphanumeric() || c == '_')
 }
 
 /// The literals of `c.relkind IN ('r','p','')`, empty ones dropped.
@@ -470,12 +526,21 @@ impl<'a> SelectQuery<'a> {
     }
 }
 
-/// The column name Postgres gives a select item: its alias, else the function's or column's
-/// name, else `?column?`.
+/// The column name Postgres gives a select item (its `FigureColname`): its alias, else the
+/// function's or column's name (through casts), else `?column?`.
 fn column_name(item: &str) -> String {
     if let Some(i) = rfind_top_level_ci(item, " AS ") {
         let alias = item[i + 4..].trim();
         return alias.trim_matches('"').to_string();
+    }
+    if let Some(i) = find_top_level(item, "::") {
+        // A cast keeps its operand's name; an anonymous operand takes the type's name.
+        let name = column_name(&item[..i]);
+        if name != "?column?" {
+            return name;
+        }
+        let last_type = item.rsplit("::").next().unwrap_or("");
+        return column_name(last_type.split('(').next().unwrap_or(last_type));
     }
     if let Some(inner) = item.strip_prefix('(').and_then(|s| s.strip_suffix(')')) {
         // A scalar subquery is named after its own (first) column.
@@ -506,7 +571,9 @@ fn find_top_level(s: &str, needle: &str) -> Option<usize> {
 }
 
 fn rfind_top_level_ci(s: &str, needle: &str) -> Option<usize> {
-    top_level_positions(s).filter(|&i| s.get(i..i + needle.len()).is_some_and(|w| w.eq_ignore_ascii_case(needle))).last()
+    top_level_positions(s)
+        .filter(|&i| s.get(i..i + needle.len()).is_some_and(|w| w.eq_ignore_ascii_case(needle)))
+        .last()
 }
 
 /// `s` split at `sep` where it stands outside parentheses and quotes.
@@ -581,4 +648,242 @@ fn build_result(names: &[&str], rows: Vec<Vec<Value>>) -> Result<StatementResult
     let schema = Arc::new(Schema::new(fields));
     let batch = RecordBatch::try_new(Arc::clone(&schema), arrays)?;
     Ok(StatementResult::Rows { schema, batches: vec![batch] })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use arrow::util::display::array_value_to_string;
+
+    use super::*;
+
+    /// psql 15's `\dt` (`\d`, `\dv`, `\dm` differ in the relkind list), from `psql -E`.
+    const LIST_TABLES: &str = r#"SELECT n.nspname as "Schema",
+  c.relname as "Name",
+  CASE c.relkind WHEN 'r' THEN 'table' WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' WHEN 'i' THEN 'index' WHEN 'S' THEN 'sequence' WHEN 't' THEN 'TOAST table' WHEN 'f' THEN 'foreign table' WHEN 'p' THEN 'partitioned table' WHEN 'I' THEN 'partitioned index' END as "Type",
+  pg_catalog.pg_get_userbyid(c.relowner) as "Owner"
+FROM pg_catalog.pg_class c
+     LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+     LEFT JOIN pg_catalog.pg_am am ON am.oid = c.relam
+WHERE c.relkind IN ('r','p','')
+      AND n.nspname <> 'pg_catalog'
+      AND n.nspname !~ '^pg_toast'
+      AND n.nspname <> 'information_schema'
+  AND pg_catalog.pg_table_is_visible(c.oid)
+ORDER BY 1,2;"#;
+
+    /// psql 15's first query of `\d NAME`.
+    const LOOKUP: &str = r#"SELECT c.oid,
+  n.nspname,
+  c.relname
+FROM pg_catalog.pg_class c
+     LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relname OPERATOR(pg_catalog.~) '^(NAME)$' COLLATE pg_catalog.default
+  AND pg_catalog.pg_table_is_visible(c.oid)
+ORDER BY 2, 3;"#;
+
+    /// psql 15's second query of `\d NAME`.
+    const TABLE_INFO: &str = r#"SELECT c.relchecks, c.relkind, c.relhasindex, c.relhasrules, c.relhastriggers, c.relrowsecurity, c.relforcerowsecurity, false AS relhasoids, c.relispartition, '', c.reltablespace, CASE WHEN c.reloftype = 0 THEN '' ELSE c.reloftype::pg_catalog.regtype::pg_catalog.text END, c.relpersistence, c.relreplident, am.amname
+FROM pg_catalog.pg_class c
+ LEFT JOIN pg_catalog.pg_class tc ON (c.reltoastrelid = tc.oid)
+LEFT JOIN pg_catalog.pg_am am ON (c.relam = am.oid)
+WHERE c.oid = 'OID';"#;
+
+    /// psql 15's column query of `\d NAME`.
+    const COLUMNS: &str = r#"SELECT a.attname,
+  pg_catalog.format_type(a.atttypid, a.atttypmod),
+  (SELECT pg_catalog.pg_get_expr(d.adbin, d.adrelid, true)
+   FROM pg_catalog.pg_attrdef d
+   WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum AND a.atthasdef),
+  a.attnotnull,
+  (SELECT c.collname FROM pg_catalog.pg_collation c, pg_catalog.pg_type t
+   WHERE c.oid = a.attcollation AND t.oid = a.atttypid AND a.attcollation <> t.typcollation) AS attcollation,
+  a.attidentity,
+  a.attgenerated
+FROM pg_catalog.pg_attribute a
+WHERE a.attrelid = 'OID' AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attnum;"#;
+
+    /// One of the footer queries of `\d NAME` (inheritance).
+    const PARENTS: &str = r#"SELECT c.oid::pg_catalog.regclass
+FROM pg_catalog.pg_class c, pg_catalog.pg_inherits i
+WHERE c.oid = i.inhparent AND i.inhrelid = 'OID'
+  AND c.relkind != 'p' AND c.relkind != 'I'
+ORDER BY inhseqno;"#;
+
+    fn relation(name: &str, kind: RelationKind, columns: &[(&str, DataType, bool)]) -> Relation {
+        Relation {
+            name: name.into(),
+            kind,
+            state_table: None,
+            columns: columns
+                .iter()
+                .map(|(n, t, nullable)| Column {
+                    name: (*n).into(),
+                    arrow_type: t.to_string(),
+                    sql_type: t.to_string(),
+                    nullable: *nullable,
+                    computed: None,
+                })
+                .collect(),
+            primary_key: Vec::new(),
+            stream_key: None,
+            watermark: None,
+            options: BTreeMap::new(),
+            definition: String::new(),
+            query: (kind != RelationKind::Table).then(|| "SELECT id FROM orders".into()),
+            depends_on: Vec::new(),
+            job: None,
+            operator_state: BTreeMap::new(),
+            emit_on_window_close: false,
+        }
+    }
+
+    fn catalog() -> Catalog {
+        let mut catalog = Catalog::default();
+        for rel in [
+            relation(
+                "orders",
+                RelationKind::Table,
+                &[("id", DataType::Int64, false), ("amount", DataType::Decimal128(12, 2), true)],
+            ),
+            relation("big", RelationKind::View, &[("id", DataType::Int64, false)]),
+            relation("totals", RelationKind::MaterializedView, &[("id", DataType::Int64, false)]),
+        ] {
+            catalog.relations.insert(rel.name.clone(), rel);
+        }
+        catalog
+    }
+
+    /// Column names, then rows of values as text ("" for NULL).
+    type Table = (Vec<String>, Vec<Vec<String>>);
+
+    /// The answer to `sql`, as a [`Table`].
+    fn run(catalog: &Catalog, sql: &str) -> Result<Option<Table>> {
+        let Some(result) = answer(catalog, sql)? else { return Ok(None) };
+        let StatementResult::Rows { schema, batches } = result else {
+            return Err(WeirError::internal("a catalog answer is rows"));
+        };
+        let names = schema.fields().iter().map(|f| f.name().clone()).collect();
+        let mut rows = Vec::new();
+        for batch in &batches {
+            for row in 0..batch.num_rows() {
+                let cells = batch.columns().iter().map(|c| {
+                    if c.is_null(row) {
+                        Ok(String::new())
+                    } else {
+                        array_value_to_string(c, row)
+                    }
+                });
+                rows.push(cells.collect::<std::result::Result<Vec<_>, _>>()?);
+            }
+        }
+        Ok(Some((names, rows)))
+    }
+
+    #[test]
+    fn lists_relations_of_the_kinds_asked() -> Result<()> {
+        let catalog = catalog();
+        let (names, rows) = run(&catalog, LIST_TABLES)?.expect("answered");
+        assert_eq!(names, ["Schema", "Name", "Type", "Owner"]);
+        assert_eq!(rows, [["public", "orders", "table", "weir"]]);
+        let all = LIST_TABLES.replace("('r','p','')", "('r','p','v','m','S','f','')");
+        let (_, rows) = run(&catalog, &all)?.expect("answered");
+        let listed: Vec<(&str, &str)> = rows.iter().map(|r| (r[1].as_str(), r[2].as_str())).collect();
+        assert_eq!(listed, [("big", "view"), ("orders", "table"), ("totals", "materialized view")]);
+        Ok(())
+    }
+
+    #[test]
+    fn describes_one_relation_by_its_oid() -> Result<()> {
+        let catalog = catalog();
+        let (names, rows) = run(&catalog, &LOOKUP.replace("NAME", "ord.*"))?.expect("answered");
+        assert_eq!(names, ["oid", "nspname", "relname"]);
+        let oid = relation_oid("orders").to_string();
+        assert_eq!(rows, [[oid.as_str(), "public", "orders"]]);
+
+        // `tc.oid` in the join must not be taken for the `c.oid = '...'` filter.
+        let (_, rows) = run(&catalog, &TABLE_INFO.replace("OID", &oid))?.expect("answered");
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0][1], "r");
+        assert_eq!(rows[0][2], "false");
+
+        let (names, rows) = run(&catalog, &COLUMNS.replace("OID", &oid))?.expect("answered");
+        assert_eq!(names[..4], ["attname", "format_type", "pg_get_expr", "attnotnull"]);
+        let columns: Vec<&[String]> = rows.iter().map(|r| &r[..4]).collect();
+        assert_eq!(columns, [["id", "bigint", "", "true"], ["amount", "numeric(12,2)", "", "false"]]);
+
+        // Views never carry NOT NULL, as in Postgres.
+        let view_oid = relation_oid("big").to_string();
+        let (_, rows) = run(&catalog, &COLUMNS.replace("OID", &view_oid))?.expect("answered");
+        assert_eq!(rows[0][3], "false");
+        Ok(())
+    }
+
+    #[test]
+    fn footers_are_empty_and_other_queries_pass_through() -> Result<()> {
+        let catalog = catalog();
+        let oid = relation_oid("orders").to_string();
+        let (names, rows) = run(&catalog, &PARENTS.replace("OID", &oid))?.expect("answered");
+        assert_eq!(names, ["oid"]);
+        assert!(rows.is_empty());
+        assert!(run(&catalog, "SELECT * FROM orders")?.is_none());
+        assert!(run(&catalog, "SELECT pg_catalog.version()")?.is_none());
+        assert!(run(&catalog, "SELECT 'pg_catalog.pg_class' AS s FROM orders")?.is_none());
+        assert!(run(&catalog, "SELECT * FROM pg_catalog.pg_class")?.is_none());
+        assert!(run(&catalog, &LOOKUP.replace("NAME", "(")).is_err(), "an invalid pattern is an error");
+        Ok(())
+    }
+
+    #[test]
+    fn types_in_format_type_spelling() {
+        let utc = Some("UTC".into());
+        let cases = [
+            (DataType::Boolean, "boolean"),
+            (DataType::Int16, "smallint"),
+            (DataType::Int32, "integer"),
+            (DataType::Int64, "bigint"),
+            (DataType::Float32, "real"),
+            (DataType::Float64, "double precision"),
+            (DataType::Decimal128(12, 2), "numeric(12,2)"),
+            (DataType::Utf8, "text"),
+            (DataType::Binary, "bytea"),
+            (DataType::Date32, "date"),
+            (DataType::Time64(TimeUnit::Microsecond), "time without time zone"),
+            (DataType::Timestamp(TimeUnit::Millisecond, None), "timestamp(3) without time zone"),
+            (DataType::Timestamp(TimeUnit::Microsecond, None), "timestamp without time zone"),
+            (DataType::Timestamp(TimeUnit::Millisecond, utc), "timestamp(3) with time zone"),
+            (DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano), "interval"),
+            (DataType::List(Arc::new(Field::new("item", DataType::Int32, true))), "integer[]"),
+        ];
+        for (t, postgres) in cases {
+            // The catalog keeps the display string; it must parse back.
+            assert_eq!(DataType::from_str(&t.to_string()).ok(), Some(t.clone()), "{t}");
+            assert_eq!(format_type(&t), postgres, "{t}");
+        }
+    }
+
+    #[test]
+    fn column_names_as_postgres_gives_them() {
+        assert_eq!(column_name("c.relkind"), "relkind");
+        assert_eq!(column_name(r#"n.nspname as "Schema""#), "Schema");
+        assert_eq!(column_name("false AS relhasoids"), "relhasoids");
+        assert_eq!(column_name("pg_catalog.format_type(a.atttypid, a.atttypmod)"), "format_type");
+        assert_eq!(
+            column_name("(SELECT pg_catalog.pg_get_expr(d.adbin, d.adrelid, true) FROM pg_catalog.pg_attrdef d)"),
+            "pg_get_expr"
+        );
+        assert_eq!(column_name("CASE WHEN c.reloftype = 0 THEN '' ELSE 'x' END"), "case");
+        assert_eq!(column_name("''"), "?column?");
+        assert_eq!(column_name("c.oid::pg_catalog.regclass"), "oid");
+        assert_eq!(column_name("'t'::pg_catalog.regclass::pg_catalog.oid"), "oid");
+    }
+
+    #[test]
+    fn string_literals() {
+        assert_eq!(string_literal("'^(it''s)$' COLLATE x"), Some(("^(it's)$".into(), " COLLATE x")));
+        assert_eq!(string_literal(r"E'a\\b'"), Some((r"a\b".into(), "")));
+        assert_eq!(string_literal("'open"), None);
+    }
 }

@@ -35,6 +35,60 @@ pub struct Snapshot {
     pub store: Arc<Store>,
     /// A table whose scans carry the hidden storage-key column (UPDATE and DELETE).
     pub keyed_table: Option<String>,
+    /// Event-time progress for the system tables, as of the statement's start.
+    pub system: Arc<SystemState>,
+}
+
+/// What the system tables show; see [`SYSTEM_TABLES`].
+#[derive(Debug, Default)]
+pub struct SystemState {
+    /// Each table's watermark, ms.
+    pub watermarks: Vec<(String, i64)>,
+    /// Late rows per event-time operator: (view, job id, operator index, operator, count).
+    pub late_rows: Vec<(String, String, u64, String, u64)>,
+}
+
+/// The system tables, read-only, queryable like any table:
+///
+/// - `weir_watermarks (relation, watermark)`: the current watermark of every table with a
+///   WATERMARK that has seen rows (TIMESTAMP(3)).
+/// - `weir_late_rows (view, job_id, operator_index, operator, late_rows)`: the rows each
+///   event-time operator dropped because their window had closed.
+pub const SYSTEM_TABLES: &[&str] = &["weir_watermarks", "weir_late_rows"];
+
+fn system_table(name: &str, state: &SystemState) -> Result<Option<Arc<dyn TableProvider>>> {
+    use arrow::array::{ArrayRef, RecordBatch, StringArray, TimestampMillisecondArray, UInt64Array};
+    let (schema, columns): (SchemaRef, Vec<ArrayRef>) = match name {
+        "weir_watermarks" => (
+            Arc::new(Schema::new(vec![
+                Field::new("relation", DataType::Utf8, false),
+                Field::new("watermark", DataType::Timestamp(arrow::datatypes::TimeUnit::Millisecond, None), false),
+            ])),
+            vec![
+                Arc::new(StringArray::from_iter_values(state.watermarks.iter().map(|w| w.0.as_str()))),
+                Arc::new(TimestampMillisecondArray::from_iter_values(state.watermarks.iter().map(|w| w.1))),
+            ],
+        ),
+        "weir_late_rows" => (
+            Arc::new(Schema::new(vec![
+                Field::new("view", DataType::Utf8, false),
+                Field::new("job_id", DataType::Utf8, false),
+                Field::new("operator_index", DataType::UInt64, false),
+                Field::new("operator", DataType::Utf8, false),
+                Field::new("late_rows", DataType::UInt64, false),
+            ])),
+            vec![
+                Arc::new(StringArray::from_iter_values(state.late_rows.iter().map(|l| l.0.as_str()))),
+                Arc::new(StringArray::from_iter_values(state.late_rows.iter().map(|l| l.1.as_str()))),
+                Arc::new(UInt64Array::from_iter_values(state.late_rows.iter().map(|l| l.2))),
+                Arc::new(StringArray::from_iter_values(state.late_rows.iter().map(|l| l.3.as_str()))),
+                Arc::new(UInt64Array::from_iter_values(state.late_rows.iter().map(|l| l.4))),
+            ],
+        ),
+        _ => return Ok(None),
+    };
+    let batch = RecordBatch::try_new(Arc::clone(&schema), columns)?;
+    Ok(Some(Arc::new(datafusion::datasource::MemTable::try_new(schema, vec![vec![batch]])?)))
 }
 
 /// The Arrow schema of a relation's columns.
@@ -117,8 +171,10 @@ impl SchemaProvider for WeirSchema {
     }
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>, DataFusionError> {
-        let Some(rel) = self.snapshot.catalog.get(name) else { return Ok(None) };
         let to_df = |e: WeirError| DataFusionError::External(Box::new(e));
+        let Some(rel) = self.snapshot.catalog.get(name) else {
+            return system_table(name, &self.snapshot.system).map_err(to_df);
+        };
         let schema = relation_schema(rel).map_err(to_df)?;
         match rel.kind {
             RelationKind::View => {
@@ -127,6 +183,7 @@ impl SchemaProvider for WeirSchema {
                     catalog: Arc::clone(&self.snapshot.catalog),
                     store: Arc::clone(&self.snapshot.store),
                     keyed_table: None,
+                    system: Arc::clone(&self.snapshot.system),
                 }));
                 let plan = ctx.state().create_logical_plan(&query).await?;
                 Ok(Some(Arc::new(ViewTable::new(plan, Some(query)))))
@@ -158,7 +215,7 @@ impl SchemaProvider for WeirSchema {
     }
 
     fn table_exist(&self, name: &str) -> bool {
-        self.snapshot.catalog.get(name).is_some()
+        self.snapshot.catalog.get(name).is_some() || SYSTEM_TABLES.contains(&name)
     }
 }
 

@@ -19,14 +19,18 @@ use sqlparser::tokenizer::{Token, Tokenizer};
 use crate::error::{Result, WeirError};
 use crate::plan::window::{WindowKind, WindowSpec, WindowTable};
 
-const FUNCTIONS: &[(&str, WindowKind)] =
-    &[("tumble", WindowKind::Tumble), ("hop", WindowKind::Hop), ("cumulate", WindowKind::Cumulate)];
+const FUNCTIONS: &[(&str, WindowKind)] = &[
+    ("tumble", WindowKind::Tumble),
+    ("hop", WindowKind::Hop),
+    ("cumulate", WindowKind::Cumulate),
+    ("session", WindowKind::Session),
+];
 
 /// Rewrites every `TABLE(FN(TABLE t, DESCRIPTOR(col), args...))` in `sql` into
 /// `FN('t', 'col', args...)`. Text without the pattern comes back unchanged.
 pub fn rewrite_window_tvfs(sql: &str) -> Result<String> {
     let upper = sql.to_ascii_uppercase();
-    if !upper.contains("DESCRIPTOR") {
+    if !FUNCTIONS.iter().any(|(n, _)| upper.contains(&n.to_ascii_uppercase())) {
         return Ok(sql.to_string());
     }
     let tokens = Tokenizer::new(&GenericDialect {}, sql)
@@ -50,11 +54,26 @@ pub fn rewrite_window_tvfs(sql: &str) -> Result<String> {
             let mut table = String::new();
             while let Some(i) = sig.get(j) {
                 match &tokens[*i] {
-                    Token::Word(w) => table.push_str(&w.value),
+                    Token::Word(w) if !(w.quote_style.is_none() && w.value.eq_ignore_ascii_case("PARTITION")) => {
+                        table.push_str(&w.value)
+                    }
                     Token::Period => table.push('.'),
                     _ => break,
                 }
                 j += 1;
+            }
+            // SESSION's PARTITION BY k1, k2 (before the comma that precedes DESCRIPTOR).
+            let mut partition = Vec::new();
+            if word(j, "PARTITION") && word(j + 1, "BY") {
+                j += 2;
+                while let Some(i) = sig.get(j) {
+                    match &tokens[*i] {
+                        Token::Word(w) if !w.value.eq_ignore_ascii_case("DESCRIPTOR") => partition.push(w.value.clone()),
+                        Token::Comma if !word(j + 1, "DESCRIPTOR") => {}
+                        _ => break,
+                    }
+                    j += 1;
+                }
             }
             if !(is(j, &Token::Comma) && word(j + 1, "DESCRIPTOR") && is(j + 2, &Token::LParen) && is(j + 4, &Token::RParen)) {
                 return Err(WeirError::syntax(
@@ -88,6 +107,9 @@ pub fn rewrite_window_tvfs(sql: &str) -> Result<String> {
                 out.push_str(&tokens[i].to_string());
                 i += 1;
             }
+            if !partition.is_empty() {
+                out.push_str(&format!(", '{}'", partition.join(",").replace('\'', "''")));
+            }
             out.push(')');
             // Skip FN's ) and TABLE('s ).
             let mut rest = i + 1;
@@ -100,6 +122,17 @@ pub fn rewrite_window_tvfs(sql: &str) -> Result<String> {
             skip_until = rest;
             k = sig.iter().position(|x| *x >= rest).unwrap_or(sig.len());
             continue;
+        }
+        // The short form FN(t, col, ...): DataFusion looks table functions up by their
+        // lower-case name.
+        if let Some((name, _)) = FUNCTIONS.iter().find(|(n, _)| word(k, n)) {
+            if is(k + 1, &Token::LParen) {
+                for t in &tokens[skip_until..sig[k]] {
+                    out.push_str(&t.to_string());
+                }
+                out.push_str(name);
+                skip_until = sig[k] + 1;
+            }
         }
         k += 1;
     }
@@ -186,9 +219,28 @@ impl TableFunctionImpl for WindowFunction {
                 schema.field(time_index).data_type()
             ))));
         }
-        let intervals = exprs[2..].iter().map(|e| interval_ms(e, func)).collect::<Result<Vec<_>>>().map_err(df_err)?;
+        // SESSION's PARTITION BY columns arrive as a trailing string 'k1,k2'.
+        let mut rest = &exprs[2..];
+        let mut partition_by = Vec::new();
+        if let Some(Expr::Literal(ScalarValue::Utf8(Some(cols)), _)) = rest.last() {
+            if self.kind != WindowKind::Session {
+                return Err(df_err(WeirError::plan(format!("{func} has no PARTITION BY"))));
+            }
+            for c in cols.split(',') {
+                let name = c.trim().to_lowercase();
+                let i = schema.index_of(&name).map_err(|_| {
+                    df_err(WeirError::new(crate::error::ErrorKind::UnknownColumn(format!(
+                        "SESSION PARTITION BY: column \"{name}\" does not exist in {table}"
+                    ))))
+                })?;
+                partition_by.push(i);
+            }
+            rest = &rest[..rest.len() - 1];
+        }
+        let intervals = rest.iter().map(|e| interval_ms(e, func)).collect::<Result<Vec<_>>>().map_err(df_err)?;
         let column = schema.field(time_index).name().clone();
-        let spec = WindowSpec::try_new(self.kind, table, column, time_index, &intervals).map_err(df_err)?;
+        let mut spec = WindowSpec::try_new(self.kind, table, column, time_index, &intervals).map_err(df_err)?;
+        spec.partition_by = partition_by;
         Ok(Arc::new(WindowTable::new(spec, input)))
     }
 }
@@ -204,6 +256,8 @@ mod tests {
             rewrite_window_tvfs(sql)?,
             "SELECT * FROM hop('t', 'ts', INTERVAL '1' MINUTE, INTERVAL '5' MINUTE) AS w GROUP BY 1"
         );
+        let session = "SELECT * FROM TABLE(SESSION(TABLE t PARTITION BY a, b, DESCRIPTOR(ts), INTERVAL '1' MINUTE))";
+        assert_eq!(rewrite_window_tvfs(session)?, "SELECT * FROM session('t', 'ts', INTERVAL '1' MINUTE, 'a,b')");
         let plain = "SELECT 1";
         assert_eq!(rewrite_window_tvfs(plain)?, plain);
         Ok(())

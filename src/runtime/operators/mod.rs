@@ -1,7 +1,9 @@
 //! Stream operators, one per file.
 pub mod filter;
 pub mod group_agg;
+pub mod join;
 pub mod materialize;
 pub mod project;
+pub mod session_assign;
 pub mod union;
 pub mod window_assign;

@@ -1,0 +1,476 @@
+//! Planning stream joins (SQL.md "Joins"): a DataFusion `Join` becomes a [`StreamNode::Join`]
+//! whose [`JoinSpec`] says how the operator keeps state.
+//!
+//! - Regular join (`StreamJoin`): INNER, LEFT, RIGHT and FULL equi-joins with an optional
+//!   residual condition (DataFusion's join `filter`). Both inputs may be updating. State is
+//!   unbounded: every row of both inputs, by join key.
+//! - Interval join (`StreamIntervalJoin`): the condition bounds the difference of an
+//!   event-time attribute of each side on both sides, as Flink recognises it
+//!   (`l.t BETWEEN r.t - INTERVAL a AND r.t + INTERVAL b`, or `>=`/`>` and `<=`/`<`
+//!   comparisons of `col [± INTERVAL]` terms, in any order and on either side). The watermark
+//!   (the minimum of both inputs') drops rows that can no longer match; see [`TimeBound`].
+//! - Window join (`StreamWindowJoin`): both inputs are window TVFs and the equi-keys equate
+//!   their `window_end` columns (Flink also equates `window_start`). State is freed when the
+//!   watermark closes the window.
+//!
+//! Changelog: INNER of append-only inputs is append-only; everything else retracts (outer
+//! joins emit a NULL-padded row and retract it when a match arrives). Stream key: the left
+//! key followed by the right key when both inputs have one, else none.
+//!
+//! # Event-time attributes
+//! A column is an event-time attribute when it is a table's `WATERMARK FOR` column or
+//! `window_time`, projected as a bare column. A bound on other columns is an ordinary
+//! residual condition and the join is a regular one: cleaning state by a watermark that does
+//! not bound those columns would lose matches. After a regular join the time attributes are
+//! gone (Flink materializes them); an interval join keeps both sides'.
+
+use std::fmt;
+
+use datafusion::common::{DFSchema, NullEquality, ScalarValue};
+use datafusion::logical_expr::{Between, BinaryExpr, Expr, Join, JoinType, Operator};
+
+use crate::error::{Result, WeirError};
+use crate::plan::planner::SourceCatalog;
+use crate::plan::stream_plan::{ChangelogMode, StreamNode, StreamPlan};
+use crate::plan::window::WindowKind;
+
+/// The join types the stream join runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamJoinType {
+    Inner,
+    Left,
+    Right,
+    Full,
+}
+
+impl StreamJoinType {
+    /// Whether unmatched rows of the left input are emitted NULL-padded.
+    pub fn left_outer(self) -> bool {
+        matches!(self, StreamJoinType::Left | StreamJoinType::Full)
+    }
+
+    /// Whether unmatched rows of the right input are emitted NULL-padded.
+    pub fn right_outer(self) -> bool {
+        matches!(self, StreamJoinType::Right | StreamJoinType::Full)
+    }
+}
+
+impl fmt::Display for StreamJoinType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StreamJoinType::Inner => "INNER",
+            StreamJoinType::Left => "LEFT",
+            StreamJoinType::Right => "RIGHT",
+            StreamJoinType::Full => "FULL",
+        })
+    }
+}
+
+/// How event time bounds a join's state. Times are ms; `W` is the join's watermark, the
+/// minimum of its inputs'.
+///
+/// # Interval: `left.t - right.t ∈ [lower_ms, upper_ms]`
+/// A row is late, dropped and counted, when its interval has been closed by the watermark:
+/// a left row when `W ≥ t - lower` (every right time it could match is at or below `W`), a
+/// right row when `W ≥ t + upper`; a row is never late while its own time is above `W`. So
+/// left rows are late when `t ≤ W + a`, right rows when `t ≤ W + b`, with
+/// `a = min(lower, 0)` and `b = min(-upper, 0)`. A stored row is dropped once no row that is
+/// not late can match it: left rows when `t ≤ W + b + lower`, right rows when
+/// `t ≤ W + a - upper`. Because a dropped row is also late, a retraction of it is counted as
+/// late, never applied to missing state.
+///
+/// # Window: `left.window_end = right.window_end`
+/// A window closes (Flink: fires) once `W ≥ window_end - 1`: its rows are dropped from state
+/// and rows for it are late (the window assigners upstream already drop them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeBound {
+    /// `left_time` and `right_time` index the event-time columns in each input.
+    Interval { left_time: usize, right_time: usize, lower_ms: i64, upper_ms: i64 },
+    /// `left_end` and `right_end` index the `window_end` columns in each input.
+    Window { left_end: usize, right_end: usize },
+}
+
+impl TimeBound {
+    /// The time column of input `side` (0 left, 1 right).
+    pub fn time_column(&self, side: usize) -> usize {
+        match (self, side) {
+            (TimeBound::Interval { left_time, .. }, 0) => *left_time,
+            (TimeBound::Interval { right_time, .. }, _) => *right_time,
+            (TimeBound::Window { left_end, .. }, 0) => *left_end,
+            (TimeBound::Window { right_end, .. }, _) => *right_end,
+        }
+    }
+
+    /// A row of input `side` with time `t` is late when `t ≤ W + late_offset_ms(side)`.
+    pub fn late_offset_ms(&self, side: usize) -> i64 {
+        match *self {
+            TimeBound::Interval { lower_ms, upper_ms, .. } => {
+                if side == 0 {
+                    lower_ms.min(0)
+                } else {
+                    upper_ms.saturating_neg().min(0)
+                }
+            }
+            TimeBound::Window { .. } => 1,
+        }
+    }
+
+    /// A stored row of input `side` with time `t` is dropped once `t ≤ W + keep_offset_ms(side)`.
+    pub fn keep_offset_ms(&self, side: usize) -> i64 {
+        match *self {
+            TimeBound::Interval { lower_ms, upper_ms, .. } => {
+                if side == 0 {
+                    self.late_offset_ms(1).saturating_add(lower_ms)
+                } else {
+                    self.late_offset_ms(0).saturating_sub(upper_ms)
+                }
+            }
+            TimeBound::Window { .. } => 1,
+        }
+    }
+
+    /// The join's output watermark is `W - output_delay_ms()`: every row emitted later has
+    /// both time columns above it.
+    pub fn output_delay_ms(&self) -> i64 {
+        match *self {
+            TimeBound::Interval { .. } => {
+                let earliest = [
+                    self.late_offset_ms(0),
+                    self.late_offset_ms(1),
+                    self.keep_offset_ms(0),
+                    self.keep_offset_ms(1),
+                ]
+                .into_iter()
+                .min()
+                .unwrap_or(0);
+                earliest.saturating_neg().max(0)
+            }
+            TimeBound::Window { .. } => 0,
+        }
+    }
+}
+
+/// A planned stream join.
+#[derive(Debug, Clone)]
+pub struct JoinSpec {
+    pub join_type: StreamJoinType,
+    /// Equi-join keys: (expression over the left input, expression over the right input).
+    pub on: Vec<(Expr, Expr)>,
+    /// The residual condition over the join's output schema (left columns then right).
+    pub filter: Option<Expr>,
+    /// `IS NOT DISTINCT FROM` keys: NULL keys match each other. Otherwise a NULL key never
+    /// matches.
+    pub null_equals_null: bool,
+    pub time: Option<TimeBound>,
+}
+
+impl JoinSpec {
+    /// The node's name in EXPLAIN.
+    pub fn name(&self) -> &'static str {
+        match self.time {
+            None => "StreamJoin",
+            Some(TimeBound::Interval { .. }) => "StreamIntervalJoin",
+            Some(TimeBound::Window { .. }) => "StreamWindowJoin",
+        }
+    }
+
+    /// The node's EXPLAIN detail.
+    pub fn explain(&self) -> String {
+        let on: Vec<String> = self.on.iter().map(|(l, r)| format!("{l} = {r}")).collect();
+        let mut out = format!("type={}, on=[{}]", self.join_type, on.join(", "));
+        if let Some(f) = &self.filter {
+            out.push_str(&format!(", filter={f}"));
+        }
+        match self.time {
+            Some(TimeBound::Interval { lower_ms, upper_ms, .. }) => {
+                out.push_str(&format!(", interval=[{lower_ms}ms, {upper_ms}ms]"))
+            }
+            Some(TimeBound::Window { .. }) => out.push_str(", window=window_end"),
+            None => {}
+        }
+        out
+    }
+}
+
+/// Which columns of a stream carry event time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TimeColumns {
+    /// Event-time attributes (column indexes).
+    pub event_time: Vec<usize>,
+    /// `window_end` columns of a window TVF.
+    pub window_end: Vec<usize>,
+}
+
+/// Plans join `j` over its planned inputs.
+///
+/// # Errors
+/// `Unsupported` for SEMI, ANTI and MARK joins (`IN`/`EXISTS` subqueries).
+pub fn plan_join(
+    j: &Join,
+    left: StreamPlan,
+    right: StreamPlan,
+    catalog: &dyn SourceCatalog,
+) -> Result<StreamPlan> {
+    let join_type = match j.join_type {
+        JoinType::Inner => StreamJoinType::Inner,
+        JoinType::Left => StreamJoinType::Left,
+        JoinType::Right => StreamJoinType::Right,
+        JoinType::Full => StreamJoinType::Full,
+        other => {
+            return Err(WeirError::unsupported(format!(
+                "{other} join (IN, EXISTS or NOT IN subquery) in a materialized view; supported: INNER, LEFT, RIGHT and FULL joins"
+            )))
+        }
+    };
+    let left_times = time_columns(&left, catalog)?;
+    let right_times = time_columns(&right, catalog)?;
+    let time = window_bound(&j.on, &left, &right, &left_times, &right_times).or_else(|| {
+        let filter = j.filter.as_ref()?;
+        interval_bound(filter, &j.schema, left.schema.fields().len(), &left_times, &right_times)
+    });
+    let left_width = left.schema.fields().len();
+    let stream_key = match (&left.stream_key, &right.stream_key) {
+        (Some(l), Some(r)) => Some(l.iter().copied().chain(r.iter().map(|k| k + left_width)).collect()),
+        _ => None,
+    };
+    let changelog = if join_type == StreamJoinType::Inner
+        && left.changelog == ChangelogMode::AppendOnly
+        && right.changelog == ChangelogMode::AppendOnly
+    {
+        ChangelogMode::AppendOnly
+    } else {
+        ChangelogMode::Retract
+    };
+    let spec = JoinSpec {
+        join_type,
+        on: j.on.clone(),
+        filter: j.filter.clone(),
+        null_equals_null: j.null_equality == NullEquality::NullEqualsNull,
+        time,
+    };
+    Ok(StreamPlan {
+        schema: std::sync::Arc::clone(&j.schema),
+        changelog,
+        stream_key,
+        node: StreamNode::Join { left: Box::new(left), right: Box::new(right), join: spec },
+    })
+}
+
+/// The event-time and `window_end` columns of `plan`'s output.
+pub fn time_columns(plan: &StreamPlan, catalog: &dyn SourceCatalog) -> Result<TimeColumns> {
+    Ok(match &plan.node {
+        StreamNode::Source { relation } => TimeColumns {
+            event_time: catalog.event_time_column(relation)?.into_iter().collect(),
+            window_end: vec![],
+        },
+        StreamNode::Filter { input, .. } => time_columns(input, catalog)?,
+        StreamNode::Project { input, exprs } => {
+            let inner = time_columns(input, catalog)?;
+            let mut out = TimeColumns::default();
+            for (i, e) in exprs.iter().enumerate() {
+                let Expr::Column(c) = unalias(e) else { continue };
+                let Some(k) = input.schema.maybe_index_of_column(c) else { continue };
+                if inner.event_time.contains(&k) {
+                    out.event_time.push(i);
+                }
+                if inner.window_end.contains(&k) {
+                    out.window_end.push(i);
+                }
+            }
+            out
+        }
+        StreamNode::WindowAssign { input, spec } => {
+            let n = plan.schema.fields().len();
+            let mut event_time = time_columns(input, catalog)?.event_time;
+            event_time.push(n - 1);
+            // A session's end moves as rows arrive: no window join on sessions (as in Flink).
+            let window_end = if spec.kind == WindowKind::Session { vec![] } else { vec![n - 2] };
+            TimeColumns { event_time, window_end }
+        }
+        StreamNode::Join { left, right, join: JoinSpec { time: Some(TimeBound::Interval { .. }), .. } } => {
+            let width = left.schema.fields().len();
+            let mut event_time = time_columns(left, catalog)?.event_time;
+            event_time.extend(time_columns(right, catalog)?.event_time.into_iter().map(|k| k + width));
+            TimeColumns { event_time, window_end: vec![] }
+        }
+        _ => TimeColumns::default(),
+    })
+}
+
+/// A window join: an equi-key pair of bare `window_end` columns of window TVFs.
+fn window_bound(
+    on: &[(Expr, Expr)],
+    left: &StreamPlan,
+    right: &StreamPlan,
+    left_times: &TimeColumns,
+    right_times: &TimeColumns,
+) -> Option<TimeBound> {
+    on.iter().find_map(|(l, r)| {
+        let (Expr::Column(l), Expr::Column(r)) = (unalias(l), unalias(r)) else { return None };
+        let l = left.schema.maybe_index_of_column(l)?;
+        let r = right.schema.maybe_index_of_column(r)?;
+        (left_times.window_end.contains(&l) && right_times.window_end.contains(&r))
+            .then_some(TimeBound::Window { left_end: l, right_end: r })
+    })
+}
+
+/// An interval join: conjuncts of `filter` bounding `left.t - right.t` from both sides for one
+/// pair of event-time attributes.
+fn interval_bound(
+    filter: &Expr,
+    schema: &DFSchema,
+    left_width: usize,
+    left_times: &TimeColumns,
+    right_times: &TimeColumns,
+) -> Option<TimeBound> {
+    // (left column, right column) → (lower, upper) bounds of left - right, in ns.
+    let mut bounds: Vec<((usize, usize), Option<i128>, Option<i128>)> = Vec::new();
+    let mut add = |lhs: &Expr, op: Operator, rhs: &Expr| {
+        let (Some((a, a_ns)), Some((b, b_ns))) = (linear(lhs, schema), linear(rhs, schema)) else { return };
+        // Normalise to `left + x op right + y`, i.e. `left - right op y - x`.
+        let (pair, op, k) = match (a < left_width, b < left_width) {
+            (true, false) => ((a, b - left_width), op, b_ns - a_ns),
+            (false, true) => ((b, a - left_width), flip(op), a_ns - b_ns),
+            _ => return,
+        };
+        if !left_times.event_time.contains(&pair.0) || !right_times.event_time.contains(&pair.1) {
+            return;
+        }
+        let slot = match bounds.iter().position(|(p, _, _)| *p == pair) {
+            Some(i) => i,
+            None => {
+                bounds.push((pair, None, None));
+                bounds.len() - 1
+            }
+        };
+        let (_, lower, upper) = &mut bounds[slot];
+        match op {
+            Operator::GtEq => *lower = Some(lower.map_or(k, |l| l.max(k))),
+            Operator::Gt => *lower = Some(lower.map_or(k + 1, |l| l.max(k + 1))),
+            Operator::LtEq => *upper = Some(upper.map_or(k, |u| u.min(k))),
+            Operator::Lt => *upper = Some(upper.map_or(k - 1, |u| u.min(k - 1))),
+            _ => {}
+        }
+    };
+    for conjunct in datafusion::logical_expr::utils::split_conjunction(filter) {
+        match conjunct {
+            Expr::BinaryExpr(BinaryExpr { left, op, right })
+                if matches!(op, Operator::Gt | Operator::GtEq | Operator::Lt | Operator::LtEq) =>
+            {
+                add(left, *op, right)
+            }
+            Expr::Between(Between { expr, negated: false, low, high }) => {
+                add(expr, Operator::GtEq, low);
+                add(expr, Operator::LtEq, high);
+            }
+            _ => {}
+        }
+    }
+    bounds.into_iter().find_map(|((l, r), lower, upper)| {
+        // Times are whole ms: a lower bound rounds up, an upper bound down.
+        let lower_ms = i64::try_from(lower?.div_euclid(1_000_000) + i128::from(lower?.rem_euclid(1_000_000) != 0)).ok()?;
+        let upper_ms = i64::try_from(upper?.div_euclid(1_000_000)).ok()?;
+        Some(TimeBound::Interval { left_time: l, right_time: r, lower_ms, upper_ms })
+    })
+}
+
+/// `a op b` as `b flip(op) a`.
+fn flip(op: Operator) -> Operator {
+    match op {
+        Operator::Gt => Operator::Lt,
+        Operator::GtEq => Operator::LtEq,
+        Operator::Lt => Operator::Gt,
+        Operator::LtEq => Operator::GtEq,
+        other => other,
+    }
+}
+
+/// `e` as `column + offset` (column index in `schema`, offset in ns) when it is a bare column
+/// plus or minus constant intervals.
+fn linear(e: &Expr, schema: &DFSchema) -> Option<(usize, i128)> {
+    match unalias(e) {
+        Expr::Column(c) => Some((schema.maybe_index_of_column(c)?, 0)),
+        Expr::Cast(c) if matches!(c.field.data_type(), arrow::datatypes::DataType::Timestamp(..)) => {
+            linear(&c.expr, schema)
+        }
+        Expr::BinaryExpr(BinaryExpr { left, op: Operator::Plus, right }) => match (linear(left, schema), right.as_ref()) {
+            (Some((c, ns)), Expr::Literal(v, _)) => Some((c, ns + interval_ns(v)?)),
+            (None, _) => {
+                let Expr::Literal(v, _) = left.as_ref() else { return None };
+                let (c, ns) = linear(right, schema)?;
+                Some((c, ns + interval_ns(v)?))
+            }
+            _ => None,
+        },
+        Expr::BinaryExpr(BinaryExpr { left, op: Operator::Minus, right }) => {
+            let (c, ns) = linear(left, schema)?;
+            let Expr::Literal(v, _) = right.as_ref() else { return None };
+            Some((c, ns - interval_ns(v)?))
+        }
+        _ => None,
+    }
+}
+
+/// A constant interval of fixed length, in ns (months have no fixed length).
+fn interval_ns(v: &ScalarValue) -> Option<i128> {
+    const DAY_NS: i128 = 86_400_000_000_000;
+    Some(match v {
+        ScalarValue::IntervalMonthDayNano(Some(x)) if x.months == 0 => {
+            i128::from(x.days) * DAY_NS + i128::from(x.nanoseconds)
+        }
+        ScalarValue::IntervalDayTime(Some(x)) => {
+            i128::from(x.days) * DAY_NS + i128::from(x.milliseconds) * 1_000_000
+        }
+        ScalarValue::IntervalYearMonth(Some(0)) => 0,
+        ScalarValue::DurationSecond(Some(x)) => i128::from(*x) * 1_000_000_000,
+        ScalarValue::DurationMillisecond(Some(x)) => i128::from(*x) * 1_000_000,
+        ScalarValue::DurationMicrosecond(Some(x)) => i128::from(*x) * 1_000,
+        ScalarValue::DurationNanosecond(Some(x)) => i128::from(*x),
+        _ => return None,
+    })
+}
+
+fn unalias(e: &Expr) -> &Expr {
+    match e {
+        Expr::Alias(a) => unalias(&a.expr),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn interval(lower_ms: i64, upper_ms: i64) -> TimeBound {
+        TimeBound::Interval { left_time: 0, right_time: 0, lower_ms, upper_ms }
+    }
+
+    #[test]
+    fn symmetric_interval_offsets() {
+        // |l - r| <= 5 s: late 5 s behind W, kept until 10 s behind, output delayed 10 s.
+        let b = interval(-5_000, 5_000);
+        assert_eq!((b.late_offset_ms(0), b.late_offset_ms(1)), (-5_000, -5_000));
+        assert_eq!((b.keep_offset_ms(0), b.keep_offset_ms(1)), (-10_000, -10_000));
+        assert_eq!(b.output_delay_ms(), 10_000);
+    }
+
+    #[test]
+    fn one_sided_interval_never_calls_rows_ahead_of_the_watermark_late() {
+        // r.t + 1 s <= l.t <= r.t + 5 s.
+        let b = interval(1_000, 5_000);
+        assert_eq!((b.late_offset_ms(0), b.late_offset_ms(1)), (0, -5_000));
+        // Left rows stay while a right row 5 s behind W may come: t > W - 4 s.
+        assert_eq!(b.keep_offset_ms(0), -4_000);
+        assert_eq!(b.keep_offset_ms(1), -5_000);
+        // A dropped row is always late, so its retraction never meets missing state.
+        for side in 0..2 {
+            assert!(b.keep_offset_ms(side) <= b.late_offset_ms(side));
+        }
+    }
+
+    #[test]
+    fn window_closes_at_window_time() {
+        let b = TimeBound::Window { left_end: 0, right_end: 0 };
+        assert_eq!((b.late_offset_ms(0), b.keep_offset_ms(1), b.output_delay_ms()), (1, 1, 0));
+    }
+}

@@ -1,0 +1,594 @@
+//! Join: the stream join of two changelogs (SQL.md "Joins"), regular, interval or window, as
+//! planned by [`crate::plan::join`]. Flink's StreamingJoinOperator, with the state cleaning of
+//! its TimeIntervalJoin and WindowJoinOperator.
+//!
+//! # Rule
+//! The output is the join of every row received so far that was not late, kept up to date:
+//! an input row with op `+I`/`+U` adds one copy of the row, `-D`/`-U` removes one, and the
+//! operator emits `+I` (or `-D`) for each pair it forms with the stored rows of the other input
+//! that have the same join key and pass the residual condition (one pair per stored copy).
+//! Changelog: any in → retract out, `+I` and `-D` only (an update of an input row becomes a
+//! retraction and an insertion); INNER of append-only inputs is append-only.
+//!
+//! # Outer joins
+//! Each stored row of a side whose unmatched rows are NULL-padded (left of LEFT, right of
+//! RIGHT, both of FULL) carries its degree: the number of rows of the other input it matches
+//! (with their copies). A row with no match is emitted padded at once. When a row's degree goes
+//! from 0 to 1 its padded row is retracted, before the joined rows; when it goes back to 0 the
+//! padded row is emitted again, after the retracted joined rows. So a view keyed by both
+//! sides' stream keys always sees a delete before an insert of the same key.
+//!
+//! # NULL keys
+//! A row with a NULL in its join key never matches (SQL), unless the keys are compared with
+//! `IS NOT DISTINCT FROM`. Such a row is not stored: an outer side emits (or retracts) its
+//! padded row, an inner side drops it. A row with a NULL event time in a time-bounded join
+//! likewise never matches.
+//!
+//! # State
+//! - `left`, `right`: one table per input, key = join key ++ row (memcomparable codec), value
+//!   = count of copies (i64) ++ degree (i64; 0 where the side is not padded). Cached whole in
+//!   memory. A row leaves when its last copy is retracted.
+//! - `watermark`: both inputs' watermarks and the late-row count, so both survive a restart.
+//!
+//! A regular join's state is freed only by retractions (state TTL is future work). An
+//! interval or window join frees rows by the watermark, the minimum of both inputs' (see
+//! [`TimeBound`] for which rows are late and which are dropped): rows that can no longer match
+//! leave the state (their padded rows, already emitted, are final), and rows arriving for an
+//! interval or window the watermark closed are late, dropped and counted in `num_late_rows`.
+//! The output watermark is the join's watermark minus [`TimeBound::output_delay_ms`].
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use arrow::array::{new_null_array, Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow::compute::{cast, take};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::physical_expr::PhysicalExpr;
+
+use crate::error::{Result, WeirError};
+use crate::plan::join::{StreamJoinType, TimeBound};
+use crate::runtime::changelog::{Op, StreamChunk};
+use crate::runtime::operator::{OpContext, Operator};
+use crate::state::{EpochWrites, RowCodec, StateTable, Store};
+
+/// The stable name of the left input's row table.
+pub const LEFT: &str = "left";
+/// The stable name of the right input's row table.
+pub const RIGHT: &str = "right";
+/// The stable name of the table holding the watermarks and the late-row count.
+pub const WATERMARK: &str = "watermark";
+
+/// Everything a join needs, built from a [`crate::plan::join::JoinSpec`].
+pub struct JoinOptions {
+    pub join_type: StreamJoinType,
+    /// Equi-join keys over the left input, pairwise equal to `right_keys`.
+    pub left_keys: Vec<Arc<dyn PhysicalExpr>>,
+    /// Equi-join keys over the right input.
+    pub right_keys: Vec<Arc<dyn PhysicalExpr>>,
+    /// The residual condition over left columns then right columns.
+    pub filter: Option<Arc<dyn PhysicalExpr>>,
+    /// NULL keys match each other (`IS NOT DISTINCT FROM`).
+    pub null_equals_null: bool,
+    pub time: Option<TimeBound>,
+    pub left_schema: SchemaRef,
+    pub right_schema: SchemaRef,
+    /// Output schema: left columns then right columns.
+    pub schema: SchemaRef,
+}
+
+/// One input's configuration and state.
+struct Side {
+    /// Join key expressions over this input.
+    keys: Vec<Arc<dyn PhysicalExpr>>,
+    /// This input's schema.
+    schema: SchemaRef,
+    /// Codec of a whole row of this input.
+    row_codec: RowCodec,
+    /// Unmatched rows of this input are emitted NULL-padded.
+    outer: bool,
+    /// Join key ++ row → count ++ degree.
+    rows: StateTable,
+    /// Time-bounded joins: the stored rows by event time (ms) and state key.
+    by_time: BTreeSet<(i64, Vec<u8>)>,
+}
+
+/// A stored row of the other input met while processing one chunk.
+struct Entry {
+    /// Join key ++ row.
+    state_key: Vec<u8>,
+    /// Length of the join key prefix of `state_key`, bytes.
+    key_len: usize,
+    /// Copies of the row.
+    count: i64,
+    /// Rows of the processing input it matches (padded sides only).
+    degree: i64,
+    /// The degree changed in this chunk.
+    touched: bool,
+}
+
+/// What to do with one input row.
+enum Class {
+    /// Late: dropped and counted.
+    Late,
+    /// Never matches (NULL key or time): padded or dropped.
+    Alone,
+    /// Probes the other input with this join key.
+    Probe(Vec<u8>),
+}
+
+/// The stream join; see the module docs.
+pub struct Join {
+    /// Left input then right input.
+    sides: [Side; 2],
+    /// Codec of the join key (the left keys' types; right keys are cast to them).
+    key_codec: RowCodec,
+    null_equals_null: bool,
+    filter: Option<Arc<dyn PhysicalExpr>>,
+    /// The schema the filter is evaluated on: left then right columns, all nullable.
+    pair_schema: SchemaRef,
+    /// Output schema.
+    schema: SchemaRef,
+    time: Option<TimeBound>,
+    /// Each input's watermark, ms; `None` before its first.
+    watermarks: [Option<i64>; 2],
+    /// Rows dropped because they were late (time-bounded joins).
+    num_late_rows: u64,
+    meta: StateTable,
+}
+
+impl Join {
+    /// A join with its state tables from `state_table(name)`, loaded from `store`.
+    ///
+    /// # Errors
+    /// `Internal` when the key lists differ in length; `Unsupported` for column types the state
+    /// codec cannot store; `Storage` for corrupt state.
+    pub fn try_new(opts: JoinOptions, state_table: &mut dyn FnMut(&str) -> u32, store: &Store) -> Result<Self> {
+        if opts.left_keys.len() != opts.right_keys.len() {
+            return Err(WeirError::internal("join: left and right key lists differ in length"));
+        }
+        let key_types = opts
+            .left_keys
+            .iter()
+            .map(|e| Ok(e.data_type(&opts.left_schema)?))
+            .collect::<Result<Vec<_>>>()?;
+        let key_codec = RowCodec::try_new(key_types)?;
+        let side = |keys, schema: SchemaRef, outer, table: u32| -> Result<Side> {
+            let types = schema.fields().iter().map(|f| f.data_type().clone()).collect();
+            Ok(Side {
+                keys,
+                row_codec: RowCodec::try_new(types)?,
+                schema,
+                outer,
+                rows: StateTable::cached(table, store)?,
+                by_time: BTreeSet::new(),
+            })
+        };
+        let left = side(opts.left_keys, Arc::clone(&opts.left_schema), opts.join_type.left_outer(), state_table(LEFT))?;
+        let right =
+            side(opts.right_keys, Arc::clone(&opts.right_schema), opts.join_type.right_outer(), state_table(RIGHT))?;
+        let pair_schema = Arc::new(Schema::new(
+            opts.left_schema
+                .fields()
+                .iter()
+                .chain(opts.right_schema.fields().iter())
+                .map(|f| Field::new(f.name(), f.data_type().clone(), true))
+                .collect::<Vec<_>>(),
+        ));
+        let meta = StateTable::new(state_table(WATERMARK));
+        let (watermarks, num_late_rows) = decode_meta(meta.get(store, b"")?.as_deref())?;
+        let mut op = Self {
+            sides: [left, right],
+            key_codec,
+            null_equals_null: opts.null_equals_null,
+            filter: opts.filter,
+            pair_schema,
+            schema: opts.schema,
+            time: opts.time,
+            watermarks,
+            num_late_rows,
+            meta,
+        };
+        op.index_times(0)?;
+        op.index_times(1)?;
+        Ok(op)
+    }
+
+    /// The join's watermark: the minimum of its inputs', once both have one.
+    fn watermark(&self) -> Option<i64> {
+        Some(self.watermarks[0]?.min(self.watermarks[1]?))
+    }
+
+    /// Rebuilds the time index of input `s` from its stored rows.
+    fn index_times(&mut self, s: usize) -> Result<()> {
+        let Some(time) = self.time else { return Ok(()) };
+        let side = &mut self.sides[s];
+        let keys: Vec<Vec<u8>> = side.rows.prefix_iter(&[]).map(|(k, _)| k.clone()).collect();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let mut key_decoder = self.key_codec.decoder(keys.len());
+        let mut row_decoder = side.row_codec.decoder(keys.len());
+        for k in &keys {
+            let key_len = key_decoder.append(k)?;
+            row_decoder.append(&k[key_len..])?;
+        }
+        let times = times_ms(&row_decoder.finish()?[time.time_column(s)])?;
+        for (k, t) in keys.into_iter().zip(times) {
+            if let Some(t) = t {
+                side.by_time.insert((t, k));
+            }
+        }
+        Ok(())
+    }
+
+    /// The encoded join key of every row of `batch` (input `s`); `None` where it never matches.
+    fn keys(&self, s: usize, batch: &RecordBatch) -> Result<Vec<Option<Vec<u8>>>> {
+        let n = batch.num_rows();
+        let cols = self.sides[s]
+            .keys
+            .iter()
+            .zip(self.key_codec.types())
+            .map(|(e, t)| {
+                let a = e.evaluate(batch)?.into_array(n)?;
+                Ok(if a.data_type() == t { a } else { cast(&a, t)? })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let prepared = self.key_codec.prepare(&cols)?;
+        Ok((0..n)
+            .map(|i| {
+                if !self.null_equals_null && cols.iter().any(|c| c.is_null(i)) {
+                    return None;
+                }
+                let mut key = Vec::with_capacity(9 * cols.len());
+                self.key_codec.encode_row(&prepared, i, &mut key);
+                Some(key)
+            })
+            .collect())
+    }
+
+    fn save_meta(&mut self) {
+        let mut v = Vec::with_capacity(26);
+        for w in self.watermarks {
+            v.push(w.is_some() as u8);
+            v.extend_from_slice(&w.unwrap_or(0).to_le_bytes());
+        }
+        v.extend_from_slice(&self.num_late_rows.to_le_bytes());
+        self.meta.put(Vec::new(), v);
+    }
+
+    /// Drops the stored rows that can no longer match, now that the watermark is `w`.
+    fn clean(&mut self, w: i64) {
+        let Some(time) = self.time else { return };
+        for (s, side) in self.sides.iter_mut().enumerate() {
+            let limit = w.saturating_add(time.keep_offset_ms(s));
+            let kept = side.by_time.split_off(&(limit.saturating_add(1), Vec::new()));
+            for (_, key) in std::mem::replace(&mut side.by_time, kept) {
+                side.rows.delete(key);
+            }
+        }
+    }
+}
+
+impl Operator for Join {
+    fn name(&self) -> &'static str {
+        match self.time {
+            None => "Join",
+            Some(TimeBound::Interval { .. }) => "IntervalJoin",
+            Some(TimeBound::Window { .. }) => "WindowJoin",
+        }
+    }
+
+    fn state_tables(&self) -> &'static [&'static str] {
+        &[LEFT, RIGHT, WATERMARK]
+    }
+
+    fn process_batch(&mut self, input: usize, chunk: StreamChunk, ctx: &OpContext<'_>) -> Result<Option<StreamChunk>> {
+        let s = side_index(input)?;
+        let o = 1 - s;
+        let n = chunk.len();
+        if n == 0 {
+            return Ok(None);
+        }
+        let keys = self.keys(s, &chunk.batch)?;
+        let times = match self.time {
+            Some(t) => Some(times_ms(chunk.batch.column(t.time_column(s)))?),
+            None => None,
+        };
+        let late_limit = match (self.time, self.watermark()) {
+            (Some(t), Some(w)) => Some(w.saturating_add(t.late_offset_ms(s))),
+            _ => None,
+        };
+        let mut num_late = 0;
+        let classes: Vec<Class> = keys
+            .into_iter()
+            .enumerate()
+            .map(|(i, key)| match (key, times.as_ref().map(|t| t[i])) {
+                (_, Some(None)) => Class::Alone,
+                (_, Some(Some(t))) if late_limit.is_some_and(|l| t <= l) => {
+                    num_late += 1;
+                    Class::Late
+                }
+                (None, _) => Class::Alone,
+                (Some(k), _) => Class::Probe(k),
+            })
+            .collect();
+
+        // The other input's rows with the keys of this chunk, each once; and the candidate
+        // pairs, grouped by input row: row i's are cand_end[i - 1]..cand_end[i].
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut ranges: HashMap<&[u8], (usize, usize)> = HashMap::new();
+        let (mut cand_rows, mut cand_entries) = (Vec::<u32>::new(), Vec::<u32>::new());
+        let mut cand_end = Vec::with_capacity(n);
+        for (i, class) in classes.iter().enumerate() {
+            if let Class::Probe(key) = class {
+                let (start, end) = match ranges.get(key.as_slice()) {
+                    Some(r) => *r,
+                    None => {
+                        let start = entries.len();
+                        for (state_key, value) in self.sides[o].rows.prefix_iter(key) {
+                            let (count, degree) = decode_entry(value)?;
+                            entries.push(Entry {
+                                state_key: state_key.clone(),
+                                key_len: key.len(),
+                                count,
+                                degree,
+                                touched: false,
+                            });
+                        }
+                        ranges.insert(key, (start, entries.len()));
+                        (start, entries.len())
+                    }
+                };
+                for e in start..end {
+                    cand_rows.push(i as u32);
+                    cand_entries.push(e as u32);
+                }
+            }
+            cand_end.push(cand_rows.len());
+        }
+        let other_cols = {
+            let mut decoder = self.sides[o].row_codec.decoder(entries.len());
+            for e in &entries {
+                decoder.append(&e.state_key[e.key_len..])?;
+            }
+            decoder.finish()?
+        };
+        let passes = self.eval_filter(s, &chunk.batch, &other_cols, &cand_rows, &cand_entries)?;
+
+        // Output rows: (op, row of this chunk, entry of the other input); None is NULL-padded.
+        let mut out: Vec<(Op, Option<u32>, Option<u32>)> = Vec::new();
+        let (this_outer, other_outer) = (self.sides[s].outer, self.sides[o].outer);
+        let rows = self.sides[s].row_codec.encode_rows(chunk.columns(), n)?;
+        for (i, class) in classes.iter().enumerate() {
+            let sign = chunk.ops[i].sign();
+            let op = if sign > 0 { Op::Insert } else { Op::Delete };
+            let key = match class {
+                Class::Late => continue,
+                Class::Alone => {
+                    if this_outer {
+                        out.push((op, Some(i as u32), None));
+                    }
+                    continue;
+                }
+                Class::Probe(key) => key,
+            };
+            let first = if i == 0 { 0 } else { cand_end[i - 1] };
+            let matched: Vec<usize> =
+                (first..cand_end[i]).filter(|c| passes[*c]).map(|c| cand_entries[c] as usize).collect();
+            let total: i64 = matched.iter().map(|e| entries[*e].count).sum();
+            if other_outer && sign > 0 {
+                for &e in &matched {
+                    if entries[e].degree == 0 {
+                        push_copies(&mut out, entries[e].count, (Op::Delete, None, Some(e as u32)));
+                    }
+                }
+            }
+            for &e in &matched {
+                push_copies(&mut out, entries[e].count, (op, Some(i as u32), Some(e as u32)));
+            }
+            if this_outer && total == 0 {
+                out.push((op, Some(i as u32), None));
+            }
+            if other_outer {
+                for &e in &matched {
+                    let entry = &mut entries[e];
+                    entry.degree += sign;
+                    entry.touched = true;
+                    if entry.degree < 0 {
+                        return Err(WeirError::internal("join: a row lost more matches than it had"));
+                    }
+                    if sign < 0 && entry.degree == 0 {
+                        push_copies(&mut out, entry.count, (Op::Insert, None, Some(e as u32)));
+                    }
+                }
+            }
+            // This row's own copy count.
+            let side = &mut self.sides[s];
+            let mut state_key = key.clone();
+            state_key.extend_from_slice(&rows[i]);
+            let count = match side.rows.get(ctx.store, &state_key)? {
+                Some(v) => decode_entry(&v)?.0,
+                None => 0,
+            } + sign;
+            let time = times.as_ref().and_then(|t| t[i]);
+            if count < 0 {
+                return Err(WeirError::internal("join: retraction of a row the join does not hold"));
+            } else if count == 0 {
+                if let Some(t) = time {
+                    side.by_time.remove(&(t, state_key.clone()));
+                }
+                side.rows.delete(state_key);
+            } else {
+                if let Some(t) = time {
+                    side.by_time.insert((t, state_key.clone()));
+                }
+                side.rows.put(state_key, encode_entry(count, if this_outer { total } else { 0 }));
+            }
+        }
+        for e in entries.iter().filter(|e| e.touched) {
+            self.sides[o].rows.put(e.state_key.clone(), encode_entry(e.count, e.degree));
+        }
+        if num_late > 0 {
+            self.num_late_rows += num_late;
+            self.save_meta();
+        }
+        if out.is_empty() {
+            return Ok(None);
+        }
+        self.output(s, &chunk.batch, &other_cols, out).map(Some)
+    }
+
+    /// Takes the minimum of both inputs' watermarks (none until both have one) and drops the
+    /// rows it makes unmatchable.
+    fn on_watermark(&mut self, input: usize, watermark_ms: i64, _ctx: &OpContext<'_>) -> Result<(Option<StreamChunk>, Option<i64>)> {
+        let s = side_index(input)?;
+        let before = self.watermark();
+        if self.watermarks[s].is_none_or(|w| watermark_ms > w) {
+            self.watermarks[s] = Some(watermark_ms);
+            self.save_meta();
+        }
+        let Some(w) = self.watermark() else { return Ok((None, None)) };
+        if before != Some(w) {
+            self.clean(w);
+        }
+        let delay = self.time.map_or(0, |t| t.output_delay_ms());
+        Ok((None, Some(w.saturating_sub(delay))))
+    }
+
+    fn num_late_rows(&self) -> u64 {
+        self.num_late_rows
+    }
+
+    fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
+        for side in &mut self.sides {
+            side.rows.flush(writes);
+        }
+        self.meta.flush(writes);
+        Ok(())
+    }
+}
+
+impl Join {
+    /// Whether each candidate pair (row `cand_rows[j]` of this chunk from input `s`, entry
+    /// `cand_entries[j]` of the other input) passes the residual condition.
+    fn eval_filter(
+        &self,
+        s: usize,
+        batch: &RecordBatch,
+        other_cols: &[ArrayRef],
+        cand_rows: &[u32],
+        cand_entries: &[u32],
+    ) -> Result<Vec<bool>> {
+        let Some(filter) = &self.filter else { return Ok(vec![true; cand_rows.len()]) };
+        if cand_rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let this = take_all(batch.columns(), &UInt32Array::from(cand_rows.to_vec()))?;
+        let other = take_all(other_cols, &UInt32Array::from(cand_entries.to_vec()))?;
+        let cols = if s == 0 { [this, other].concat() } else { [other, this].concat() };
+        let pairs = RecordBatch::try_new_with_options(
+            Arc::clone(&self.pair_schema),
+            conform(cols, &self.pair_schema)?,
+            &RecordBatchOptions::new().with_row_count(Some(cand_rows.len())),
+        )?;
+        let mask = filter.evaluate(&pairs)?.into_array(cand_rows.len())?;
+        let mask = mask
+            .as_any()
+            .downcast_ref::<BooleanArray>()
+            .ok_or_else(|| WeirError::internal(format!("join condition returned {}", mask.data_type())))?;
+        Ok((0..mask.len()).map(|j| mask.is_valid(j) && mask.value(j)).collect())
+    }
+
+    /// Assembles the output chunk of `out` (see `process_batch`), for a chunk of input `s`.
+    fn output(
+        &self,
+        s: usize,
+        batch: &RecordBatch,
+        other_cols: &[ArrayRef],
+        out: Vec<(Op, Option<u32>, Option<u32>)>,
+    ) -> Result<StreamChunk> {
+        let len = out.len();
+        let mut ops = Vec::with_capacity(len);
+        let mut this_idx = Vec::with_capacity(len);
+        let mut other_idx = Vec::with_capacity(len);
+        for (op, this, other) in out {
+            ops.push(op);
+            this_idx.push(this);
+            other_idx.push(other);
+        }
+        let this = take_all(batch.columns(), &UInt32Array::from(this_idx))?;
+        let other_schema = &self.sides[1 - s].schema;
+        let other = if other_idx.iter().all(Option::is_none) {
+            other_schema.fields().iter().map(|f| new_null_array(f.data_type(), len)).collect()
+        } else {
+            take_all(other_cols, &UInt32Array::from(other_idx))?
+        };
+        let cols = if s == 0 { [this, other].concat() } else { [other, this].concat() };
+        let batch = RecordBatch::try_new_with_options(
+            Arc::clone(&self.schema),
+            conform(cols, &self.schema)?,
+            &RecordBatchOptions::new().with_row_count(Some(len)),
+        )?;
+        Ok(StreamChunk::new(ops, batch))
+    }
+}
+
+fn side_index(input: usize) -> Result<usize> {
+    if input > 1 {
+        return Err(WeirError::internal(format!("join has two inputs, got input {input}")));
+    }
+    Ok(input)
+}
+
+fn push_copies(out: &mut Vec<(Op, Option<u32>, Option<u32>)>, count: i64, row: (Op, Option<u32>, Option<u32>)) {
+    for _ in 0..count {
+        out.push(row);
+    }
+}
+
+fn take_all(cols: &[ArrayRef], idx: &UInt32Array) -> Result<Vec<ArrayRef>> {
+    Ok(cols.iter().map(|c| take(c.as_ref(), idx, None)).collect::<std::result::Result<_, _>>()?)
+}
+
+/// Casts columns whose type differs from `schema`'s.
+fn conform(cols: Vec<ArrayRef>, schema: &Schema) -> Result<Vec<ArrayRef>> {
+    cols.into_iter()
+        .zip(schema.fields())
+        .map(|(c, f)| Ok(if c.data_type() == f.data_type() { c } else { cast(&c, f.data_type())? }))
+        .collect()
+}
+
+/// Event times of a timestamp column, ms.
+fn times_ms(col: &ArrayRef) -> Result<Vec<Option<i64>>> {
+    let ms = cast(col, &DataType::Timestamp(TimeUnit::Millisecond, None))?;
+    let ms = cast(&ms, &DataType::Int64)?;
+    let ms = ms
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .ok_or_else(|| WeirError::internal("event time did not cast to BIGINT"))?;
+    Ok(ms.iter().collect())
+}
+
+fn encode_entry(count: i64, degree: i64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(16);
+    v.extend_from_slice(&count.to_le_bytes());
+    v.extend_from_slice(&degree.to_le_bytes());
+    v
+}
+
+fn decode_entry(v: &[u8]) -> Result<(i64, i64)> {
+    let corrupt = || WeirError::storage("corrupt join state entry");
+    let count = i64::from_le_bytes(v.get(..8).ok_or_else(corrupt)?.try_into().map_err(|_| corrupt())?);
+    let degree = i64::from_le_bytes(v.get(8..16).ok_or_else(corrupt)?.try_into().map_err(|_| corrupt())?);
+    Ok((count, degree))
+}
+
+/// The watermarks and late-row count of the `watermark` table (none when it is empty).
+fn decode_meta(v: Option<&[u8]>) -> Result<([Option<i64>; 2], u64)> {
+    let Some(v) = v else { return Ok(([None, None], 0)) };
+    if v.len() != 26 {
+        return Err(WeirError::storage("corrupt join watermark state"));
+    }
+    let wm = |at: usize| (v[at] == 1).then(|| i64::from_le_bytes(v[at + 1..at + 9].try_into().expect("8 bytes")));
+    Ok(([wm(0), wm(9)], u64::from_le_bytes(v[18..26].try_into().expect("8 bytes"))))
+}

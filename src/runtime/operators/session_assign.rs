@@ -1,0 +1,311 @@
+//! SessionAssign: the streaming side of SESSION windows.
+//!
+//! Keeps the rows of open sessions per partition (PARTITION BY columns, or one partition for
+//! all rows) and gives each row its session `[first row, last row + gap)`. When a row extends or
+//! bridges sessions, the rows whose session changed are retracted with the old window and
+//! re-emitted with the new one (`-U`/`+U`), so a GROUP BY window_start, window_end downstream
+//! follows merges. A row is late when its own session would already be closed, `t + gap - 1 <=
+//! watermark` (Flink's merging window operator): it is dropped and counted. When the watermark
+//! reaches a session's `window_time` (`end - 1`) the session is closed and its rows leave state;
+//! a later row within its gap starts a new session, as in Flink.
+//!
+//! Changelog mode: any in → retract out.
+//!
+//! # State
+//! - `rows`: partition key ++ time (memcomparable i64) ++ row → count (cached whole).
+//! - `watermark`: the watermark and the late-row count.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, RecordBatch, TimestampMillisecondArray};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
+
+use crate::error::{Result, WeirError};
+use crate::plan::window::{sessions_of, windowed_rows, WindowSpec};
+use crate::runtime::changelog::{Op, StreamChunk};
+use crate::runtime::operator::{OpContext, Operator};
+use crate::runtime::operators::materialize::decode_count;
+use crate::state::codec::{decode_i64, encode_i64};
+use crate::state::{EpochWrites, RowCodec, StateTable, Store};
+
+/// The stable name of the open-session rows table.
+pub const ROWS: &str = "rows";
+/// The stable name of the watermark table.
+pub const WATERMARK: &str = "watermark";
+
+/// Assigns session windows; see the module docs.
+pub struct SessionAssign {
+    spec: WindowSpec,
+    /// Output schema: input columns then the three window columns.
+    schema: SchemaRef,
+    /// Input schema.
+    input_schema: SchemaRef,
+    /// Codec of a whole input row.
+    row_codec: RowCodec,
+    /// Codec of the partition key (empty for a global session).
+    key_codec: Option<RowCodec>,
+    rows: StateTable,
+    meta: StateTable,
+    /// The watermark, ms; `None` before the first.
+    watermark_ms: Option<i64>,
+    /// Rows dropped as late.
+    num_late_rows: u64,
+}
+
+/// One stored row: its time and encoded contents, with its count.
+struct Member {
+    time: i64,
+    row: Vec<u8>,
+    count: i64,
+}
+
+impl SessionAssign {
+    /// A session assigner for `spec` over rows of `input_schema`, producing `schema`.
+    pub fn try_new(
+        spec: WindowSpec,
+        input_schema: SchemaRef,
+        schema: SchemaRef,
+        state_table: &mut dyn FnMut(&str) -> u32,
+        store: &Store,
+    ) -> Result<Self> {
+        let types: Vec<DataType> = input_schema.fields().iter().map(|f| f.data_type().clone()).collect();
+        let key_codec = if spec.partition_by.is_empty() {
+            None
+        } else {
+            Some(RowCodec::try_new(spec.partition_by.iter().map(|i| types[*i].clone()).collect())?)
+        };
+        let meta = StateTable::new(state_table(WATERMARK));
+        let (watermark_ms, num_late_rows) = match meta.get(store, b"")? {
+            Some(v) if v.len() == 17 => (
+                (v[0] == 1).then(|| i64::from_le_bytes(v[1..9].try_into().expect("8 bytes"))),
+                u64::from_le_bytes(v[9..17].try_into().expect("8 bytes")),
+            ),
+            Some(_) => return Err(WeirError::storage("corrupt session watermark state")),
+            None => (None, 0),
+        };
+        Ok(Self {
+            row_codec: RowCodec::try_new(types)?,
+            key_codec,
+            rows: StateTable::cached(state_table(ROWS), store)?,
+            meta,
+            spec,
+            schema,
+            input_schema,
+            watermark_ms,
+            num_late_rows,
+        })
+    }
+
+    fn save_meta(&mut self) {
+        let mut v = Vec::with_capacity(17);
+        v.push(self.watermark_ms.is_some() as u8);
+        v.extend_from_slice(&self.watermark_ms.unwrap_or(0).to_le_bytes());
+        v.extend_from_slice(&self.num_late_rows.to_le_bytes());
+        self.meta.put(Vec::new(), v);
+    }
+
+    /// The rows of partition `key`, in time order, each with its session.
+    fn members(&self, key: &[u8]) -> (Vec<Member>, Vec<(i64, i64)>) {
+        let members: Vec<Member> = self
+            .rows
+            .prefix_iter(key)
+            .map(|(k, v)| Member {
+                time: decode_i64(k[key.len()..key.len() + 8].try_into().expect("8 bytes")),
+                row: k[key.len() + 8..].to_vec(),
+                count: decode_count(v).unwrap_or(0),
+            })
+            .collect();
+        let times: Vec<i64> = members.iter().map(|m| m.time).collect();
+        let sessions = sessions_of(&times, self.spec.size_ms);
+        (members, sessions)
+    }
+
+    fn entry_key(key: &[u8], time: i64, row: &[u8]) -> Vec<u8> {
+        let mut k = Vec::with_capacity(key.len() + 8 + row.len());
+        k.extend_from_slice(key);
+        k.extend_from_slice(&encode_i64(time));
+        k.extend_from_slice(row);
+        k
+    }
+
+    /// Builds the output chunk from (op, encoded row, window).
+    fn output(&self, out: Vec<(Op, Vec<u8>, (i64, i64))>) -> Result<Option<StreamChunk>> {
+        if out.is_empty() {
+            return Ok(None);
+        }
+        let mut decoder = self.row_codec.decoder(out.len());
+        for (_, row, _) in &out {
+            decoder.append(row)?;
+        }
+        let batch = RecordBatch::try_new(Arc::clone(&self.input_schema), decoder.finish()?)?;
+        let rows: Vec<u32> = (0..out.len() as u32).collect();
+        let windows: Vec<(i64, i64)> = out.iter().map(|o| o.2).collect();
+        let batch = windowed_rows(&batch, &self.schema, &rows, &windows)?;
+        Ok(Some(StreamChunk::new(out.into_iter().map(|o| o.0).collect(), batch)))
+    }
+}
+
+impl Operator for SessionAssign {
+    fn name(&self) -> &'static str {
+        "SessionAssign"
+    }
+
+    fn state_tables(&self) -> &'static [&'static str] {
+        &[ROWS, WATERMARK]
+    }
+
+    fn process_batch(
+        &mut self,
+        _input: usize,
+        chunk: StreamChunk,
+        ctx: &OpContext<'_>,
+    ) -> Result<Option<StreamChunk>> {
+        let n = chunk.len();
+        let times = cast(chunk.batch.column(self.spec.time_index), &DataType::Timestamp(TimeUnit::Millisecond, None))?;
+        let times = times
+            .as_any()
+            .downcast_ref::<TimestampMillisecondArray>()
+            .ok_or_else(|| WeirError::internal("session time column did not cast to TIMESTAMP(3)"))?
+            .clone();
+        let rows = self.row_codec.encode_rows(chunk.columns(), n)?;
+        let keys = match &self.key_codec {
+            Some(codec) => {
+                let cols: Vec<ArrayRef> =
+                    self.spec.partition_by.iter().map(|i| Arc::clone(chunk.batch.column(*i))).collect();
+                codec.encode_rows(&cols, n)?
+            }
+            None => vec![Vec::new(); n],
+        };
+        // Touched partitions and each one's sessions before this chunk.
+        let mut before: HashMap<Vec<u8>, BTreeMap<(i64, Vec<u8>), (i64, (i64, i64))>> = HashMap::new();
+        for key in &keys {
+            if !before.contains_key(key) {
+                let (members, sessions) = self.members(key);
+                let map = members
+                    .into_iter()
+                    .zip(sessions)
+                    .map(|(m, s)| ((m.time, m.row), (m.count, s)))
+                    .collect();
+                before.insert(key.clone(), map);
+            }
+        }
+        let mut late = 0;
+        for row in 0..n {
+            if times.is_null(row) {
+                continue;
+            }
+            let t = times.value(row);
+            if self.watermark_ms.is_some_and(|wm| t + self.spec.size_ms - 1 <= wm) {
+                // A retraction of a row of a closed session is dropped too, but not counted.
+                if chunk.ops[row].is_insert() {
+                    late += 1;
+                }
+                continue;
+            }
+            let entry = Self::entry_key(&keys[row], t, &rows[row]);
+            let count = match self.rows.get(ctx.store, &entry)? {
+                Some(v) => decode_count(&v)?,
+                None => 0,
+            } + chunk.ops[row].sign();
+            if count <= 0 {
+                self.rows.delete(entry);
+            } else {
+                self.rows.put(entry, count.to_le_bytes().to_vec());
+            }
+        }
+        if late > 0 {
+            self.num_late_rows += late;
+            self.save_meta();
+        }
+        // Diff each touched partition's (row, session) multiset.
+        let mut out = Vec::new();
+        for (key, old) in before {
+            let (members, sessions) = self.members(&key);
+            let new: BTreeMap<(i64, Vec<u8>), (i64, (i64, i64))> = members
+                .into_iter()
+                .zip(sessions)
+                .map(|(m, s)| ((m.time, m.row), (m.count, s)))
+                .collect();
+            let all: BTreeSet<&(i64, Vec<u8>)> = old.keys().chain(new.keys()).collect();
+            for id in all {
+                let (old_count, old_w) = old.get(id).copied().unwrap_or((0, (0, 0)));
+                let (new_count, new_w) = new.get(id).copied().unwrap_or((0, (0, 0)));
+                let row = &id.1;
+                if old_w == new_w || old_count == 0 || new_count == 0 {
+                    for _ in new_count..old_count {
+                        out.push((Op::Delete, row.clone(), old_w));
+                    }
+                    for _ in old_count..new_count {
+                        out.push((Op::Insert, row.clone(), new_w));
+                    }
+                    continue;
+                }
+                let both = old_count.min(new_count);
+                for _ in 0..both {
+                    out.push((Op::UpdateBefore, row.clone(), old_w));
+                    out.push((Op::UpdateAfter, row.clone(), new_w));
+                }
+                for _ in both..old_count {
+                    out.push((Op::Delete, row.clone(), old_w));
+                }
+                for _ in both..new_count {
+                    out.push((Op::Insert, row.clone(), new_w));
+                }
+            }
+        }
+        self.output(out)
+    }
+
+    fn on_watermark(
+        &mut self,
+        _input: usize,
+        watermark_ms: i64,
+        _ctx: &OpContext<'_>,
+    ) -> Result<(Option<StreamChunk>, Option<i64>)> {
+        if self.watermark_ms.is_some_and(|wm| watermark_ms <= wm) {
+            return Ok((None, Some(watermark_ms)));
+        }
+        self.watermark_ms = Some(watermark_ms);
+        self.save_meta();
+        // Close sessions whose window_time (end - 1) the watermark reached.
+        let mut partitions: BTreeSet<Vec<u8>> = BTreeSet::new();
+        match &self.key_codec {
+            None => {
+                partitions.insert(Vec::new());
+            }
+            Some(codec) => {
+                // Partition keys are self-delimiting: decode each entry's key to find its length.
+                for (k, _) in self.rows.prefix_iter(&[]) {
+                    let mut decoder = codec.decoder(1);
+                    let len = decoder.append(k)?;
+                    partitions.insert(k[..len].to_vec());
+                }
+            }
+        }
+        let mut closed = Vec::new();
+        for key in partitions {
+            let (members, sessions) = self.members(&key);
+            for (m, s) in members.iter().zip(sessions) {
+                if s.1 - 1 <= watermark_ms {
+                    closed.push(Self::entry_key(&key, m.time, &m.row));
+                }
+            }
+        }
+        for k in closed {
+            self.rows.delete(k);
+        }
+        Ok((None, Some(watermark_ms)))
+    }
+
+    fn num_late_rows(&self) -> u64 {
+        self.num_late_rows
+    }
+
+    fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
+        self.rows.flush(writes);
+        self.meta.flush(writes);
+        Ok(())
+    }
+}
