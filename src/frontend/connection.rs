@@ -77,9 +77,9 @@ impl Connection {
     /// A new connection with a fresh session.
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Self {
+            parser: Arc::new(StatementParser { db: Arc::clone(&shared.db) }),
             shared,
             session: Mutex::new(Session::default()),
-            parser: Arc::new(StatementParser),
         }
     }
 
@@ -103,16 +103,16 @@ impl Connection {
 
     async fn describe_statement(
         &self,
-        statement: &StoredStatement<String>,
+        statement: &StoredStatement<Prepared>,
     ) -> Result<StatementDescription> {
-        let parameters = params::parameter_types(&statement.statement, &statement.parameter_types);
+        let parameters = statement.statement.parameter_types(&statement.parameter_types);
         let fields = self
-            .describe_sql(&statement.statement, &Format::UnifiedText)
+            .describe_sql(&statement.statement.sql, &Format::UnifiedText)
             .await?;
         Ok(StatementDescription { parameters, fields })
     }
 
-    async fn describe_portal(&self, portal: &Portal<String>) -> Result<DescribePortalResponse> {
+    async fn describe_portal(&self, portal: &Portal<Prepared>) -> Result<DescribePortalResponse> {
         let sql = bound_sql(portal)?;
         let fields = self
             .describe_sql(&sql, &portal.result_column_format)
@@ -195,7 +195,7 @@ impl SimpleQueryHandler for Connection {
 
 #[async_trait]
 impl ExtendedQueryHandler for Connection {
-    type Statement = String;
+    type Statement = Prepared;
     type QueryParser = StatementParser;
 
     fn query_parser(&self) -> Arc<Self::QueryParser> {
@@ -254,38 +254,85 @@ impl ExtendedQueryHandler for Connection {
     }
 }
 
-/// Parse: a prepared statement is the text of exactly one statement (none for an empty query).
-#[derive(Debug, Default)]
-pub struct StatementParser;
+/// A prepared statement: the text of exactly one statement, with the parameter types the
+/// database inferred from it (`None` where it could not tell).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub sql: String,
+    pub inferred: Vec<Option<Type>>,
+}
+
+impl Prepared {
+    /// The parameter types: the client's declaration first, then the database's inference,
+    /// then what the text around each `$n` says, else text.
+    fn parameter_types(&self, declared: &[Option<Type>]) -> Vec<Type> {
+        let n = declared.len().max(self.inferred.len());
+        let merged: Vec<Option<Type>> = (0..n)
+            .map(|i| {
+                declared
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .filter(|t| *t != Type::UNKNOWN)
+                    .or_else(|| self.inferred.get(i).cloned().flatten())
+            })
+            .collect();
+        params::parameter_types(&self.sql, &merged)
+    }
+}
+
+/// Parse: turns a statement's text into a [`Prepared`] (none for an empty query).
+pub struct StatementParser {
+    db: Arc<Database>,
+}
+
+impl std::fmt::Debug for StatementParser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StatementParser")
+    }
+}
 
 #[async_trait]
 impl QueryParser for StatementParser {
-    type Statement = String;
+    type Statement = Prepared;
 
     async fn parse_sql<C>(
         &self,
         _client: &C,
         sql: &str,
         _types: &[Option<Type>],
-    ) -> PgWireResult<Option<String>>
+    ) -> PgWireResult<Option<Prepared>>
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
         let mut statements = split_statements(sql)?;
-        match statements.len() {
-            0 | 1 => Ok(statements.pop()),
-            _ => Err(FrontendError::MultipleStatements.into()),
-        }
+        let sql = match statements.len() {
+            0 => return Ok(None),
+            1 => statements.pop().expect("one statement"),
+            _ => return Err(FrontendError::MultipleStatements.into()),
+        };
+        // Inference is a hint: a statement it cannot plan is still prepared, its errors come
+        // at Describe or Execute.
+        let inferred = AssertUnwindSafe(self.db.parameter_types(&sql))
+            .catch_unwind()
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .unwrap_or_default()
+            .iter()
+            .map(|t| t.as_ref().map(encode::pg_type))
+            .collect();
+        Ok(Some(Prepared { sql, inferred }))
     }
 
-    fn get_parameter_types(&self, statement: &String) -> PgWireResult<Vec<Type>> {
-        Ok(params::parameter_types(statement, &[]))
+    fn get_parameter_types(&self, statement: &Prepared) -> PgWireResult<Vec<Type>> {
+        Ok(statement.parameter_types(&[]))
     }
 
     /// Unused: [`Connection`]'s `on_describe` asks the database, which needs the session.
     fn get_result_schema(
         &self,
-        _statement: &String,
+        _statement: &Prepared,
         _column_format: Option<&Format>,
     ) -> PgWireResult<Vec<FieldInfo>> {
         Ok(Vec::new())
@@ -320,11 +367,11 @@ impl DescribeResponse for StatementDescription {
 }
 
 /// The portal's statement with its bound parameters substituted.
-fn bound_sql(portal: &Portal<String>) -> Result<String> {
+fn bound_sql(portal: &Portal<Prepared>) -> Result<String> {
     let statement = &portal.statement;
-    let types = params::parameter_types(&statement.statement, &statement.parameter_types);
+    let types = statement.statement.parameter_types(&statement.parameter_types);
     params::bind(
-        &statement.statement,
+        &statement.statement.sql,
         &types,
         &portal.parameters,
         &portal.parameter_format,

@@ -1,6 +1,7 @@
 //! Planning: DataFusion logical plans rewritten into stream plans.
 pub mod join;
 pub mod planner;
+pub mod rank;
 pub mod stream_plan;
 pub mod window;
 

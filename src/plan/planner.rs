@@ -123,7 +123,10 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
             })
         }
         LogicalPlan::Projection(p) => {
-            let input = plan_stream(&p.input, catalog)?;
+            let input = match crate::plan::rank::plan_top_n(&p.input, Some(&p.expr), catalog)? {
+                Some(top_n) => top_n,
+                None => plan_stream(&p.input, catalog)?,
+            };
             let stream_key = remap_key(&input.stream_key, &p.expr, &input.schema);
             Ok(StreamPlan {
                 schema: Arc::clone(&p.schema),
@@ -133,6 +136,9 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
             })
         }
         LogicalPlan::Filter(f) => {
+            if let Some(top_n) = crate::plan::rank::plan_top_n(plan, None, catalog)? {
+                return Ok(top_n);
+            }
             let input = plan_stream(&f.input, catalog)?;
             Ok(StreamPlan {
                 schema: Arc::clone(&input.schema),
@@ -149,6 +155,9 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
         LogicalPlan::Aggregate(agg) => {
             if agg.group_expr.iter().any(|e| matches!(e, Expr::GroupingSet(_))) {
                 return Err(WeirError::unsupported("GROUPING SETS, CUBE and ROLLUP in a streaming query"));
+            }
+            if let Some(distinct_on) = crate::plan::rank::plan_distinct_on(agg, catalog)? {
+                return Ok(distinct_on);
             }
             let input = plan_stream(&agg.input, catalog)?;
             let window_end = if input.has_window() {
@@ -203,8 +212,12 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
             crate::plan::join::plan_join(j, left, right, catalog)
         }
         LogicalPlan::Window(_) => Err(WeirError::unsupported(
-            "window functions (OVER) in a materialized view: ROW_NUMBER deduplication and Top-N are not built yet",
+            "this window function (OVER) in a materialized view; supported: ROW_NUMBER(), RANK() or DENSE_RANK() OVER (PARTITION BY .. ORDER BY ..) in a subquery whose outer WHERE bounds it from above (rn = 1, rn <= N, rn < N, rn BETWEEN 1 AND N)",
         )),
+        // DISTINCT ON's ORDER BY: a view has no row order.
+        LogicalPlan::Sort(s) if s.fetch.is_none() && crate::plan::rank::is_distinct_on(&s.input) => {
+            plan_stream(&s.input, catalog)
+        }
         LogicalPlan::Sort(_) => Err(WeirError::unsupported(
             "ORDER BY in a materialized view; order the rows when you SELECT from it",
         )),
@@ -284,7 +297,7 @@ fn reads_window(plan: &LogicalPlan) -> bool {
 }
 
 /// The stream key after a projection: each key column must be projected as a bare column.
-fn remap_key(key: &Option<Vec<usize>>, exprs: &[Expr], input: &DFSchemaRef) -> Option<Vec<usize>> {
+pub(crate) fn remap_key(key: &Option<Vec<usize>>, exprs: &[Expr], input: &DFSchemaRef) -> Option<Vec<usize>> {
     let key = key.as_ref()?;
     key.iter()
         .map(|k| {

@@ -446,8 +446,8 @@ fn defines_proctime(plan: &LogicalPlan, index: usize) -> bool {
         LogicalPlan::Window(w) => index < w.input.schema().fields().len() && defines_proctime(&w.input, index),
         LogicalPlan::TableScan(scan) => {
             let source_index = scan.projection.as_ref().map_or(Some(index), |p| p.get(index).copied());
-            let view = source_as_provider(&scan.source).ok().and_then(|p| p.get_logical_plan());
-            match (source_index, view) {
+            let Ok(provider) = source_as_provider(&scan.source) else { return false };
+            match (source_index, provider.get_logical_plan()) {
                 (Some(i), Some(view)) => defines_proctime(&view, i),
                 _ => false,
             }

@@ -8,6 +8,7 @@ use datafusion::common::DFSchemaRef;
 use datafusion::logical_expr::Expr;
 
 use crate::plan::join::{JoinSpec, TimeBound};
+use crate::plan::rank::RankSpec;
 use crate::plan::window::WindowSpec;
 
 /// What kind of changes a stream carries (Flink's ChangelogMode).
@@ -46,6 +47,8 @@ pub enum StreamNode {
     WindowAssign { input: Box<StreamPlan>, spec: WindowSpec },
     /// A join of two streams: regular, interval or window ([`crate::plan::join`]).
     Join { left: Box<StreamPlan>, right: Box<StreamPlan>, join: JoinSpec },
+    /// Deduplication and Top-N: a rank function kept to a range of ranks ([`crate::plan::rank`]).
+    Rank { input: Box<StreamPlan>, spec: RankSpec },
     /// GROUP BY (or DISTINCT, with no aggregates). With `window_end` (the index of the group
     /// expression that is a window's end) the groups of a window are freed when the watermark
     /// closes it, and with `emit_on_window_close` they are emitted then, once, instead of as
@@ -81,6 +84,7 @@ impl StreamPlan {
             StreamNode::Union { .. } => "StreamUnion",
             StreamNode::WindowAssign { .. } => "StreamWindowAssign",
             StreamNode::Join { join, .. } => join.name(),
+            StreamNode::Rank { spec, .. } => spec.name(),
             StreamNode::GroupAggregate { window_end: Some(_), .. } => "StreamWindowAggregate",
             StreamNode::GroupAggregate { .. } => "StreamGroupAggregate",
         }
@@ -93,6 +97,7 @@ impl StreamPlan {
             StreamNode::Project { input, .. }
             | StreamNode::Filter { input, .. }
             | StreamNode::WindowAssign { input, .. }
+            | StreamNode::Rank { input, .. }
             | StreamNode::GroupAggregate { input, .. } => vec![input],
             StreamNode::Union { inputs } => inputs.iter().collect(),
             StreamNode::Join { left, right, .. } => vec![left, right],
@@ -164,6 +169,7 @@ impl StreamPlan {
             StreamNode::Filter { predicate, .. } => format!("predicate={predicate}"),
             StreamNode::Union { inputs } => format!("inputs={}", inputs.len()),
             StreamNode::Join { join, .. } => join.explain(),
+            StreamNode::Rank { spec, .. } => spec.explain(),
             StreamNode::WindowAssign { spec, .. } => format!(
                 "{}(table={}, time={}, size={}ms, slide={}ms, offset={}ms)",
                 spec.kind.name(),

@@ -26,6 +26,7 @@ use crate::runtime::operators::group_agg::{AggCall, AggKind, GroupAggregate};
 use crate::runtime::operators::join::{Join, JoinOptions};
 use crate::runtime::operators::materialize::{Materialize, StorageMode};
 use crate::runtime::operators::project::Project;
+use crate::runtime::operators::rank::{Rank, RankOptions};
 use crate::plan::window::WindowKind;
 use crate::runtime::operators::session_assign::SessionAssign;
 use crate::runtime::operators::union::Union;
@@ -122,6 +123,19 @@ impl Job {
                 };
                 let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
                 Box::new(Join::try_new(opts, &mut prefixed, store)?)
+            }
+            StreamNode::Rank { input, spec } => {
+                let order: Vec<Expr> = spec.order_by.iter().map(|s| s.expr.clone()).collect();
+                let opts = RankOptions {
+                    spec: spec.clone(),
+                    partition_exprs: physical_exprs(&spec.partition_by, &input.schema)?,
+                    order_exprs: physical_exprs(&order, &input.schema)?,
+                    input_schema: Arc::new(input.schema.as_arrow().clone()),
+                    append_only_input: input.changelog == crate::plan::ChangelogMode::AppendOnly,
+                    schema,
+                };
+                let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
+                Box::new(Rank::try_new(opts, &mut prefixed, store)?)
             }
             StreamNode::GroupAggregate { input, group_exprs, aggr_exprs, window_end, emit_on_window_close } => {
                 let group = physical_exprs(group_exprs, &input.schema)?;

@@ -86,6 +86,9 @@ impl Database {
         match &stmt {
             WeirStatement::Sql(s) if matches!(s.as_ref(), Statement::Query(_)) => {
                 let engine = self.engine.read().await;
+                if let Some(StatementResult::Rows { schema, .. }) = crate::sql::pg_catalog::answer(&engine.catalog, sql)? {
+                    return Ok(Some(schema));
+                }
                 let ctx = session_context(engine.snapshot(None));
                 let plan = ctx.state().statement_to_plan(DfStatement::Statement(s.clone())).await?;
                 Ok(Some(Arc::new(plan.schema().as_arrow().clone())))
@@ -103,6 +106,24 @@ impl Database {
             }
             _ => Ok(None),
         }
+    }
+
+    /// The types of a statement's parameters `$1..$n` as the planner infers them from their
+    /// context (`id = $1`, `INSERT ... VALUES ($1)`); `None` where it cannot tell.
+    pub async fn parameter_types(&self, sql: &str) -> Result<Vec<Option<arrow::datatypes::DataType>>> {
+        let WeirStatement::Sql(stmt) = parser::parse_statement(sql)? else { return Ok(vec![]) };
+        if !matches!(
+            stmt.as_ref(),
+            Statement::Query(_) | Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)
+        ) {
+            return Ok(vec![]);
+        }
+        let engine = self.engine.read().await;
+        let ctx = session_context(engine.snapshot(None));
+        let plan = ctx.state().statement_to_plan(DfStatement::Statement(stmt)).await?;
+        let types = plan.get_parameter_types()?;
+        let n = types.keys().filter_map(|k| k.trim_start_matches('$').parse::<usize>().ok()).max().unwrap_or(0);
+        Ok((1..=n).map(|i| types.get(&format!("${i}")).cloned().flatten()).collect())
     }
 
     async fn execute_parsed(&self, session: &mut Session, stmt: WeirStatement, sql: &str) -> Result<StatementResult> {

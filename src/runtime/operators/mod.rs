@@ -4,6 +4,7 @@ pub mod group_agg;
 pub mod join;
 pub mod materialize;
 pub mod project;
+pub mod rank;
 pub mod session_assign;
 pub mod union;
 pub mod window_assign;

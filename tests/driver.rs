@@ -1,0 +1,39 @@
+//! A Postgres driver (tokio-postgres) over the extended protocol: prepared statements with
+//! typed parameters inferred by the server, binary results, and an error that leaves the
+//! connection usable.
+
+mod common;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_parameters_and_binary_results() {
+    let dir = common::scratch_dir("driver");
+    let server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(
+            "CREATE TABLE dr_t (id BIGINT, name STRING, price DECIMAL(10, 2), PRIMARY KEY (id) NOT ENFORCED);
+             CREATE MATERIALIZED VIEW dr_v AS SELECT COUNT(*) AS n, MAX(id) AS max_id FROM dr_t;",
+        )
+        .await
+        .expect("DDL");
+    // The server infers $1 BIGINT and $2 TEXT from the table's columns.
+    let insert = client.prepare("INSERT INTO dr_t (id, name) VALUES ($1, $2)").await.expect("prepare insert");
+    for (id, name) in [(1i64, "one"), (2, "two"), (3, "three")] {
+        assert_eq!(client.execute(&insert, &[&id, &name]).await.expect("insert"), 1);
+    }
+    let rows = client.query("SELECT name FROM dr_t WHERE id = $1", &[&2i64]).await.expect("select by id");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].get::<_, String>(0), "two");
+    let rows = client.query("SELECT id FROM dr_t WHERE id > $1 ORDER BY id", &[&1i64]).await.expect("range");
+    let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(ids, vec![2, 3]);
+    client.batch_execute("FLUSH").await.expect("flush");
+    let row = client.query_one("SELECT n, max_id FROM dr_v", &[]).await.expect("view");
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (3, 3));
+    // A bad statement fails with its SQLSTATE and the connection goes on.
+    let err = client.query("SELECT * FROM dr_nope", &[]).await.expect_err("unknown table");
+    assert_eq!(err.code().map(|c| c.code()), Some("42P01"));
+    let n: i64 = client.query_one("SELECT COUNT(*) FROM dr_t", &[]).await.expect("still usable").get(0);
+    assert_eq!(n, 3);
+    client.batch_execute("DROP TABLE dr_t CASCADE").await.expect("drop");
+}
