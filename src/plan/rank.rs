@@ -299,12 +299,20 @@ pub fn plan_distinct_on(agg: &Aggregate, catalog: &dyn SourceCatalog) -> Result<
     };
     let schema = Arc::clone(agg.input.schema());
     let rank = rank_node(input, spec_input, arrival_columns(&agg.input), false, schema)?;
+    // The group columns are the key; an aggregate of a group column (DISTINCT ON's select list
+    // repeats them) is the same column, and is the one a projection above keeps.
+    let num_groups = agg.group_expr.len();
+    let stream_key = group
+        .iter()
+        .enumerate()
+        .map(|(i, g)| args.iter().position(|a| unalias(a) == *g).map_or(i, |j| num_groups + j))
+        .collect();
     let mut exprs = agg.group_expr.clone();
     exprs.extend(args);
     Ok(Some(StreamPlan {
         schema: Arc::clone(&agg.schema),
         changelog: rank.changelog,
-        stream_key: Some((0..agg.group_expr.len()).collect()),
+        stream_key: Some(stream_key),
         node: StreamNode::Project { input: Box::new(rank), exprs },
     }))
 }

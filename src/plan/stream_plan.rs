@@ -121,6 +121,31 @@ impl StreamPlan {
         }
     }
 
+    /// Sets the allowed lateness of every window in the plan, ms.
+    pub fn set_allowed_lateness(&mut self, ms: i64) {
+        if let StreamNode::WindowAssign { spec, .. } = &mut self.node {
+            spec.allowed_lateness_ms = ms;
+        }
+        match &mut self.node {
+            StreamNode::Source { .. } => {}
+            StreamNode::Project { input, .. }
+            | StreamNode::Filter { input, .. }
+            | StreamNode::WindowAssign { input, .. }
+            | StreamNode::GroupAggregate { input, .. } => input.set_allowed_lateness(ms),
+            StreamNode::Union { inputs } => inputs.iter_mut().for_each(|i| i.set_allowed_lateness(ms)),
+            #[allow(unreachable_patterns)]
+            _ => {}
+        }
+    }
+
+    /// The allowed lateness of the window that feeds this node, ms (0 without one).
+    pub fn window_lateness(&self) -> i64 {
+        match &self.node {
+            StreamNode::WindowAssign { spec, .. } => spec.allowed_lateness_ms,
+            _ => self.inputs().iter().map(|i| i.window_lateness()).max().unwrap_or(0),
+        }
+    }
+
     /// Makes the topmost window aggregate emit on window close (append-only output).
     ///
     /// # Errors

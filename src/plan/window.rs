@@ -62,6 +62,8 @@ pub struct WindowSpec {
     pub offset_ms: i64,
     /// SESSION's `PARTITION BY` column indexes.
     pub partition_by: Vec<usize>,
+    /// How long a fired window stays open for late rows, ms (`table.exec.emit.allow-lateness`).
+    pub allowed_lateness_ms: i64,
 }
 
 impl WindowSpec {
@@ -97,6 +99,7 @@ impl WindowSpec {
                 slide_ms: *gap,
                 offset_ms: 0,
                 partition_by: vec![],
+                allowed_lateness_ms: 0,
             });
         }
         let (slide_ms, size_ms, offset_ms) = match (kind, intervals) {
@@ -124,7 +127,17 @@ impl WindowSpec {
                 "{name} size ({size_ms} ms) must be a whole multiple of the {slide_name} ({slide_ms} ms)"
             )));
         }
-        Ok(Self { kind, table, time_column, time_index, size_ms, slide_ms, offset_ms, partition_by: vec![] })
+        Ok(Self {
+            kind,
+            table,
+            time_column,
+            time_index,
+            size_ms,
+            slide_ms,
+            offset_ms,
+            partition_by: vec![],
+            allowed_lateness_ms: 0,
+        })
     }
 
     /// The windows `(start, end)` (ms) that contain time `t` (ms), earliest end first.

@@ -129,6 +129,66 @@ pub fn fix_update_pairs(ops: &[Op], kept: &[bool]) -> Vec<Op> {
 }
 
 #[cfg(test)]
+impl StreamChunk {
+    /// Parses a hand-written changelog, one row a line: the op (`+I`, `-D`, `-U`, `+U`) then
+    /// one whitespace-separated value per column of `schema`, `NULL` for NULL (values are cast
+    /// from text to the column types; timestamps are given as integers).
+    pub fn from_pretty(schema: &SchemaRef, text: &str) -> Self {
+        use arrow::array::StringArray;
+        use arrow::datatypes::DataType;
+        let mut ops = Vec::new();
+        let mut cells: Vec<Vec<Option<String>>> = vec![Vec::new(); schema.fields().len()];
+        for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let mut words = line.split_whitespace();
+            ops.push(match words.next() {
+                Some("+I") => Op::Insert,
+                Some("-D") => Op::Delete,
+                Some("-U") => Op::UpdateBefore,
+                Some("+U") => Op::UpdateAfter,
+                other => panic!("bad op {other:?} in {line:?}"),
+            });
+            let values: Vec<&str> = words.collect();
+            assert_eq!(values.len(), cells.len(), "wrong number of values in {line:?}");
+            for (col, v) in cells.iter_mut().zip(values) {
+                col.push((v != "NULL").then(|| v.to_string()));
+            }
+        }
+        let columns = cells
+            .into_iter()
+            .zip(schema.fields())
+            .map(|(values, field)| {
+                let text: ArrayRef = std::sync::Arc::new(StringArray::from(values));
+                let text = match field.data_type() {
+                    DataType::Timestamp(..) => arrow::compute::cast(&text, &DataType::Int64).expect("an integer time"),
+                    _ => text,
+                };
+                arrow::compute::cast(&text, field.data_type()).expect("a value of the column type")
+            })
+            .collect();
+        Self::new(ops, RecordBatch::try_new(std::sync::Arc::clone(schema), columns).expect("a valid batch"))
+    }
+
+    /// The rows as [`StreamChunk::from_pretty`] reads them (timestamps as text).
+    pub fn to_pretty(&self) -> Vec<String> {
+        use arrow::array::Array;
+        (0..self.len())
+            .map(|i| {
+                let mut line = self.ops[i].to_string();
+                for a in self.columns() {
+                    line.push(' ');
+                    if a.is_null(i) {
+                        line.push_str("NULL");
+                    } else {
+                        line.push_str(&arrow::util::display::array_value_to_string(a, i).expect("displayable"));
+                    }
+                }
+                line
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

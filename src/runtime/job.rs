@@ -148,7 +148,7 @@ impl Job {
                     })
                     .collect::<Result<Vec<_>>>()?;
                 let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
-                let window = window_end.map(|k| (k, *emit_on_window_close));
+                let window = window_end.map(|k| (k, *emit_on_window_close, input.window_lateness()));
                 Box::new(GroupAggregate::try_new(group, aggs, schema, window, &mut prefixed, store)?)
             }
         };

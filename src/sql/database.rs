@@ -134,7 +134,10 @@ impl Database {
             }
             WeirStatement::CreateMaterializedView { name, if_not_exists, query, emit_on_window_close } => {
                 let mut engine = self.engine.write().await;
-                engine.create_materialized_view(&name, &query, if_not_exists, emit_on_window_close, sql).await?;
+                let lateness = session.settings.get(crate::sql::settings::ALLOW_LATENESS).map(String::as_str);
+                engine
+                    .create_materialized_view(&name, &query, if_not_exists, emit_on_window_close, lateness, sql)
+                    .await?;
                 Ok(command("CREATE MATERIALIZED VIEW"))
             }
             WeirStatement::Drop { kind, names, if_exists, cascade } => {
@@ -155,6 +158,7 @@ impl Database {
             WeirStatement::ShowCreate(name) => show::show_create(&self.engine.read().await.catalog, &name),
             WeirStatement::Describe(name) => show::describe(&self.engine.read().await.catalog, &name),
             WeirStatement::Set { key, value } => {
+                crate::sql::settings::validate(&key.to_lowercase(), &value)?;
                 session.settings.insert(key.to_lowercase(), value);
                 Ok(command("SET"))
             }
@@ -261,7 +265,7 @@ impl Database {
                 let name = object_name(&v.name);
                 let mut engine = self.engine.write().await;
                 if v.materialized {
-                    engine.create_materialized_view(&name, &v.query, v.if_not_exists, false, sql).await?;
+                    engine.create_materialized_view(&name, &v.query, v.if_not_exists, false, None, sql).await?;
                     return Ok(command("CREATE MATERIALIZED VIEW"));
                 }
                 if !v.columns.is_empty() {

@@ -190,6 +190,7 @@ impl Engine {
         query: &Query,
         if_not_exists: bool,
         emit_on_window_close: bool,
+        allow_lateness: Option<&str>,
         definition: &str,
     ) -> Result<()> {
         if self.catalog.get(name).is_some() {
@@ -202,7 +203,15 @@ impl Engine {
         let ctx = session_context(self.snapshot(None));
         ctx.state().create_logical_plan(&query_text).await?;
         let depends_on = self.named_relations(query);
-        let plan = self.plan_stream_query(&query_text, emit_on_window_close).await?;
+        let mut plan = self.plan_stream_query(&query_text, emit_on_window_close).await?;
+        let mut options = BTreeMap::new();
+        if let Some(v) = allow_lateness {
+            let ms = crate::sql::settings::parse_duration_ms(crate::sql::settings::ALLOW_LATENESS, v)?;
+            if ms > 0 {
+                plan.set_allowed_lateness(ms);
+                options.insert(crate::sql::settings::ALLOW_LATENESS.to_string(), v.to_string());
+            }
+        }
         for source in plan.sources() {
             let rel = self.catalog.get(&source).ok_or_else(|| WeirError::unknown_table(&source))?;
             if rel.kind == RelationKind::Table && connector_of(rel) != "table" {
@@ -224,7 +233,7 @@ impl Engine {
             primary_key: vec![],
             stream_key: plan.stream_key.clone(),
             watermark: None,
-            options: BTreeMap::new(),
+            options,
             definition: definition.to_string(),
             query: Some(query_text),
             depends_on,

@@ -75,7 +75,12 @@ impl Engine {
         let views: Vec<Relation> = self.catalog.jobs_in_dependency_order().into_iter().cloned().collect();
         for rel in views {
             let query = rel.query.clone().unwrap_or_default();
-            let plan = futures::executor::block_on(self.plan_stream_query(&query, rel.emit_on_window_close))?;
+            let lateness = match rel.options.get(crate::sql::settings::ALLOW_LATENESS) {
+                Some(v) => crate::sql::settings::parse_duration_ms(crate::sql::settings::ALLOW_LATENESS, v)?,
+                None => 0,
+            };
+            let mut plan = futures::executor::block_on(self.plan_stream_query(&query, rel.emit_on_window_close))?;
+            plan.set_allowed_lateness(lateness);
             let mut catalog = (*self.catalog).clone();
             let job = self.build_job(&rel, &plan, &mut catalog)?;
             if catalog != *self.catalog {

@@ -7,6 +7,7 @@ pub mod functions;
 pub mod parser;
 pub mod pg_catalog;
 pub mod relations;
+pub mod settings;
 pub mod show;
 pub mod types;
 pub mod window_tvf;

@@ -24,7 +24,9 @@
 //! windows. The view keeps the rows already emitted. With `EMIT ON WINDOW CLOSE` nothing is
 //! emitted while a window is open; when it closes each of its groups is emitted once, `+I`,
 //! final (append-only output). Rows for closed windows never reach this operator: the window
-//! assigner drops and counts them.
+//! assigner drops and counts them. With an allowed lateness (`table.exec.emit.allow-lateness`)
+//! a fired window keeps its state until the watermark passes `window_time + lateness`; late rows
+//! in that time update it (`-U`/`+U`, also after an EOWC emission).
 //!
 //! # Output types
 //! COUNT: BIGINT. SUM: the planner's type (DataFusion: BIGINT for integers, DECIMAL(p+10, s),
@@ -49,6 +51,8 @@ use crate::state::{EpochWrites, RowCodec, StateTable, Store};
 pub const GROUPS: &str = "groups";
 /// The stable name prefix of the per-aggregate value multisets (`values/<i>`).
 pub const VALUES: &str = "values";
+/// The stable name of the window aggregation's watermark table.
+pub const WATERMARK: &str = "watermark";
 
 /// An aggregate function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +131,11 @@ pub struct GroupAggregate {
     window_end_key: Option<usize>,
     /// Emit each window's groups once, when the watermark closes it.
     emit_on_window_close: bool,
+    /// How long a fired window's state is kept for late rows, ms.
+    allowed_lateness_ms: i64,
+    /// The last watermark, ms (window aggregations only; persisted in `meta`).
+    watermark_ms: Option<i64>,
+    meta: Option<StateTable>,
     /// Open windows' groups by window end (ms), for freeing them on the watermark.
     open_windows: std::collections::BTreeMap<i64, std::collections::BTreeSet<Vec<u8>>>,
 }
@@ -143,7 +152,7 @@ impl GroupAggregate {
         group_exprs: Vec<Arc<dyn PhysicalExpr>>,
         aggs: Vec<AggCall>,
         schema: SchemaRef,
-        window: Option<(usize, bool)>,
+        window: Option<(usize, bool, i64)>,
         state_table: &mut dyn FnMut(&str) -> u32,
         store: &Store,
     ) -> Result<Self> {
@@ -171,6 +180,18 @@ impl GroupAggregate {
             }
         }
         let groups = StateTable::cached(state_table(GROUPS), store)?;
+        let meta = match window {
+            Some(_) => Some(StateTable::new(state_table(WATERMARK))),
+            None => None,
+        };
+        let watermark_ms = match &meta {
+            Some(m) => m
+                .get(store, b"")?
+                .map(|v| v.as_slice().try_into().map(i64::from_le_bytes))
+                .transpose()
+                .map_err(|_| WeirError::storage("corrupt window aggregation watermark"))?,
+            None => None,
+        };
         let mut op = Self {
             group_exprs,
             aggs,
@@ -180,8 +201,11 @@ impl GroupAggregate {
             schema,
             groups,
             values,
-            window_end_key: window.map(|(k, _)| k),
-            emit_on_window_close: window.is_some_and(|(_, eowc)| eowc),
+            window_end_key: window.map(|(k, _, _)| k),
+            emit_on_window_close: window.is_some_and(|(_, eowc, _)| eowc),
+            allowed_lateness_ms: window.map_or(0, |(_, _, l)| l),
+            watermark_ms,
+            meta,
             open_windows: Default::default(),
         };
         op.index_open_windows()?;
@@ -353,12 +377,18 @@ impl Operator for GroupAggregate {
 
         // Groups touched by this chunk, in first-touched order: key, output before, state.
         let mut slots: Vec<(Vec<u8>, Option<Vec<u8>>, GroupState)> = Vec::new();
+        // For EOWC: whether each slot's window has fired (its changes are then emitted).
+        let mut fired: Vec<bool> = Vec::new();
         let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
         let global_keys = if self.is_global() { vec![Vec::new()] } else { Vec::new() };
-        for key in global_keys.iter().chain(keys.iter()) {
+        for (i, key) in global_keys.iter().chain(keys.iter()).enumerate() {
             if index.contains_key(key) {
                 continue;
             }
+            fired.push(match (self.window_end_key, i.checked_sub(global_keys.len())) {
+                (Some(_), Some(row)) => self.watermark_ms.is_some_and(|wm| ends[row] - 1 <= wm),
+                _ => false,
+            });
             let (old_out, state) = match self.groups.get(ctx.store, key)? {
                 Some(bytes) => {
                     let state = decode_state(&bytes, &self.empty_state())?;
@@ -441,13 +471,13 @@ impl Operator for GroupAggregate {
         }
         let mut ops = Vec::new();
         let mut rows: Vec<Vec<u8>> = Vec::new();
-        for (key, old_out, state) in slots {
+        for ((key, old_out, state), fired) in slots.into_iter().zip(fired) {
             if state.rows < 0 {
                 return Err(WeirError::internal("group aggregate: more retractions than rows"));
             }
             let exists = self.is_global() || state.rows > 0;
-            if self.emit_on_window_close {
-                // Emitted once, when the window closes.
+            if self.emit_on_window_close && !fired {
+                // Emitted when the window closes.
                 if exists {
                     self.groups.put(key, encode_state(&state));
                 } else {
@@ -495,21 +525,35 @@ impl Operator for GroupAggregate {
         watermark_ms: i64,
         ctx: &OpContext<'_>,
     ) -> Result<(Option<StreamChunk>, Option<i64>)> {
-        if self.window_end_key.is_none() {
+        if self.window_end_key.is_none() || self.watermark_ms.is_some_and(|w| watermark_ms <= w) {
             return Ok((None, Some(watermark_ms)));
         }
-        // Windows whose window_time (end - 1) the watermark reached.
-        let still_open = self.open_windows.split_off(&(watermark_ms.saturating_add(2)));
-        let closed = std::mem::replace(&mut self.open_windows, still_open);
+        let previous = self.watermark_ms.unwrap_or(i64::MIN);
+        self.watermark_ms = Some(watermark_ms);
+        if let Some(meta) = &mut self.meta {
+            meta.put(Vec::new(), watermark_ms.to_le_bytes().to_vec());
+        }
+        // EOWC: windows whose window_time (end - 1) the watermark reached just now fire.
         let mut rows = Vec::new();
-        for key in closed.into_values().flatten() {
-            let Some(bytes) = self.groups.get(ctx.store, &key)? else { continue };
-            if self.emit_on_window_close {
+        if self.emit_on_window_close {
+            let fired: Vec<Vec<u8>> = self
+                .open_windows
+                .range(previous.saturating_add(2)..watermark_ms.saturating_add(2))
+                .flat_map(|(_, keys)| keys.iter().cloned())
+                .collect();
+            for key in fired {
+                let Some(bytes) = self.groups.get(ctx.store, &key)? else { continue };
                 let state = decode_state(&bytes, &self.empty_state())?;
                 if state.rows > 0 {
                     rows.push(self.output_row(&key, &state)?);
                 }
             }
+        }
+        // Windows past their allowed lateness are freed.
+        let cut = watermark_ms.saturating_sub(self.allowed_lateness_ms).saturating_add(2);
+        let still_open = self.open_windows.split_off(&cut);
+        let expired = std::mem::replace(&mut self.open_windows, still_open);
+        for key in expired.into_values().flatten() {
             self.free_group(&key);
         }
         if rows.is_empty() {
@@ -525,6 +569,9 @@ impl Operator for GroupAggregate {
 
     fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
         self.groups.flush(writes);
+        if let Some(meta) = &mut self.meta {
+            meta.flush(writes);
+        }
         for table in self.values.iter_mut().flatten() {
             table.flush(writes);
         }

@@ -197,7 +197,7 @@ impl Operator for SessionAssign {
                 continue;
             }
             let t = times.value(row);
-            if self.watermark_ms.is_some_and(|wm| t + self.spec.size_ms - 1 <= wm) {
+            if self.watermark_ms.is_some_and(|wm| t + self.spec.size_ms - 1 <= wm - self.spec.allowed_lateness_ms) {
                 // A retraction of a row of a closed session is dropped too, but not counted.
                 if chunk.ops[row].is_insert() {
                     late += 1;
@@ -288,7 +288,7 @@ impl Operator for SessionAssign {
         for key in partitions {
             let (members, sessions) = self.members(&key);
             for (m, s) in members.iter().zip(sessions) {
-                if s.1 - 1 <= watermark_ms {
+                if s.1 - 1 <= watermark_ms - self.spec.allowed_lateness_ms {
                     closed.push(Self::entry_key(&key, m.time, &m.row));
                 }
             }

@@ -77,10 +77,11 @@ impl Operator for WindowAssign {
         _ctx: &OpContext<'_>,
     ) -> Result<Option<StreamChunk>> {
         let watermark = self.watermark_ms;
+        let lateness = self.spec.allowed_lateness_ms;
         let mut kept = vec![false; chunk.len()];
         let (batch, rows) = self.spec.assign(&chunk.batch, &self.schema, |row, end| {
             // Closed once the watermark reaches window_time = end - 1.
-            let open = watermark.is_none_or(|wm| end - 1 > wm);
+            let open = watermark.is_none_or(|wm| end - 1 > wm - lateness);
             kept[row] |= open;
             open
         })?;
