@@ -212,6 +212,25 @@ impl Job {
         Ok((Self::combine(outputs)?, out_watermark))
     }
 
+    /// Late input rows dropped since the last call: (operator, relation the rows are of, rows,
+    /// watermark ms). Only window assigners that read a relation directly report them.
+    pub fn take_late_rows(&mut self) -> Vec<(&'static str, String, arrow::array::RecordBatch, i64)> {
+        // The relation read directly by each node, if one of its inputs is a leaf.
+        let fed_by: Vec<(usize, String)> = self
+            .sources
+            .iter()
+            .filter_map(|(relation, leaf, _)| self.nodes[*leaf].parent.map(|(p, _)| (p, relation.clone())))
+            .collect();
+        let mut out = Vec::new();
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            let Some((_, relation)) = fed_by.iter().find(|(p, _)| *p == i) else { continue };
+            for (rows, wm) in node.op.take_late_rows() {
+                out.push((node.op.name(), relation.clone(), rows, wm));
+            }
+        }
+        out
+    }
+
     /// Late rows dropped by the job's event-time operators: (node index, operator, count).
     pub fn late_rows(&self) -> Vec<(usize, &'static str, u64)> {
         self.nodes

@@ -54,6 +54,12 @@ pub trait Operator: Send + Sync {
         0
     }
 
+    /// The late input rows dropped since the last call, with the watermark that made them
+    /// late (ms), for a table's late-row side table.
+    fn take_late_rows(&mut self) -> Vec<(arrow::array::RecordBatch, i64)> {
+        Vec::new()
+    }
+
     /// Hands this epoch's state writes to `writes` (never to RocksDB directly).
     fn on_barrier(&mut self, _writes: &mut EpochWrites) -> Result<()> {
         Ok(())

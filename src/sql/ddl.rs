@@ -117,6 +117,9 @@ impl Engine {
             crate::state::RowCodec::try_new(all.fields().iter().map(|f| f.data_type().clone()).collect())?;
         }
         let mut catalog = (*self.catalog).clone();
+        if let Some(side) = t.options.get(crate::sql::engine::LATE_ROWS_TABLE) {
+            self.create_late_rows_table(&mut catalog, &t.name, side, &columns)?;
+        }
         let state_table = plain.then(|| catalog.allocate_state_table());
         catalog.relations.insert(
             t.name.clone(),
@@ -138,6 +141,66 @@ impl Engine {
             },
         );
         self.commit(EpochWrites::default(), Some(catalog))
+    }
+
+    /// Adds the late-row side table `side` of table `table` (columns `columns`) to `catalog`:
+    /// the table's columns, then `late_view`, `late_operator` and `late_watermark`. An existing
+    /// table of exactly that shape is reused.
+    fn create_late_rows_table(
+        &self,
+        catalog: &mut weir_catalog::Catalog,
+        table: &str,
+        side: &str,
+        columns: &[Column],
+    ) -> Result<()> {
+        let text = |name: &str| Column {
+            name: name.into(),
+            arrow_type: DataType::Utf8.to_string(),
+            sql_type: "STRING".into(),
+            nullable: true,
+            computed: None,
+        };
+        let mut side_columns: Vec<Column> =
+            columns.iter().filter(|c| c.computed.is_none()).cloned().map(|c| Column { nullable: true, ..c }).collect();
+        side_columns.push(text("late_view"));
+        side_columns.push(text("late_operator"));
+        side_columns.push(Column {
+            name: "late_watermark".into(),
+            arrow_type: DataType::Timestamp(arrow::datatypes::TimeUnit::Millisecond, None).to_string(),
+            sql_type: "TIMESTAMP(3)".into(),
+            nullable: true,
+            computed: None,
+        });
+        if let Some(existing) = catalog.get(side) {
+            if existing.kind == RelationKind::Table && existing.columns == side_columns {
+                return Ok(());
+            }
+            return Err(WeirError::option(format!(
+                "'late-rows.table' = '{side}': a relation of that name exists with another shape; name a new table"
+            )));
+        }
+        let id = catalog.allocate_state_table();
+        let definition = format!("-- late rows of table {table}, created with it");
+        catalog.relations.insert(
+            side.to_string(),
+            Relation {
+                name: side.to_string(),
+                kind: RelationKind::Table,
+                state_table: Some(id),
+                columns: side_columns,
+                primary_key: vec![],
+                stream_key: None,
+                watermark: None,
+                options: BTreeMap::new(),
+                definition,
+                query: None,
+                depends_on: vec![],
+                job: None,
+                operator_state: BTreeMap::new(),
+                emit_on_window_close: false,
+            },
+        );
+        Ok(())
     }
 
     /// `CREATE VIEW name AS query`.

@@ -53,6 +53,8 @@ impl Engine {
                 let chunk = store.insert(&batch, &self.store, &mut writes, &mut next)?;
                 self.propagate(&table, &chunk)?;
             }
+            self.row_ids.insert(id, next);
+            self.flush_late_rows(&mut writes)?;
             if let Some(w) = watermark {
                 self.advance_watermark(&table, w, &mut writes)?;
             }
@@ -114,6 +116,7 @@ impl Engine {
                 let chunk = store.update(keys, old, new, &self.store, &mut writes)?;
                 self.propagate(&table, &chunk)?;
             }
+            self.flush_late_rows(&mut writes)?;
             if let Some(w) = watermark {
                 self.advance_watermark(&table, w, &mut writes)?;
             }

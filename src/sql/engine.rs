@@ -36,6 +36,9 @@ pub struct Engine {
     pub row_ids: HashMap<u32, u64>,
     /// The watermark (ms) of each table with a WATERMARK that has seen rows.
     pub watermarks: BTreeMap<String, i64>,
+    /// Late rows dropped during this statement, for side tables: (view, operator, table,
+    /// rows, watermark ms).
+    pub pending_late: Vec<(String, &'static str, String, arrow::array::RecordBatch, i64)>,
 }
 
 impl Engine {
@@ -54,6 +57,7 @@ impl Engine {
             epoch,
             row_ids: HashMap::new(),
             watermarks: BTreeMap::new(),
+            pending_late: Vec::new(),
         };
         for rel in engine.catalog.relations.values().filter(|r| r.watermark.is_some()) {
             if let Some(b) = engine.store.get_meta(&watermark_key(&rel.name))? {
@@ -229,8 +233,45 @@ impl Engine {
             .collect();
         for name in readers {
             let job = self.jobs.get_mut(&name).expect("reader job exists");
-            if let Some(out) = job.push(relation, chunk, &self.store)? {
+            let out = job.push(relation, chunk, &self.store)?;
+            for (op, table, rows, wm) in job.take_late_rows() {
+                self.pending_late.push((name.clone(), op, table, rows, wm));
+            }
+            if let Some(out) = out {
                 self.propagate(&name, &out)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the late rows of this statement into their tables' side tables
+    /// (`'late-rows.table'`): the row, `late_view`, `late_operator` and `late_watermark`.
+    /// Rows of a table without one were only counted.
+    pub fn flush_late_rows(&mut self, writes: &mut EpochWrites) -> Result<()> {
+        // A side table may itself feed windows; a few rounds settle any chain.
+        for _ in 0..8 {
+            let pending = std::mem::take(&mut self.pending_late);
+            if pending.is_empty() {
+                return Ok(());
+            }
+            for (view, op, table, rows, wm) in pending {
+                let Some(side) = self.catalog.get(&table).and_then(|r| r.options.get(LATE_ROWS_TABLE)).cloned() else {
+                    continue;
+                };
+                if self.catalog.get(&side).is_none() {
+                    continue;
+                }
+                let (store, id) = self.table_store(&side)?;
+                let n = rows.num_rows();
+                let mut columns = rows.columns().to_vec();
+                columns.push(Arc::new(arrow::array::StringArray::from(vec![view.as_str(); n])));
+                columns.push(Arc::new(arrow::array::StringArray::from(vec![op; n])));
+                columns.push(Arc::new(arrow::array::TimestampMillisecondArray::from(vec![wm; n])));
+                let batch = arrow::array::RecordBatch::try_new(Arc::clone(store.schema()), columns)?;
+                let mut next = self.next_row_id(id)?;
+                let chunk = store.insert(&batch, &self.store, writes, &mut next)?;
+                self.row_ids.insert(id, next);
+                self.propagate(&side, &chunk)?;
             }
         }
         Ok(())
@@ -323,6 +364,9 @@ impl SourceCatalog for CatalogSources<'_> {
         Ok(relation_schema(rel)?.index_of(&wm.column).ok())
     }
 }
+
+/// The table option naming a table's late-row side table.
+pub const LATE_ROWS_TABLE: &str = "late-rows.table";
 
 /// The metadata key of a table's watermark.
 pub fn watermark_key(table: &str) -> String {

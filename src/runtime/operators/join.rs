@@ -373,31 +373,30 @@ impl Operator for Join {
                 Class::Probe(key) => key,
             };
             let first = if i == 0 { 0 } else { cand_end[i - 1] };
-            let matched: Vec<usize> =
-                (first..cand_end[i]).filter(|c| passes[*c]).map(|c| cand_entries[c] as usize).collect();
-            let total: i64 = matched.iter().map(|e| entries[*e].count).sum();
+            let matched = || (first..cand_end[i]).filter(|c| passes[*c]).map(|c| cand_entries[c] as usize);
+            let total: i64 = matched().map(|e| entries[e].count).sum();
             if other_outer && sign > 0 {
-                for &e in &matched {
+                for e in matched() {
                     if entries[e].degree == 0 {
                         push_copies(&mut out, entries[e].count, (Op::Delete, None, Some(e as u32)));
                     }
                 }
             }
-            for &e in &matched {
+            for e in matched() {
                 push_copies(&mut out, entries[e].count, (op, Some(i as u32), Some(e as u32)));
             }
             if this_outer && total == 0 {
                 out.push((op, Some(i as u32), None));
             }
             if other_outer {
-                for &e in &matched {
+                for e in matched() {
                     let entry = &mut entries[e];
                     entry.degree += sign;
                     entry.touched = true;
                     if entry.degree < 0 {
                         return Err(WeirError::internal("join: a row lost more matches than it had"));
                     }
-                    if sign < 0 && entry.degree == 1 {
+                    if sign < 0 && entry.degree == 0 {
                         push_copies(&mut out, entry.count, (Op::Insert, None, Some(e as u32)));
                     }
                 }

@@ -29,6 +29,8 @@ pub struct WindowAssign {
     watermark_ms: Option<i64>,
     /// Rows dropped because every window they belong to was closed.
     num_late_rows: u64,
+    /// Late input rows not yet taken by the side-table writer, with the watermark.
+    late: Vec<(arrow::array::RecordBatch, i64)>,
     state: StateTable,
 }
 
@@ -49,7 +51,7 @@ impl WindowAssign {
             Some(_) => return Err(WeirError::storage("corrupt window watermark state")),
             None => (None, 0),
         };
-        Ok(Self { spec, schema, watermark_ms, num_late_rows, state })
+        Ok(Self { spec, schema, watermark_ms, num_late_rows, late: Vec::new(), state })
     }
 
     fn save(&mut self) {
@@ -85,10 +87,15 @@ impl Operator for WindowAssign {
             kept[row] |= open;
             open
         })?;
-        let late = kept.iter().filter(|k| !**k).count() as u64;
-        if late > 0 {
-            self.num_late_rows += late;
+        let late: Vec<u32> = (0..chunk.len())
+            .filter(|r| !kept[*r] && chunk.ops[*r].is_insert() && chunk.batch.column(self.spec.time_index).is_valid(*r))
+            .map(|r| r as u32)
+            .collect();
+        if !late.is_empty() {
+            self.num_late_rows += late.len() as u64;
             self.save();
+            let rows = arrow::compute::take_record_batch(&chunk.batch, &arrow::array::UInt32Array::from(late))?;
+            self.late.push((rows, watermark.unwrap_or(i64::MIN)));
         }
         if batch.num_rows() == 0 {
             return Ok(None);
@@ -112,6 +119,10 @@ impl Operator for WindowAssign {
 
     fn num_late_rows(&self) -> u64 {
         self.num_late_rows
+    }
+
+    fn take_late_rows(&mut self) -> Vec<(arrow::array::RecordBatch, i64)> {
+        std::mem::take(&mut self.late)
     }
 
     fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
