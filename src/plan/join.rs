@@ -323,8 +323,7 @@ fn interval_bound(
     left_times: &TimeColumns,
     right_times: &TimeColumns,
 ) -> Option<TimeBound> {
-    // (left column, right column) → (lower, upper) bounds of left - right, in ns.
-    let mut bounds: Vec<((usize, usize), Option<i128>, Option<i128>)> = Vec::new();
+    let mut bounds: Vec<Bounds> = Vec::new();
     let mut add = |lhs: &Expr, op: Operator, rhs: &Expr| {
         let (Some((a, a_ns)), Some((b, b_ns))) = (linear(lhs, schema), linear(rhs, schema)) else { return };
         // Normalise to `left + x op right + y`, i.e. `left - right op y - x`.
@@ -336,14 +335,14 @@ fn interval_bound(
         if !left_times.event_time.contains(&pair.0) || !right_times.event_time.contains(&pair.1) {
             return;
         }
-        let slot = match bounds.iter().position(|(p, _, _)| *p == pair) {
+        let slot = match bounds.iter().position(|b| b.pair == pair) {
             Some(i) => i,
             None => {
-                bounds.push((pair, None, None));
+                bounds.push(Bounds { pair, lower_ns: None, upper_ns: None });
                 bounds.len() - 1
             }
         };
-        let (_, lower, upper) = &mut bounds[slot];
+        let Bounds { lower_ns: lower, upper_ns: upper, .. } = &mut bounds[slot];
         match op {
             Operator::GtEq => *lower = Some(lower.map_or(k, |l| l.max(k))),
             Operator::Gt => *lower = Some(lower.map_or(k + 1, |l| l.max(k + 1))),
@@ -366,12 +365,21 @@ fn interval_bound(
             _ => {}
         }
     }
-    bounds.into_iter().find_map(|((l, r), lower, upper)| {
+    bounds.into_iter().find_map(|b| {
+        let (lower, upper) = (b.lower_ns?, b.upper_ns?);
         // Times are whole ms: a lower bound rounds up, an upper bound down.
-        let lower_ms = i64::try_from(lower?.div_euclid(1_000_000) + i128::from(lower?.rem_euclid(1_000_000) != 0)).ok()?;
-        let upper_ms = i64::try_from(upper?.div_euclid(1_000_000)).ok()?;
-        Some(TimeBound::Interval { left_time: l, right_time: r, lower_ms, upper_ms })
+        let lower_ms = i64::try_from(lower.div_euclid(1_000_000) + i128::from(lower.rem_euclid(1_000_000) != 0)).ok()?;
+        let upper_ms = i64::try_from(upper.div_euclid(1_000_000)).ok()?;
+        Some(TimeBound::Interval { left_time: b.pair.0, right_time: b.pair.1, lower_ms, upper_ms })
     })
+}
+
+/// The bounds found on `left.t - right.t` for one pair of time columns, in ns.
+struct Bounds {
+    /// (left column, right column), indexes in each input.
+    pair: (usize, usize),
+    lower_ns: Option<i128>,
+    upper_ns: Option<i128>,
 }
 
 /// `a op b` as `b flip(op) a`.
@@ -466,6 +474,52 @@ mod tests {
         for side in 0..2 {
             assert!(b.keep_offset_ms(side) <= b.late_offset_ms(side));
         }
+    }
+
+    /// `l.t` and `r.t` (event time) and `r.u` (not), as a join's output schema.
+    fn join_schema() -> DFSchema {
+        use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+        let ts = || DataType::Timestamp(TimeUnit::Millisecond, None);
+        let l = DFSchema::try_from_qualified_schema("l", &Schema::new(vec![Field::new("t", ts(), true)]))
+            .expect("left schema");
+        let r = DFSchema::try_from_qualified_schema(
+            "r",
+            &Schema::new(vec![Field::new("t", ts(), true), Field::new("u", ts(), true)]),
+        )
+        .expect("right schema");
+        l.join(&r).expect("join schema")
+    }
+
+    fn bound_of(filter: &Expr) -> Option<TimeBound> {
+        let left = TimeColumns { event_time: vec![0], window_end: vec![] };
+        let right = TimeColumns { event_time: vec![0], window_end: vec![] };
+        interval_bound(filter, &join_schema(), 1, &left, &right)
+    }
+
+    fn secs(n: i64) -> Expr {
+        datafusion::logical_expr::lit(ScalarValue::new_interval_mdn(0, 0, n * 1_000_000_000))
+    }
+
+    #[test]
+    fn recognises_between_and_comparisons_in_any_order() {
+        use datafusion::logical_expr::col;
+        // r.t BETWEEN l.t - 2 s AND l.t + 3 s: l.t - r.t in [-3 s, 2 s].
+        let between = col("r.t").between(col("l.t") - secs(2), col("l.t") + secs(3));
+        assert_eq!(bound_of(&between), Some(interval(-3_000, 2_000)));
+        // Exclusive bounds, the left column on either side: l.t > r.t AND r.t + 5 s > l.t.
+        let strict = col("l.t").gt(col("r.t")).and((col("r.t") + secs(5)).gt(col("l.t")));
+        assert_eq!(bound_of(&strict), Some(interval(1, 4_999)));
+        // The tighter of two bounds on one side wins.
+        let both = between.and(col("l.t").lt_eq(col("r.t")));
+        assert_eq!(bound_of(&both), Some(interval(-3_000, 0)));
+    }
+
+    #[test]
+    fn needs_two_bounds_on_event_time_attributes() {
+        use datafusion::logical_expr::col;
+        assert_eq!(bound_of(&col("l.t").gt_eq(col("r.t"))), None, "one bound: a regular join");
+        let other_column = col("r.u").between(col("l.t") - secs(2), col("l.t") + secs(3));
+        assert_eq!(bound_of(&other_column), None, "r.u is not an event-time attribute");
     }
 
     #[test]

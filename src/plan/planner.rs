@@ -3,7 +3,9 @@
 //!
 //! Supported: table and materialized-view scans, views (inlined), projection, filter, subquery
 //! alias, UNION ALL, GROUP BY / DISTINCT, INNER/LEFT/RIGHT/FULL joins ([`crate::plan::join`]).
-//! Window functions, ORDER BY and LIMIT are refused with an error naming them.
+//! deduplication and Top-N (ROW_NUMBER/RANK/DENSE_RANK kept to a rank range, SELECT DISTINCT ON:
+//! [`crate::plan::rank`]). Other window functions, ORDER BY and LIMIT are refused with an error
+//! naming them.
 
 use std::sync::Arc;
 

@@ -58,6 +58,27 @@ impl Database {
     pub fn open(data_dir: &std::path::Path) -> Result<Arc<Self>> {
         let store = Arc::new(Store::open(data_dir)?);
         let engine = Engine::load(store)?;
+        let db = Arc::new(Self { engine: RwLock::new(engine) });
+        // Idle tables' watermarks advance with processing time: checked every 100 ms.
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let weak = Arc::downgrade(&db);
+            handle.spawn(async move {
+                let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tick.tick().await;
+                    let Some(db) = weak.upgrade() else { break };
+                    let mut engine = db.engine.write().await;
+                    if engine.idle_base.is_empty() {
+                        continue;
+                    }
+                    if let Err(e) = engine.advance_idle_watermarks() {
+                        tracing::error!("advancing idle watermarks: {e}");
+                    }
+                }
+            });
+        }
+        let engine = db.engine.try_read().expect("no other user yet");
         tracing::info!(
             epoch = engine.epoch,
             relations = engine.catalog.relations.len(),
@@ -65,7 +86,8 @@ impl Database {
             "opened {}",
             data_dir.display()
         );
-        Ok(Arc::new(Self { engine: RwLock::new(engine) }))
+        drop(engine);
+        Ok(db)
     }
 
     /// Splits a query string into statements at top-level semicolons; empty ones are dropped.

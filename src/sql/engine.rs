@@ -39,6 +39,9 @@ pub struct Engine {
     /// Late rows dropped during this statement, for side tables: (view, operator, table,
     /// rows, watermark ms).
     pub pending_late: Vec<(String, &'static str, String, arrow::array::RecordBatch, i64)>,
+    /// For tables with `'watermark.idle-advance'`: when rows last arrived and the watermark
+    /// then (ms). Not persisted: after a restart a table advances only after new rows.
+    pub idle_base: HashMap<String, (std::time::Instant, i64)>,
 }
 
 impl Engine {
@@ -58,6 +61,7 @@ impl Engine {
             row_ids: HashMap::new(),
             watermarks: BTreeMap::new(),
             pending_late: Vec::new(),
+            idle_base: HashMap::new(),
         };
         for rel in engine.catalog.relations.values().filter(|r| r.watermark.is_some()) {
             if let Some(b) = engine.store.get_meta(&watermark_key(&rel.name))? {
@@ -284,6 +288,9 @@ impl Engine {
         if self.watermarks.get(table).is_some_and(|w| *w >= watermark_ms) {
             return Ok(());
         }
+        if self.catalog.get(table).is_some_and(|r| r.options.contains_key(IDLE_ADVANCE)) {
+            self.idle_base.insert(table.to_string(), (std::time::Instant::now(), watermark_ms));
+        }
         self.watermarks.insert(table.to_string(), watermark_ms);
         writes.put_meta(&watermark_key(table), &watermark_ms.to_be_bytes());
         self.propagate_watermark(table, watermark_ms)
@@ -362,6 +369,52 @@ impl SourceCatalog for CatalogSources<'_> {
         let rel = self.0.get(name).ok_or_else(|| WeirError::unknown_table(name))?;
         let Some(wm) = &rel.watermark else { return Ok(None) };
         Ok(relation_schema(rel)?.index_of(&wm.column).ok())
+    }
+}
+
+/// The table option that lets an idle table's watermark advance with processing time.
+pub const IDLE_ADVANCE: &str = "watermark.idle-advance";
+
+impl Engine {
+    /// Advances the watermark of every table with `'watermark.idle-advance' = d` that has had
+    /// no rows for longer than `d`: to its watermark at the last row plus the wall-clock time
+    /// since then, minus `d`. Commits an epoch if any watermark moved.
+    pub fn advance_idle_watermarks(&mut self) -> Result<()> {
+        let now = std::time::Instant::now();
+        let mut moves = Vec::new();
+        for (table, (last, wm)) in &self.idle_base {
+            let Some(option) = self.catalog.get(table).and_then(|r| r.options.get(IDLE_ADVANCE)) else { continue };
+            let idle_ms = crate::sql::settings::parse_duration_ms(IDLE_ADVANCE, option)?;
+            let quiet_ms = now.duration_since(*last).as_millis() as i64;
+            if quiet_ms > idle_ms {
+                let target = wm + (quiet_ms - idle_ms);
+                if self.watermarks.get(table).is_none_or(|w| *w < target) {
+                    moves.push((table.clone(), target));
+                }
+            }
+        }
+        if moves.is_empty() {
+            return Ok(());
+        }
+        let mut writes = EpochWrites::default();
+        let result: Result<()> = (|| {
+            for (table, target) in moves {
+                let base = self.idle_base.get(&table).copied();
+                self.advance_watermark(&table, target, &mut writes)?;
+                // Keep measuring idleness from the last row, not from this advance.
+                if let Some(base) = base {
+                    self.idle_base.insert(table, base);
+                }
+            }
+            Ok(())
+        })();
+        match result.and_then(|()| self.commit(writes, None)) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.reload()?;
+                Err(e)
+            }
+        }
     }
 }
 

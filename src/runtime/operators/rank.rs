@@ -785,7 +785,7 @@ mod tests {
     fn state_survives_a_restart() -> Result<()> {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = Store::open(dir.path())?;
-        let spec = |()| RankSpec {
+        let spec = || RankSpec {
             function: RankFunction::RowNumber,
             partition_by: vec![col("k")],
             order_by: vec![SortExpr::new(col("v"), true, false)],
@@ -797,13 +797,13 @@ mod tests {
             pair_by_rank: true,
             keep_first: false,
         };
-        let mut h = harness(spec(()), false, dir, store);
+        let mut h = harness(spec(), false, dir, store);
         assert_eq!(h.push("+I 1 10 a\n+I 1 10 b"), vec!["+I 1 10 a 1", "+I 1 10 b 2"]);
         let mut writes = EpochWrites::default();
         h.op.on_barrier(&mut writes)?;
         h.store.commit(writes, 1)?;
         let Harness { store, _dir, .. } = h;
-        let mut h = harness(spec(()), false, _dir, store);
+        let mut h = harness(spec(), false, _dir, store);
         // Ties go by arrival, continued after the restart: c is third.
         assert_eq!(h.push("+I 1 10 c"), Vec::<String>::new());
         assert_eq!(h.push("-D 1 10 a"), vec!["-U 1 10 a 1", "+U 1 10 b 1", "-U 1 10 b 2", "+U 1 10 c 2"]);

@@ -1,0 +1,32 @@
+//! Functions of Flink's dialect that DataFusion lacks or types differently, registered on every
+//! DataFusion context Weir creates ([`register`]), so batch `SELECT`s and streaming views plan
+//! the same types. One function (or one family) per file; each file states its rule and source.
+//!
+//! | SQL | file | result |
+//! |---|---|---|
+//! | `PROCTIME()` | `proctime.rs` | `TIMESTAMP_LTZ(3)` |
+//! | `MOD(a, b)` | `modulo.rs` | BIGINT or DOUBLE |
+//! | `YEAR`, `QUARTER`, `MONTH`, `WEEK`, `DAYOFYEAR`, `DAYOFMONTH`, `DAYOFWEEK`, `HOUR`, `MINUTE`, `SECOND` | `time_part.rs` | BIGINT |
+//! | `REGEXP_EXTRACT(str, regex [, idx])` | `regexp_extract.rs` | STRING |
+//! | `SPLIT_INDEX(str, sep, idx)` | `split_index.rs` | STRING |
+//! | `DATE_FORMAT(ts, format)` | `date_format.rs` | STRING |
+//! | `AVG(x)` (replaces DataFusion's) | `avg.rs` | x's type for integers |
+//!
+//! # Conventions
+//! - Scalar functions work on whole Arrow arrays; a constant argument is read once, never
+//!   expanded to an array (`args.rs`). All-constant calls return a constant.
+//! - NULL in, NULL out, as in Flink. Where Flink returns NULL for a bad value in a row (an index
+//!   out of range, a regex that does not compile), so do we; a bad *literal* regex or format is
+//!   refused when the statement is planned, naming it.
+
+mod args;
+mod avg;
+mod date_format;
+mod modulo;
+mod proctime;
+mod regexp_extract;
+mod registry;
+mod split_index;
+mod time_part;
+
+pub use registry::register;

@@ -1,0 +1,27 @@
+//! [`register`]: puts Weir's functions on a DataFusion context.
+
+use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
+use datafusion::prelude::SessionContext;
+
+use super::avg::FlinkAvg;
+use super::date_format::DateFormat;
+use super::modulo::Mod;
+use super::proctime::ProcTime;
+use super::regexp_extract::RegexpExtract;
+use super::split_index::SplitIndex;
+use super::time_part::TimePart;
+
+/// Registers Weir's functions on `ctx`. Names DataFusion already uses are replaced: `avg` (and
+/// its alias `mean`) by Flink's typing, `date_format` (DataFusion's alias of `to_char`, with
+/// chrono patterns) by Flink's Java patterns; `to_char` stays DataFusion's.
+pub fn register(ctx: &SessionContext) {
+    ctx.register_udf(ScalarUDF::new_from_impl(ProcTime::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(Mod::new()));
+    for part in TimePart::all() {
+        ctx.register_udf(ScalarUDF::new_from_impl(part));
+    }
+    ctx.register_udf(ScalarUDF::new_from_impl(RegexpExtract::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(SplitIndex::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(DateFormat::new()));
+    ctx.register_udaf(AggregateUDF::new_from_impl(FlinkAvg::new()));
+}
