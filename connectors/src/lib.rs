@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 
+pub mod nexmark;
+
 /// Errors of connector configuration.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ConnectorError {
@@ -18,6 +20,12 @@ pub enum ConnectorError {
     /// An option has a value outside its valid set.
     #[error("option '{option}' = '{value}' is not valid; valid values: {valid}")]
     InvalidValue { option: String, value: String, valid: String },
+    /// An option the connector does not know; lists the ones it does.
+    #[error("connector '{connector}' has no option '{option}'; valid options: {valid}")]
+    UnknownOption { connector: String, option: String, valid: String },
+    /// A bug in Weir (a broken invariant), not the user's or the environment's fault.
+    #[error("internal error: {message}")]
+    Internal { message: String },
 }
 
 /// How a connector can be used.
@@ -50,7 +58,8 @@ const FORMATS: &[&str] = &["json", "csv", "avro-confluent", "debezium-json", "ra
 ///
 /// # Errors
 /// [`ConnectorError::UnknownConnector`] for a name not in the list; `MissingOption` and
-/// `InvalidValue` for options a known connector requires (`topic` for Kafka, `format`'s values).
+/// `InvalidValue` for options a known connector requires (`topic` for Kafka, `format`'s values,
+/// the `nexmark.*` options); `UnknownOption` for a `nexmark.*` option that does not exist.
 pub fn validate(options: &BTreeMap<String, String>) -> Result<(String, ConnectorKind), ConnectorError> {
     let name = options.get("connector").map(|s| s.to_lowercase()).unwrap_or_else(|| "table".into());
     let Some((_, kind)) = CONNECTORS.iter().find(|(n, _)| *n == name) else {
@@ -64,6 +73,9 @@ pub fn validate(options: &BTreeMap<String, String>) -> Result<(String, Connector
     }
     if name == "filesystem" {
         require(&name, options, "path")?;
+    }
+    if name == "nexmark" {
+        nexmark::NexmarkConfig::from_options(options)?;
     }
     for key in ["format", "value.format", "key.format"] {
         if let Some(format) = options.get(key) {

@@ -12,6 +12,11 @@
 //! - Window join (`StreamWindowJoin`): both inputs are window TVFs and the equi-keys equate
 //!   their `window_end` columns (Flink also equates `window_start`). State is freed when the
 //!   watermark closes the window.
+//! - Event-time temporal join (`StreamTemporalJoin`): the right input is `t FOR SYSTEM_TIME AS
+//!   OF o.ts` ([`crate::plan::temporal`]), a versioned table (PRIMARY KEY and WATERMARK) joined
+//!   on its primary key; INNER or LEFT. Each probe row joins the version valid at `o.ts`, once
+//!   the watermark makes that answer final: append-only output. The versioned table's time
+//!   column is kept in the right input even when the query does not use it.
 //!
 //! Changelog: INNER of append-only inputs is append-only; everything else retracts (outer
 //! joins emit a NULL-padded row and retract it when a match arrives). Stream key: the left
@@ -26,12 +31,16 @@
 
 use std::fmt;
 
-use datafusion::common::{DFSchema, NullEquality, ScalarValue};
-use datafusion::logical_expr::{Between, BinaryExpr, Expr, Join, JoinType, Operator};
+use datafusion::common::{Column, DFSchema, NullEquality, ScalarValue};
+use datafusion::logical_expr::{
+    Between, BinaryExpr, Expr, Filter, Join, JoinType, LogicalPlan, Operator, Projection, SubqueryAlias,
+    TableScanBuilder,
+};
 
-use crate::error::{Result, WeirError};
-use crate::plan::planner::SourceCatalog;
+use crate::error::{ErrorKind, Result, WeirError};
+use crate::plan::planner::{plan_stream, SourceCatalog};
 use crate::plan::stream_plan::{ChangelogMode, StreamNode, StreamPlan};
+use crate::plan::temporal::{as_versioned, versioned_input, VersionedTable};
 use crate::plan::window::WindowKind;
 
 /// The join types the stream join runs.
@@ -88,6 +97,12 @@ pub enum TimeBound {
     Interval { left_time: usize, right_time: usize, lower_ms: i64, upper_ms: i64 },
     /// `left_end` and `right_end` index the `window_end` columns in each input.
     Window { left_end: usize, right_end: usize },
+    /// A temporal join: `probe_time` indexes the AS OF column of the left input,
+    /// `version_time` the versioned (right) table's event-time column; `right_width` is the
+    /// number of right columns in the output (the right input may carry the version time
+    /// after them). Probe rows are late when `t ≤ W`; versions never are. Not used by the
+    /// offset methods below.
+    Temporal { probe_time: usize, version_time: usize, right_width: usize },
 }
 
 impl TimeBound {
@@ -98,6 +113,8 @@ impl TimeBound {
             (TimeBound::Interval { right_time, .. }, _) => *right_time,
             (TimeBound::Window { left_end, .. }, 0) => *left_end,
             (TimeBound::Window { right_end, .. }, _) => *right_end,
+            (TimeBound::Temporal { probe_time, .. }, 0) => *probe_time,
+            (TimeBound::Temporal { version_time, .. }, _) => *version_time,
         }
     }
 
@@ -112,6 +129,7 @@ impl TimeBound {
                 }
             }
             TimeBound::Window { .. } => 1,
+            TimeBound::Temporal { .. } => 0,
         }
     }
 
@@ -125,7 +143,7 @@ impl TimeBound {
                     self.late_offset_ms(0).saturating_sub(upper_ms)
                 }
             }
-            TimeBound::Window { .. } => 1,
+            TimeBound::Window { .. } | TimeBound::Temporal { .. } => 1,
         }
     }
 
@@ -134,18 +152,14 @@ impl TimeBound {
     pub fn output_delay_ms(&self) -> i64 {
         match *self {
             TimeBound::Interval { .. } => {
-                let earliest = [
-                    self.late_offset_ms(0),
-                    self.late_offset_ms(1),
-                    self.keep_offset_ms(0),
-                    self.keep_offset_ms(1),
-                ]
-                .into_iter()
-                .min()
-                .unwrap_or(0);
+                let earliest =
+                    [self.late_offset_ms(0), self.late_offset_ms(1), self.keep_offset_ms(0), self.keep_offset_ms(1)]
+                        .into_iter()
+                        .min()
+                        .unwrap_or(0);
                 earliest.saturating_neg().max(0)
             }
-            TimeBound::Window { .. } => 0,
+            TimeBound::Window { .. } | TimeBound::Temporal { .. } => 0,
         }
     }
 }
@@ -171,6 +185,7 @@ impl JoinSpec {
             None => "StreamJoin",
             Some(TimeBound::Interval { .. }) => "StreamIntervalJoin",
             Some(TimeBound::Window { .. }) => "StreamWindowJoin",
+            Some(TimeBound::Temporal { .. }) => "StreamTemporalJoin",
         }
     }
 
@@ -186,6 +201,7 @@ impl JoinSpec {
                 out.push_str(&format!(", interval=[{lower_ms}ms, {upper_ms}ms]"))
             }
             Some(TimeBound::Window { .. }) => out.push_str(", window=window_end"),
+            Some(TimeBound::Temporal { probe_time, .. }) => out.push_str(&format!(", as_of=column {probe_time}")),
             None => {}
         }
         out
@@ -201,16 +217,17 @@ pub struct TimeColumns {
     pub window_end: Vec<usize>,
 }
 
-/// Plans join `j` over its planned inputs.
+/// Plans join `j` over its left input, planned.
 ///
 /// # Errors
-/// `Unsupported` for SEMI, ANTI and MARK joins (`IN`/`EXISTS` subqueries).
-pub fn plan_join(
-    j: &Join,
-    left: StreamPlan,
-    right: StreamPlan,
-    catalog: &dyn SourceCatalog,
-) -> Result<StreamPlan> {
+/// `Unsupported` for SEMI, ANTI and MARK joins (`IN`/`EXISTS` subqueries); for temporal joins
+/// see [`plan_temporal`].
+pub fn plan_join(j: &Join, left: StreamPlan, catalog: &dyn SourceCatalog) -> Result<StreamPlan> {
+    if let Some(provider) = versioned_input(&j.right) {
+        let versioned = as_versioned(provider.as_ref()).expect("versioned_input returns versioned tables");
+        return plan_temporal(j, left, versioned, catalog);
+    }
+    let right = plan_stream(&j.right, catalog)?;
     let join_type = match j.join_type {
         JoinType::Inner => StreamJoinType::Inner,
         JoinType::Left => StreamJoinType::Left,
@@ -256,13 +273,134 @@ pub fn plan_join(
     })
 }
 
+/// Plans the temporal join `j` of `left` with `versioned`, its right input.
+///
+/// # Errors
+/// `Unsupported` for RIGHT and FULL joins and for an AS OF column that is not the probe side's
+/// event-time attribute (a processing-time lookup join); `Plan` when the versioned table has
+/// no WATERMARK or PRIMARY KEY, or the join does not equate its primary key.
+fn plan_temporal(
+    j: &Join,
+    left: StreamPlan,
+    versioned: &VersionedTable,
+    catalog: &dyn SourceCatalog,
+) -> Result<StreamPlan> {
+    let table = &versioned.table;
+    let join_type = match j.join_type {
+        JoinType::Inner => StreamJoinType::Inner,
+        JoinType::Left => StreamJoinType::Left,
+        other => {
+            return Err(WeirError::unsupported(format!(
+                "{other} join with {table} FOR SYSTEM_TIME AS OF: a temporal join is INNER or LEFT"
+            )))
+        }
+    };
+    let as_of = Column::from_qualified_name(&versioned.as_of);
+    let probe_time = left.schema.maybe_index_of_column(&as_of).ok_or_else(|| {
+        WeirError::new(ErrorKind::UnknownColumn(format!(
+            "FOR SYSTEM_TIME AS OF {}: no such column in the other join input; columns: {}",
+            versioned.as_of,
+            left.schema.columns().iter().map(|c| c.flat_name()).collect::<Vec<_>>().join(", ")
+        )))
+    })?;
+    if !time_columns(&left, catalog)?.event_time.contains(&probe_time) {
+        return Err(WeirError::unsupported(format!(
+            "FOR SYSTEM_TIME AS OF {}: the column is not an event-time attribute (WATERMARK FOR) of the probe side; \
+             a processing-time lookup join is not built yet",
+            versioned.as_of
+        )));
+    }
+    let time_index = catalog.event_time_column(table)?.ok_or_else(|| {
+        WeirError::plan(format!(
+            "{table} FOR SYSTEM_TIME AS OF: a versioned table needs a WATERMARK FOR its event-time column and a PRIMARY KEY"
+        ))
+    })?;
+    let time_name = versioned.input.schema().field(time_index).name().clone();
+    let right_width = j.right.schema().fields().len();
+    let right = plan_stream(&with_scan_column(&j.right, time_index)?, catalog)?;
+    let version_time = time_columns(&right, catalog)?
+        .event_time
+        .into_iter()
+        .find(|i| *right.schema.field(*i).name() == time_name)
+        .ok_or_else(|| WeirError::internal(format!("the versioned table {table} lost its time column {time_name}")))?;
+    let Some(primary_key) = right.stream_key.clone() else {
+        return Err(WeirError::plan(format!(
+            "{table} FOR SYSTEM_TIME AS OF: a versioned table needs a PRIMARY KEY (and a WATERMARK)"
+        )));
+    };
+    let joined: Vec<usize> =
+        j.on.iter()
+            .filter_map(|(_, r)| match unalias(r) {
+                Expr::Column(c) => right.schema.maybe_index_of_column(c),
+                _ => None,
+            })
+            .collect();
+    if !primary_key.iter().all(|k| joined.contains(k)) {
+        return Err(WeirError::plan(format!(
+            "a temporal join with {table} must equate its primary key ({}) with columns of the other input",
+            primary_key.iter().map(|k| right.schema.field(*k).name().as_str()).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let spec = JoinSpec {
+        join_type,
+        on: j.on.clone(),
+        filter: j.filter.clone(),
+        null_equals_null: j.null_equality == NullEquality::NullEqualsNull,
+        time: Some(TimeBound::Temporal { probe_time, version_time, right_width }),
+    };
+    Ok(StreamPlan {
+        schema: std::sync::Arc::clone(&j.schema),
+        changelog: ChangelogMode::AppendOnly,
+        stream_key: None,
+        node: StreamNode::Join { left: Box::new(left), right: Box::new(right), join: spec },
+    })
+}
+
+/// `plan` (a versioned table under aliases, projections and filters) with column `index` of
+/// the table scanned and passed up as the last column, if the optimizer pruned it.
+fn with_scan_column(plan: &LogicalPlan, index: usize) -> Result<LogicalPlan> {
+    Ok(match plan {
+        LogicalPlan::TableScan(scan) => match &scan.projection {
+            Some(p) if !p.contains(&index) => {
+                let mut projection = p.clone();
+                projection.push(index);
+                LogicalPlan::TableScan(
+                    TableScanBuilder::new(scan.table_name.clone(), std::sync::Arc::clone(&scan.source))
+                        .with_projection(Some(projection))
+                        .with_filters(scan.filters.clone())
+                        .with_fetch(scan.fetch)
+                        .build()?,
+                )
+            }
+            _ => plan.clone(),
+        },
+        LogicalPlan::SubqueryAlias(a) => LogicalPlan::SubqueryAlias(SubqueryAlias::try_new(
+            std::sync::Arc::new(with_scan_column(&a.input, index)?),
+            a.alias.clone(),
+        )?),
+        LogicalPlan::Filter(f) => LogicalPlan::Filter(Filter::try_new(
+            f.predicate.clone(),
+            std::sync::Arc::new(with_scan_column(&f.input, index)?),
+        )?),
+        LogicalPlan::Projection(p) => {
+            let input = with_scan_column(&p.input, index)?;
+            let mut exprs = p.expr.clone();
+            if input.schema().fields().len() > p.input.schema().fields().len() {
+                let last = input.schema().fields().len() - 1;
+                exprs.push(Expr::Column(Column::from(input.schema().qualified_field(last))));
+            }
+            LogicalPlan::Projection(Projection::try_new(exprs, std::sync::Arc::new(input))?)
+        }
+        other => other.clone(),
+    })
+}
+
 /// The event-time and `window_end` columns of `plan`'s output.
 pub fn time_columns(plan: &StreamPlan, catalog: &dyn SourceCatalog) -> Result<TimeColumns> {
     Ok(match &plan.node {
-        StreamNode::Source { relation } => TimeColumns {
-            event_time: catalog.event_time_column(relation)?.into_iter().collect(),
-            window_end: vec![],
-        },
+        StreamNode::Source { relation } => {
+            TimeColumns { event_time: catalog.event_time_column(relation)?.into_iter().collect(), window_end: vec![] }
+        }
         StreamNode::Filter { input, .. } => time_columns(input, catalog)?,
         StreamNode::Project { input, exprs } => {
             let inner = time_columns(input, catalog)?;
@@ -368,7 +506,8 @@ fn interval_bound(
     bounds.into_iter().find_map(|b| {
         let (lower, upper) = (b.lower_ns?, b.upper_ns?);
         // Times are whole ms: a lower bound rounds up, an upper bound down.
-        let lower_ms = i64::try_from(lower.div_euclid(1_000_000) + i128::from(lower.rem_euclid(1_000_000) != 0)).ok()?;
+        let lower_ms =
+            i64::try_from(lower.div_euclid(1_000_000) + i128::from(lower.rem_euclid(1_000_000) != 0)).ok()?;
         let upper_ms = i64::try_from(upper.div_euclid(1_000_000)).ok()?;
         Some(TimeBound::Interval { left_time: b.pair.0, right_time: b.pair.1, lower_ms, upper_ms })
     })
@@ -401,15 +540,17 @@ fn linear(e: &Expr, schema: &DFSchema) -> Option<(usize, i128)> {
         Expr::Cast(c) if matches!(c.field.data_type(), arrow::datatypes::DataType::Timestamp(..)) => {
             linear(&c.expr, schema)
         }
-        Expr::BinaryExpr(BinaryExpr { left, op: Operator::Plus, right }) => match (linear(left, schema), right.as_ref()) {
-            (Some((c, ns)), Expr::Literal(v, _)) => Some((c, ns + interval_ns(v)?)),
-            (None, _) => {
-                let Expr::Literal(v, _) = left.as_ref() else { return None };
-                let (c, ns) = linear(right, schema)?;
-                Some((c, ns + interval_ns(v)?))
+        Expr::BinaryExpr(BinaryExpr { left, op: Operator::Plus, right }) => {
+            match (linear(left, schema), right.as_ref()) {
+                (Some((c, ns)), Expr::Literal(v, _)) => Some((c, ns + interval_ns(v)?)),
+                (None, _) => {
+                    let Expr::Literal(v, _) = left.as_ref() else { return None };
+                    let (c, ns) = linear(right, schema)?;
+                    Some((c, ns + interval_ns(v)?))
+                }
+                _ => None,
             }
-            _ => None,
-        },
+        }
         Expr::BinaryExpr(BinaryExpr { left, op: Operator::Minus, right }) => {
             let (c, ns) = linear(left, schema)?;
             let Expr::Literal(v, _) = right.as_ref() else { return None };
@@ -426,9 +567,7 @@ fn interval_ns(v: &ScalarValue) -> Option<i128> {
         ScalarValue::IntervalMonthDayNano(Some(x)) if x.months == 0 => {
             i128::from(x.days) * DAY_NS + i128::from(x.nanoseconds)
         }
-        ScalarValue::IntervalDayTime(Some(x)) => {
-            i128::from(x.days) * DAY_NS + i128::from(x.milliseconds) * 1_000_000
-        }
+        ScalarValue::IntervalDayTime(Some(x)) => i128::from(x.days) * DAY_NS + i128::from(x.milliseconds) * 1_000_000,
         ScalarValue::IntervalYearMonth(Some(0)) => 0,
         ScalarValue::DurationSecond(Some(x)) => i128::from(*x) * 1_000_000_000,
         ScalarValue::DurationMillisecond(Some(x)) => i128::from(*x) * 1_000_000,

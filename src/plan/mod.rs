@@ -3,6 +3,7 @@ pub mod join;
 pub mod planner;
 pub mod rank;
 pub mod stream_plan;
+pub mod temporal;
 pub mod window;
 
 pub use planner::{plan_stream, updating_operator, SourceCatalog, SourceInfo};

@@ -82,6 +82,10 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
                 }
                 None => match provider.get_logical_plan() {
                 Some(view_plan) => plan_stream(&view_plan, catalog)?,
+                None if crate::plan::temporal::as_versioned(provider.as_ref()).is_some() => {
+                    let versioned = crate::plan::temporal::as_versioned(provider.as_ref()).expect("checked");
+                    plan_stream(&versioned.scan_plan()?, catalog)?
+                }
                 None => {
                     let relation = scan.table_name.table().to_string();
                     let info = catalog.source_info(&relation)?;
@@ -210,8 +214,7 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
         }
         LogicalPlan::Join(j) => {
             let left = plan_stream(&j.left, catalog)?;
-            let right = plan_stream(&j.right, catalog)?;
-            crate::plan::join::plan_join(j, left, right, catalog)
+            crate::plan::join::plan_join(j, left, catalog)
         }
         LogicalPlan::Window(_) => Err(WeirError::unsupported(
             "this window function (OVER) in a materialized view; supported: ROW_NUMBER(), RANK() or DENSE_RANK() OVER (PARTITION BY .. ORDER BY ..) in a subquery whose outer WHERE bounds it from above (rn = 1, rn <= N, rn < N, rn BETWEEN 1 AND N)",
@@ -254,6 +257,9 @@ pub fn updating_operator(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Res
             if let Some(view_plan) = provider.get_logical_plan() {
                 return updating_operator(&view_plan, catalog);
             }
+            if let Some(versioned) = crate::plan::temporal::as_versioned(provider.as_ref()) {
+                return updating_operator(&versioned.scan_plan()?, catalog);
+            }
             let name = scan.table_name.table();
             let info = catalog.source_info(name)?;
             Ok((info.changelog != ChangelogMode::AppendOnly)
@@ -271,6 +277,10 @@ pub fn updating_operator(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Res
         )),
         LogicalPlan::Distinct(_) => {
             Ok(Some("GroupAggregate (DISTINCT), which retracts and updates its results".into()))
+        }
+        // A temporal join emits each probe row once, final, whatever the versioned table does.
+        LogicalPlan::Join(j) if crate::plan::temporal::versioned_input(&j.right).is_some() => {
+            updating_operator(&j.left, catalog)
         }
         LogicalPlan::Join(j) if j.join_type != JoinType::Inner => Ok(Some(format!(
             "Join ({} JOIN), which emits a NULL-padded row and retracts it when a match arrives",

@@ -23,7 +23,9 @@ use crate::runtime::changelog::StreamChunk;
 use crate::runtime::operator::{OpContext, Operator};
 use crate::runtime::operators::filter::Filter;
 use crate::runtime::operators::group_agg::{AggCall, AggKind, GroupAggregate};
+use crate::plan::join::TimeBound;
 use crate::runtime::operators::join::{Join, JoinOptions};
+use crate::runtime::operators::temporal_join::{TemporalJoin, TemporalJoinOptions};
 use crate::runtime::operators::materialize::{Materialize, StorageMode};
 use crate::runtime::operators::project::Project;
 use crate::runtime::operators::rank::{Rank, RankOptions};
@@ -110,19 +112,37 @@ impl Job {
             }
             StreamNode::Join { left, right, join } => {
                 let (left_keys, right_keys): (Vec<Expr>, Vec<Expr>) = join.on.iter().cloned().unzip();
-                let opts = JoinOptions {
-                    join_type: join.join_type,
-                    left_keys: physical_exprs(&left_keys, &left.schema)?,
-                    right_keys: physical_exprs(&right_keys, &right.schema)?,
-                    filter: join.filter.as_ref().map(|f| physical_expr(f, &plan.schema)).transpose()?,
-                    null_equals_null: join.null_equals_null,
-                    time: join.time,
-                    left_schema: Arc::new(left.schema.as_arrow().clone()),
-                    right_schema: Arc::new(right.schema.as_arrow().clone()),
-                    schema,
-                };
                 let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
-                Box::new(Join::try_new(opts, &mut prefixed, store)?)
+                if let Some(TimeBound::Temporal { probe_time, version_time, right_width }) = join.time {
+                    let pairs = left.schema.join(&right.schema)?;
+                    let opts = TemporalJoinOptions {
+                        left_outer: join.join_type.left_outer(),
+                        left_keys: physical_exprs(&left_keys, &left.schema)?,
+                        right_keys: physical_exprs(&right_keys, &right.schema)?,
+                        filter: join.filter.as_ref().map(|f| physical_expr(f, &pairs)).transpose()?,
+                        null_equals_null: join.null_equals_null,
+                        probe_time,
+                        version_time,
+                        right_width,
+                        left_schema: Arc::new(left.schema.as_arrow().clone()),
+                        right_schema: Arc::new(right.schema.as_arrow().clone()),
+                        schema,
+                    };
+                    Box::new(TemporalJoin::try_new(opts, &mut prefixed, store)?)
+                } else {
+                    let opts = JoinOptions {
+                        join_type: join.join_type,
+                        left_keys: physical_exprs(&left_keys, &left.schema)?,
+                        right_keys: physical_exprs(&right_keys, &right.schema)?,
+                        filter: join.filter.as_ref().map(|f| physical_expr(f, &plan.schema)).transpose()?,
+                        null_equals_null: join.null_equals_null,
+                        time: join.time,
+                        left_schema: Arc::new(left.schema.as_arrow().clone()),
+                        right_schema: Arc::new(right.schema.as_arrow().clone()),
+                        schema,
+                    };
+                    Box::new(Join::try_new(opts, &mut prefixed, store)?)
+                }
             }
             StreamNode::Rank { input, spec } => {
                 let order: Vec<Expr> = spec.order_by.iter().map(|s| s.expr.clone()).collect();
@@ -163,12 +183,7 @@ impl Job {
     pub fn push(&mut self, relation: &str, chunk: &StreamChunk, store: &Store) -> Result<Option<StreamChunk>> {
         let ctx = OpContext { store };
         let mut outputs = Vec::new();
-        let leaves: Vec<(usize, usize)> = self
-            .sources
-            .iter()
-            .filter(|(r, _, _)| r == relation)
-            .map(|(_, n, i)| (*n, *i))
-            .collect();
+        let leaves = self.leaves(relation);
         for (node, input) in leaves {
             let out = self.nodes[node].op.process_batch(input, chunk.clone(), &ctx)?;
             self.forward(node, out, &ctx, &mut outputs)?;
@@ -187,12 +202,7 @@ impl Job {
         let ctx = OpContext { store };
         let mut outputs = Vec::new();
         let mut out_watermark = None;
-        let leaves: Vec<(usize, usize)> = self
-            .sources
-            .iter()
-            .filter(|(r, _, _)| r == relation)
-            .map(|(_, n, i)| (*n, *i))
-            .collect();
+        let leaves = self.leaves(relation);
         for (leaf, input) in leaves {
             let (mut node, mut input, mut wm) = (leaf, input, Some(watermark_ms));
             while let Some(w) = wm.take() {
@@ -236,7 +246,7 @@ impl Job {
         self.nodes
             .iter()
             .enumerate()
-            .filter(|(_, n)| matches!(n.op.name(), "WindowAssign" | "SessionAssign" | "IntervalJoin" | "WindowJoin"))
+            .filter(|(_, n)| matches!(n.op.name(), "WindowAssign" | "SessionAssign" | "IntervalJoin" | "WindowJoin" | "TemporalJoin"))
             .map(|(i, n)| (i, n.op.name(), n.op.num_late_rows()))
             .collect()
     }
@@ -283,6 +293,11 @@ impl Job {
                 Ok(Some(StreamChunk::concat(&schema, outputs)?))
             }
         }
+    }
+
+    /// The leaves that read `relation`: (node, input of that node).
+    fn leaves(&self, relation: &str) -> Vec<(usize, usize)> {
+        self.sources.iter().filter(|(r, _, _)| r == relation).map(|(_, n, i)| (*n, *i)).collect()
     }
 
     /// The relations the job reads.

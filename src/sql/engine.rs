@@ -226,15 +226,19 @@ impl Engine {
         Ok(n)
     }
 
-    /// Pushes a change of `relation` through every job that reads it, and on through the views
-    /// built on those.
-    pub fn propagate(&mut self, relation: &str, chunk: &StreamChunk) -> Result<()> {
-        let readers: Vec<String> = self
-            .job_order
+    /// The materialized views whose jobs read `relation`, in dependency order.
+    fn readers_of(&self, relation: &str) -> Vec<String> {
+        self.job_order
             .iter()
             .filter(|name| self.jobs.get(*name).is_some_and(|j| j.reads().contains(&relation)))
             .cloned()
-            .collect();
+            .collect()
+    }
+
+    /// Pushes a change of `relation` through every job that reads it, and on through the views
+    /// built on those.
+    pub fn propagate(&mut self, relation: &str, chunk: &StreamChunk) -> Result<()> {
+        let readers = self.readers_of(relation);
         for name in readers {
             let job = self.jobs.get_mut(&name).expect("reader job exists");
             let out = job.push(relation, chunk, &self.store)?;
@@ -299,12 +303,7 @@ impl Engine {
     /// Sends a watermark of `relation` through the jobs that read it, and the changes and
     /// watermarks they emit on to the views built on them.
     pub fn propagate_watermark(&mut self, relation: &str, watermark_ms: i64) -> Result<()> {
-        let readers: Vec<String> = self
-            .job_order
-            .iter()
-            .filter(|name| self.jobs.get(*name).is_some_and(|j| j.reads().contains(&relation)))
-            .cloned()
-            .collect();
+        let readers = self.readers_of(relation);
         for name in readers {
             let job = self.jobs.get_mut(&name).expect("reader job exists");
             let (chunk, out) = job.on_watermark(relation, watermark_ms, &self.store)?;

@@ -142,10 +142,10 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
     crate::sql::functions::register(&ctx);
     let schema = Arc::new(WeirSchema { snapshot });
     let lookup_schema = Arc::clone(&schema);
-    crate::sql::window_tvf::register(
-        &ctx,
-        Arc::new(move |name: &str| futures::executor::block_on(lookup_schema.table(name)).ok().flatten()),
-    );
+    let lookup: Arc<dyn Fn(&str) -> Option<Arc<dyn TableProvider>> + Send + Sync> =
+        Arc::new(move |name: &str| futures::executor::block_on(lookup_schema.table(name)).ok().flatten());
+    crate::sql::window_tvf::register(&ctx, Arc::clone(&lookup));
+    crate::sql::temporal::register(&ctx, lookup);
     if let Some(catalog) = ctx.catalog(CATALOG_NAME) {
         // Replaces the in-memory default schema.
         let _ = catalog.register_schema(SCHEMA_NAME, schema);

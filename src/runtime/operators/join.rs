@@ -40,7 +40,9 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use arrow::array::{new_null_array, Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow::array::{
+    new_null_array, Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, RecordBatchOptions, UInt32Array,
+};
 use arrow::compute::{cast, take};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::physical_expr::PhysicalExpr;
@@ -146,11 +148,11 @@ impl Join {
         if opts.left_keys.len() != opts.right_keys.len() {
             return Err(WeirError::internal("join: left and right key lists differ in length"));
         }
-        let key_types = opts
-            .left_keys
-            .iter()
-            .map(|e| Ok(e.data_type(&opts.left_schema)?))
-            .collect::<Result<Vec<_>>>()?;
+        if matches!(opts.time, Some(TimeBound::Temporal { .. })) {
+            return Err(WeirError::internal("a temporal join runs as TemporalJoin, not Join"));
+        }
+        let key_types =
+            opts.left_keys.iter().map(|e| Ok(e.data_type(&opts.left_schema)?)).collect::<Result<Vec<_>>>()?;
         let key_codec = RowCodec::try_new(key_types)?;
         let side = |keys, schema: SchemaRef, outer, table: u32| -> Result<Side> {
             let types = schema.fields().iter().map(|f| f.data_type().clone()).collect();
@@ -247,13 +249,7 @@ impl Join {
     }
 
     fn save_meta(&mut self) {
-        let mut v = Vec::with_capacity(26);
-        for w in self.watermarks {
-            v.push(w.is_some() as u8);
-            v.extend_from_slice(&w.unwrap_or(0).to_le_bytes());
-        }
-        v.extend_from_slice(&self.num_late_rows.to_le_bytes());
-        self.meta.put(Vec::new(), v);
+        self.meta.put(Vec::new(), encode_meta(self.watermarks, self.num_late_rows));
     }
 
     /// Drops the stored rows that can no longer match, now that the watermark is `w`.
@@ -275,6 +271,7 @@ impl Operator for Join {
             None => "Join",
             Some(TimeBound::Interval { .. }) => "IntervalJoin",
             Some(TimeBound::Window { .. }) => "WindowJoin",
+            Some(TimeBound::Temporal { .. }) => "TemporalJoin",
         }
     }
 
@@ -439,7 +436,12 @@ impl Operator for Join {
 
     /// Takes the minimum of both inputs' watermarks (none until both have one) and drops the
     /// rows it makes unmatchable.
-    fn on_watermark(&mut self, input: usize, watermark_ms: i64, _ctx: &OpContext<'_>) -> Result<(Option<StreamChunk>, Option<i64>)> {
+    fn on_watermark(
+        &mut self,
+        input: usize,
+        watermark_ms: i64,
+        _ctx: &OpContext<'_>,
+    ) -> Result<(Option<StreamChunk>, Option<i64>)> {
         let s = side_index(input)?;
         let before = self.watermark();
         if self.watermarks[s].is_none_or(|w| watermark_ms > w) {
@@ -532,7 +534,7 @@ impl Join {
     }
 }
 
-fn side_index(input: usize) -> Result<usize> {
+pub(super) fn side_index(input: usize) -> Result<usize> {
     if input > 1 {
         return Err(WeirError::internal(format!("join has two inputs, got input {input}")));
     }
@@ -545,12 +547,12 @@ fn push_copies(out: &mut Vec<(Op, Option<u32>, Option<u32>)>, count: i64, row: (
     }
 }
 
-fn take_all(cols: &[ArrayRef], idx: &UInt32Array) -> Result<Vec<ArrayRef>> {
+pub(super) fn take_all(cols: &[ArrayRef], idx: &UInt32Array) -> Result<Vec<ArrayRef>> {
     Ok(cols.iter().map(|c| take(c.as_ref(), idx, None)).collect::<std::result::Result<_, _>>()?)
 }
 
 /// Casts columns whose type differs from `schema`'s.
-fn conform(cols: Vec<ArrayRef>, schema: &Schema) -> Result<Vec<ArrayRef>> {
+pub(super) fn conform(cols: Vec<ArrayRef>, schema: &Schema) -> Result<Vec<ArrayRef>> {
     cols.into_iter()
         .zip(schema.fields())
         .map(|(c, f)| Ok(if c.data_type() == f.data_type() { c } else { cast(&c, f.data_type())? }))
@@ -558,7 +560,7 @@ fn conform(cols: Vec<ArrayRef>, schema: &Schema) -> Result<Vec<ArrayRef>> {
 }
 
 /// Event times of a timestamp column, ms.
-fn times_ms(col: &ArrayRef) -> Result<Vec<Option<i64>>> {
+pub(super) fn times_ms(col: &ArrayRef) -> Result<Vec<Option<i64>>> {
     let ms = cast(col, &DataType::Timestamp(TimeUnit::Millisecond, None))?;
     let ms = cast(&ms, &DataType::Int64)?;
     let ms = ms
@@ -582,8 +584,19 @@ fn decode_entry(v: &[u8]) -> Result<(i64, i64)> {
     Ok((count, degree))
 }
 
+/// The `watermark` table's one value: both watermarks and the late-row count.
+pub(super) fn encode_meta(watermarks: [Option<i64>; 2], num_late_rows: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(26);
+    for w in watermarks {
+        v.push(w.is_some() as u8);
+        v.extend_from_slice(&w.unwrap_or(0).to_le_bytes());
+    }
+    v.extend_from_slice(&num_late_rows.to_le_bytes());
+    v
+}
+
 /// The watermarks and late-row count of the `watermark` table (none when it is empty).
-fn decode_meta(v: Option<&[u8]>) -> Result<([Option<i64>; 2], u64)> {
+pub(super) fn decode_meta(v: Option<&[u8]>) -> Result<([Option<i64>; 2], u64)> {
     let Some(v) = v else { return Ok(([None, None], 0)) };
     if v.len() != 26 {
         return Err(WeirError::storage("corrupt join watermark state"));
@@ -727,12 +740,7 @@ mod tests {
         assert_eq!(h.push(1, "+I 3 y 0\n+I 3 y 0"), lines(&["+I NULL NULL NULL 3 y 0", "+I NULL NULL NULL 3 y 0"]));
         assert_eq!(
             h.push(0, "+I 3 b 0"),
-            lines(&[
-                "-D NULL NULL NULL 3 y 0",
-                "-D NULL NULL NULL 3 y 0",
-                "+I 3 b 0 3 y 0",
-                "+I 3 b 0 3 y 0"
-            ])
+            lines(&["-D NULL NULL NULL 3 y 0", "-D NULL NULL NULL 3 y 0", "+I 3 b 0 3 y 0", "+I 3 b 0 3 y 0"])
         );
     }
 
@@ -797,12 +805,10 @@ mod tests {
         h.push(0, "+I 1 a 0\n+I 2 b 0");
         h.push(1, "+I 1 x 0");
         h.restart();
-        assert_eq!(h.push(1, "+I 2 y 0\n-D 1 x 0"), lines(&[
-            "-D 2 b 0 NULL NULL NULL",
-            "+I 2 b 0 2 y 0",
-            "-D 1 a 0 1 x 0",
-            "+I 1 a 0 NULL NULL NULL",
-        ]));
+        assert_eq!(
+            h.push(1, "+I 2 y 0\n-D 1 x 0"),
+            lines(&["-D 2 b 0 NULL NULL NULL", "+I 2 b 0 2 y 0", "-D 1 a 0 1 x 0", "+I 1 a 0 NULL NULL NULL",])
+        );
     }
 
     /// Random changelogs on both inputs, with retractions, NULL keys, duplicates and a
@@ -853,7 +859,11 @@ mod tests {
         }
     }
 
-    fn nested_loop(join_type: StreamJoinType, with_filter: bool, rows: &[Vec<(Option<i64>, String)>; 2]) -> HashMap<String, i64> {
+    fn nested_loop(
+        join_type: StreamJoinType,
+        with_filter: bool,
+        rows: &[Vec<(Option<i64>, String)>; 2],
+    ) -> HashMap<String, i64> {
         let text = |r: Option<&(Option<i64>, String)>| match r {
             Some((k, s)) => format!("{} {s} 0", k.map_or("NULL".to_string(), |k| k.to_string())),
             None => "NULL NULL NULL".to_string(),

@@ -27,13 +27,12 @@ use crate::plan::window::{sessions_of, windowed_rows, WindowSpec};
 use crate::runtime::changelog::{Op, StreamChunk};
 use crate::runtime::operator::{OpContext, Operator};
 use crate::runtime::operators::materialize::decode_count;
+use crate::runtime::operators::progress::{Progress, WATERMARK};
 use crate::state::codec::{decode_i64, encode_i64};
 use crate::state::{EpochWrites, RowCodec, StateTable, Store};
 
 /// The stable name of the open-session rows table.
 pub const ROWS: &str = "rows";
-/// The stable name of the watermark table.
-pub const WATERMARK: &str = "watermark";
 
 /// Assigns session windows; see the module docs.
 pub struct SessionAssign {
@@ -47,11 +46,8 @@ pub struct SessionAssign {
     /// Codec of the partition key (empty for a global session).
     key_codec: Option<RowCodec>,
     rows: StateTable,
-    meta: StateTable,
-    /// The watermark, ms; `None` before the first.
-    watermark_ms: Option<i64>,
-    /// Rows dropped as late.
-    num_late_rows: u64,
+    /// Watermark and late-row count.
+    progress: Progress,
 }
 
 /// One stored row: its time and encoded contents, with its count.
@@ -76,34 +72,15 @@ impl SessionAssign {
         } else {
             Some(RowCodec::try_new(spec.partition_by.iter().map(|i| types[*i].clone()).collect())?)
         };
-        let meta = StateTable::new(state_table(WATERMARK));
-        let (watermark_ms, num_late_rows) = match meta.get(store, b"")? {
-            Some(v) if v.len() == 17 => (
-                (v[0] == 1).then(|| i64::from_le_bytes(v[1..9].try_into().expect("8 bytes"))),
-                u64::from_le_bytes(v[9..17].try_into().expect("8 bytes")),
-            ),
-            Some(_) => return Err(WeirError::storage("corrupt session watermark state")),
-            None => (None, 0),
-        };
         Ok(Self {
             row_codec: RowCodec::try_new(types)?,
             key_codec,
             rows: StateTable::cached(state_table(ROWS), store)?,
-            meta,
+            progress: Progress::load(state_table(WATERMARK), store)?,
             spec,
             schema,
             input_schema,
-            watermark_ms,
-            num_late_rows,
         })
-    }
-
-    fn save_meta(&mut self) {
-        let mut v = Vec::with_capacity(17);
-        v.push(self.watermark_ms.is_some() as u8);
-        v.extend_from_slice(&self.watermark_ms.unwrap_or(0).to_le_bytes());
-        v.extend_from_slice(&self.num_late_rows.to_le_bytes());
-        self.meta.put(Vec::new(), v);
     }
 
     /// The rows of partition `key`, in time order, each with its session.
@@ -197,7 +174,7 @@ impl Operator for SessionAssign {
                 continue;
             }
             let t = times.value(row);
-            if self.watermark_ms.is_some_and(|wm| t + self.spec.size_ms - 1 <= wm - self.spec.allowed_lateness_ms) {
+            if self.progress.watermark_ms.is_some_and(|wm| t + self.spec.size_ms - 1 <= wm - self.spec.allowed_lateness_ms) {
                 // A retraction of a row of a closed session is dropped too, but not counted.
                 if chunk.ops[row].is_insert() {
                     late += 1;
@@ -215,10 +192,7 @@ impl Operator for SessionAssign {
                 self.rows.put(entry, count.to_le_bytes().to_vec());
             }
         }
-        if late > 0 {
-            self.num_late_rows += late;
-            self.save_meta();
-        }
+        self.progress.add_late(late);
         // Diff each touched partition's (row, session) multiset.
         let mut out = Vec::new();
         for (key, old) in before {
@@ -264,11 +238,9 @@ impl Operator for SessionAssign {
         watermark_ms: i64,
         _ctx: &OpContext<'_>,
     ) -> Result<(Option<StreamChunk>, Option<i64>)> {
-        if self.watermark_ms.is_some_and(|wm| watermark_ms <= wm) {
+        if !self.progress.advance(watermark_ms) {
             return Ok((None, Some(watermark_ms)));
         }
-        self.watermark_ms = Some(watermark_ms);
-        self.save_meta();
         // Close sessions whose window_time (end - 1) the watermark reached.
         let mut partitions: BTreeSet<Vec<u8>> = BTreeSet::new();
         match &self.key_codec {
@@ -300,12 +272,12 @@ impl Operator for SessionAssign {
     }
 
     fn num_late_rows(&self) -> u64 {
-        self.num_late_rows
+        self.progress.num_late_rows
     }
 
     fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
         self.rows.flush(writes);
-        self.meta.flush(writes);
+        self.progress.flush(writes);
         Ok(())
     }
 }

@@ -11,27 +11,22 @@
 
 use arrow::datatypes::SchemaRef;
 
-use crate::error::{Result, WeirError};
+use crate::error::Result;
 use crate::plan::window::WindowSpec;
 use crate::runtime::changelog::StreamChunk;
 use crate::runtime::operator::{OpContext, Operator};
-use crate::state::{EpochWrites, StateTable, Store};
-
-/// The stable name of the watermark table.
-pub const WATERMARK: &str = "watermark";
+use crate::runtime::operators::progress::{Progress, WATERMARK};
+use crate::state::{EpochWrites, Store};
 
 /// Assigns windows; see the module docs.
 pub struct WindowAssign {
     spec: WindowSpec,
     /// Output schema: input columns then the three window columns.
     schema: SchemaRef,
-    /// The watermark, ms; `None` before the first.
-    watermark_ms: Option<i64>,
-    /// Rows dropped because every window they belong to was closed.
-    num_late_rows: u64,
+    /// Watermark and the rows dropped because every window they belong to was closed.
+    progress: Progress,
     /// Late input rows not yet taken by the side-table writer, with the watermark.
     late: Vec<(arrow::array::RecordBatch, i64)>,
-    state: StateTable,
 }
 
 impl WindowAssign {
@@ -42,24 +37,8 @@ impl WindowAssign {
         state_table: &mut dyn FnMut(&str) -> u32,
         store: &Store,
     ) -> Result<Self> {
-        let state = StateTable::new(state_table(WATERMARK));
-        let (watermark_ms, num_late_rows) = match state.get(store, b"")? {
-            Some(v) if v.len() == 17 => {
-                let wm = (v[0] == 1).then(|| i64::from_le_bytes(v[1..9].try_into().expect("8 bytes")));
-                (wm, u64::from_le_bytes(v[9..17].try_into().expect("8 bytes")))
-            }
-            Some(_) => return Err(WeirError::storage("corrupt window watermark state")),
-            None => (None, 0),
-        };
-        Ok(Self { spec, schema, watermark_ms, num_late_rows, late: Vec::new(), state })
-    }
-
-    fn save(&mut self) {
-        let mut v = Vec::with_capacity(17);
-        v.push(self.watermark_ms.is_some() as u8);
-        v.extend_from_slice(&self.watermark_ms.unwrap_or(0).to_le_bytes());
-        v.extend_from_slice(&self.num_late_rows.to_le_bytes());
-        self.state.put(Vec::new(), v);
+        let progress = Progress::load(state_table(WATERMARK), store)?;
+        Ok(Self { spec, schema, progress, late: Vec::new() })
     }
 }
 
@@ -78,7 +57,7 @@ impl Operator for WindowAssign {
         chunk: StreamChunk,
         _ctx: &OpContext<'_>,
     ) -> Result<Option<StreamChunk>> {
-        let watermark = self.watermark_ms;
+        let watermark = self.progress.watermark_ms;
         let lateness = self.spec.allowed_lateness_ms;
         let mut kept = vec![false; chunk.len()];
         let (batch, rows) = self.spec.assign(&chunk.batch, &self.schema, |row, end| {
@@ -92,8 +71,7 @@ impl Operator for WindowAssign {
             .map(|r| r as u32)
             .collect();
         if !late.is_empty() {
-            self.num_late_rows += late.len() as u64;
-            self.save();
+            self.progress.add_late(late.len() as u64);
             let rows = arrow::compute::take_record_batch(&chunk.batch, &arrow::array::UInt32Array::from(late))?;
             self.late.push((rows, watermark.unwrap_or(i64::MIN)));
         }
@@ -110,15 +88,12 @@ impl Operator for WindowAssign {
         watermark_ms: i64,
         _ctx: &OpContext<'_>,
     ) -> Result<(Option<StreamChunk>, Option<i64>)> {
-        if self.watermark_ms.is_none_or(|wm| watermark_ms > wm) {
-            self.watermark_ms = Some(watermark_ms);
-            self.save();
-        }
+        self.progress.advance(watermark_ms);
         Ok((None, Some(watermark_ms)))
     }
 
     fn num_late_rows(&self) -> u64 {
-        self.num_late_rows
+        self.progress.num_late_rows
     }
 
     fn take_late_rows(&mut self) -> Vec<(arrow::array::RecordBatch, i64)> {
@@ -126,7 +101,7 @@ impl Operator for WindowAssign {
     }
 
     fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
-        self.state.flush(writes);
+        self.progress.flush(writes);
         Ok(())
     }
 }

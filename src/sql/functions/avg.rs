@@ -106,7 +106,8 @@ impl AggregateUDFImpl for FlinkAvg {
             return self.inner.state_fields(args);
         }
         if args.is_distinct {
-            let list = Field::new_list(format_state_name(args.name, "avg distinct"), Field::new_list_field(WIDE, true), false);
+            let list =
+                Field::new_list(format_state_name(args.name, "avg distinct"), Field::new_list_field(WIDE, true), false);
             return Ok(vec![Arc::new(list)]);
         }
         Ok(vec![
@@ -200,7 +201,10 @@ impl Accumulator for IntAvg {
 
 /// The (count, sum) state columns.
 fn state_arrays(states: &[ArrayRef]) -> Result<(&UInt64Array, &Decimal128Array)> {
-    match (states.first().and_then(|a| a.as_primitive_opt::<UInt64Type>()), states.get(1).and_then(|a| a.as_primitive_opt::<Decimal128Type>())) {
+    match (
+        states.first().and_then(|a| a.as_primitive_opt::<UInt64Type>()),
+        states.get(1).and_then(|a| a.as_primitive_opt::<Decimal128Type>()),
+    ) {
         (Some(counts), Some(sums)) => Ok((counts, sums)),
         _ => internal_err!("AVG state is not (UInt64, Decimal128)"),
     }
@@ -284,11 +288,8 @@ impl GroupsAccumulator for IntAvgGroups {
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
         let sums = emit_to.take_needed(&mut self.sums);
         let counts = emit_to.take_needed(&mut self.counts);
-        let averages: Decimal128Array = sums
-            .into_iter()
-            .zip(counts)
-            .map(|(sum, count)| (count > 0).then(|| sum / i128::from(count)))
-            .collect();
+        let averages: Decimal128Array =
+            sums.into_iter().zip(counts).map(|(sum, count)| (count > 0).then(|| sum / i128::from(count))).collect();
         Ok(cast(&averages.with_precision_and_scale(38, 0)?, &self.return_type)?)
     }
 
@@ -318,7 +319,8 @@ impl GroupsAccumulator for IntAvgGroups {
         let values = widen(&values[0])?;
         let keep = |i: usize| values.is_valid(i) && passes(opt_filter, i);
         let counts: UInt64Array = (0..values.len()).map(|i| Some(u64::from(keep(i)))).collect();
-        let sums: Decimal128Array = (0..values.len()).map(|i| Some(if keep(i) { values.value(i) } else { 0 })).collect();
+        let sums: Decimal128Array =
+            (0..values.len()).map(|i| Some(if keep(i) { values.value(i) } else { 0 })).collect();
         Ok(vec![Arc::new(counts), Arc::new(sums.with_precision_and_scale(38, 0)?)])
     }
 

@@ -32,8 +32,8 @@
 use std::fmt::Write;
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, StringBuilder};
 use arrow::array::timezone::Tz;
+use arrow::array::{Array, AsArray, StringBuilder};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, FieldRef, TimeUnit, TimestampMicrosecondType};
 use chrono::{Datelike, NaiveDateTime, TimeZone, Timelike};
@@ -81,7 +81,11 @@ impl ScalarUDFImpl for DateFormat {
             DataType::Date32 | DataType::Date64 | DataType::Null => DataType::Timestamp(TimeUnit::Millisecond, None),
             other => match as_string_type(other) {
                 Some(s) => s,
-                None => return plan_err!("{usage}: the first argument must be a TIMESTAMP, a DATE or a string, got {other}"),
+                None => {
+                    return plan_err!(
+                        "{usage}: the first argument must be a TIMESTAMP, a DATE or a string, got {other}"
+                    )
+                }
             },
         };
         let Some(format) = as_string_type(format) else {
@@ -141,8 +145,12 @@ enum Times<'a> {
 impl<'a> Times<'a> {
     fn new(v: &'a ColumnarValue) -> Result<Self> {
         let array = match v {
-            ColumnarValue::Array(a) if matches!(a.data_type(), DataType::Utf8) => return Ok(Self::Strings(StrArg::new(v)?)),
-            ColumnarValue::Scalar(s) if matches!(s.data_type(), DataType::Utf8) => return Ok(Self::Strings(StrArg::new(v)?)),
+            ColumnarValue::Array(a) if matches!(a.data_type(), DataType::Utf8) => {
+                return Ok(Self::Strings(StrArg::new(v)?))
+            }
+            ColumnarValue::Scalar(s) if matches!(s.data_type(), DataType::Utf8) => {
+                return Ok(Self::Strings(StrArg::new(v)?))
+            }
             ColumnarValue::Array(a) => Arc::clone(a),
             ColumnarValue::Scalar(s) => s.to_array()?,
         };
@@ -183,7 +191,10 @@ impl<'a> Times<'a> {
 enum Item {
     Literal(String),
     /// A pattern letter repeated `count` times.
-    Field { letter: char, count: usize },
+    Field {
+        letter: char,
+        count: usize,
+    },
 }
 
 /// Parses a DateTimeFormatter pattern; the error says what is wrong.
@@ -245,7 +256,17 @@ fn parse_pattern(format: &str) -> std::result::Result<Vec<Item>, String> {
 }
 
 const MONTHS: [&str; 12] = [
-    "January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November",
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
     "December",
 ];
 

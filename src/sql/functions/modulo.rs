@@ -2,9 +2,9 @@
 //! integers stay BIGINT, any other number is computed as DOUBLE. `b = 0` is an error, as in
 //! Postgres.
 
+use arrow::datatypes::DataType;
 use datafusion::common::plan_err;
 use datafusion::error::Result;
-use arrow::datatypes::DataType;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 /// `MOD(a, b)`, the `%` operator as a function.

@@ -12,8 +12,8 @@
 //! Computed with Arrow's `date_part` kernel on the whole column.
 
 use arrow::array::ArrayRef;
-use arrow::compute::kernels::temporal::{date_part, DatePart};
 use arrow::compute::cast;
+use arrow::compute::kernels::temporal::{date_part, DatePart};
 use arrow::datatypes::{DataType, TimeUnit};
 use datafusion::common::plan_err;
 use datafusion::error::Result;
@@ -68,12 +68,7 @@ impl TimePart {
             ("second", DatePart::Second, Of::Time),
         ]
         .into_iter()
-        .map(|(name, part, of)| TimePart {
-            name,
-            part,
-            of,
-            signature: Signature::user_defined(Volatility::Immutable),
-        })
+        .map(|(name, part, of)| TimePart { name, part, of, signature: Signature::user_defined(Volatility::Immutable) })
         .collect()
     }
 }

@@ -1,0 +1,67 @@
+//! Event-time progress of a window assigner: its watermark and the late rows it dropped,
+//! persisted in a one-entry state table so both survive a restart.
+
+use crate::error::{Result, WeirError};
+use crate::state::{EpochWrites, StateTable, Store};
+
+/// The stable name of the progress table.
+pub const WATERMARK: &str = "watermark";
+
+/// Watermark and late-row count; see the module docs.
+pub struct Progress {
+    /// The watermark, ms; `None` before the first.
+    pub watermark_ms: Option<i64>,
+    /// Rows dropped as late.
+    pub num_late_rows: u64,
+    table: StateTable,
+}
+
+impl Progress {
+    /// Loads the progress kept in state table `id`.
+    ///
+    /// # Errors
+    /// `Storage` for an entry that is not 17 bytes.
+    pub fn load(id: u32, store: &Store) -> Result<Self> {
+        let table = StateTable::new(id);
+        let (watermark_ms, num_late_rows) = match table.get(store, b"")? {
+            Some(v) if v.len() == 17 => (
+                (v[0] == 1).then(|| i64::from_le_bytes(v[1..9].try_into().expect("8 bytes"))),
+                u64::from_le_bytes(v[9..17].try_into().expect("8 bytes")),
+            ),
+            Some(_) => return Err(WeirError::storage("corrupt window watermark state")),
+            None => (None, 0),
+        };
+        Ok(Self { watermark_ms, num_late_rows, table })
+    }
+
+    /// Moves the watermark forward (never back); returns whether it moved.
+    pub fn advance(&mut self, watermark_ms: i64) -> bool {
+        if self.watermark_ms.is_some_and(|wm| watermark_ms <= wm) {
+            return false;
+        }
+        self.watermark_ms = Some(watermark_ms);
+        self.save();
+        true
+    }
+
+    /// Counts `n` more late rows.
+    pub fn add_late(&mut self, n: u64) {
+        if n > 0 {
+            self.num_late_rows += n;
+            self.save();
+        }
+    }
+
+    fn save(&mut self) {
+        let mut v = Vec::with_capacity(17);
+        v.push(self.watermark_ms.is_some() as u8);
+        v.extend_from_slice(&self.watermark_ms.unwrap_or(0).to_le_bytes());
+        v.extend_from_slice(&self.num_late_rows.to_le_bytes());
+        self.table.put(Vec::new(), v);
+    }
+
+    /// Hands the epoch's write, if any, to `writes`.
+    pub fn flush(&mut self, writes: &mut EpochWrites) {
+        self.table.flush(writes);
+    }
+}
