@@ -57,7 +57,13 @@ async fn kill_9_mid_stream_loses_nothing_committed() {
     client
         .batch_execute(
             "CREATE TABLE cr_rows (id BIGINT, k INT, v BIGINT, PRIMARY KEY (id) NOT ENFORCED);
-             CREATE MATERIALIZED VIEW cr_by_k AS SELECT k, COUNT(*) AS cnt, SUM(v) AS total FROM cr_rows GROUP BY k;",
+             CREATE MATERIALIZED VIEW cr_by_k AS SELECT k, COUNT(*) AS cnt, SUM(v) AS total FROM cr_rows GROUP BY k;
+             CREATE TABLE cr_events (ts TIMESTAMP(3), WATERMARK FOR ts AS ts);
+             CREATE MATERIALIZED VIEW cr_windows AS
+                 SELECT window_start, COUNT(*) AS n
+                 FROM TABLE(TUMBLE(TABLE cr_events, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
+                 GROUP BY window_start, window_end EMIT ON WINDOW CLOSE;
+             INSERT INTO cr_events VALUES (TIMESTAMP '2022-01-01 10:00:10'), (TIMESTAMP '2022-01-01 10:00:20');",
         )
         .await
         .expect("DDL");
@@ -99,11 +105,19 @@ async fn kill_9_mid_stream_loses_nothing_committed() {
     );
     assert_eq!(read_view(&client).await, expected_view(committed), "view after restart");
 
+    // A window view restarts too, and its open window is still there to close.
+    client
+        .batch_execute("INSERT INTO cr_events VALUES (TIMESTAMP '2022-01-01 10:01:30'); FLUSH;")
+        .await
+        .expect("close the first window after the restart");
+    let n: i64 = client.query_one("SELECT n FROM cr_windows", &[]).await.expect("window view").get(0);
+    assert_eq!(n, 2, "the window [10:00, 10:01) held two rows");
+
     // The job goes on after the restart.
     for i in committed..committed + 3 {
         client.batch_execute(&insert_sql(i)).await.expect("insert after restart");
     }
     client.batch_execute("FLUSH").await.expect("flush");
     assert_eq!(read_view(&client).await, expected_view(committed + 3), "view after more inserts");
-    client.batch_execute("DROP TABLE cr_rows CASCADE").await.expect("drop");
+    client.batch_execute("DROP TABLE cr_rows CASCADE; DROP TABLE cr_events CASCADE").await.expect("drop");
 }

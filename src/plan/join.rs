@@ -15,8 +15,9 @@
 //! - Event-time temporal join (`StreamTemporalJoin`): the right input is `t FOR SYSTEM_TIME AS
 //!   OF o.ts` ([`crate::plan::temporal`]), a versioned table (PRIMARY KEY and WATERMARK) joined
 //!   on its primary key; INNER or LEFT. Each probe row joins the version valid at `o.ts`, once
-//!   the watermark makes that answer final: append-only output. The versioned table's time
-//!   column is kept in the right input even when the query does not use it.
+//!   the watermark makes that answer final: append-only output. The AS OF column and the
+//!   versioned table's key and time columns are kept in the inputs even when the query does
+//!   not use them (DataFusion prunes unused columns).
 //!
 //! Changelog: INNER of append-only inputs is append-only; everything else retracts (outer
 //! joins emit a NULL-padded row and retract it when a match arrives). Stream key: the left
@@ -98,11 +99,11 @@ pub enum TimeBound {
     /// `left_end` and `right_end` index the `window_end` columns in each input.
     Window { left_end: usize, right_end: usize },
     /// A temporal join: `probe_time` indexes the AS OF column of the left input,
-    /// `version_time` the versioned (right) table's event-time column; `right_width` is the
-    /// number of right columns in the output (the right input may carry the version time
-    /// after them). Probe rows are late when `t ≤ W`; versions never are. Not used by the
-    /// offset methods below.
-    Temporal { probe_time: usize, version_time: usize, right_width: usize },
+    /// `version_time` the versioned (right) table's event-time column; `left_width` and
+    /// `right_width` are the numbers of each input's columns in the output (an input may carry
+    /// its time column after them when the query does not use it). Probe rows are late when
+    /// `t ≤ W`; versions never are. Not used by the offset methods below.
+    Temporal { probe_time: usize, version_time: usize, left_width: usize, right_width: usize },
 }
 
 impl TimeBound {
@@ -217,16 +218,17 @@ pub struct TimeColumns {
     pub window_end: Vec<usize>,
 }
 
-/// Plans join `j` over its left input, planned.
+/// Plans join `j` and its inputs.
 ///
 /// # Errors
 /// `Unsupported` for SEMI, ANTI and MARK joins (`IN`/`EXISTS` subqueries); for temporal joins
-/// see [`plan_temporal`].
-pub fn plan_join(j: &Join, left: StreamPlan, catalog: &dyn SourceCatalog) -> Result<StreamPlan> {
+/// see [`plan_temporal`]; the inputs' planning errors.
+pub fn plan_join(j: &Join, catalog: &dyn SourceCatalog) -> Result<StreamPlan> {
     if let Some(provider) = versioned_input(&j.right) {
         let versioned = as_versioned(provider.as_ref()).expect("versioned_input returns versioned tables");
-        return plan_temporal(j, left, versioned, catalog);
+        return plan_temporal(j, versioned, catalog);
     }
+    let left = plan_stream(&j.left, catalog)?;
     let right = plan_stream(&j.right, catalog)?;
     let join_type = match j.join_type {
         JoinType::Inner => StreamJoinType::Inner,
@@ -273,18 +275,13 @@ pub fn plan_join(j: &Join, left: StreamPlan, catalog: &dyn SourceCatalog) -> Res
     })
 }
 
-/// Plans the temporal join `j` of `left` with `versioned`, its right input.
+/// Plans the temporal join `j`, whose right input is `versioned`.
 ///
 /// # Errors
 /// `Unsupported` for RIGHT and FULL joins and for an AS OF column that is not the probe side's
 /// event-time attribute (a processing-time lookup join); `Plan` when the versioned table has
 /// no WATERMARK or PRIMARY KEY, or the join does not equate its primary key.
-fn plan_temporal(
-    j: &Join,
-    left: StreamPlan,
-    versioned: &VersionedTable,
-    catalog: &dyn SourceCatalog,
-) -> Result<StreamPlan> {
+fn plan_temporal(j: &Join, versioned: &VersionedTable, catalog: &dyn SourceCatalog) -> Result<StreamPlan> {
     let table = &versioned.table;
     let join_type = match j.join_type {
         JoinType::Inner => StreamJoinType::Inner,
@@ -296,6 +293,8 @@ fn plan_temporal(
         }
     };
     let as_of = Column::from_qualified_name(&versioned.as_of);
+    let left_width = j.left.schema().fields().len();
+    let left = plan_stream(&with_column(&j.left, &as_of)?, catalog)?;
     let probe_time = left.schema.maybe_index_of_column(&as_of).ok_or_else(|| {
         WeirError::new(ErrorKind::UnknownColumn(format!(
             "FOR SYSTEM_TIME AS OF {}: no such column in the other join input; columns: {}",
@@ -315,18 +314,27 @@ fn plan_temporal(
             "{table} FOR SYSTEM_TIME AS OF: a versioned table needs a WATERMARK FOR its event-time column and a PRIMARY KEY"
         ))
     })?;
-    let time_name = versioned.input.schema().field(time_index).name().clone();
+    let table_schema = versioned.input.schema();
+    let time_name = table_schema.field(time_index).name().clone();
+    let Some(key) = catalog.source_info(table)?.stream_key else {
+        return Err(WeirError::plan(format!(
+            "{table} FOR SYSTEM_TIME AS OF: a versioned table needs a PRIMARY KEY (and a WATERMARK)"
+        )));
+    };
+    // The key and time columns, even when the query does not use them.
     let right_width = j.right.schema().fields().len();
-    let right = plan_stream(&with_scan_column(&j.right, time_index)?, catalog)?;
+    let mut right_plan = j.right.as_ref().clone();
+    for k in key.iter().copied().chain([time_index]) {
+        right_plan = with_column(&right_plan, &Column::new_unqualified(table_schema.field(k).name()))?;
+    }
+    let right = plan_stream(&right_plan, catalog)?;
     let version_time = time_columns(&right, catalog)?
         .event_time
         .into_iter()
         .find(|i| *right.schema.field(*i).name() == time_name)
         .ok_or_else(|| WeirError::internal(format!("the versioned table {table} lost its time column {time_name}")))?;
     let Some(primary_key) = right.stream_key.clone() else {
-        return Err(WeirError::plan(format!(
-            "{table} FOR SYSTEM_TIME AS OF: a versioned table needs a PRIMARY KEY (and a WATERMARK)"
-        )));
+        return Err(WeirError::internal(format!("the versioned table {table} lost its primary key")));
     };
     let joined: Vec<usize> =
         j.on.iter()
@@ -346,7 +354,7 @@ fn plan_temporal(
         on: j.on.clone(),
         filter: j.filter.clone(),
         null_equals_null: j.null_equality == NullEquality::NullEqualsNull,
-        time: Some(TimeBound::Temporal { probe_time, version_time, right_width }),
+        time: Some(TimeBound::Temporal { probe_time, version_time, left_width, right_width }),
     };
     Ok(StreamPlan {
         schema: std::sync::Arc::clone(&j.schema),
@@ -356,38 +364,46 @@ fn plan_temporal(
     })
 }
 
-/// `plan` (a versioned table under aliases, projections and filters) with column `index` of
-/// the table scanned and passed up as the last column, if the optimizer pruned it.
-fn with_scan_column(plan: &LogicalPlan, index: usize) -> Result<LogicalPlan> {
+/// `plan` with column `col` of a table it scans passed up as its last output column, when the
+/// optimizer pruned it (through aliases, projections and filters; other plans unchanged).
+fn with_column(plan: &LogicalPlan, col: &Column) -> Result<LogicalPlan> {
+    if plan.schema().has_column(col) {
+        return Ok(plan.clone());
+    }
     Ok(match plan {
-        LogicalPlan::TableScan(scan) => match &scan.projection {
-            Some(p) if !p.contains(&index) => {
-                let mut projection = p.clone();
-                projection.push(index);
-                LogicalPlan::TableScan(
-                    TableScanBuilder::new(scan.table_name.clone(), std::sync::Arc::clone(&scan.source))
-                        .with_projection(Some(projection))
-                        .with_filters(scan.filters.clone())
-                        .with_fetch(scan.fetch)
-                        .build()?,
-                )
+        LogicalPlan::TableScan(scan) => {
+            let named = col.relation.as_ref().is_none_or(|r| r.table() == scan.table_name.table());
+            let index = scan.source.schema().index_of(&col.name).ok();
+            match (&scan.projection, index) {
+                (Some(p), Some(index)) if named && !p.contains(&index) => {
+                    let mut projection = p.clone();
+                    projection.push(index);
+                    LogicalPlan::TableScan(
+                        TableScanBuilder::new(scan.table_name.clone(), std::sync::Arc::clone(&scan.source))
+                            .with_projection(Some(projection))
+                            .with_filters(scan.filters.clone())
+                            .with_fetch(scan.fetch)
+                            .build()?,
+                    )
+                }
+                _ => plan.clone(),
             }
-            _ => plan.clone(),
-        },
-        LogicalPlan::SubqueryAlias(a) => LogicalPlan::SubqueryAlias(SubqueryAlias::try_new(
-            std::sync::Arc::new(with_scan_column(&a.input, index)?),
-            a.alias.clone(),
-        )?),
-        LogicalPlan::Filter(f) => LogicalPlan::Filter(Filter::try_new(
-            f.predicate.clone(),
-            std::sync::Arc::new(with_scan_column(&f.input, index)?),
-        )?),
+        }
+        LogicalPlan::SubqueryAlias(a) => {
+            if col.relation.as_ref().is_some_and(|r| r.table() != a.alias.table()) {
+                return Ok(plan.clone());
+            }
+            let input = with_column(&a.input, &Column::new_unqualified(&col.name))?;
+            LogicalPlan::SubqueryAlias(SubqueryAlias::try_new(std::sync::Arc::new(input), a.alias.clone())?)
+        }
+        LogicalPlan::Filter(f) => {
+            LogicalPlan::Filter(Filter::try_new(f.predicate.clone(), std::sync::Arc::new(with_column(&f.input, col)?))?)
+        }
         LogicalPlan::Projection(p) => {
-            let input = with_scan_column(&p.input, index)?;
+            let input = with_column(&p.input, col)?;
             let mut exprs = p.expr.clone();
-            if input.schema().fields().len() > p.input.schema().fields().len() {
-                let last = input.schema().fields().len() - 1;
-                exprs.push(Expr::Column(Column::from(input.schema().qualified_field(last))));
+            if let Ok((qualifier, field)) = input.schema().qualified_field_with_unqualified_name(&col.name) {
+                exprs.push(Expr::Column(Column::from((qualifier, field))));
             }
             LogicalPlan::Projection(Projection::try_new(exprs, std::sync::Arc::new(input))?)
         }

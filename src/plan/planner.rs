@@ -212,10 +212,7 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
                 node: StreamNode::Union { inputs },
             })
         }
-        LogicalPlan::Join(j) => {
-            let left = plan_stream(&j.left, catalog)?;
-            crate::plan::join::plan_join(j, left, catalog)
-        }
+        LogicalPlan::Join(j) => crate::plan::join::plan_join(j, catalog),
         LogicalPlan::Window(_) => Err(WeirError::unsupported(
             "this window function (OVER) in a materialized view; supported: ROW_NUMBER(), RANK() or DENSE_RANK() OVER (PARTITION BY .. ORDER BY ..) in a subquery whose outer WHERE bounds it from above (rn = 1, rn <= N, rn < N, rn BETWEEN 1 AND N)",
         )),

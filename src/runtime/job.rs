@@ -113,7 +113,7 @@ impl Job {
             StreamNode::Join { left, right, join } => {
                 let (left_keys, right_keys): (Vec<Expr>, Vec<Expr>) = join.on.iter().cloned().unzip();
                 let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
-                if let Some(TimeBound::Temporal { probe_time, version_time, right_width }) = join.time {
+                if let Some(TimeBound::Temporal { probe_time, version_time, left_width, right_width }) = join.time {
                     let pairs = left.schema.join(&right.schema)?;
                     let opts = TemporalJoinOptions {
                         left_outer: join.join_type.left_outer(),
@@ -123,6 +123,7 @@ impl Job {
                         null_equals_null: join.null_equals_null,
                         probe_time,
                         version_time,
+                        left_width,
                         right_width,
                         left_schema: Arc::new(left.schema.as_arrow().clone()),
                         right_schema: Arc::new(right.schema.as_arrow().clone()),

@@ -142,8 +142,15 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
     crate::sql::functions::register(&ctx);
     let schema = Arc::new(WeirSchema { snapshot });
     let lookup_schema = Arc::clone(&schema);
-    let lookup: Arc<dyn Fn(&str) -> Option<Arc<dyn TableProvider>> + Send + Sync> =
-        Arc::new(move |name: &str| futures::executor::block_on(lookup_schema.table(name)).ok().flatten());
+    // The lookup runs inside DataFusion's planning, itself run by `block_on` when jobs restart,
+    // so it must not start an executor of its own: the future completes on its first poll.
+    let lookup: crate::sql::temporal::TableLookup = Arc::new(move |name: &str| {
+        let mut table = lookup_schema.table(name);
+        match futures::FutureExt::now_or_never(&mut table) {
+            Some(found) => found.ok().flatten(),
+            None => futures::executor::block_on(table).ok().flatten(),
+        }
+    });
     crate::sql::window_tvf::register(&ctx, Arc::clone(&lookup));
     crate::sql::temporal::register(&ctx, lookup);
     if let Some(catalog) = ctx.catalog(CATALOG_NAME) {

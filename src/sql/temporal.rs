@@ -107,7 +107,7 @@ pub fn rewrite_system_time(sql: &str) -> Result<String> {
             table.replace('\'', "''"),
             as_of.replace('\'', "''")
         ));
-        copied = sig.get(end).copied().unwrap_or(tokens.len());
+        copied = sig[end - 1] + 1;
         k = end;
     }
     for t in &tokens[copied..] {
@@ -125,13 +125,16 @@ fn dotted(parts: &[&Word]) -> String {
         .join(".")
 }
 
+/// Looks a relation's provider up by name.
+pub type TableLookup = Arc<dyn Fn(&str) -> Option<Arc<dyn TableProvider>> + Send + Sync>;
+
 /// Registers `weir_versioned`; `lookup(name)` returns a relation's provider.
-pub fn register(ctx: &SessionContext, lookup: Arc<dyn Fn(&str) -> Option<Arc<dyn TableProvider>> + Send + Sync>) {
+pub fn register(ctx: &SessionContext, lookup: TableLookup) {
     ctx.register_udtf(FUNCTION, Arc::new(VersionedFunction { lookup }));
 }
 
 struct VersionedFunction {
-    lookup: Arc<dyn Fn(&str) -> Option<Arc<dyn TableProvider>> + Send + Sync>,
+    lookup: TableLookup,
 }
 
 impl std::fmt::Debug for VersionedFunction {

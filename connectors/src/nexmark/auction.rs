@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Int64Builder, StringBuilder, TimestampMillisecondBuilder};
+use arrow::array::{ArrayBuilder, ArrayRef, Int64Builder, StringBuilder, TimestampMillisecondBuilder};
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 
 use super::config::NexmarkConfig;
@@ -63,7 +63,7 @@ impl AuctionColumns {
             expires: TimestampMillisecondBuilder::with_capacity(rows),
             seller: Int64Builder::with_capacity(rows),
             category: Int64Builder::with_capacity(rows),
-            extra: StringBuilder::with_capacity(rows, rows * 400),
+            extra: StringBuilder::with_capacity(rows, rows * 440),
             scratch: Vec::with_capacity(128),
         }
     }
@@ -98,17 +98,22 @@ impl TableColumns for AuctionColumns {
     }
 
     fn finish(&mut self) -> Vec<ArrayRef> {
+        // `finish` leaves a builder with no capacity: size fresh ones for a batch like this one.
+        let rows = self.id.len();
+        let scratch = std::mem::take(&mut self.scratch);
+        let mut done = std::mem::replace(self, Self::with_capacity(rows));
+        self.scratch = scratch;
         vec![
-            Arc::new(self.id.finish()),
-            Arc::new(self.item_name.finish()),
-            Arc::new(self.description.finish()),
-            Arc::new(self.initial_bid.finish()),
-            Arc::new(self.reserve.finish()),
-            Arc::new(self.date_time.finish()),
-            Arc::new(self.expires.finish()),
-            Arc::new(self.seller.finish()),
-            Arc::new(self.category.finish()),
-            Arc::new(self.extra.finish()),
+            Arc::new(done.id.finish()),
+            Arc::new(done.item_name.finish()),
+            Arc::new(done.description.finish()),
+            Arc::new(done.initial_bid.finish()),
+            Arc::new(done.reserve.finish()),
+            Arc::new(done.date_time.finish()),
+            Arc::new(done.expires.finish()),
+            Arc::new(done.seller.finish()),
+            Arc::new(done.category.finish()),
+            Arc::new(done.extra.finish()),
         ]
     }
 }

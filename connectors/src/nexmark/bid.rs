@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Int64Builder, StringBuilder, TimestampMillisecondBuilder};
+use arrow::array::{ArrayBuilder, ArrayRef, Int64Builder, StringBuilder, TimestampMillisecondBuilder};
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 
 use super::config::NexmarkConfig;
@@ -47,9 +47,9 @@ impl BidColumns {
             bidder: Int64Builder::with_capacity(rows),
             price: Int64Builder::with_capacity(rows),
             channel: StringBuilder::with_capacity(rows, rows * 10),
-            url: StringBuilder::with_capacity(rows, rows * 70),
+            url: StringBuilder::with_capacity(rows, rows * 80),
             date_time: TimestampMillisecondBuilder::with_capacity(rows),
-            extra: StringBuilder::with_capacity(rows, rows * 70),
+            extra: StringBuilder::with_capacity(rows, rows * 82),
         }
     }
 }
@@ -76,14 +76,17 @@ impl TableColumns for BidColumns {
     }
 
     fn finish(&mut self) -> Vec<ArrayRef> {
+        // `finish` leaves a builder with no capacity: size fresh ones for a batch like this one.
+        let rows = self.auction.len();
+        let mut done = std::mem::replace(self, Self::with_capacity(rows));
         vec![
-            Arc::new(self.auction.finish()),
-            Arc::new(self.bidder.finish()),
-            Arc::new(self.price.finish()),
-            Arc::new(self.channel.finish()),
-            Arc::new(self.url.finish()),
-            Arc::new(self.date_time.finish()),
-            Arc::new(self.extra.finish()),
+            Arc::new(done.auction.finish()),
+            Arc::new(done.bidder.finish()),
+            Arc::new(done.price.finish()),
+            Arc::new(done.channel.finish()),
+            Arc::new(done.url.finish()),
+            Arc::new(done.date_time.finish()),
+            Arc::new(done.extra.finish()),
         ]
     }
 }

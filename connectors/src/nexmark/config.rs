@@ -105,10 +105,9 @@ impl NexmarkConfig {
                 valid: OPTIONS.join(", "),
             });
         }
-        let table_name = options.get(OPT_TABLE).ok_or_else(|| ConnectorError::MissingOption {
-            connector: "nexmark".into(),
-            option: OPT_TABLE.into(),
-        })?;
+        let table_name = options
+            .get(OPT_TABLE)
+            .ok_or_else(|| ConnectorError::MissingOption { connector: "nexmark".into(), option: OPT_TABLE.into() })?;
         let table = NexmarkTable::ALL
             .into_iter()
             .find(|t| t.name().eq_ignore_ascii_case(table_name.trim()))
@@ -123,13 +122,10 @@ impl NexmarkConfig {
             config.num_events = (n > 0).then_some(n);
         }
         if let Some(v) = options.get(OPT_EVENT_RATE) {
-            config.event_rate = v
-                .trim()
-                .replace('_', "")
-                .parse::<f64>()
-                .ok()
-                .filter(|r| r.is_finite() && *r > 0.0)
-                .ok_or_else(|| invalid(OPT_EVENT_RATE, v, "a positive number of events per second of event time, e.g. 100000"))?;
+            config.event_rate =
+                v.trim().replace('_', "").parse::<f64>().ok().filter(|r| r.is_finite() && *r > 0.0).ok_or_else(
+                    || invalid(OPT_EVENT_RATE, v, "a positive number of events per second of event time, e.g. 100000"),
+                )?;
         }
         if let Some(v) = options.get(OPT_BASE_TIME) {
             config.base_time_ms = parse_base_time(v).ok_or_else(|| {
@@ -137,7 +133,8 @@ impl NexmarkConfig {
             })?;
         }
         if let Some(v) = options.get(OPT_SEED) {
-            config.seed = v.trim().parse().map_err(|_| invalid(OPT_SEED, v, "an integer in 0..=18446744073709551615"))?;
+            config.seed =
+                v.trim().parse().map_err(|_| invalid(OPT_SEED, v, "an integer in 0..=18446744073709551615"))?;
         }
         Ok(config)
     }
@@ -179,7 +176,9 @@ fn parse_base_time(s: &str) -> Option<i64> {
     }
     let ms = match frac.len() {
         0 => 0,
-        1..=3 if frac.bytes().all(|b| b.is_ascii_digit()) => frac.parse::<i64>().ok()? * 10i64.pow(3 - frac.len() as u32),
+        1..=3 if frac.bytes().all(|b| b.is_ascii_digit()) => {
+            frac.parse::<i64>().ok()? * 10i64.pow(3 - frac.len() as u32)
+        }
         _ => return None,
     };
     Some((days_from_civil(y, m, day) * 86_400 + h * 3600 + mi * 60 + sec) * 1000 + ms)

@@ -51,9 +51,9 @@ pub(super) trait TableColumns {
 }
 
 enum Columns {
-    Person(PersonColumns),
-    Auction(AuctionColumns),
-    Bid(BidColumns),
+    Person(Box<PersonColumns>),
+    Auction(Box<AuctionColumns>),
+    Bid(Box<BidColumns>),
 }
 
 /// One partition of one Nexmark table.
@@ -85,9 +85,11 @@ impl NexmarkGenerator {
             });
         }
         let (slot_start, slots, columns) = match config.table {
-            NexmarkTable::Person => (0, 1, Columns::Person(PersonColumns::with_capacity(INITIAL_CAPACITY))),
-            NexmarkTable::Auction => (1, 3, Columns::Auction(AuctionColumns::with_capacity(INITIAL_CAPACITY))),
-            NexmarkTable::Bid => (4, 46, Columns::Bid(BidColumns::with_capacity(INITIAL_CAPACITY))),
+            NexmarkTable::Person => (0, 1, Columns::Person(Box::new(PersonColumns::with_capacity(INITIAL_CAPACITY)))),
+            NexmarkTable::Auction => {
+                (1, 3, Columns::Auction(Box::new(AuctionColumns::with_capacity(INITIAL_CAPACITY))))
+            }
+            NexmarkTable::Bid => (4, 46, Columns::Bid(Box::new(BidColumns::with_capacity(INITIAL_CAPACITY)))),
         };
         Ok(NexmarkGenerator {
             schema: schema(config.table),
@@ -143,9 +145,9 @@ impl NexmarkGenerator {
         let id_of = move |k| event_id(k, p, n, start, slots);
         let (config, tables, offset) = (&self.config, &self.tables, &mut self.offset);
         let columns = match &mut self.columns {
-            Columns::Person(c) => fill(c, config, tables, max_rows, offset, id_of),
-            Columns::Auction(c) => fill(c, config, tables, max_rows, offset, id_of),
-            Columns::Bid(c) => fill(c, config, tables, max_rows, offset, id_of),
+            Columns::Person(c) => fill(c.as_mut(), config, tables, max_rows, offset, id_of),
+            Columns::Auction(c) => fill(c.as_mut(), config, tables, max_rows, offset, id_of),
+            Columns::Bid(c) => fill(c.as_mut(), config, tables, max_rows, offset, id_of),
         };
         Some(RecordBatch::try_new(Arc::clone(&self.schema), columns).expect("the columns follow the table's schema"))
     }

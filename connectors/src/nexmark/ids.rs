@@ -56,22 +56,16 @@ pub(super) fn next_auction(event_id: u64, rng: &mut Rng) -> i64 {
 /// The seller of the auction at `event_id`: the hot seller with probability 3/4.
 #[inline]
 pub(super) fn seller(event_id: u64, rng: &mut Rng) -> i64 {
-    let base0 = if rng.below(4) > 0 {
-        last_person(event_id) / HOT_BATCH * HOT_BATCH
-    } else {
-        next_person(event_id, rng)
-    };
+    let base0 =
+        if rng.below(4) > 0 { last_person(event_id) / HOT_BATCH * HOT_BATCH } else { next_person(event_id, rng) };
     base0 + FIRST_PERSON_ID
 }
 
 /// The auction of the bid at `event_id`: the hot auction with probability 1/2.
 #[inline]
 pub(super) fn bid_auction(event_id: u64, rng: &mut Rng) -> i64 {
-    let base0 = if rng.below(2) > 0 {
-        last_auction(event_id) / HOT_BATCH * HOT_BATCH
-    } else {
-        next_auction(event_id, rng)
-    };
+    let base0 =
+        if rng.below(2) > 0 { last_auction(event_id) / HOT_BATCH * HOT_BATCH } else { next_auction(event_id, rng) };
     base0 + FIRST_AUCTION_ID
 }
 
@@ -79,10 +73,7 @@ pub(super) fn bid_auction(event_id: u64, rng: &mut Rng) -> i64 {
 /// offset is added once (NEXMARK.md "Our choices"; Flink adds it twice).
 #[inline]
 pub(super) fn bidder(event_id: u64, rng: &mut Rng) -> i64 {
-    let base0 = if rng.below(4) > 0 {
-        last_person(event_id) / HOT_BATCH * HOT_BATCH + 1
-    } else {
-        next_person(event_id, rng)
-    };
+    let base0 =
+        if rng.below(4) > 0 { last_person(event_id) / HOT_BATCH * HOT_BATCH + 1 } else { next_person(event_id, rng) };
     base0 + FIRST_PERSON_ID
 }

@@ -29,7 +29,7 @@ mod strings;
 mod tests;
 
 pub use config::{
-    NexmarkConfig, NexmarkTable, DEFAULT_BASE_TIME_MS, DEFAULT_EVENT_RATE, DEFAULT_SEED, OPT_BASE_TIME,
-    OPT_EVENTS, OPT_EVENT_RATE, OPT_SEED, OPT_TABLE,
+    NexmarkConfig, NexmarkTable, DEFAULT_BASE_TIME_MS, DEFAULT_EVENT_RATE, DEFAULT_SEED, OPT_BASE_TIME, OPT_EVENTS,
+    OPT_EVENT_RATE, OPT_SEED, OPT_TABLE,
 };
 pub use generator::{schema, NexmarkGenerator};

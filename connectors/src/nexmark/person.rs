@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Int64Builder, StringBuilder, TimestampMillisecondBuilder};
+use arrow::array::{ArrayBuilder, ArrayRef, Int64Builder, StringBuilder, TimestampMillisecondBuilder};
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 
 use super::config::NexmarkConfig;
@@ -60,7 +60,7 @@ impl PersonColumns {
             city: StringBuilder::with_capacity(rows, rows * 8),
             state: StringBuilder::with_capacity(rows, rows * 2),
             date_time: TimestampMillisecondBuilder::with_capacity(rows),
-            extra: StringBuilder::with_capacity(rows, rows * 160),
+            extra: StringBuilder::with_capacity(rows, rows * 170),
             scratch: Vec::with_capacity(64),
         }
     }
@@ -115,15 +115,20 @@ impl TableColumns for PersonColumns {
     }
 
     fn finish(&mut self) -> Vec<ArrayRef> {
+        // `finish` leaves a builder with no capacity: size fresh ones for a batch like this one.
+        let rows = self.id.len();
+        let scratch = std::mem::take(&mut self.scratch);
+        let mut done = std::mem::replace(self, Self::with_capacity(rows));
+        self.scratch = scratch;
         vec![
-            Arc::new(self.id.finish()),
-            Arc::new(self.name.finish()),
-            Arc::new(self.email_address.finish()),
-            Arc::new(self.credit_card.finish()),
-            Arc::new(self.city.finish()),
-            Arc::new(self.state.finish()),
-            Arc::new(self.date_time.finish()),
-            Arc::new(self.extra.finish()),
+            Arc::new(done.id.finish()),
+            Arc::new(done.name.finish()),
+            Arc::new(done.email_address.finish()),
+            Arc::new(done.credit_card.finish()),
+            Arc::new(done.city.finish()),
+            Arc::new(done.state.finish()),
+            Arc::new(done.date_time.finish()),
+            Arc::new(done.extra.finish()),
         ]
     }
 }

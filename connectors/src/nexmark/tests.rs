@@ -171,7 +171,18 @@ fn person_fields_follow_the_spec() -> TestResult {
     let b = all(&config(NexmarkTable::Person, 50_000))?;
     let first = ["Peter", "Paul", "Luke", "John", "Saul", "Vicky", "Kate", "Julie", "Sarah", "Deiter", "Walter"];
     let last = ["Shultz", "Abrams", "Spencer", "White", "Bartels", "Walton", "Smith", "Jones", "Noris"];
-    let cities = ["Phoenix", "Los Angeles", "San Francisco", "Boise", "Portland", "Bend", "Redmond", "Seattle", "Kent", "Cheyenne"];
+    let cities = [
+        "Phoenix",
+        "Los Angeles",
+        "San Francisco",
+        "Boise",
+        "Portland",
+        "Bend",
+        "Redmond",
+        "Seattle",
+        "Kent",
+        "Cheyenne",
+    ];
     let names = strs(&b, "name");
     let emails = strs(&b, "email_address");
     let cards = strs(&b, "credit_card");

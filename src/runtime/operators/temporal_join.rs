@@ -67,11 +67,14 @@ pub struct TemporalJoinOptions {
     pub probe_time: usize,
     /// The event-time column of the right input.
     pub version_time: usize,
+    /// The left columns in the output: the first `left_width` of the left input.
+    pub left_width: usize,
     /// The right columns in the output: the first `right_width` of the right input.
     pub right_width: usize,
     pub left_schema: SchemaRef,
     pub right_schema: SchemaRef,
-    /// Output schema: the left columns, then the first `right_width` right columns.
+    /// Output schema: the first `left_width` left columns, then the first `right_width` right
+    /// columns.
     pub schema: SchemaRef,
 }
 
@@ -350,9 +353,10 @@ impl TemporalJoin {
         Ok(())
     }
 
-    /// The output rows: `left` columns, then the first `right_width` of `right` (NULL when
-    /// `None`).
+    /// The output rows: the first `left_width` of `left`, then the first `right_width` of
+    /// `right` (NULL when `None`).
     fn output_batch(&self, left: Vec<ArrayRef>, right: Option<Vec<ArrayRef>>, len: usize) -> Result<RecordBatch> {
+        let left: Vec<ArrayRef> = left.into_iter().take(self.opts.left_width).collect();
         let right_fields = &self.opts.right_schema.fields()[..self.opts.right_width];
         let right: Vec<ArrayRef> = match right {
             Some(cols) => cols.into_iter().take(self.opts.right_width).collect(),
@@ -438,4 +442,130 @@ fn time_at(bytes: Option<&[u8]>) -> Result<i64> {
     let corrupt = || WeirError::storage("corrupt temporal join state key");
     let bytes = bytes.ok_or_else(corrupt)?;
     Ok(decode_i64(bytes[1..].try_into().map_err(|_| corrupt())?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::datatypes::DataType;
+    use datafusion::physical_expr::expressions::Column;
+
+    /// Both inputs: key `k`, a text `s`, a time `t` (ms).
+    fn input_schema(prefix: &str) -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new(format!("{prefix}k"), DataType::Int64, true),
+            Field::new(format!("{prefix}s"), DataType::Utf8, true),
+            Field::new(format!("{prefix}t"), DataType::Int64, true),
+        ]))
+    }
+
+    struct Harness {
+        op: TemporalJoin,
+        store: Store,
+        epoch: u64,
+        _dir: tempfile::TempDir,
+    }
+
+    fn open(store: &Store) -> TemporalJoin {
+        let (left, right) = (input_schema("l"), input_schema("r"));
+        let schema = Arc::new(Schema::new(
+            left.fields().iter().chain(right.fields().iter()).map(|f| f.as_ref().clone()).collect::<Vec<_>>(),
+        ));
+        let key = |name: &str| vec![Arc::new(Column::new(name, 0)) as Arc<dyn PhysicalExpr>];
+        let opts = TemporalJoinOptions {
+            left_outer: true,
+            left_keys: key("lk"),
+            right_keys: key("rk"),
+            filter: None,
+            null_equals_null: false,
+            probe_time: 2,
+            version_time: 2,
+            left_width: 3,
+            right_width: 3,
+            left_schema: left,
+            right_schema: right,
+            schema,
+        };
+        let mut tables = |name: &str| match name {
+            PROBES => 1,
+            VERSIONS => 2,
+            _ => 3,
+        };
+        TemporalJoin::try_new(opts, &mut tables, store).expect("temporal join")
+    }
+
+    /// A LEFT temporal join on `k`, AS OF the left `t`, versions by the right `t`.
+    fn harness() -> Harness {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path()).expect("store");
+        Harness { op: open(&store), store, epoch: 0, _dir: dir }
+    }
+
+    impl Harness {
+        fn push(&mut self, input: usize, text: &str) -> Vec<String> {
+            let schema = input_schema(if input == 0 { "l" } else { "r" });
+            let ctx = OpContext { store: &self.store };
+            let out = self.op.process_batch(input, StreamChunk::from_pretty(&schema, text), &ctx).expect("process");
+            out.map(|c| c.to_pretty()).unwrap_or_default()
+        }
+
+        fn watermark(&mut self, input: usize, watermark_ms: i64) -> Vec<String> {
+            let ctx = OpContext { store: &self.store };
+            let (out, _) = self.op.on_watermark(input, watermark_ms, &ctx).expect("watermark");
+            out.map(|c| c.to_pretty()).unwrap_or_default()
+        }
+
+        fn restart(&mut self) {
+            let mut writes = EpochWrites::default();
+            self.op.on_barrier(&mut writes).expect("barrier");
+            self.epoch += 1;
+            self.store.commit(writes, self.epoch).expect("commit");
+            self.op = open(&self.store);
+        }
+    }
+
+    fn lines(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn probes_wait_for_the_watermark_and_take_the_version_valid_then() {
+        let mut h = harness();
+        // The version of 5 arrives after the one of 10: it is placed by its time.
+        assert_eq!(h.push(1, "+I 1 a 0\n+I 1 c 10"), lines(&[]));
+        assert_eq!(h.push(1, "-U 1 c 10\n+U 1 b 5"), lines(&[]));
+        // A NULL time never matches: padded at once. A NULL key waits like any probe row.
+        assert_eq!(
+            h.push(0, "+I 1 x 3\n+I 1 y 7\n+I 1 z 12\n+I 2 w 4\n+I NULL n 1\n+I 1 m NULL"),
+            lines(&["+I 1 m NULL NULL NULL NULL"])
+        );
+        assert_eq!(h.watermark(0, 12), lines(&[]), "one input's watermark is not enough");
+        assert_eq!(
+            h.watermark(1, 10),
+            lines(&["+I NULL n 1 NULL NULL NULL", "+I 1 x 3 1 a 0", "+I 2 w 4 NULL NULL NULL", "+I 1 y 7 1 b 5"]),
+            "in time order, each with the version valid at its time"
+        );
+        // At or below the watermark: late, even as a retraction.
+        assert_eq!(h.push(0, "+I 1 q 9\n-D 1 x 3"), lines(&[]));
+        assert_eq!(h.op.num_late_rows(), 2);
+        // A held row can still be withdrawn.
+        assert_eq!(h.push(0, "-D 1 z 12"), lines(&[]));
+        h.restart();
+        assert_eq!(h.op.num_late_rows(), 2);
+        assert_eq!(h.watermark(1, 20), lines(&[]));
+        assert_eq!(h.op.probes.prefix_iter(&[]).count(), 0);
+        // Only the version valid at the watermark (10) is left of key 1.
+        assert_eq!(h.op.versions.prefix_iter(&[]).count(), 1);
+    }
+
+    #[test]
+    fn a_deleted_version_leaves_no_match_until_the_next() {
+        let mut h = harness();
+        h.push(1, "+I 1 a 0\n+I 1 b 10");
+        h.push(1, "-D 1 b 10");
+        h.push(0, "+I 1 x 5\n+I 1 y 12");
+        h.push(1, "+I 1 c 20");
+        assert_eq!(h.watermark(0, 30), lines(&[]));
+        assert_eq!(h.watermark(1, 30), lines(&["+I 1 x 5 1 a 0", "+I 1 y 12 NULL NULL NULL"]));
+    }
 }
