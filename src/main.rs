@@ -3,6 +3,7 @@
 //! ```text
 //! weir [serve] [--pg-listen 127.0.0.1:5488] [--data-dir ./weir-data]
 //! weir bench insert [--rows 1000000] [--groups 1000] [--data-dir DIR]
+//! weir bench window [--kind tumble|hop] [--rows 1000000] [--slide-s 60] [--size-s 3600]
 //! ```
 //!
 //! Logs go to stderr, filtered by `RUST_LOG` (default `info`); once the server accepts
@@ -60,6 +61,28 @@ enum Bench {
         #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-insert")]
         data_dir: PathBuf,
     },
+    /// Rows (10 per second of event time, --batch per INSERT) through a TUMBLE or HOP window
+    /// aggregation with EMIT ON WINDOW CLOSE; prints rows/s and peak RSS.
+    Window {
+        /// `tumble` (size --size-s) or `hop` (slide --slide-s, size --size-s).
+        #[arg(long, default_value = "tumble")]
+        kind: String,
+        #[arg(long, default_value_t = 1_000_000)]
+        rows: u64,
+        /// Rows per INSERT statement (one epoch each).
+        #[arg(long, default_value_t = 100_000)]
+        batch: u64,
+        /// Distinct keys grouped by besides the window.
+        #[arg(long, default_value_t = 100)]
+        keys: u64,
+        #[arg(long, default_value_t = 60)]
+        slide_s: u64,
+        #[arg(long, default_value_t = 3600)]
+        size_s: u64,
+        /// Scratch directory for the database (emptied first).
+        #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-window")]
+        data_dir: PathBuf,
+    },
 }
 
 /// Options of `weir serve`.
@@ -98,6 +121,9 @@ fn main() -> ExitCode {
             Some(Command::Bench(Bench::Insert { rows, groups, data_dir })) => {
                 bench_insert(&data_dir, rows, groups).await
             }
+            Some(Command::Bench(Bench::Window { kind, rows, batch, keys, slide_s, size_s, data_dir })) => {
+                bench_window(&data_dir, &kind, rows, batch, keys, slide_s, size_s).await
+            }
             None => serve(cli.serve).await,
         }
     });
@@ -135,6 +161,35 @@ async fn bench_insert(data_dir: &std::path::Path, rows: u64, groups: u64) -> Res
     let rss = report.peak_rss_bytes.map(|b| format!("{:.0} MiB", b as f64 / 1048576.0)).unwrap_or("unknown".into());
     println!(
         "insert: {} rows in {:.2} s = {:.0} rows/s into a table feeding a GROUP BY view ({groups} groups); peak RSS {rss}{}",
+        report.rows,
+        report.seconds,
+        report.rows_per_second,
+        if cfg!(debug_assertions) { " (debug build)" } else { "" }
+    );
+    let _ = std::fs::remove_dir_all(data_dir);
+    Ok(())
+}
+
+/// `weir bench window`: prints one line of figures.
+async fn bench_window(
+    data_dir: &std::path::Path,
+    kind: &str,
+    rows: u64,
+    batch: u64,
+    keys: u64,
+    slide_s: u64,
+    size_s: u64,
+) -> Result<(), String> {
+    use weir::bench::window::WindowBench;
+    let window = match kind {
+        "tumble" => WindowBench::Tumble { size_s },
+        "hop" => WindowBench::Hop { slide_s, size_s },
+        other => return Err(format!("--kind {other}: valid kinds are tumble, hop")),
+    };
+    let report = weir::bench::window::run(data_dir, window, rows, batch, keys).await.map_err(|e| e.to_string())?;
+    let rss = report.peak_rss_bytes.map(|b| format!("{:.0} MiB", b as f64 / 1048576.0)).unwrap_or("unknown".into());
+    println!(
+        "window {window:?}: {} rows in {:.2} s = {:.0} rows/s ({keys} keys, EMIT ON WINDOW CLOSE); peak RSS {rss}{}",
         report.rows,
         report.seconds,
         report.rows_per_second,

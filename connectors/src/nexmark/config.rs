@@ -226,8 +226,8 @@ mod tests {
         assert_eq!(c.table, NexmarkTable::Person);
         assert_eq!(c.num_events, Some(10_000_000));
         assert_eq!(c.event_rate, 10_000.0);
-        // 2020-02-29 = 18321 days after 1970-01-01 (50 years: 365·50 + 12 leap days - 2 months' worth
-        // is easier checked as 2020-01-01 = 18262, + 31 (Jan) + 28 = 18321).
+        // 2020-01-01 is 50 · 365 + 12 leap days = 18 262 days after 1970-01-01; + 31 (January) + 28
+        // = 18 321 for 2020-02-29.
         assert_eq!(c.base_time_ms, ((18_321 * 86_400 + 12 * 3600 + 34 * 60 + 56) * 1000) + 700);
         assert_eq!(c.seed, 42);
         assert_eq!(parse_base_time("2015-07-15 00:00:00"), Some(DEFAULT_BASE_TIME_MS));
