@@ -67,7 +67,8 @@ pub struct NexmarkGenerator {
     /// The table's events per epoch (person 1, auction 3, bid 46).
     slots: u64,
     schema: SchemaRef,
-    tables: Tables,
+    /// Extra pool, hot URLs and channels of the seed, shared with the other partitions.
+    pub(super) tables: Arc<Tables>,
     columns: Columns,
     /// Rows this partition has produced so far: the resumable position.
     offset: u64,
@@ -93,7 +94,7 @@ impl NexmarkGenerator {
         };
         Ok(NexmarkGenerator {
             schema: schema(config.table),
-            tables: Tables::new(config.seed),
+            tables: Tables::shared(config.seed),
             config,
             partition: partition as u64,
             num_partitions: num_partitions as u64,
@@ -143,7 +144,7 @@ impl NexmarkGenerator {
         }
         let (p, n, start, slots) = (self.partition, self.num_partitions, self.slot_start, self.slots);
         let id_of = move |k| event_id(k, p, n, start, slots);
-        let (config, tables, offset) = (&self.config, &self.tables, &mut self.offset);
+        let (config, tables, offset) = (&self.config, self.tables.as_ref(), &mut self.offset);
         let columns = match &mut self.columns {
             Columns::Person(c) => fill(c.as_mut(), config, tables, max_rows, offset, id_of),
             Columns::Auction(c) => fill(c.as_mut(), config, tables, max_rows, offset, id_of),

@@ -6,6 +6,9 @@
 //! partition and run. The pool is lowercase letters (NEXMARK.md; Flink's own pool also holds
 //! `'H'..='a'` from signed arithmetic, the shared nexmark-gen copies that).
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+
 use super::rng::{mix64, Rng};
 
 const MIN_STRING_LENGTH: u32 = 3;
@@ -67,6 +70,20 @@ pub(super) struct Tables {
 }
 
 impl Tables {
+    /// The tables of `seed`, shared by every generator alive in the process (about 2 MB each;
+    /// freed with the last generator using them).
+    pub(super) fn shared(seed: u64) -> Arc<Tables> {
+        static CACHE: OnceLock<Mutex<HashMap<u64, Weak<Tables>>>> = OnceLock::new();
+        let mut cache = CACHE.get_or_init(Mutex::default).lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tables) = cache.get(&seed).and_then(Weak::upgrade) {
+            return tables;
+        }
+        let tables = Arc::new(Tables::new(seed));
+        cache.retain(|_, t| t.strong_count() > 0);
+        cache.insert(seed, Arc::downgrade(&tables));
+        tables
+    }
+
     pub(super) fn new(seed: u64) -> Self {
         let mut rng = Rng::from_state(mix64(seed ^ TABLES_STREAM));
         let mut pool = String::with_capacity(EXTRA_POOL_LEN);

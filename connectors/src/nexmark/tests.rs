@@ -4,6 +4,8 @@
 //! drawn values, channel ids), except in `first_events_match_the_shared_generator`, whose
 //! RNG-drawn values come from the shared nexmark-gen run as
 //! `nexmark-gen --events 120 --first-event-id 0 --first-event-number 0 --bidder-offset 0`.
+//! (A one-off comparison of 200 000 events with that run matched every field of every row, except
+//! the contents of `extra` and the URLs' path segments, which come from per-seed tables.)
 
 use std::error::Error;
 use std::time::Instant;
@@ -147,6 +149,16 @@ fn seek_continues_where_the_offset_left_off() -> TestResult {
     bids.seek(u64::from(u32::MAX));
     assert_eq!(bids.next_batch(10).map(|b| b.num_rows()), Some(10));
     assert!(!bids.is_finished());
+    Ok(())
+}
+
+#[test]
+fn partitions_share_the_seed_tables() -> TestResult {
+    let a = NexmarkGenerator::try_new(NexmarkConfig::new(NexmarkTable::Bid), 0, 2)?;
+    let b = NexmarkGenerator::try_new(NexmarkConfig::new(NexmarkTable::Person), 1, 2)?;
+    let c = NexmarkGenerator::try_new(NexmarkConfig { seed: 7, ..NexmarkConfig::new(NexmarkTable::Bid) }, 0, 1)?;
+    assert!(std::sync::Arc::ptr_eq(&a.tables, &b.tables));
+    assert!(!std::sync::Arc::ptr_eq(&a.tables, &c.tables));
     Ok(())
 }
 
