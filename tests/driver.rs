@@ -37,3 +37,28 @@ async fn typed_parameters_and_binary_results() {
     assert_eq!(n, 3);
     client.batch_execute("DROP TABLE dr_t CASCADE").await.expect("drop");
 }
+
+/// Garbage on the wire and a client that disconnects mid-statement leave the server healthy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_clients_leave_the_server_healthy() {
+    use tokio::io::AsyncWriteExt;
+    let dir = common::scratch_dir("driver-bad");
+    let server = common::Server::start(&dir.join("data"));
+    // Not a startup message at all.
+    let mut raw = tokio::net::TcpStream::connect(("127.0.0.1", server.port)).await.expect("connect");
+    raw.write_all(b"\x00\x00\x00\x08garbage!GET / HTTP/1.1\r\n\r\n").await.expect("write");
+    drop(raw);
+    // A client that sends a bulk INSERT and goes away without reading the answer.
+    let client = common::connect(&server).await;
+    client.batch_execute("CREATE TABLE bad_t (v BIGINT)").await.expect("create");
+    let pending = tokio::spawn(async move {
+        let _ = client.batch_execute("INSERT INTO bad_t SELECT value FROM generate_series(1, 200000)").await;
+    });
+    pending.abort();
+    // The server still answers, and the table holds all of that INSERT or none of it.
+    let client = common::connect(&server).await;
+    client.batch_execute("FLUSH").await.expect("flush");
+    let n: i64 = client.query_one("SELECT COUNT(*) FROM bad_t", &[]).await.expect("count").get(0);
+    assert!(n == 0 || n == 200_000, "a statement was applied in part: {n} rows");
+    client.batch_execute("DROP TABLE bad_t").await.expect("drop");
+}
