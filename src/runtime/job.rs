@@ -244,11 +244,15 @@ impl Job {
 
     /// Late rows dropped by the job's event-time operators: (node index, operator, count).
     pub fn late_rows(&self) -> Vec<(usize, &'static str, u64)> {
+        self.event_time_operators().into_iter().map(|(i, op, _, late)| (i, op, late)).collect()
+    }
+
+    /// The job's event-time operators: (node index, operator, watermark ms, late rows).
+    pub fn event_time_operators(&self) -> Vec<(usize, &'static str, Option<i64>, u64)> {
         self.nodes
             .iter()
             .enumerate()
-            .filter(|(_, n)| matches!(n.op.name(), "WindowAssign" | "SessionAssign" | "IntervalJoin" | "WindowJoin" | "TemporalJoin"))
-            .map(|(i, n)| (i, n.op.name(), n.op.num_late_rows()))
+            .filter_map(|(i, n)| n.op.event_time_watermark().map(|wm| (i, n.op.name(), wm, n.op.num_late_rows())))
             .collect()
     }
 

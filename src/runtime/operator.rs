@@ -54,6 +54,12 @@ pub trait Operator: Send + Sync {
         0
     }
 
+    /// For an event-time operator, its current watermark (ms; `None` before the first);
+    /// `None` for the others. Shown in `weir_operator_watermarks`.
+    fn event_time_watermark(&self) -> Option<Option<i64>> {
+        None
+    }
+
     /// The late input rows dropped since the last call, with the watermark that made them
     /// late (ms), for a table's late-row side table.
     fn take_late_rows(&mut self) -> Vec<(arrow::array::RecordBatch, i64)> {

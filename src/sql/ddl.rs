@@ -263,8 +263,6 @@ impl Engine {
             return Err(ErrorKind::DuplicateTable(name.to_string()).into());
         }
         let query_text = query.to_string();
-        let ctx = session_context(self.snapshot(None));
-        ctx.state().create_logical_plan(&query_text).await?;
         let depends_on = self.named_relations(query);
         let mut plan = self.plan_stream_query(&query_text, emit_on_window_close).await?;
         let mut options = BTreeMap::new();

@@ -110,19 +110,20 @@ impl Engine {
 
     /// A snapshot of the current catalog for planning.
     pub fn snapshot(&self, keyed_table: Option<String>) -> Arc<Snapshot> {
-        let late_rows = self
+        let operators: Vec<_> = self
             .jobs
             .iter()
             .flat_map(|(view, job)| {
                 let job_id = self.catalog.get(view).and_then(|r| r.job.clone()).unwrap_or_default();
-                job.late_rows()
+                job.event_time_operators()
                     .into_iter()
-                    .map(move |(i, op, n)| (view.clone(), job_id.clone(), i as u64, op.to_string(), n))
+                    .map(move |(i, op, wm, n)| (view.clone(), job_id.clone(), i as u64, op.to_string(), wm, n))
             })
             .collect();
         let system = Arc::new(SystemState {
             watermarks: self.watermarks.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-            late_rows,
+            late_rows: operators.iter().map(|o| (o.0.clone(), o.1.clone(), o.2, o.3.clone(), o.5)).collect(),
+            operator_watermarks: operators.iter().map(|o| (o.0.clone(), o.1.clone(), o.2, o.3.clone(), o.4)).collect(),
         });
         Arc::new(Snapshot { catalog: Arc::clone(&self.catalog), store: Arc::clone(&self.store), keyed_table, system })
     }

@@ -46,6 +46,8 @@ pub struct SystemState {
     pub watermarks: Vec<(String, i64)>,
     /// Late rows per event-time operator: (view, job id, operator index, operator, count).
     pub late_rows: Vec<(String, String, u64, String, u64)>,
+    /// Watermark per event-time operator: (view, job id, operator index, operator, ms).
+    pub operator_watermarks: Vec<(String, String, u64, String, Option<i64>)>,
 }
 
 /// The system tables, read-only, queryable like any table:
@@ -54,7 +56,9 @@ pub struct SystemState {
 ///   WATERMARK that has seen rows (TIMESTAMP(3)).
 /// - `weir_late_rows (view, job_id, operator_index, operator, late_rows)`: the rows each
 ///   event-time operator dropped because their window had closed.
-pub const SYSTEM_TABLES: &[&str] = &["weir_watermarks", "weir_late_rows"];
+/// - `weir_operator_watermarks (view, job_id, operator_index, operator, watermark)`: the
+///   current watermark of each event-time operator of each running job (NULL before the first).
+pub const SYSTEM_TABLES: &[&str] = &["weir_watermarks", "weir_late_rows", "weir_operator_watermarks"];
 
 fn system_table(name: &str, state: &SystemState) -> Result<Option<Arc<dyn TableProvider>>> {
     use arrow::array::{ArrayRef, RecordBatch, StringArray, TimestampMillisecondArray, UInt64Array};
@@ -83,6 +87,22 @@ fn system_table(name: &str, state: &SystemState) -> Result<Option<Arc<dyn TableP
                 Arc::new(UInt64Array::from_iter_values(state.late_rows.iter().map(|l| l.2))),
                 Arc::new(StringArray::from_iter_values(state.late_rows.iter().map(|l| l.3.as_str()))),
                 Arc::new(UInt64Array::from_iter_values(state.late_rows.iter().map(|l| l.4))),
+            ],
+        ),
+        "weir_operator_watermarks" => (
+            Arc::new(Schema::new(vec![
+                Field::new("view", DataType::Utf8, false),
+                Field::new("job_id", DataType::Utf8, false),
+                Field::new("operator_index", DataType::UInt64, false),
+                Field::new("operator", DataType::Utf8, false),
+                Field::new("watermark", DataType::Timestamp(arrow::datatypes::TimeUnit::Millisecond, None), true),
+            ])),
+            vec![
+                Arc::new(StringArray::from_iter_values(state.operator_watermarks.iter().map(|o| o.0.as_str()))),
+                Arc::new(StringArray::from_iter_values(state.operator_watermarks.iter().map(|o| o.1.as_str()))),
+                Arc::new(UInt64Array::from_iter_values(state.operator_watermarks.iter().map(|o| o.2))),
+                Arc::new(StringArray::from_iter_values(state.operator_watermarks.iter().map(|o| o.3.as_str()))),
+                Arc::new(TimestampMillisecondArray::from(state.operator_watermarks.iter().map(|o| o.4).collect::<Vec<_>>())),
             ],
         ),
         _ => return Ok(None),

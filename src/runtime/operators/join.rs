@@ -456,6 +456,10 @@ impl Operator for Join {
         Ok((None, Some(w.saturating_sub(delay))))
     }
 
+    fn event_time_watermark(&self) -> Option<Option<i64>> {
+        Some(self.watermark())
+    }
+
     fn num_late_rows(&self) -> u64 {
         self.num_late_rows
     }

@@ -416,6 +416,10 @@ impl Operator for TemporalJoin {
         Ok((out, Some(w)))
     }
 
+    fn event_time_watermark(&self) -> Option<Option<i64>> {
+        Some(self.watermark())
+    }
+
     fn num_late_rows(&self) -> u64 {
         self.num_late_rows
     }

@@ -92,6 +92,10 @@ impl Operator for WindowAssign {
         Ok((None, Some(watermark_ms)))
     }
 
+    fn event_time_watermark(&self) -> Option<Option<i64>> {
+        Some(self.progress.watermark_ms)
+    }
+
     fn num_late_rows(&self) -> u64 {
         self.progress.num_late_rows
     }
