@@ -154,6 +154,11 @@ impl Job {
                     input_schema: Arc::new(input.schema.as_arrow().clone()),
                     append_only_input: input.changelog == crate::plan::ChangelogMode::AppendOnly,
                     schema,
+                    window_end_partition: if input.has_window() {
+                        spec.partition_by.iter().position(|e| matches!(e, Expr::Column(c) if c.name == "window_end"))
+                    } else {
+                        None
+                    },
                 };
                 let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
                 Box::new(Rank::try_new(opts, &mut prefixed, store)?)

@@ -26,6 +26,12 @@
 //!   append-only input only the rows ranked `<= hi` are kept: nothing can bring the others back.
 //! - `seen` (keep-first by arrival only): partition key → rows seen so far (u64, at most `hi`).
 //!
+//! # Window Top-N and window deduplication
+//! When a PARTITION BY column is a window's `window_end` (window Top-N, window dedup), the rows
+//! of a window leave state once the watermark reaches its `window_time` (`window_end - 1`):
+//! the window has fired, and rows for it are late and dropped before they get here. The view
+//! keeps the ranked rows already emitted.
+//!
 //! A retraction is matched with a kept row of the same partition and order key and equal
 //! columns, except processing-time ones (a retraction carries a new processing time); of equal
 //! rows the latest is removed. Nothing frees state but deletes; state TTL is future work.
@@ -70,6 +76,8 @@ pub struct RankOptions {
     pub append_only_input: bool,
     /// The input columns, then the rank if `spec.output_rank`.
     pub schema: SchemaRef,
+    /// The index among `partition_exprs` of a window's `window_end`, for window Top-N.
+    pub window_end_partition: Option<usize>,
 }
 
 /// One ORDER BY key.
@@ -115,6 +123,8 @@ pub struct Rank {
     state: StateTable,
     /// The arrival sequence of the next row.
     next_seq: u64,
+    /// For window Top-N: the partition column that is `window_end`.
+    window_end_partition: Option<usize>,
 }
 
 /// A kept row in rank range: its output bytes (stored row, then rank if output) and rank.
@@ -127,7 +137,8 @@ impl Rank {
     /// # Errors
     /// `Unsupported` for partition, order or column types the state codec cannot store.
     pub fn try_new(opts: RankOptions, state_table: &mut dyn FnMut(&str) -> u32, store: &Store) -> Result<Self> {
-        let RankOptions { spec, partition_exprs, order_exprs, input_schema, append_only_input, schema } = opts;
+        let RankOptions { spec, partition_exprs, order_exprs, input_schema, append_only_input, schema, window_end_partition } =
+            opts;
         if order_exprs.len() != spec.order_by.len() {
             return Err(WeirError::internal("rank: one physical expression per ORDER BY key"));
         }
@@ -206,6 +217,7 @@ impl Rank {
             schema,
             state,
             next_seq,
+            window_end_partition,
         })
     }
 }
@@ -314,6 +326,43 @@ impl Operator for Rank {
             return Ok(None);
         }
         Ok(Some(StreamChunk::new(ops, self.decode(&out)?)))
+    }
+
+    /// Window Top-N: frees the rows of the windows the watermark closed.
+    fn on_watermark(
+        &mut self,
+        _input: usize,
+        watermark_ms: i64,
+        _ctx: &OpContext<'_>,
+    ) -> Result<(Option<StreamChunk>, Option<i64>)> {
+        let Some(k) = self.window_end_partition else { return Ok((None, Some(watermark_ms))) };
+        // Partition keys are self-delimiting: decode each entry's partition to read its end.
+        let mut closed = Vec::new();
+        let mut ends: HashMap<Vec<u8>, bool> = HashMap::new();
+        for (key, _) in self.state.prefix_iter(&[]) {
+            let mut decoder = self.partition_codec.decoder(1);
+            let len = decoder.append(key)?;
+            let partition = &key[..len];
+            let is_closed = match ends.get(partition) {
+                Some(c) => *c,
+                None => {
+                    let cols = decoder.finish()?;
+                    let end = cast(&cols[k], &DataType::Timestamp(arrow::datatypes::TimeUnit::Millisecond, None))?;
+                    let end = cast(&end, &DataType::Int64)?;
+                    let end = end.as_any().downcast_ref::<arrow::array::Int64Array>().map(|a| a.value(0));
+                    let c = end.is_some_and(|e| e - 1 <= watermark_ms);
+                    ends.insert(partition.to_vec(), c);
+                    c
+                }
+            };
+            if is_closed {
+                closed.push(key.clone());
+            }
+        }
+        for key in closed {
+            self.state.delete(key);
+        }
+        Ok((None, Some(watermark_ms)))
     }
 
     fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
@@ -643,6 +692,7 @@ mod tests {
             input_schema: input,
             append_only_input: append_only,
             schema: Arc::new(Schema::new(fields)),
+            window_end_partition: None,
         };
         let mut next = 0;
         let mut tables = |_: &str| {
@@ -836,6 +886,7 @@ mod tests {
             input_schema: input,
             append_only_input: false,
             schema: Arc::new(Schema::new(fields)),
+            window_end_partition: None,
         };
         let op = Rank::try_new(opts, &mut |_| 1, &store)?;
         let mut h = Harness { op, store, _dir: dir };
