@@ -158,14 +158,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
 /// `weir bench insert`: prints one line of figures.
 async fn bench_insert(data_dir: &std::path::Path, rows: u64, groups: u64) -> Result<(), String> {
     let report = weir::bench::insert::run(data_dir, rows, groups).await.map_err(|e| e.to_string())?;
-    let rss = report.peak_rss_bytes.map(|b| format!("{:.0} MiB", b as f64 / 1048576.0)).unwrap_or("unknown".into());
-    println!(
-        "insert: {} rows in {:.2} s = {:.0} rows/s into a table feeding a GROUP BY view ({groups} groups); peak RSS {rss}{}",
-        report.rows,
-        report.seconds,
-        report.rows_per_second,
-        if cfg!(debug_assertions) { " (debug build)" } else { "" }
-    );
+    println!("insert into a table feeding a GROUP BY view ({groups} groups): {report}");
     let _ = std::fs::remove_dir_all(data_dir);
     Ok(())
 }
@@ -187,14 +180,7 @@ async fn bench_window(
         other => return Err(format!("--kind {other}: valid kinds are tumble, hop")),
     };
     let report = weir::bench::window::run(data_dir, window, rows, batch, keys).await.map_err(|e| e.to_string())?;
-    let rss = report.peak_rss_bytes.map(|b| format!("{:.0} MiB", b as f64 / 1048576.0)).unwrap_or("unknown".into());
-    println!(
-        "window {window:?}: {} rows in {:.2} s = {:.0} rows/s ({keys} keys, EMIT ON WINDOW CLOSE); peak RSS {rss}{}",
-        report.rows,
-        report.seconds,
-        report.rows_per_second,
-        if cfg!(debug_assertions) { " (debug build)" } else { "" }
-    );
+    println!("window {window:?} ({keys} keys, EMIT ON WINDOW CLOSE): {report}");
     let _ = std::fs::remove_dir_all(data_dir);
     Ok(())
 }

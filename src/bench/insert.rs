@@ -8,27 +8,15 @@ use std::time::Instant;
 
 use arrow::array::{Array, Int64Array};
 
+use crate::bench::Report;
 use crate::error::{Result, WeirError};
 use crate::sql::{Database, Session, StatementResult};
-
-/// What one run measured.
-#[derive(Debug)]
-pub struct InsertReport {
-    /// Rows inserted.
-    pub rows: u64,
-    /// Wall time of the INSERT statement (including the view's maintenance and the commit).
-    pub seconds: f64,
-    /// Rows per second.
-    pub rows_per_second: f64,
-    /// Peak resident set size of the process, in bytes (Linux `VmHWM`), if known.
-    pub peak_rss_bytes: Option<u64>,
-}
 
 /// Runs the benchmark in a fresh database under `data_dir`.
 ///
 /// # Errors
 /// Any statement error, or `Internal` when the view's totals are not the closed forms.
-pub async fn run(data_dir: &std::path::Path, rows: u64, groups: u64) -> Result<InsertReport> {
+pub async fn run(data_dir: &std::path::Path, rows: u64, groups: u64) -> Result<Report> {
     let _ = std::fs::remove_dir_all(data_dir);
     let db = Database::open(data_dir)?;
     let mut session = Session::default();
@@ -64,15 +52,7 @@ pub async fn run(data_dir: &std::path::Path, rows: u64, groups: u64) -> Result<I
             value(2)
         )));
     }
-    Ok(InsertReport { rows, seconds, rows_per_second: rows as f64 / seconds, peak_rss_bytes: peak_rss_bytes() })
-}
-
-/// The process's peak resident set size (Linux `/proc/self/status` `VmHWM`).
-pub fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    Ok(Report::new(rows, seconds))
 }
 
 #[cfg(test)]

@@ -2,3 +2,54 @@
 //! statement path the Postgres frontend uses, and report rates.
 pub mod insert;
 pub mod window;
+
+use std::fmt;
+
+/// What one benchmark run measured.
+#[derive(Debug)]
+pub struct Report {
+    /// Rows processed.
+    pub rows: u64,
+    /// Wall time of the measured statements, seconds.
+    pub seconds: f64,
+    /// Peak resident set size of the process, in bytes (Linux `VmHWM`), if known.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+impl Report {
+    /// A report of `rows` in `seconds`, with the process's peak RSS now.
+    pub fn new(rows: u64, seconds: f64) -> Self {
+        Self { rows, seconds, peak_rss_bytes: peak_rss_bytes() }
+    }
+
+    /// Rows per second.
+    pub fn rows_per_second(&self) -> f64 {
+        self.rows as f64 / self.seconds
+    }
+}
+
+/// `N rows in S s = R rows/s; peak RSS M MiB`, and `(debug build)` when it is one.
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rss = match self.peak_rss_bytes {
+            Some(b) => format!("{:.0} MiB", b as f64 / 1_048_576.0),
+            None => "unknown".into(),
+        };
+        write!(
+            f,
+            "{} rows in {:.2} s = {:.0} rows/s; peak RSS {rss}{}",
+            self.rows,
+            self.seconds,
+            self.rows_per_second(),
+            if cfg!(debug_assertions) { " (debug build)" } else { "" }
+        )
+    }
+}
+
+/// The process's peak resident set size (Linux `/proc/self/status` `VmHWM`).
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}

@@ -7,6 +7,7 @@
 
 use std::time::Instant;
 
+use crate::bench::Report;
 use crate::error::Result;
 use crate::sql::{Database, Session};
 
@@ -19,17 +20,8 @@ pub enum WindowBench {
     Hop { slide_s: u64, size_s: u64 },
 }
 
-/// What one run measured.
-#[derive(Debug)]
-pub struct WindowReport {
-    pub rows: u64,
-    pub seconds: f64,
-    pub rows_per_second: f64,
-    pub peak_rss_bytes: Option<u64>,
-}
-
 /// Runs the benchmark in a fresh database under `data_dir`.
-pub async fn run(data_dir: &std::path::Path, window: WindowBench, rows: u64, batch: u64, keys: u64) -> Result<WindowReport> {
+pub async fn run(data_dir: &std::path::Path, window: WindowBench, rows: u64, batch: u64, keys: u64) -> Result<Report> {
     let _ = std::fs::remove_dir_all(data_dir);
     let db = Database::open(data_dir)?;
     let mut session = Session::default();
@@ -63,7 +55,7 @@ pub async fn run(data_dir: &std::path::Path, window: WindowBench, rows: u64, bat
         done += n;
     }
     let seconds = start.elapsed().as_secs_f64();
-    Ok(WindowReport { rows, seconds, rows_per_second: rows as f64 / seconds, peak_rss_bytes: super::insert::peak_rss_bytes() })
+    Ok(Report::new(rows, seconds))
 }
 
 #[cfg(test)]
