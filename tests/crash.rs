@@ -94,7 +94,7 @@ async fn kill_9_mid_stream_loses_nothing_committed() {
     }
     let _ = writer.await;
 
-    let server = common::Server::start_on(&data, common::free_port());
+    let server = common::Server::start(&data);
     let client = common::connect(&server).await;
     let rows = table_count(&client).await;
     assert_eq!(rows % ROWS_PER_STATEMENT, 0, "a statement was applied in part: {rows} rows");

@@ -1,8 +1,9 @@
-//! Shared by the integration tests: a real `weir serve` process on a free port with its own
-//! data directory, reached over the Postgres wire.
+//! Shared by the integration tests: a real `weir serve` process with its own data directory,
+//! reached over the Postgres wire. The server binds port 0 and the test reads the port it got
+//! from the server's own `listening on` log line, so tests running at once never share a port.
 #![allow(dead_code)]
 
-use std::net::TcpListener;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,44 +16,49 @@ pub struct Server {
     pub log: PathBuf,
 }
 
-/// A free TCP port on 127.0.0.1.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
-}
-
 impl Server {
-    /// Starts `weir serve` on `data_dir` and waits (up to 60 s) until it accepts connections.
+    /// Starts `weir serve` on `data_dir` and waits (up to 60 s) until it listens.
     pub fn start(data_dir: &Path) -> Server {
-        Self::start_on(data_dir, free_port())
-    }
-
-    /// Starts `weir serve` on `data_dir` and `port`.
-    pub fn start_on(data_dir: &Path, port: u16) -> Server {
         std::fs::create_dir_all(data_dir).expect("data dir");
         let log = data_dir.with_extension("log");
         let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log).expect("log file");
+        let log_start = log_file.metadata().map(|m| m.len()).unwrap_or(0);
         let child = Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["serve", "--pg-listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+            .args(["serve", "--pg-listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
             .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()))
             .stdout(Stdio::null())
             .stderr(log_file)
             .spawn()
             .expect("start weir serve");
-        let server = Server { child, port, data_dir: data_dir.to_path_buf(), log };
-        server.wait_ready();
+        let mut server = Server { child, port: 0, data_dir: data_dir.to_path_buf(), log };
+        server.port = server.wait_listening(log_start);
         server
     }
 
-    fn wait_ready(&self) {
+    /// The port from this process's `listening on 127.0.0.1:PORT` line (written after
+    /// `log_start`), polled with a deadline.
+    fn wait_listening(&mut self, log_start: u64) -> u16 {
         let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return;
+            let mut text = String::new();
+            if let Ok(mut f) = std::fs::File::open(&self.log) {
+                let _ = f.seek(SeekFrom::Start(log_start));
+                let _ = f.read_to_string(&mut text);
+            }
+            let port = text
+                .lines()
+                .find_map(|l| l.split("listening on ").nth(1))
+                .and_then(|addr| addr.trim().rsplit(':').next()?.parse().ok());
+            if let Some(port) = port {
+                return port;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("weir serve exited with {status}; log: {}", self.log.display());
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("weir serve did not listen on {} within 60 s; log: {}", self.port, self.log.display());
+        panic!("weir serve did not listen within 60 s; log: {}", self.log.display());
     }
 
     /// The connection string for tokio-postgres.
