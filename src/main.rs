@@ -4,6 +4,7 @@
 //! weir [serve] [--pg-listen 127.0.0.1:5488] [--data-dir ./weir-data]
 //! weir bench insert [--rows 1000000] [--groups 1000] [--data-dir DIR]
 //! weir bench window [--kind tumble|hop] [--rows 1000000] [--slide-s 60] [--size-s 3600]
+//! weir bench nexmark-gen --events 100000 --out DIR [--seed N] [--event-rate 100000]
 //! ```
 //!
 //! Logs go to stderr, filtered by `RUST_LOG` (default `info`); once the server accepts
@@ -83,6 +84,20 @@ enum Bench {
         #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-window")]
         data_dir: PathBuf,
     },
+    /// Writes the built-in Nexmark generator's person, auction and bid rows for events
+    /// 0..--events as JSON lines files (person.json, auction.json, bid.json) in --out.
+    NexmarkGen {
+        #[arg(long, default_value_t = 100_000)]
+        events: u64,
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The generator's seed (default: the connector's default seed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Events per second of event time ('nexmark.event-rate'; default 100000).
+        #[arg(long)]
+        event_rate: Option<f64>,
+    },
 }
 
 /// Options of `weir serve`.
@@ -123,6 +138,17 @@ fn main() -> ExitCode {
             }
             Some(Command::Bench(Bench::Window { kind, rows, batch, keys, slide_s, size_s, data_dir })) => {
                 bench_window(&data_dir, &kind, rows, batch, keys, slide_s, size_s).await
+            }
+            Some(Command::Bench(Bench::NexmarkGen { events, out, seed, event_rate })) => {
+                let counts = weir::bench::nexmark_gen::write_json(&out, events, seed, event_rate).map_err(|e| e.to_string())?;
+                println!(
+                    "wrote {} persons, {} auctions, {} bids to {}",
+                    counts[0],
+                    counts[1],
+                    counts[2],
+                    out.display()
+                );
+                Ok(())
             }
             None => serve(cli.serve).await,
         }
