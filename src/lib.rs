@@ -10,5 +10,6 @@ pub mod error;
 pub mod frontend;
 pub mod plan;
 pub mod runtime;
+pub mod source;
 pub mod sql;
 pub mod state;

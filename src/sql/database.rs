@@ -78,6 +78,12 @@ impl Database {
                 }
             });
         }
+        // Connector sources are read by one thread, a slice at a time under the write lock.
+        let weak = Arc::downgrade(&db);
+        std::thread::Builder::new()
+            .name("weir-sources".into())
+            .spawn(move || source_loop(weak))
+            .map_err(|e| WeirError::internal(format!("cannot start the source thread: {e}")))?;
         let engine = db.engine.try_read().expect("no other user yet");
         tracing::info!(
             epoch = engine.epoch,
@@ -304,6 +310,57 @@ impl Database {
                 "statement {}",
                 other.to_string().split_whitespace().take(3).collect::<Vec<_>>().join(" ")
             ))),
+        }
+    }
+}
+
+/// How often the source loop commits an epoch while sources deliver rows (Flink's
+/// 'execution.checkpointing.interval'); a source that goes quiet is committed at once.
+pub const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Reads the connector sources until the database is dropped: a slice of reading under the
+/// write lock, an epoch commit every [`CHECKPOINT_INTERVAL`] (or when the sources go quiet),
+/// and a short pause when nothing is available. A failure reloads the engine from the last
+/// commit, so the sources resume from their committed positions.
+fn source_loop(db: std::sync::Weak<Database>) {
+    use crate::sql::sources::SOURCE_SLICE;
+    let mut last_commit = std::time::Instant::now();
+    let mut dirty = false;
+    loop {
+        let Some(db) = db.upgrade() else { return };
+        let mut engine = db.engine.blocking_write();
+        if engine.sources.is_empty() {
+            drop(engine);
+            drop(db);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            continue;
+        }
+        let mut quiet = false;
+        let step = engine.poll_sources(SOURCE_SLICE).and_then(|step| {
+            dirty |= step.rows > 0 || step.watermark_moved;
+            quiet = step.rows == 0 && !step.watermark_moved;
+            if dirty && (quiet || step.all_finished || last_commit.elapsed() >= CHECKPOINT_INTERVAL) {
+                engine.commit(crate::state::EpochWrites::default(), None)?;
+                dirty = false;
+                last_commit = std::time::Instant::now();
+            }
+            Ok(step)
+        });
+        if let Err(e) = step {
+            tracing::error!("reading connector sources: {e}; resuming from the last commit");
+            dirty = false;
+            if let Err(e) = engine.reload() {
+                tracing::error!("reloading after a source failure: {e}");
+            }
+            drop(engine);
+            drop(db);
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            continue;
+        }
+        drop(engine);
+        drop(db);
+        if quiet {
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::runtime::table::scan_rows;
 use crate::runtime::StreamChunk;
 use crate::sql::engine::Engine;
 use crate::sql::parser::{CreateTable, DropKind};
-use crate::sql::relations::{connector_of, layout_of, relation_schema, session_context};
+use crate::sql::relations::{layout_of, relation_schema, session_context};
 use crate::state::EpochWrites;
 
 impl Engine {
@@ -273,15 +273,6 @@ impl Engine {
                 options.insert(crate::sql::settings::ALLOW_LATENESS.to_string(), v.to_string());
             }
         }
-        for source in plan.sources() {
-            let rel = self.catalog.get(&source).ok_or_else(|| WeirError::unknown_table(&source))?;
-            if rel.kind == RelationKind::Table && connector_of(rel) != "table" {
-                return Err(WeirError::unsupported(format!(
-                    "materialized view {name} reads table {source}, whose '{}' connector's source is not built yet in this version",
-                    connector_of(rel)
-                )));
-            }
-        }
         let columns = output_columns_of_schema(plan.schema.as_arrow(), name)?;
         let mut catalog = (*self.catalog).clone();
         let state_table = catalog.allocate_state_table();
@@ -320,9 +311,10 @@ impl Engine {
             }
         }
         self.jobs.insert(name.to_string(), job);
-        let result = self.commit(EpochWrites::default(), Some(catalog));
+        let result = self.open_sources(name, &plan.sources()).and_then(|()| self.commit(EpochWrites::default(), Some(catalog)));
         if result.is_err() {
             self.jobs.remove(name);
+            self.sources.retain(|(job, _), _| job != name);
         }
         result
     }
@@ -391,16 +383,22 @@ impl Engine {
                         writes.delete_table(*id);
                     }
                     if r.kind == RelationKind::MaterializedView {
+                        for (job, table) in self.sources.keys().filter(|(job, _)| *job == victim) {
+                            writes.delete_meta(&crate::source::progress_key(job, table));
+                        }
                         dropped_jobs.push(victim);
                     }
                 }
             }
         }
         let removed: Vec<_> = dropped_jobs.iter().filter_map(|n| self.jobs.remove(n).map(|j| (n.clone(), j))).collect();
+        let tasks: Vec<_> = self.sources.keys().filter(|(job, _)| dropped_jobs.contains(job)).cloned().collect();
+        let tasks: Vec<_> = tasks.into_iter().filter_map(|k| self.sources.remove(&k).map(|t| (k, t))).collect();
         match self.commit(writes, Some(catalog)) {
             Ok(()) => Ok(()),
             Err(e) => {
                 self.jobs.extend(removed);
+                self.sources.extend(tasks);
                 Err(e)
             }
         }

@@ -42,6 +42,8 @@ pub struct Engine {
     /// For tables with `'watermark.idle-advance'`: when rows last arrived and the watermark
     /// then (ms). Not persisted: after a restart a table advances only after new rows.
     pub idle_base: HashMap<String, (std::time::Instant, i64)>,
+    /// Connector source tasks by (job, table): see [`crate::source`].
+    pub sources: BTreeMap<(String, String), crate::source::SourceTask>,
 }
 
 impl Engine {
@@ -62,6 +64,7 @@ impl Engine {
             watermarks: BTreeMap::new(),
             pending_late: Vec::new(),
             idle_base: HashMap::new(),
+            sources: BTreeMap::new(),
         };
         for rel in engine.catalog.relations.values().filter(|r| r.watermark.is_some()) {
             if let Some(b) = engine.store.get_meta(&watermark_key(&rel.name))? {
@@ -97,7 +100,9 @@ impl Engine {
                     rel.name
                 )));
             }
+            let reads: Vec<String> = job.reads().iter().map(|r| r.to_string()).collect();
             self.jobs.insert(rel.name.clone(), job);
+            self.open_sources(&rel.name, &reads)?;
         }
         self.refresh_job_order();
         Ok(())
@@ -124,6 +129,7 @@ impl Engine {
             watermarks: self.watermarks.iter().map(|(k, v)| (k.clone(), *v)).collect(),
             late_rows: operators.iter().map(|o| (o.0.clone(), o.1.clone(), o.2, o.3.clone(), o.5)).collect(),
             operator_watermarks: operators.iter().map(|o| (o.0.clone(), o.1.clone(), o.2, o.3.clone(), o.4)).collect(),
+            sources: self.source_rows(),
         });
         Arc::new(Snapshot { catalog: Arc::clone(&self.catalog), store: Arc::clone(&self.store), keyed_table, system })
     }
@@ -318,8 +324,11 @@ impl Engine {
         Ok(())
     }
 
-    /// Commits an epoch: every job's writes, the row sequences, `catalog` if given, the epoch.
+    /// Commits an epoch: late rows pending for side tables, every job's writes, the source
+    /// tasks' progress, the row sequences, `catalog` if given, the epoch.
     pub fn commit(&mut self, mut writes: EpochWrites, catalog: Option<Catalog>) -> Result<()> {
+        self.flush_late_rows(&mut writes)?;
+        self.write_source_progress(&mut writes);
         for job in self.jobs.values_mut() {
             job.on_barrier(&mut writes)?;
         }

@@ -48,6 +48,8 @@ pub struct SystemState {
     pub late_rows: Vec<(String, String, u64, String, u64)>,
     /// Watermark per event-time operator: (view, job id, operator index, operator, ms).
     pub operator_watermarks: Vec<(String, String, u64, String, Option<i64>)>,
+    /// Source partitions: (job, relation, partition, position, watermark ms, finished, rows).
+    pub sources: Vec<(String, String, u64, u64, Option<i64>, bool, u64)>,
 }
 
 /// The system tables, read-only, queryable like any table:
@@ -58,7 +60,12 @@ pub struct SystemState {
 ///   event-time operator dropped because their window had closed.
 /// - `weir_operator_watermarks (view, job_id, operator_index, operator, watermark)`: the
 ///   current watermark of each event-time operator of each running job (NULL before the first).
-pub const SYSTEM_TABLES: &[&str] = &["weir_watermarks", "weir_late_rows", "weir_operator_watermarks"];
+/// - `weir_sources (job, relation, partition, position, watermark, finished, rows_read)`: each
+///   partition of each connector source task: the position after the last row read (a row
+///   offset for `nexmark`, a byte offset for `filesystem`), the partition's watermark (the
+///   largest WATERMARK expression value of its rows), whether it has ended, and the rows the
+///   task has read in all.
+pub const SYSTEM_TABLES: &[&str] = &["weir_watermarks", "weir_late_rows", "weir_operator_watermarks", "weir_sources"];
 
 fn system_table(name: &str, state: &SystemState) -> Result<Option<Arc<dyn TableProvider>>> {
     use arrow::array::{ArrayRef, RecordBatch, StringArray, TimestampMillisecondArray, UInt64Array};
@@ -103,6 +110,26 @@ fn system_table(name: &str, state: &SystemState) -> Result<Option<Arc<dyn TableP
                 Arc::new(UInt64Array::from_iter_values(state.operator_watermarks.iter().map(|o| o.2))),
                 Arc::new(StringArray::from_iter_values(state.operator_watermarks.iter().map(|o| o.3.as_str()))),
                 Arc::new(TimestampMillisecondArray::from(state.operator_watermarks.iter().map(|o| o.4).collect::<Vec<_>>())),
+            ],
+        ),
+        "weir_sources" => (
+            Arc::new(Schema::new(vec![
+                Field::new("job", DataType::Utf8, false),
+                Field::new("relation", DataType::Utf8, false),
+                Field::new("partition", DataType::UInt64, false),
+                Field::new("position", DataType::UInt64, false),
+                Field::new("watermark", DataType::Timestamp(arrow::datatypes::TimeUnit::Millisecond, None), true),
+                Field::new("finished", DataType::Boolean, false),
+                Field::new("rows_read", DataType::UInt64, false),
+            ])),
+            vec![
+                Arc::new(StringArray::from_iter_values(state.sources.iter().map(|s| s.0.as_str()))),
+                Arc::new(StringArray::from_iter_values(state.sources.iter().map(|s| s.1.as_str()))),
+                Arc::new(UInt64Array::from_iter_values(state.sources.iter().map(|s| s.2))),
+                Arc::new(UInt64Array::from_iter_values(state.sources.iter().map(|s| s.3))),
+                Arc::new(TimestampMillisecondArray::from(state.sources.iter().map(|s| s.4).collect::<Vec<_>>())),
+                Arc::new(arrow::array::BooleanArray::from(state.sources.iter().map(|s| s.5).collect::<Vec<_>>())),
+                Arc::new(UInt64Array::from_iter_values(state.sources.iter().map(|s| s.6))),
             ],
         ),
         _ => return Ok(None),

@@ -7,6 +7,7 @@
 //! | `nexmark.event-rate` | events per second of event time, all partitions together (> 0) | `100000` (Flink V2) |
 //! | `nexmark.base-time` | event time of event 0: `'YYYY-MM-DD[ HH:MM:SS[.fff]]'` (UTC) or ms since the epoch | `'2015-07-15 00:00:00'` |
 //! | `nexmark.seed` | an unsigned 64-bit integer; with the event id it seeds each event's RNG | `7954896728001506081` |
+//! | `nexmark.partitions` | source partitions (blocks of 50 event ids dealt round-robin) | `1` |
 //!
 //! Source: ../shared/NEXMARK.md §1.2 (defaults), "Our choices" (rate and base time as options).
 
@@ -25,7 +26,9 @@ pub const OPT_EVENT_RATE: &str = "nexmark.event-rate";
 pub const OPT_BASE_TIME: &str = "nexmark.base-time";
 /// Option giving the RNG seed.
 pub const OPT_SEED: &str = "nexmark.seed";
-const OPTIONS: &[&str] = &[OPT_TABLE, OPT_EVENTS, OPT_EVENT_RATE, OPT_BASE_TIME, OPT_SEED];
+/// Option giving the number of source partitions (read by the source runtime, not the config).
+pub const OPT_PARTITIONS: &str = "nexmark.partitions";
+const OPTIONS: &[&str] = &[OPT_TABLE, OPT_EVENTS, OPT_EVENT_RATE, OPT_BASE_TIME, OPT_SEED, OPT_PARTITIONS];
 
 /// 2015-07-15 00:00:00.000 UTC in ms since the epoch (nexmark-bench's base time).
 pub const DEFAULT_BASE_TIME_MS: i64 = 1_436_918_400_000;

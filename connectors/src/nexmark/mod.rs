@@ -30,6 +30,6 @@ mod tests;
 
 pub use config::{
     NexmarkConfig, NexmarkTable, DEFAULT_BASE_TIME_MS, DEFAULT_EVENT_RATE, DEFAULT_SEED, OPT_BASE_TIME, OPT_EVENTS,
-    OPT_EVENT_RATE, OPT_SEED, OPT_TABLE,
+    OPT_EVENT_RATE, OPT_PARTITIONS, OPT_SEED, OPT_TABLE,
 };
 pub use generator::{schema, NexmarkGenerator};

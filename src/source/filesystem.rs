@@ -1,0 +1,208 @@
+//! The `filesystem` connector's reader: JSON lines or CSV, one file or every file of a
+//! directory (in name order, hidden files skipped), bounded: each file is one partition that
+//! ends at the end of the file. A partition's position is the byte offset of its next line.
+//!
+//! Options (Flink's names): `'path'` (file or directory, required), `'format'` = `json`
+//! (default) or `csv`, `'csv.field-delimiter'` (one character, default `,`).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use weir_catalog::Relation;
+
+use super::{SourcePoll, SourceReader};
+use crate::error::{Result, WeirError};
+
+/// The record formats the reader decodes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum FileFormat {
+    Json,
+    Csv { delimiter: u8 },
+}
+
+struct Partition {
+    path: PathBuf,
+    reader: Option<BufReader<File>>,
+    position: u64,
+    finished: bool,
+}
+
+/// Reads the files of one `filesystem` table, one file after the other.
+pub struct FileReader {
+    partitions: Vec<Partition>,
+    format: FileFormat,
+    /// The physical columns, all nullable (what the decoder produces).
+    schema: SchemaRef,
+    /// Lines of the current batch, reused.
+    buffer: Vec<u8>,
+    /// Records that did not decode, dropped and counted (they are logged with file and offset).
+    pub bad_records: u64,
+}
+
+impl FileReader {
+    /// The reader of table `rel` producing `physical`, resuming at byte offsets `positions`.
+    ///
+    /// # Errors
+    /// `InvalidOption` for a bad format; `Storage` when the path cannot be listed.
+    pub fn open(rel: &Relation, physical: SchemaRef, positions: Option<&[u64]>) -> Result<Self> {
+        let path = PathBuf::from(rel.options.get("path").map(String::as_str).unwrap_or_default());
+        let format = match rel.options.get("format").map(String::as_str).unwrap_or("json") {
+            "json" => FileFormat::Json,
+            "csv" => {
+                let delimiter = match rel.options.get("csv.field-delimiter").map(String::as_str) {
+                    None => b',',
+                    Some(d) if d.len() == 1 => d.as_bytes()[0],
+                    Some("\\t") => b'\t',
+                    Some(d) => {
+                        return Err(WeirError::option(format!(
+                            "option 'csv.field-delimiter' = '{d}' is not valid; valid values: one character"
+                        )))
+                    }
+                };
+                FileFormat::Csv { delimiter }
+            }
+            other => {
+                return Err(WeirError::option(format!(
+                    "table {}: the 'filesystem' connector reads format 'json' or 'csv', not '{other}'",
+                    rel.name
+                )))
+            }
+        };
+        let files = if path.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(&path)
+                .map_err(|e| WeirError::storage(format!("listing {}: {e}", path.display())))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_file() && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(['.', '_'])))
+                .collect();
+            files.sort();
+            files
+        } else {
+            vec![path]
+        };
+        let partitions = files
+            .into_iter()
+            .enumerate()
+            .map(|(i, path)| Partition {
+                path,
+                reader: None,
+                position: positions.and_then(|p| p.get(i).copied()).unwrap_or(0),
+                finished: false,
+            })
+            .collect();
+        let schema = Arc::new(arrow::datatypes::Schema::new(
+            physical.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
+        ));
+        Ok(FileReader { partitions, format, schema, buffer: Vec::new(), bad_records: 0 })
+    }
+
+    /// Decodes `self.buffer` (whole lines); on a decoding error, decodes line by line and
+    /// drops the lines that fail, logging each with its file and byte offset.
+    fn decode(&mut self, p: usize, start: u64) -> Result<RecordBatch> {
+        match decode_lines(self.format, &self.schema, &self.buffer) {
+            Ok(batch) => Ok(batch),
+            Err(_) => {
+                let mut good = Vec::new();
+                let mut offset = start;
+                for line in self.buffer.split_inclusive(|b| *b == b'\n') {
+                    match decode_lines(self.format, &self.schema, line) {
+                        Ok(b) => good.push(b),
+                        Err(e) => {
+                            self.bad_records += 1;
+                            tracing::warn!(
+                                file = %self.partitions[p].path.display(),
+                                offset,
+                                "record dropped, it does not decode: {e}"
+                            );
+                        }
+                    }
+                    offset += line.len() as u64;
+                }
+                Ok(arrow::compute::concat_batches(&self.schema, &good)?)
+            }
+        }
+    }
+}
+
+/// Decodes complete lines of `format` into one batch of `schema`.
+fn decode_lines(format: FileFormat, schema: &SchemaRef, lines: &[u8]) -> Result<RecordBatch> {
+    let mut batches = Vec::new();
+    match format {
+        FileFormat::Json => {
+            let reader = arrow::json::ReaderBuilder::new(Arc::clone(schema))
+                .with_batch_size(usize::MAX.min(1 << 20))
+                .build(lines)?;
+            for b in reader {
+                batches.push(b?);
+            }
+        }
+        FileFormat::Csv { delimiter } => {
+            let reader = arrow::csv::ReaderBuilder::new(Arc::clone(schema))
+                .with_delimiter(delimiter)
+                .with_batch_size(1 << 20)
+                .build(lines)?;
+            for b in reader {
+                batches.push(b?);
+            }
+        }
+    }
+    Ok(arrow::compute::concat_batches(schema, &batches)?)
+}
+
+impl SourceReader for FileReader {
+    fn num_partitions(&self) -> usize {
+        self.partitions.len()
+    }
+
+    fn poll(&mut self, max_rows: usize) -> Result<SourcePoll> {
+        let Some(p) = self.partitions.iter().position(|p| !p.finished) else { return Ok(SourcePoll::Finished) };
+        let part = &mut self.partitions[p];
+        if part.reader.is_none() {
+            let mut file =
+                File::open(&part.path).map_err(|e| WeirError::storage(format!("opening {}: {e}", part.path.display())))?;
+            file.seek(SeekFrom::Start(part.position))
+                .map_err(|e| WeirError::storage(format!("reading {}: {e}", part.path.display())))?;
+            part.reader = Some(BufReader::with_capacity(1 << 20, file));
+        }
+        let reader = part.reader.as_mut().expect("opened above");
+        self.buffer.clear();
+        let start = part.position;
+        let mut rows = 0;
+        while rows < max_rows {
+            let before = self.buffer.len();
+            let n = reader
+                .read_until(b'\n', &mut self.buffer)
+                .map_err(|e| WeirError::storage(format!("reading {}: {e}", part.path.display())))?;
+            if n == 0 {
+                part.finished = true;
+                part.reader = None;
+                break;
+            }
+            if !self.buffer.ends_with(b"\n") {
+                self.buffer.push(b'\n');
+            }
+            if self.buffer[before..].iter().all(|b| b.is_ascii_whitespace()) {
+                self.buffer.truncate(before);
+            } else {
+                rows += 1;
+            }
+            part.position += n as u64;
+        }
+        if rows == 0 {
+            return Ok(SourcePoll::Pending);
+        }
+        let batch = self.decode(p, start)?;
+        Ok(SourcePoll::Batch { partition: p, batch })
+    }
+
+    fn positions(&self) -> Vec<u64> {
+        self.partitions.iter().map(|p| p.position).collect()
+    }
+
+    fn partition_finished(&self, p: usize) -> bool {
+        self.partitions[p].finished
+    }
+}

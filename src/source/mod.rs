@@ -1,0 +1,285 @@
+//! Connector sources: the tasks that read a connector table's records into the jobs that read
+//! the table.
+//!
+//! Flink semantics, not RisingWave's TABLE: a connector table stores no rows. Each job (a
+//! materialized view or an `INSERT INTO` job) that reads a connector table directly gets its
+//! own [`SourceTask`], which reads the table from the start position of its connector
+//! (`nexmark`: event 0; `filesystem`: the start of each file) and pushes the rows into that job
+//! only; the job's output then flows on to the views built on it as usual.
+//!
+//! # Positions and epochs
+//! A task keeps, per source partition, the position after the last row it pushed and the
+//! largest value of the table's WATERMARK expression seen there. Every epoch commit
+//! ([`crate::sql::engine::Engine::commit`]) writes all tasks' positions with the jobs' state in
+//! the same atomic RocksDB write (meta key `src/<job>/<table>`), so after a crash a restarted
+//! task resumes exactly after the rows whose effects were committed: no loss, no duplicates.
+//!
+//! # Watermarks
+//! A partition's watermark is the largest WATERMARK expression value of its rows; the task's
+//! watermark is the minimum over its partitions that have not ended (Flink: per-split
+//! watermarks combined by minimum). A partition without rows yet holds the watermark back.
+//! When every partition of a bounded source has ended, the watermark jumps to
+//! [`END_OF_INPUT_WATERMARK`], which fires every remaining window (Flink emits
+//! `Long.MAX_VALUE` at the end of bounded input).
+
+pub mod filesystem;
+pub mod nexmark;
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow::compute::kernels::aggregate::max;
+use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
+use datafusion::common::DFSchema;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::prelude::SessionContext;
+use serde::{Deserialize, Serialize};
+use weir_catalog::Relation;
+
+use crate::error::{Result, WeirError};
+use crate::sql::relations::{connector_of, relation_schema};
+
+/// The watermark of a bounded source whose every partition has ended: 9999-12-31
+/// 23:59:59.999 in ms, later than any event time, yet a valid TIMESTAMP(3) to show in SQL.
+pub const END_OF_INPUT_WATERMARK: i64 = 253_402_300_799_999;
+
+/// What one poll of a reader gives.
+#[derive(Debug)]
+pub enum SourcePoll {
+    /// Rows of partition `partition`, in the table's physical columns (declared columns that are
+    /// not computed, in declaration order).
+    Batch { partition: usize, batch: RecordBatch },
+    /// Nothing available now; poll again later.
+    Pending,
+    /// Every partition has ended (bounded input).
+    Finished,
+}
+
+/// A connector's reader: partitions, positions, batches.
+pub trait SourceReader: Send + Sync {
+    /// The number of source partitions (fixed for the reader's life).
+    fn num_partitions(&self) -> usize;
+    /// The next batch of at most `max_rows` rows.
+    ///
+    /// # Errors
+    /// A source that cannot be read (a file gone, a broker refusing) returns the error; the
+    /// caller logs it and retries later from the last committed position.
+    fn poll(&mut self, max_rows: usize) -> Result<SourcePoll>;
+    /// The position after the last row returned, per partition (connector-defined: a row
+    /// offset, a byte offset, a Kafka offset), to store at the next commit.
+    fn positions(&self) -> Vec<u64>;
+    /// Whether partition `p` has ended (bounded input read to its end).
+    fn partition_finished(&self, p: usize) -> bool;
+}
+
+/// Whether a connector has a source runtime in this version.
+pub fn has_source(connector: &str) -> bool {
+    matches!(connector, "nexmark" | "filesystem")
+}
+
+/// Opens the reader of connector table `rel` producing `physical` (its non-computed columns),
+/// resuming at `positions` (one per partition) when given.
+///
+/// # Errors
+/// `Unsupported` for a connector without a source runtime; `InvalidOption` for bad options;
+/// `Storage` for unreadable files.
+pub fn open_reader(rel: &Relation, physical: SchemaRef, positions: Option<&[u64]>) -> Result<Box<dyn SourceReader>> {
+    match connector_of(rel) {
+        "nexmark" => Ok(Box::new(nexmark::NexmarkReader::open(rel, physical, positions)?)),
+        "filesystem" => Ok(Box::new(filesystem::FileReader::open(rel, physical, positions)?)),
+        other => Err(WeirError::unsupported(format!(
+            "table {}: the '{other}' connector's source is not built yet in this version",
+            rel.name
+        ))),
+    }
+}
+
+/// One partition's committed progress.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct PartitionProgress {
+    /// The reader's position after the last row pushed.
+    pub position: u64,
+    /// The largest WATERMARK expression value (ms) of the partition's rows.
+    pub watermark: Option<i64>,
+    /// Whether the partition has ended.
+    pub finished: bool,
+}
+
+/// What a task stores at each commit.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SourceProgress {
+    pub partitions: Vec<PartitionProgress>,
+    /// The watermark last sent into the job (ms).
+    pub watermark: Option<i64>,
+    /// Rows pushed into the job since it was created.
+    pub rows: u64,
+}
+
+/// The reading of one connector table for one job.
+pub struct SourceTask {
+    /// The job (materialized view or INSERT job name) the rows go to.
+    pub job: String,
+    /// The connector table read.
+    pub table: String,
+    reader: Box<dyn SourceReader>,
+    /// The table's full schema (physical then computed columns), as the job's plan sees it.
+    schema: SchemaRef,
+    /// Computed columns, evaluated over the physical columns, in declaration order.
+    computed: Vec<Arc<dyn PhysicalExpr>>,
+    /// The WATERMARK expression over the full schema, if the table has one.
+    watermark_expr: Option<Arc<dyn PhysicalExpr>>,
+    /// Progress so far (committed or not).
+    pub progress: SourceProgress,
+}
+
+/// The meta key of a task's progress.
+pub fn progress_key(job: &str, table: &str) -> String {
+    format!("src/{job}/{table}")
+}
+
+impl SourceTask {
+    /// The task of `job` reading connector table `rel`, resuming from `progress` when given.
+    ///
+    /// # Errors
+    /// As [`open_reader`]; `Plan` when a computed column or the WATERMARK expression does not
+    /// compile.
+    pub fn open(job: &str, rel: &Relation, progress: Option<SourceProgress>) -> Result<Self> {
+        let schema = relation_schema(rel)?;
+        let physical_fields: Vec<_> = rel
+            .columns
+            .iter()
+            .zip(schema.fields())
+            .filter(|(c, _)| c.computed.is_none())
+            .map(|(_, f)| f.as_ref().clone())
+            .collect();
+        let physical = Arc::new(arrow::datatypes::Schema::new(physical_fields));
+        let ctx = SessionContext::new();
+        crate::sql::functions::register(&ctx);
+        let physical_df = DFSchema::try_from(physical.as_ref().clone())?;
+        let computed = rel
+            .columns
+            .iter()
+            .filter_map(|c| c.computed.as_ref())
+            .map(|sql| compile(&ctx, sql, &physical_df))
+            .collect::<Result<Vec<_>>>()?;
+        let full_df = DFSchema::try_from(schema.as_ref().clone())?;
+        let watermark_expr = rel.watermark.as_ref().map(|w| compile(&ctx, &w.expr, &full_df)).transpose()?;
+        let positions: Option<Vec<u64>> = progress.as_ref().map(|p| p.partitions.iter().map(|p| p.position).collect());
+        let reader = open_reader(rel, physical, positions.as_deref())?;
+        let mut progress = progress.unwrap_or_default();
+        progress.partitions.resize(reader.num_partitions(), PartitionProgress::default());
+        Ok(SourceTask {
+            job: job.to_string(),
+            table: rel.name.clone(),
+            reader,
+            schema,
+            computed,
+            watermark_expr,
+            progress,
+        })
+    }
+
+    /// The next batch of at most `max_rows` rows in the table's full schema, the watermark the
+    /// task reaches after it (if it moved forward), or `None` when nothing is available.
+    ///
+    /// # Errors
+    /// The reader's errors; `Execution` when a computed column or the watermark fails on a row.
+    pub fn next(&mut self, max_rows: usize) -> Result<Option<(Option<RecordBatch>, Option<i64>)>> {
+        let (partition, batch) = match self.reader.poll(max_rows)? {
+            SourcePoll::Batch { partition, batch } => (partition, batch),
+            SourcePoll::Pending => return Ok(None),
+            SourcePoll::Finished => {
+                for (p, progress) in self.progress.partitions.iter_mut().enumerate() {
+                    progress.finished = self.reader.partition_finished(p);
+                }
+                return Ok(self.advance_watermark().map(|w| (None, Some(w))));
+            }
+        };
+        let full = self.complete(&batch)?;
+        let positions = self.reader.positions();
+        for (p, progress) in self.progress.partitions.iter_mut().enumerate() {
+            progress.position = positions[p];
+            progress.finished = self.reader.partition_finished(p);
+        }
+        if let Some(expr) = &self.watermark_expr {
+            if let Some(wm) = max_timestamp_ms(expr.evaluate(&full)?.into_array(full.num_rows())?)? {
+                let slot = &mut self.progress.partitions[partition].watermark;
+                if slot.is_none_or(|w| w < wm) {
+                    *slot = Some(wm);
+                }
+            }
+        }
+        self.progress.rows += full.num_rows() as u64;
+        let wm = self.advance_watermark();
+        Ok(Some((Some(full), wm)))
+    }
+
+    /// Recomputes the task's watermark; returns it if it moved forward.
+    fn advance_watermark(&mut self) -> Option<i64> {
+        self.watermark_expr.as_ref()?;
+        let parts = &self.progress.partitions;
+        let candidate = if parts.iter().all(|p| p.finished) {
+            Some(END_OF_INPUT_WATERMARK)
+        } else {
+            parts.iter().filter(|p| !p.finished).map(|p| p.watermark).min().flatten()
+        };
+        match candidate {
+            Some(w) if self.progress.watermark.is_none_or(|old| old < w) => {
+                self.progress.watermark = Some(w);
+                Some(w)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether every partition has ended.
+    pub fn finished(&self) -> bool {
+        self.progress.partitions.iter().all(|p| p.finished)
+    }
+
+    /// `batch` (physical columns) with the computed columns appended, in the full schema.
+    fn complete(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+        for expr in &self.computed {
+            columns.push(expr.evaluate(batch)?.into_array(batch.num_rows())?);
+        }
+        let columns = columns
+            .into_iter()
+            .zip(self.schema.fields())
+            .map(|(c, f)| {
+                if c.data_type() == f.data_type() {
+                    Ok(c)
+                } else {
+                    Ok(arrow::compute::cast(&c, f.data_type())?)
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let nullable = Arc::new(arrow::datatypes::Schema::new(
+            self.schema.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
+        ));
+        Ok(RecordBatch::try_new_with_options(
+            nullable,
+            columns,
+            &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+        )?)
+    }
+}
+
+/// Compiles SQL expression `sql` over `schema` with Weir's functions.
+fn compile(ctx: &SessionContext, sql: &str, schema: &DFSchema) -> Result<Arc<dyn PhysicalExpr>> {
+    let expr = ctx
+        .parse_sql_expr(sql, schema)
+        .map_err(|e| WeirError::plan(format!("expression {sql}: {e}")))?;
+    Ok(ctx.create_physical_expr(expr, schema)?)
+}
+
+/// The largest value of a timestamp (or integer ms) array, in ms.
+fn max_timestamp_ms(values: ArrayRef) -> Result<Option<i64>> {
+    let ms = arrow::compute::cast(&values, &DataType::Timestamp(TimeUnit::Millisecond, None))?;
+    let ms = arrow::compute::cast(&ms, &DataType::Int64)?;
+    let ints = ms
+        .as_any()
+        .downcast_ref::<arrow::array::Int64Array>()
+        .ok_or_else(|| WeirError::internal("watermark values did not cast to BIGINT"))?;
+    Ok(max(ints))
+}

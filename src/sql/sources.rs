@@ -1,0 +1,141 @@
+//! The engine's side of connector sources: opening a [`SourceTask`] for each connector table a
+//! job reads, pushing their batches and watermarks into the jobs, and storing their progress
+//! with every epoch (see [`crate::source`]).
+
+use std::time::{Duration, Instant};
+
+use weir_catalog::RelationKind;
+
+use crate::error::{Result, WeirError};
+use crate::runtime::StreamChunk;
+use crate::source::{has_source, progress_key, SourceProgress, SourceTask};
+use crate::sql::engine::Engine;
+use crate::sql::relations::connector_of;
+use crate::state::EpochWrites;
+
+/// Rows per source batch.
+pub const SOURCE_BATCH_ROWS: usize = 8192;
+
+/// What one [`Engine::poll_sources`] call did.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct SourceStep {
+    /// Rows pushed into jobs.
+    pub rows: u64,
+    /// Whether any task's watermark moved.
+    pub watermark_moved: bool,
+    /// Whether every task has read all of its (bounded) input.
+    pub all_finished: bool,
+}
+
+impl Engine {
+    /// Opens a source task for every connector table job `job` reads directly, resuming from
+    /// the committed progress.
+    ///
+    /// # Errors
+    /// `Unsupported` for a connector without a source runtime; the reader's errors.
+    pub fn open_sources(&mut self, job: &str, tables: &[String]) -> Result<()> {
+        for table in tables {
+            let Some(rel) = self.catalog.get(table) else { continue };
+            if rel.kind != RelationKind::Table || connector_of(rel) == "table" {
+                continue;
+            }
+            if !has_source(connector_of(rel)) {
+                return Err(WeirError::unsupported(format!(
+                    "{job} reads table {table}, whose '{}' connector's source is not built yet in this version",
+                    connector_of(rel)
+                )));
+            }
+            let progress = match self.store.get_meta(&progress_key(job, table))? {
+                Some(bytes) => Some(
+                    serde_json::from_slice::<SourceProgress>(&bytes)
+                        .map_err(|e| WeirError::storage(format!("source progress of {job}/{table}: {e}")))?,
+                ),
+                None => None,
+            };
+            let task = SourceTask::open(job, rel, progress)?;
+            self.sources.insert((job.to_string(), table.clone()), task);
+        }
+        Ok(())
+    }
+
+    /// Writes every source task's progress into `writes` (called by the epoch commit).
+    pub fn write_source_progress(&self, writes: &mut EpochWrites) {
+        for ((job, table), task) in &self.sources {
+            let bytes = serde_json::to_vec(&task.progress).expect("progress serializes");
+            writes.put_meta(&progress_key(job, table), &bytes);
+        }
+    }
+
+    /// Reads from the source tasks for up to `budget`, pushing rows and watermarks into their
+    /// jobs and on through the views built on them. Nothing is committed: the caller commits an
+    /// epoch (which stores the tasks' progress) when it chooses.
+    ///
+    /// # Errors
+    /// A reader's or an operator's error; the caller should [`Engine::reload`] to return to the
+    /// last commit.
+    pub fn poll_sources(&mut self, budget: Duration) -> Result<SourceStep> {
+        let start = Instant::now();
+        let mut step = SourceStep::default();
+        let keys: Vec<(String, String)> = self.sources.keys().cloned().collect();
+        let mut progressed = true;
+        while progressed && start.elapsed() < budget {
+            progressed = false;
+            for key in &keys {
+                let Some(task) = self.sources.get_mut(key) else { continue };
+                let Some((batch, watermark)) = task.next(SOURCE_BATCH_ROWS)? else { continue };
+                progressed = true;
+                if let Some(batch) = batch {
+                    step.rows += batch.num_rows() as u64;
+                    self.push_into_job(&key.0, &key.1, &StreamChunk::inserts(batch))?;
+                }
+                if let Some(wm) = watermark {
+                    step.watermark_moved = true;
+                    self.watermark_into_job(&key.0, &key.1, wm)?;
+                }
+            }
+        }
+        step.all_finished = self.sources.values().all(SourceTask::finished);
+        Ok(step)
+    }
+
+    /// Pushes a change of `relation` into job `job` only, and its output on to the views
+    /// built on it.
+    fn push_into_job(&mut self, job: &str, relation: &str, chunk: &StreamChunk) -> Result<()> {
+        let Some(j) = self.jobs.get_mut(job) else { return Ok(()) };
+        let out = j.push(relation, chunk, &self.store)?;
+        for (op, table, rows, wm) in j.take_late_rows() {
+            self.pending_late.push((job.to_string(), op, table, rows, wm));
+        }
+        if let Some(out) = out {
+            self.propagate(job, &out)?;
+        }
+        Ok(())
+    }
+
+    /// Sends a watermark of `relation` into job `job` only, and what follows on.
+    fn watermark_into_job(&mut self, job: &str, relation: &str, watermark_ms: i64) -> Result<()> {
+        let Some(j) = self.jobs.get_mut(job) else { return Ok(()) };
+        let (chunk, out) = j.on_watermark(relation, watermark_ms, &self.store)?;
+        if let Some(chunk) = chunk {
+            self.propagate(job, &chunk)?;
+        }
+        if let Some(w) = out {
+            self.propagate_watermark(job, w)?;
+        }
+        Ok(())
+    }
+
+    /// Rows of `weir_sources`: (job, table, partition, position, watermark ms, finished, rows).
+    pub fn source_rows(&self) -> Vec<(String, String, u64, u64, Option<i64>, bool, u64)> {
+        let mut out = Vec::new();
+        for ((job, table), task) in &self.sources {
+            for (p, part) in task.progress.partitions.iter().enumerate() {
+                out.push((job.clone(), table.clone(), p as u64, part.position, part.watermark, part.finished, task.progress.rows));
+            }
+        }
+        out
+    }
+}
+
+/// How long the source loop reads before it gives other statements the lock.
+pub const SOURCE_SLICE: Duration = Duration::from_millis(50);
