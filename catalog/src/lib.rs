@@ -33,6 +33,9 @@ pub enum RelationKind {
     View,
     /// A materialized view: a continuous job whose result is kept in a state table.
     MaterializedView,
+    /// An `INSERT INTO <connector table> SELECT ...` job: a continuous query writing into the
+    /// sink table named by option `sink`. Its name is its job id; it holds no rows.
+    SinkJob,
 }
 
 impl RelationKind {
@@ -42,6 +45,7 @@ impl RelationKind {
             RelationKind::Table => "table",
             RelationKind::View => "view",
             RelationKind::MaterializedView => "materialized view",
+            RelationKind::SinkJob => "job",
         }
     }
 }
@@ -198,15 +202,15 @@ impl Catalog {
         out.push(name.to_string());
     }
 
-    /// Materialized views, in the order they must be processed: a view after everything it
-    /// reads.
+    /// Materialized views and sink jobs, in the order they must be processed: a view after
+    /// everything it reads.
     pub fn jobs_in_dependency_order(&self) -> Vec<&Relation> {
         let mut done: Vec<&str> = Vec::new();
         let mut out = Vec::new();
         let mut pending: Vec<&Relation> = self
             .relations
             .values()
-            .filter(|r| r.kind == RelationKind::MaterializedView)
+            .filter(|r| matches!(r.kind, RelationKind::MaterializedView | RelationKind::SinkJob))
             .collect();
         while !pending.is_empty() {
             let before = pending.len();

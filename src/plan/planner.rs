@@ -257,7 +257,13 @@ pub fn updating_operator(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Res
             if let Some(versioned) = crate::plan::temporal::as_versioned(provider.as_ref()) {
                 return updating_operator(&versioned.scan_plan()?, catalog);
             }
-            let name = scan.table_name.table();
+            let window = (provider.as_ref() as &dyn std::any::Any).downcast_ref::<WindowTable>();
+            if let Some(w) = window {
+                if let Some(view_plan) = w.input.get_logical_plan() {
+                    return updating_operator(&view_plan, catalog);
+                }
+            }
+            let name = window.map(|w| w.spec.table.as_str()).unwrap_or(scan.table_name.table());
             let info = catalog.source_info(name)?;
             Ok((info.changelog != ChangelogMode::AppendOnly)
                 .then(|| format!("the source {name}, which emits a {} changelog", info.changelog)))

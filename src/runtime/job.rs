@@ -72,9 +72,20 @@ impl Job {
         state_table: &mut dyn FnMut(&str) -> u32,
         store: &Store,
     ) -> Result<Self> {
-        let mut job = Job { nodes: Vec::new(), sources: Vec::new() };
         let out_schema: SchemaRef = Arc::new(plan.schema.as_arrow().clone());
-        job.nodes.push(Node { op: Box::new(Materialize::try_new(&out_schema, mode, rows_table)?), parent: None });
+        let root = Box::new(Materialize::try_new(&out_schema, mode, rows_table)?);
+        Self::build_with_root(plan, root, state_table, store)
+    }
+
+    /// Instantiates `plan` followed by `root` (a sink of an `INSERT INTO` job).
+    pub fn build_with_root(
+        plan: &StreamPlan,
+        root: Box<dyn Operator>,
+        state_table: &mut dyn FnMut(&str) -> u32,
+        store: &Store,
+    ) -> Result<Self> {
+        let mut job = Job { nodes: Vec::new(), sources: Vec::new() };
+        job.nodes.push(Node { op: root, parent: None });
         job.add(plan, Some((0, 0)), state_table, store)?;
         Ok(job)
     }

@@ -225,15 +225,8 @@ impl Database {
                 Ok(command("RESET"))
             }
             WeirStatement::StopJob { id, .. } => {
-                let engine = self.engine.read().await;
-                let view = engine.catalog.relations.values().find(|r| r.job.as_deref() == Some(id.as_str()));
-                Err(match view {
-                    Some(v) => WeirError::unsupported(format!(
-                        "STOP JOB '{id}': it maintains materialized view {}; drop the view to stop it",
-                        v.name
-                    )),
-                    None => WeirError::plan(format!("no job '{id}'; SHOW JOBS lists them")),
-                })
+                self.engine.write().await.stop_job(&id)?;
+                Ok(command("STOP JOB"))
             }
             WeirStatement::Explain(inner) => self.explain(*inner).await,
             WeirStatement::Sql(stmt) => self.execute_sql(*stmt, sql).await,

@@ -320,7 +320,7 @@ impl Engine {
     }
 
     /// The catalog relations a query names (views not expanded), each once.
-    fn named_relations(&self, query: &Query) -> Vec<String> {
+    pub(crate) fn named_relations(&self, query: &Query) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         let _ = sqlparser::ast::visit_relations(query, |name| {
             let name = crate::sql::parser::object_name(name);
@@ -354,6 +354,7 @@ impl Engine {
                     RelationKind::Table => "DROP TABLE",
                     RelationKind::View => "DROP VIEW",
                     RelationKind::MaterializedView => "DROP MATERIALIZED VIEW",
+                    RelationKind::SinkJob => "STOP JOB",
                 };
                 return Err(WeirError::plan(format!("\"{name}\" is a {}; use {right}", rel.kind.sql_name())));
             }
@@ -423,7 +424,7 @@ fn output_columns(plan: &LogicalPlan, view: &str) -> Result<Vec<Column>> {
     output_columns_of_schema(plan.schema().as_arrow(), view)
 }
 
-fn output_columns_of_schema(schema: &Schema, view: &str) -> Result<Vec<Column>> {
+pub(crate) fn output_columns_of_schema(schema: &Schema, view: &str) -> Result<Vec<Column>> {
     let mut out: Vec<Column> = Vec::new();
     for f in schema.fields() {
         if out.iter().any(|c| c.name == *f.name()) {

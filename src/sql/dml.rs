@@ -200,10 +200,11 @@ impl Engine {
                 )));
             }
         }
-        Err(WeirError::unsupported(format!(
-            "INSERT INTO {}: the '{connector}' connector's sink is not built yet in this version",
-            rel.name
-        )))
+        let query = source.to_string();
+        let depends_on = self.named_relations(source);
+        let definition = format!("INSERT INTO {} {query}", rel.name);
+        self.start_sink_job(rel, &query, depends_on, &definition).await?;
+        Ok(0)
     }
 }
 

@@ -44,6 +44,8 @@ pub struct Engine {
     pub idle_base: HashMap<String, (std::time::Instant, i64)>,
     /// Connector source tasks by (job, table): see [`crate::source`].
     pub sources: BTreeMap<(String, String), crate::source::SourceTask>,
+    /// Rows received by each blackhole sink job, by job id.
+    pub sink_rows: std::sync::Mutex<HashMap<String, Arc<std::sync::atomic::AtomicU64>>>,
 }
 
 impl Engine {
@@ -65,6 +67,7 @@ impl Engine {
             pending_late: Vec::new(),
             idle_base: HashMap::new(),
             sources: BTreeMap::new(),
+            sink_rows: Default::default(),
         };
         for rel in engine.catalog.relations.values().filter(|r| r.watermark.is_some()) {
             if let Some(b) = engine.store.get_meta(&watermark_key(&rel.name))? {
@@ -172,6 +175,22 @@ impl Engine {
     /// Instantiates the job of materialized view `rel` from `plan`, allocating its operator
     /// state tables in `catalog` where they are new.
     pub fn build_job(&self, rel: &Relation, plan: &StreamPlan, catalog: &mut Catalog) -> Result<Job> {
+        if rel.kind == RelationKind::SinkJob {
+            let mut operator_state = catalog.get(&rel.name).map(|r| r.operator_state.clone()).unwrap_or_default();
+            let mut allocate = |name: &str| -> u32 {
+                if let Some(id) = operator_state.get(name) {
+                    return *id;
+                }
+                let id = catalog.allocate_state_table();
+                operator_state.insert(name.to_string(), id);
+                id
+            };
+            let job = self.build_sink_job(rel, plan, &mut allocate)?;
+            if let Some(r) = catalog.relations.get_mut(&rel.name) {
+                r.operator_state = operator_state;
+            }
+            return Ok(job);
+        }
         let mode = match &rel.stream_key {
             Some(key) => StorageMode::Keyed(key.clone()),
             None => StorageMode::Multiset,
@@ -371,6 +390,7 @@ impl SourceCatalog for CatalogSources<'_> {
                 SourceInfo { changelog: ChangelogMode::Retract, stream_key: rel.stream_key.clone() }
             }
             RelationKind::View => return Err(WeirError::internal(format!("view {name} was not inlined"))),
+            RelationKind::SinkJob => return Err(WeirError::unknown_table(name)),
         })
     }
 

@@ -9,6 +9,7 @@ pub mod pg_catalog;
 pub mod relations;
 pub mod settings;
 pub mod show;
+pub mod sink_jobs;
 pub mod sources;
 pub mod temporal;
 pub mod types;

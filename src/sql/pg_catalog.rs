@@ -226,6 +226,7 @@ fn class_value(rel: &Relation, name: &str) -> Value {
         RelationKind::Table => ("r", "table"),
         RelationKind::View => ("v", "view"),
         RelationKind::MaterializedView => ("m", "materialized view"),
+        RelationKind::SinkJob => ("j", "job"),
     };
     match name {
         "oid" => Value::Int(i64::from(relation_oid(&rel.name))),
@@ -313,7 +314,7 @@ fn attribute_value(rel: &Relation, index: usize, col: &Column, name: &str) -> Va
 
 /// The relations a `pg_class` query's `FROM ... WHERE ...` text selects, by name.
 fn matching_relations<'a>(catalog: &'a Catalog, from: &str) -> Result<Vec<&'a Relation>> {
-    let mut rels: Vec<&Relation> = catalog.relations.values().collect();
+    let mut rels: Vec<&Relation> = catalog.relations.values().filter(|r| r.kind != RelationKind::SinkJob).collect();
     if let Some(oid) = oid_after(from, "c.oid") {
         rels.retain(|r| relation_oid(&r.name) == oid);
     }
@@ -323,6 +324,7 @@ fn matching_relations<'a>(catalog: &'a Catalog, from: &str) -> Result<Vec<&'a Re
                 RelationKind::Table => "r",
                 RelationKind::View => "v",
                 RelationKind::MaterializedView => "m",
+                RelationKind::SinkJob => "j",
             };
             kinds.iter().any(|k| k == kind)
         });

@@ -64,7 +64,13 @@ pub fn show_list(catalog: &Catalog, list: ShowList) -> Result<StatementResult> {
                     r.job.as_ref().map(|id| {
                         vec![
                             Some(id.clone()),
-                            Some(r.name.clone()),
+                            Some(match r.kind {
+                                RelationKind::SinkJob => format!(
+                                    "INSERT INTO {}",
+                                    r.options.get(crate::sql::sink_jobs::SINK_OPTION).map(String::as_str).unwrap_or("?")
+                                ),
+                                _ => r.name.clone(),
+                            }),
                             Some(r.kind.sql_name().to_string()),
                             Some("RUNNING".to_string()),
                             Some(r.definition.clone()),
