@@ -4,6 +4,7 @@
 //! weir [serve] [--pg-listen 127.0.0.1:5488] [--data-dir ./weir-data]
 //! weir bench insert [--rows 1000000] [--groups 1000] [--data-dir DIR]
 //! weir bench window [--kind tumble|hop] [--rows 1000000] [--slide-s 60] [--size-s 3600]
+//! weir bench nexmark (--query qN | --all) [--events N] [--source generator|files:DIR] [--check]
 //! weir bench nexmark-gen --events 100000 --out DIR [--seed N] [--event-rate 100000]
 //! ```
 //!
@@ -84,6 +85,36 @@ enum Bench {
         #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-window")]
         data_dir: PathBuf,
     },
+    /// Runs Nexmark queries (bench/nexmark/queries) to completion into a blackhole sink and
+    /// prints events/s, CPU seconds, peak RSS and output rows; --check instead compares each
+    /// query's final result with bench/nexmark/expected. Use a release build.
+    Nexmark {
+        /// The query to run (q0..q22); see --all.
+        #[arg(long, required_unless_present = "all")]
+        query: Option<String>,
+        /// Run every query and print the table (queries Weir cannot run say why).
+        #[arg(long)]
+        all: bool,
+        /// Events over the three tables (default 10000000; --check uses 100000).
+        #[arg(long)]
+        events: Option<u64>,
+        /// `generator` (the built-in nexmark connector) or `files:DIR` (person.json,
+        /// auction.json, bid.json in DIR, as `weir bench nexmark-gen` writes them).
+        #[arg(long, default_value = "generator")]
+        source: String,
+        /// Source partitions of the generator.
+        #[arg(long, default_value_t = 1)]
+        partitions: usize,
+        /// Events per second of event time (default 100000; --check uses 1000).
+        #[arg(long)]
+        event_rate: Option<f64>,
+        /// Compare each query's final result with bench/nexmark/expected instead of timing it.
+        #[arg(long)]
+        check: bool,
+        /// Scratch directory for the database (emptied first).
+        #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-nexmark")]
+        data_dir: PathBuf,
+    },
     /// Writes the built-in Nexmark generator's person, auction and bid rows for events
     /// 0..--events as JSON lines files (person.json, auction.json, bid.json) in --out.
     NexmarkGen {
@@ -150,6 +181,9 @@ fn main() -> ExitCode {
                 );
                 Ok(())
             }
+            Some(Command::Bench(Bench::Nexmark { query, all, events, source, partitions, event_rate, check, data_dir })) => {
+                bench_nexmark(query, all, events, &source, partitions, event_rate, check, data_dir).await
+            }
             None => serve(cli.serve).await,
         }
     });
@@ -209,6 +243,66 @@ async fn bench_window(
     println!("window {window:?} ({keys} keys, EMIT ON WINDOW CLOSE): {report}");
     let _ = std::fs::remove_dir_all(data_dir);
     Ok(())
+}
+
+/// `weir bench nexmark`: one query's figures, or the table of all of them.
+#[allow(clippy::too_many_arguments)]
+async fn bench_nexmark(
+    query: Option<String>,
+    all: bool,
+    events: Option<u64>,
+    source: &str,
+    partitions: usize,
+    event_rate: Option<f64>,
+    check: bool,
+    data_dir: PathBuf,
+) -> Result<(), String> {
+    use weir::bench::nexmark::{self, NexmarkRun, NexmarkSource, QueryReport};
+    let source = match source.split_once(':') {
+        None if source == "generator" => NexmarkSource::Generator,
+        Some(("files", dir)) => NexmarkSource::Files(PathBuf::from(dir)),
+        _ => return Err(format!("--source {source}: valid sources are generator, files:DIR")),
+    };
+    if check && (events.is_some_and(|e| e != nexmark::CHECK_EVENTS) || event_rate.is_some_and(|r| r != nexmark::CHECK_EVENT_RATE)) {
+        return Err(format!(
+            "--check compares with results for {} events at {} events/s; leave out --events and --event-rate",
+            nexmark::CHECK_EVENTS,
+            nexmark::CHECK_EVENT_RATE
+        ));
+    }
+    let run = NexmarkRun {
+        events: events.unwrap_or(if check { nexmark::CHECK_EVENTS } else { 10_000_000 }),
+        event_rate: event_rate.unwrap_or(if check { nexmark::CHECK_EVENT_RATE } else { 100_000.0 }),
+        source,
+        partitions,
+        check,
+        data_dir,
+    };
+    let names: Vec<String> = match query {
+        Some(q) if !all => vec![q],
+        _ => nexmark::QUERIES.iter().map(|(n, _)| n.to_string()).collect(),
+    };
+    println!("{}", QueryReport::HEADER);
+    let mut failed = Vec::new();
+    for name in &names {
+        match nexmark::run_query(name, &run).await {
+            Ok(report) => {
+                if matches!(report.check, Some(Err(_))) {
+                    failed.push(name.clone());
+                }
+                println!("{}", report.row());
+            }
+            Err(e) => {
+                failed.push(name.clone());
+                println!("| {name} | not run: {} |", e.to_string().replace('\n', " "));
+            }
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("not run or wrong: {}", failed.join(", ")))
+    }
 }
 
 /// A future that completes (and logs) at the first SIGINT or SIGTERM.

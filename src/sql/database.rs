@@ -56,6 +56,20 @@ impl Database {
     /// `Storage` when the directory cannot be opened (another server holds it, permissions) or
     /// the stored state cannot be read.
     pub fn open(data_dir: &std::path::Path) -> Result<Arc<Self>> {
+        Self::open_with(data_dir, true)
+    }
+
+    /// The engine, for in-process drivers (benchmarks) that run the sources themselves.
+    pub async fn engine(&self) -> tokio::sync::RwLockWriteGuard<'_, Engine> {
+        self.engine.write().await
+    }
+
+    /// [`Database::open`]; with `read_sources` false no thread reads the connector sources and
+    /// the caller drives them with [`Engine::poll_sources`].
+    ///
+    /// # Errors
+    /// As [`Database::open`].
+    pub fn open_with(data_dir: &std::path::Path, read_sources: bool) -> Result<Arc<Self>> {
         let store = Arc::new(Store::open(data_dir)?);
         let engine = Engine::load(store)?;
         let db = Arc::new(Self { engine: RwLock::new(engine) });
@@ -79,11 +93,13 @@ impl Database {
             });
         }
         // Connector sources are read by one thread, a slice at a time under the write lock.
-        let weak = Arc::downgrade(&db);
-        std::thread::Builder::new()
-            .name("weir-sources".into())
-            .spawn(move || source_loop(weak))
-            .map_err(|e| WeirError::internal(format!("cannot start the source thread: {e}")))?;
+        if read_sources {
+            let weak = Arc::downgrade(&db);
+            std::thread::Builder::new()
+                .name("weir-sources".into())
+                .spawn(move || source_loop(weak))
+                .map_err(|e| WeirError::internal(format!("cannot start the source thread: {e}")))?;
+        }
         let engine = db.engine.try_read().expect("no other user yet");
         tracing::info!(
             epoch = engine.epoch,

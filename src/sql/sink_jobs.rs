@@ -1,10 +1,11 @@
 //! `INSERT INTO <connector table> SELECT ...`: a continuous job writing into a sink, kept in
 //! the catalog as a [`RelationKind::SinkJob`] named by its job id (`SHOW JOBS`, `STOP JOB`).
 //!
-//! Sinks by connector: `blackhole` (counts and drops), `filesystem` (exactly-once JSON lines
-//! or CSV files, see [`crate::runtime::operators::sink`]). A job into an append-only sink
-//! emits each window once, when it closes (Flink: window aggregation into an append-only
-//! sink), and a query that would still update is refused before the job starts.
+//! Sinks by connector: `blackhole` (counts and drops rows of any shape), `filesystem`
+//! (exactly-once JSON lines or CSV files, see [`crate::runtime::operators::sink`]). A job's
+//! window aggregation emits each window once, when it closes (Flink's window TVF
+//! aggregation), and a query that would still update is refused before the job starts when the
+//! sink is append-only.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -40,11 +41,12 @@ impl Engine {
                 sink.name
             )));
         }
-        let append_only = weir_connectors::is_append_only_sink(&sink.options);
-        let eowc = append_only && self.plan_stream_query(query, true).await.is_ok();
+        // Flink: a window aggregation in an INSERT INTO job emits each window once, final.
+        let eowc = self.plan_stream_query(query, true).await.is_ok();
         let plan = self.plan_stream_query(query, eowc).await?;
         let physical = sink.columns.iter().filter(|c| c.computed.is_none()).count();
-        if plan.schema.fields().len() != physical {
+        // A blackhole takes rows of any shape.
+        if connector != "blackhole" && plan.schema.fields().len() != physical {
             return Err(WeirError::plan(format!(
                 "INSERT INTO {}: the query has {} columns but the table has {physical}",
                 sink.name,
