@@ -205,4 +205,8 @@ impl SourceReader for FileReader {
     fn partition_finished(&self, p: usize) -> bool {
         self.partitions[p].finished
     }
+
+    fn bounded(&self) -> bool {
+        true
+    }
 }

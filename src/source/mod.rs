@@ -70,6 +70,8 @@ pub trait SourceReader: Send + Sync {
     fn positions(&self) -> Vec<u64>;
     /// Whether partition `p` has ended (bounded input read to its end).
     fn partition_finished(&self, p: usize) -> bool;
+    /// Whether the input ends (a file, `nexmark.events` > 0) rather than runs forever.
+    fn bounded(&self) -> bool;
 }
 
 /// Whether a connector has a source runtime in this version.
@@ -230,6 +232,11 @@ impl SourceTask {
             }
             _ => None,
         }
+    }
+
+    /// Whether the task's input ends.
+    pub fn bounded(&self) -> bool {
+        self.reader.bounded()
     }
 
     /// Whether every partition has ended.

@@ -111,4 +111,8 @@ impl SourceReader for NexmarkReader {
     fn partition_finished(&self, p: usize) -> bool {
         self.generators[p].is_finished()
     }
+
+    fn bounded(&self) -> bool {
+        self.generators[0].config().num_events.is_some()
+    }
 }

@@ -194,8 +194,26 @@ impl Database {
             }
             WeirStatement::Flush => {
                 // Every write statement commits before it returns; taking the write lock waits
-                // for the ones in flight.
-                drop(self.engine.write().await);
+                // for the ones in flight. Bounded sources are then read to their end, and what
+                // the sources read is committed.
+                let mut engine = self.engine.write().await;
+                let deadline = std::time::Instant::now() + FLUSH_TIMEOUT;
+                loop {
+                    let step = engine.poll_sources(crate::sql::sources::SOURCE_SLICE)?;
+                    if engine.bounded_sources_finished() {
+                        break;
+                    }
+                    if step.rows == 0 && !step.watermark_moved {
+                        tokio::task::yield_now().await;
+                    }
+                    if std::time::Instant::now() > deadline {
+                        return Err(WeirError::execution(format!(
+                            "FLUSH: the bounded sources did not reach their end within {} s",
+                            FLUSH_TIMEOUT.as_secs()
+                        )));
+                    }
+                }
+                engine.commit(crate::state::EpochWrites::default(), None)?;
                 Ok(command("FLUSH"))
             }
             WeirStatement::Show(list) => show::show_list(&self.engine.read().await.catalog, list),
@@ -322,6 +340,9 @@ impl Database {
         }
     }
 }
+
+/// How long FLUSH waits for bounded sources to reach their end.
+pub const FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// How often the source loop commits an epoch while sources deliver rows (Flink's
 /// 'execution.checkpointing.interval'); a source that goes quiet is committed at once.

@@ -121,9 +121,7 @@ impl Engine {
             self.create_late_rows_table(&mut catalog, &t.name, side, &columns)?;
         }
         let state_table = plain.then(|| catalog.allocate_state_table());
-        catalog.relations.insert(
-            t.name.clone(),
-            Relation {
+        let rel = Relation {
                 name: t.name.clone(),
                 kind: RelationKind::Table,
                 state_table,
@@ -138,8 +136,12 @@ impl Engine {
                 job: None,
                 operator_state: BTreeMap::new(),
                 emit_on_window_close: false,
-            },
-        );
+        };
+        if connector == "nexmark" {
+            // Checks the declared columns against the generator's table now, not at first read.
+            crate::source::SourceTask::open("", &rel, None)?;
+        }
+        catalog.relations.insert(t.name.clone(), rel);
         self.commit(EpochWrites::default(), Some(catalog))
     }
 

@@ -98,6 +98,11 @@ impl Engine {
         Ok(step)
     }
 
+    /// Whether every bounded source task has read all of its input (unbounded ones never do).
+    pub fn bounded_sources_finished(&self) -> bool {
+        self.sources.values().filter(|t| t.bounded()).all(SourceTask::finished)
+    }
+
     /// Pushes a change of `relation` into job `job` only, and its output on to the views
     /// built on it.
     fn push_into_job(&mut self, job: &str, relation: &str, chunk: &StreamChunk) -> Result<()> {
