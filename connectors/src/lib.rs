@@ -3,9 +3,18 @@
 //! This crate validates a table's `WITH` options against the connector it names. Connectors
 //! whose runtime is not built yet are known by name, so a table using one is refused with an
 //! error that says so rather than "unknown connector".
+//!
+//! - [`format`]: record payloads to Arrow rows and back (`json`, `csv`, `raw`,
+//!   `debezium-json`, and `upsert-kafka`'s key/value pairs), reporting records that do not
+//!   decode instead of failing.
+//! - [`kafka`] (feature `kafka`, on by default): the Kafka reader, writer and options.
+//! - [`nexmark`]: the Nexmark generator.
 
 use std::collections::BTreeMap;
 
+pub mod format;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod nexmark;
 
 /// Errors of connector configuration.
@@ -23,9 +32,37 @@ pub enum ConnectorError {
     /// An option the connector does not know; lists the ones it does.
     #[error("connector '{connector}' has no option '{option}'; valid options: {valid}")]
     UnknownOption { connector: String, option: String, valid: String },
+    /// A feature or option value Weir knows but does not support (yet); says what to use instead.
+    #[error("not supported: {feature}")]
+    Unsupported { feature: String },
+    /// A row that the sink's format cannot write (the user's data or schema).
+    #[error("cannot encode a row: {message}")]
+    Encode { message: String },
+    /// The Kafka cluster refused or failed an operation (the environment's fault): names the
+    /// operation, the brokers and the topic.
+    #[error("kafka: {operation} (brokers {brokers}, topic '{topic}'): {message}")]
+    Kafka { operation: String, brokers: String, topic: String, message: String },
     /// A bug in Weir (a broken invariant), not the user's or the environment's fault.
     #[error("internal error: {message}")]
     Internal { message: String },
+}
+
+impl ConnectorError {
+    /// The SQLSTATE of this error: 22023 for an option or value the user gave, 0A000 for an
+    /// unsupported feature, 22000 for a row the format cannot write, 08000 for the Kafka
+    /// cluster, XX000 for a bug of ours.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            ConnectorError::UnknownConnector { .. }
+            | ConnectorError::MissingOption { .. }
+            | ConnectorError::InvalidValue { .. }
+            | ConnectorError::UnknownOption { .. } => "22023",
+            ConnectorError::Unsupported { .. } => "0A000",
+            ConnectorError::Encode { .. } => "22000",
+            ConnectorError::Kafka { .. } => "08000",
+            ConnectorError::Internal { .. } => "XX000",
+        }
+    }
 }
 
 /// How a connector can be used.

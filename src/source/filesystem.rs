@@ -14,7 +14,7 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use weir_catalog::Relation;
 
-use super::{SourcePoll, SourceReader};
+use super::{DeadLetter, SourcePoll, SourceReader};
 use crate::error::{Result, WeirError};
 
 /// The record formats the reader decodes.
@@ -39,8 +39,8 @@ pub struct FileReader {
     schema: SchemaRef,
     /// Lines of the current batch, reused.
     buffer: Vec<u8>,
-    /// Records that did not decode, dropped and counted (they are logged with file and offset).
-    pub bad_records: u64,
+    /// Lines that did not decode since the last [`SourceReader::take_dead_letters`].
+    dead_letters: Vec<DeadLetter>,
 }
 
 impl FileReader {
@@ -96,11 +96,11 @@ impl FileReader {
         let schema = Arc::new(arrow::datatypes::Schema::new(
             physical.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
         ));
-        Ok(FileReader { partitions, format, schema, buffer: Vec::new(), bad_records: 0 })
+        Ok(FileReader { partitions, format, schema, buffer: Vec::new(), dead_letters: Vec::new() })
     }
 
     /// Decodes `self.buffer` (whole lines); on a decoding error, decodes line by line and
-    /// drops the lines that fail, logging each with its file and byte offset.
+    /// makes the lines that fail dead letters, with their file and byte offset.
     fn decode(&mut self, p: usize, start: u64) -> Result<RecordBatch> {
         match decode_lines(self.format, &self.schema, &self.buffer) {
             Ok(batch) => Ok(batch),
@@ -110,14 +110,13 @@ impl FileReader {
                 for line in self.buffer.split_inclusive(|b| *b == b'\n') {
                     match decode_lines(self.format, &self.schema, line) {
                         Ok(b) => good.push(b),
-                        Err(e) => {
-                            self.bad_records += 1;
-                            tracing::warn!(
-                                file = %self.partitions[p].path.display(),
-                                offset,
-                                "record dropped, it does not decode: {e}"
-                            );
-                        }
+                        Err(e) => self.dead_letters.push(DeadLetter {
+                            partition: p,
+                            source: self.partitions[p].path.display().to_string(),
+                            offset: offset as i64,
+                            raw: line.strip_suffix(b"\n").unwrap_or(line).to_vec(),
+                            error: e.to_string(),
+                        }),
                     }
                     offset += line.len() as u64;
                 }
@@ -208,5 +207,9 @@ impl SourceReader for FileReader {
 
     fn bounded(&self) -> bool {
         true
+    }
+
+    fn take_dead_letters(&mut self) -> Vec<DeadLetter> {
+        std::mem::take(&mut self.dead_letters)
     }
 }

@@ -23,6 +23,7 @@
 //! `Long.MAX_VALUE` at the end of bounded input).
 
 pub mod filesystem;
+pub mod kafka;
 pub mod nexmark;
 
 use std::sync::Arc;
@@ -72,11 +73,59 @@ pub trait SourceReader: Send + Sync {
     fn partition_finished(&self, p: usize) -> bool;
     /// Whether the input ends (a file, `nexmark.events` > 0) rather than runs forever.
     fn bounded(&self) -> bool;
+    /// Records that did not decode since the last call.
+    fn take_dead_letters(&mut self) -> Vec<DeadLetter> {
+        Vec::new()
+    }
+    /// Called after an epoch with `positions` committed (Kafka: commit them to the consumer
+    /// group too, so standard lag tools see them).
+    fn on_committed(&mut self, _positions: &[u64]) {}
+    /// Per partition, the position after the last record the source holds now (Kafka's high
+    /// watermark), when the connector knows it: with the position, the lag.
+    fn high_watermarks(&self) -> Vec<Option<i64>> {
+        Vec::new()
+    }
+}
+
+/// A record that did not decode: it never stops the job; it is counted in `weir_sources`,
+/// logged, and written to the table's `'dead-letter.table'` when it has one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeadLetter {
+    /// The partition index in the task.
+    pub partition: usize,
+    /// Where it came from: the topic or the file.
+    pub source: String,
+    /// The Kafka offset or the byte offset in the file.
+    pub offset: i64,
+    /// The record as read.
+    pub raw: Vec<u8>,
+    /// Why it did not decode.
+    pub error: String,
+}
+
+/// How a metadata column (`c BIGINT METADATA FROM 'offset'`) is kept in the catalog: as the
+/// column's computed expression, this text.
+pub fn metadata_marker(key: &str) -> String {
+    format!("METADATA FROM '{key}'")
+}
+
+/// The metadata key of a column whose computed expression is a [`metadata_marker`].
+pub fn metadata_key(computed: &str) -> Option<&str> {
+    computed.strip_prefix("METADATA FROM '")?.strip_suffix('\'')
+}
+
+/// The metadata key of each of `rel`'s physical columns (`None` for a value column).
+pub fn metadata_columns(rel: &Relation) -> Vec<Option<String>> {
+    rel.columns
+        .iter()
+        .filter(|c| c.computed.as_deref().is_none_or(|e| metadata_key(e).is_some()))
+        .map(|c| c.computed.as_deref().and_then(metadata_key).map(str::to_string))
+        .collect()
 }
 
 /// Whether a connector has a source runtime in this version.
 pub fn has_source(connector: &str) -> bool {
-    matches!(connector, "nexmark" | "filesystem")
+    matches!(connector, "nexmark" | "filesystem" | "kafka")
 }
 
 /// Opens the reader of connector table `rel` producing `physical` (its non-computed columns),
@@ -86,7 +135,17 @@ pub fn has_source(connector: &str) -> bool {
 /// `Unsupported` for a connector without a source runtime; `InvalidOption` for bad options;
 /// `Storage` for unreadable files.
 pub fn open_reader(rel: &Relation, physical: SchemaRef, positions: Option<&[u64]>) -> Result<Box<dyn SourceReader>> {
+    if connector_of(rel) != "kafka" {
+        if let Some(key) = metadata_columns(rel).into_iter().flatten().next() {
+            return Err(WeirError::plan(format!(
+                "table {}: the '{}' connector has no metadata '{key}'; METADATA FROM is for 'kafka' tables",
+                rel.name,
+                connector_of(rel)
+            )));
+        }
+    }
     match connector_of(rel) {
+        "kafka" => Ok(Box::new(kafka::KafkaSource::open(rel, physical, positions)?)),
         "nexmark" => Ok(Box::new(nexmark::NexmarkReader::open(rel, physical, positions)?)),
         "filesystem" => Ok(Box::new(filesystem::FileReader::open(rel, physical, positions)?)),
         other => Err(WeirError::unsupported(format!(
@@ -115,6 +174,9 @@ pub struct SourceProgress {
     pub watermark: Option<i64>,
     /// Rows pushed into the job since it was created.
     pub rows: u64,
+    /// Records that did not decode (dead letters) since the job was created.
+    #[serde(default)]
+    pub dead_letters: u64,
 }
 
 /// The reading of one connector table for one job.
@@ -132,7 +194,22 @@ pub struct SourceTask {
     watermark_expr: Option<Arc<dyn PhysicalExpr>>,
     /// Progress so far (committed or not).
     pub progress: SourceProgress,
+    /// Dead letters read but not yet committed.
+    pub dead_letters: Vec<DeadLetter>,
+    /// When rows last arrived, per partition (for `'scan.watermark.idle-timeout'`).
+    partition_seen: Vec<Option<std::time::Instant>>,
+    /// When the task opened: a partition without rows since is idle after the timeout.
+    started: std::time::Instant,
+    /// `'scan.watermark.idle-timeout'`: a partition without rows for this long no longer holds
+    /// the watermark back (Flink).
+    idle_timeout: Option<std::time::Duration>,
 }
+
+/// The table option naming a connector table's dead-letter table.
+pub const DEAD_LETTER_TABLE: &str = "dead-letter.table";
+
+/// The table option after which a partition without rows stops holding the watermark back.
+pub const IDLE_TIMEOUT: &str = "scan.watermark.idle-timeout";
 
 /// The meta key of a task's progress.
 pub fn progress_key(job: &str, table: &str) -> String {
@@ -147,11 +224,12 @@ impl SourceTask {
     /// compile.
     pub fn open(job: &str, rel: &Relation, progress: Option<SourceProgress>) -> Result<Self> {
         let schema = relation_schema(rel)?;
+        let is_physical = |c: &weir_catalog::Column| c.computed.as_deref().is_none_or(|e| metadata_key(e).is_some());
         let physical_fields: Vec<_> = rel
             .columns
             .iter()
             .zip(schema.fields())
-            .filter(|(c, _)| c.computed.is_none())
+            .filter(|(c, _)| is_physical(c))
             .map(|(_, f)| f.as_ref().clone())
             .collect();
         let physical = Arc::new(arrow::datatypes::Schema::new(physical_fields));
@@ -161,6 +239,7 @@ impl SourceTask {
         let computed = rel
             .columns
             .iter()
+            .filter(|c| !is_physical(c))
             .filter_map(|c| c.computed.as_ref())
             .map(|sql| compile(&ctx, sql, &physical_df))
             .collect::<Result<Vec<_>>>()?;
@@ -170,6 +249,13 @@ impl SourceTask {
         let reader = open_reader(rel, physical, positions.as_deref())?;
         let mut progress = progress.unwrap_or_default();
         progress.partitions.resize(reader.num_partitions(), PartitionProgress::default());
+        let idle_timeout = match rel.options.get(IDLE_TIMEOUT) {
+            Some(v) => Some(std::time::Duration::from_millis(
+                crate::sql::settings::parse_duration_ms(IDLE_TIMEOUT, v)?.max(0) as u64,
+            )),
+            None => None,
+        };
+        let partitions = reader.num_partitions();
         Ok(SourceTask {
             job: job.to_string(),
             table: rel.name.clone(),
@@ -178,6 +264,10 @@ impl SourceTask {
             computed,
             watermark_expr,
             progress,
+            dead_letters: Vec::new(),
+            partition_seen: vec![None; partitions],
+            started: std::time::Instant::now(),
+            idle_timeout,
         })
     }
 
@@ -187,9 +277,22 @@ impl SourceTask {
     /// # Errors
     /// The reader's errors; `Execution` when a computed column or the watermark fails on a row.
     pub fn next(&mut self, max_rows: usize) -> Result<Option<(Option<RecordBatch>, Option<i64>)>> {
-        let (partition, batch) = match self.reader.poll(max_rows)? {
+        let polled = self.reader.poll(max_rows)?;
+        let dead = self.reader.take_dead_letters();
+        if !dead.is_empty() {
+            for d in &dead {
+                tracing::warn!(table = %self.table, source = %d.source, offset = d.offset, "record does not decode: {}", d.error);
+            }
+            self.progress.dead_letters += dead.len() as u64;
+            self.dead_letters.extend(dead);
+            let positions = self.reader.positions();
+            for (p, progress) in self.progress.partitions.iter_mut().enumerate() {
+                progress.position = positions[p];
+            }
+        }
+        let (partition, batch) = match polled {
             SourcePoll::Batch { partition, batch } => (partition, batch),
-            SourcePoll::Pending => return Ok(None),
+            SourcePoll::Pending => return Ok(self.advance_watermark().map(|w| (None, Some(w)))),
             SourcePoll::Finished => {
                 for (p, progress) in self.progress.partitions.iter_mut().enumerate() {
                     progress.finished = self.reader.partition_finished(p);
@@ -203,6 +306,7 @@ impl SourceTask {
             progress.position = positions[p];
             progress.finished = self.reader.partition_finished(p);
         }
+        self.partition_seen[partition] = Some(std::time::Instant::now());
         if let Some(expr) = &self.watermark_expr {
             if let Some(wm) = max_timestamp_ms(expr.evaluate(&full)?.into_array(full.num_rows())?)? {
                 let slot = &mut self.progress.partitions[partition].watermark;
@@ -220,10 +324,21 @@ impl SourceTask {
     fn advance_watermark(&mut self) -> Option<i64> {
         self.watermark_expr.as_ref()?;
         let parts = &self.progress.partitions;
+        let now = std::time::Instant::now();
+        let idle = |i: usize| {
+            self.idle_timeout.is_some_and(|t| now.duration_since(self.partition_seen[i].unwrap_or(self.started)) >= t)
+        };
         let candidate = if parts.iter().all(|p| p.finished) {
             Some(END_OF_INPUT_WATERMARK)
         } else {
-            parts.iter().filter(|p| !p.finished).map(|p| p.watermark).min().flatten()
+            let active: Vec<Option<i64>> =
+                parts.iter().enumerate().filter(|(i, p)| !p.finished && !idle(*i)).map(|(_, p)| p.watermark).collect();
+            if active.is_empty() {
+                // Every partition idle: the watermark waits for the next row (Flink).
+                None
+            } else {
+                active.into_iter().min().flatten()
+            }
         };
         match candidate {
             Some(w) if self.progress.watermark.is_none_or(|old| old < w) => {
@@ -232,6 +347,17 @@ impl SourceTask {
             }
             _ => None,
         }
+    }
+
+    /// Tells the reader its positions were committed.
+    pub fn on_committed(&mut self) {
+        let positions: Vec<u64> = self.progress.partitions.iter().map(|p| p.position).collect();
+        self.reader.on_committed(&positions);
+    }
+
+    /// Per partition, the connector's high watermark (Kafka), if known.
+    pub fn high_watermarks(&self) -> Vec<Option<i64>> {
+        self.reader.high_watermarks()
     }
 
     /// Whether the task's input ends.

@@ -42,6 +42,12 @@ impl Engine {
                 return Err(WeirError::plan(format!("column \"{}\" is declared twice in table {}", c.name, t.name)));
             }
             if let Some(sql_type) = &c.data_type {
+                if c.metadata.is_some() && plain {
+                    return Err(WeirError::plan(format!(
+                        "metadata column {} on a plain table; METADATA FROM reads a connector's record metadata",
+                        c.name
+                    )));
+                }
                 let arrow_type = crate::sql::types::arrow_type(sql_type)?;
                 let nullable = !c.not_null && !t.primary_key.contains(&c.name);
                 fields.push(Field::new(&c.name, arrow_type.clone(), nullable));
@@ -50,7 +56,7 @@ impl Engine {
                     arrow_type: arrow_type.to_string(),
                     sql_type: sql_type.to_string(),
                     nullable,
-                    computed: None,
+                    computed: c.metadata.as_ref().map(|key| crate::source::metadata_marker(key)),
                 });
             }
         }
@@ -120,6 +126,9 @@ impl Engine {
         if let Some(side) = t.options.get(crate::sql::engine::LATE_ROWS_TABLE) {
             self.create_late_rows_table(&mut catalog, &t.name, side, &columns)?;
         }
+        if let Some(side) = t.options.get(crate::source::DEAD_LETTER_TABLE) {
+            self.create_dead_letter_table(&mut catalog, &t.name, side)?;
+        }
         let state_table = plain.then(|| catalog.allocate_state_table());
         let rel = Relation {
                 name: t.name.clone(),
@@ -173,16 +182,50 @@ impl Engine {
             nullable: true,
             computed: None,
         });
+        insert_side_table(catalog, crate::sql::engine::LATE_ROWS_TABLE, side, side_columns, format!("-- late rows of table {table}, created with it"))
+    }
+
+    /// Adds the dead-letter table `side` of connector table `table` (option
+    /// `'dead-letter.table'`): `job`, `source` (topic or file), `record_partition`,
+    /// `record_offset`, `raw` (the record's bytes) and `error`.
+    fn create_dead_letter_table(&self, catalog: &mut weir_catalog::Catalog, table: &str, side: &str) -> Result<()> {
+        let column = |name: &str, t: DataType, sql: &str| Column {
+            name: name.into(),
+            arrow_type: t.to_string(),
+            sql_type: sql.into(),
+            nullable: true,
+            computed: None,
+        };
+        let columns = vec![
+            column("job", DataType::Utf8, "STRING"),
+            column("source", DataType::Utf8, "STRING"),
+            column("record_partition", DataType::Int32, "INT"),
+            column("record_offset", DataType::Int64, "BIGINT"),
+            column("raw", DataType::Binary, "BYTES"),
+            column("error", DataType::Utf8, "STRING"),
+        ];
+        insert_side_table(catalog, crate::source::DEAD_LETTER_TABLE, side, columns, format!("-- records of table {table} that did not decode, created with it"))
+    }
+}
+
+/// Adds plain table `side` with `side_columns` to `catalog` for option `option`, or reuses an
+/// existing one of exactly that shape.
+fn insert_side_table(
+    catalog: &mut weir_catalog::Catalog,
+    option: &str,
+    side: &str,
+    side_columns: Vec<Column>,
+    definition: String,
+) -> Result<()> {
         if let Some(existing) = catalog.get(side) {
             if existing.kind == RelationKind::Table && existing.columns == side_columns {
                 return Ok(());
             }
             return Err(WeirError::option(format!(
-                "'late-rows.table' = '{side}': a relation of that name exists with another shape; name a new table"
+                "'{option}' = '{side}': a relation of that name exists with another shape; name a new table"
             )));
         }
         let id = catalog.allocate_state_table();
-        let definition = format!("-- late rows of table {table}, created with it");
         catalog.relations.insert(
             side.to_string(),
             Relation {
@@ -203,7 +246,9 @@ impl Engine {
             },
         );
         Ok(())
-    }
+}
+
+impl Engine {
 
     /// `CREATE VIEW name AS query`.
     pub async fn create_view(&mut self, name: &str, query: &Query, or_replace: bool, definition: &str) -> Result<()> {
@@ -297,21 +342,7 @@ impl Engine {
         };
         catalog.relations.insert(name.to_string(), rel.clone());
         let mut job = self.build_job(&rel, &plan, &mut catalog)?;
-        job.on_create(&self.store)?;
-        // Backfill: every row the sources hold now, as inserts.
-        for source in plan.sources() {
-            let src = self.catalog.get(&source).ok_or_else(|| WeirError::unknown_table(&source))?;
-            let (Some(id), schema) = (src.state_table, relation_schema(src)?) else { continue };
-            for batch in scan_rows(&self.store, id, &schema, layout_of(src), false)? {
-                job.push(&source, &StreamChunk::inserts(batch), &self.store)?;
-            }
-        }
-        // The sources' watermarks close the windows the backfill left behind.
-        for source in plan.sources() {
-            if let Some(wm) = self.watermarks.get(&source) {
-                job.on_watermark(&source, *wm, &self.store)?;
-            }
-        }
+        self.backfill(&mut job, &plan)?;
         self.jobs.insert(name.to_string(), job);
         let result = self.open_sources(name, &plan.sources()).and_then(|()| self.commit(EpochWrites::default(), Some(catalog)));
         if result.is_err() {
@@ -319,6 +350,26 @@ impl Engine {
             self.sources.retain(|(job, _), _| job != name);
         }
         result
+    }
+
+    /// Starts a new job: lets its operators emit their first rows, pushes every row its
+    /// sources hold now (plain tables, materialized views) as inserts, then the sources'
+    /// watermarks, which close the windows the backfill left behind.
+    pub(crate) fn backfill(&self, job: &mut crate::runtime::Job, plan: &crate::plan::StreamPlan) -> Result<()> {
+        job.on_create(&self.store)?;
+        for source in plan.sources() {
+            let src = self.catalog.get(&source).ok_or_else(|| WeirError::unknown_table(&source))?;
+            let (Some(id), schema) = (src.state_table, relation_schema(src)?) else { continue };
+            for batch in scan_rows(&self.store, id, &schema, layout_of(src), false)? {
+                job.push(&source, &StreamChunk::inserts(batch), &self.store)?;
+            }
+        }
+        for source in plan.sources() {
+            if let Some(wm) = self.watermarks.get(&source) {
+                job.on_watermark(&source, *wm, &self.store)?;
+            }
+        }
+        Ok(())
     }
 
     /// The catalog relations a query names (views not expanded), each once.

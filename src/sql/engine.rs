@@ -347,6 +347,7 @@ impl Engine {
     /// tasks' progress, the row sequences, `catalog` if given, the epoch.
     pub fn commit(&mut self, mut writes: EpochWrites, catalog: Option<Catalog>) -> Result<()> {
         self.flush_late_rows(&mut writes)?;
+        self.flush_dead_letters(&mut writes)?;
         self.write_source_progress(&mut writes);
         for job in self.jobs.values_mut() {
             job.on_barrier(&mut writes)?;
@@ -359,6 +360,9 @@ impl Engine {
         }
         self.store.commit(writes, self.epoch + 1)?;
         self.epoch += 1;
+        for task in self.sources.values_mut() {
+            task.on_committed();
+        }
         if let Some(c) = catalog {
             self.catalog = Arc::new(c);
             self.refresh_job_order();

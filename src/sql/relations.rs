@@ -48,8 +48,8 @@ pub struct SystemState {
     pub late_rows: Vec<(String, String, u64, String, u64)>,
     /// Watermark per event-time operator: (view, job id, operator index, operator, ms).
     pub operator_watermarks: Vec<(String, String, u64, String, Option<i64>)>,
-    /// Source partitions: (job, relation, partition, position, watermark ms, finished, rows).
-    pub sources: Vec<(String, String, u64, u64, Option<i64>, bool, u64)>,
+    /// Source partitions.
+    pub sources: Vec<crate::sql::sources::SourceRow>,
 }
 
 /// The system tables, read-only, queryable like any table:
@@ -60,11 +60,12 @@ pub struct SystemState {
 ///   event-time operator dropped because their window had closed.
 /// - `weir_operator_watermarks (view, job_id, operator_index, operator, watermark)`: the
 ///   current watermark of each event-time operator of each running job (NULL before the first).
-/// - `weir_sources (job, relation, partition, position, watermark, finished, rows_read)`: each
-///   partition of each connector source task: the position after the last row read (a row
-///   offset for `nexmark`, a byte offset for `filesystem`), the partition's watermark (the
-///   largest WATERMARK expression value of its rows), whether it has ended, and the rows the
-///   task has read in all.
+/// - `weir_sources (job, relation, partition, position, high_watermark, lag, watermark,
+///   finished, rows_read, dead_letters)`: each partition of each connector source task: the
+///   position after the last record read (a row offset for `nexmark`, a byte offset for
+///   `filesystem`, the next offset for `kafka`), Kafka's high watermark and the lag behind it,
+///   the partition's watermark (the largest WATERMARK expression value of its rows), whether it
+///   has ended, and the rows and undecodable records the task has read in all.
 pub const SYSTEM_TABLES: &[&str] = &["weir_watermarks", "weir_late_rows", "weir_operator_watermarks", "weir_sources"];
 
 fn system_table(name: &str, state: &SystemState) -> Result<Option<Arc<dyn TableProvider>>> {
@@ -112,26 +113,36 @@ fn system_table(name: &str, state: &SystemState) -> Result<Option<Arc<dyn TableP
                 Arc::new(TimestampMillisecondArray::from(state.operator_watermarks.iter().map(|o| o.4).collect::<Vec<_>>())),
             ],
         ),
-        "weir_sources" => (
-            Arc::new(Schema::new(vec![
-                Field::new("job", DataType::Utf8, false),
-                Field::new("relation", DataType::Utf8, false),
-                Field::new("partition", DataType::UInt64, false),
-                Field::new("position", DataType::UInt64, false),
-                Field::new("watermark", DataType::Timestamp(arrow::datatypes::TimeUnit::Millisecond, None), true),
-                Field::new("finished", DataType::Boolean, false),
-                Field::new("rows_read", DataType::UInt64, false),
-            ])),
-            vec![
-                Arc::new(StringArray::from_iter_values(state.sources.iter().map(|s| s.0.as_str()))),
-                Arc::new(StringArray::from_iter_values(state.sources.iter().map(|s| s.1.as_str()))),
-                Arc::new(UInt64Array::from_iter_values(state.sources.iter().map(|s| s.2))),
-                Arc::new(UInt64Array::from_iter_values(state.sources.iter().map(|s| s.3))),
-                Arc::new(TimestampMillisecondArray::from(state.sources.iter().map(|s| s.4).collect::<Vec<_>>())),
-                Arc::new(arrow::array::BooleanArray::from(state.sources.iter().map(|s| s.5).collect::<Vec<_>>())),
-                Arc::new(UInt64Array::from_iter_values(state.sources.iter().map(|s| s.6))),
-            ],
-        ),
+        "weir_sources" => {
+            let ts = || DataType::Timestamp(arrow::datatypes::TimeUnit::Millisecond, None);
+            let rows = &state.sources;
+            (
+                Arc::new(Schema::new(vec![
+                    Field::new("job", DataType::Utf8, false),
+                    Field::new("relation", DataType::Utf8, false),
+                    Field::new("partition", DataType::UInt64, false),
+                    Field::new("position", DataType::UInt64, false),
+                    Field::new("high_watermark", DataType::Int64, true),
+                    Field::new("lag", DataType::Int64, true),
+                    Field::new("watermark", ts(), true),
+                    Field::new("finished", DataType::Boolean, false),
+                    Field::new("rows_read", DataType::UInt64, false),
+                    Field::new("dead_letters", DataType::UInt64, false),
+                ])),
+                vec![
+                    Arc::new(StringArray::from_iter_values(rows.iter().map(|s| s.job.as_str()))),
+                    Arc::new(StringArray::from_iter_values(rows.iter().map(|s| s.relation.as_str()))),
+                    Arc::new(UInt64Array::from_iter_values(rows.iter().map(|s| s.partition))),
+                    Arc::new(UInt64Array::from_iter_values(rows.iter().map(|s| s.position))),
+                    Arc::new(arrow::array::Int64Array::from(rows.iter().map(|s| s.high_watermark).collect::<Vec<_>>())),
+                    Arc::new(arrow::array::Int64Array::from(rows.iter().map(|s| s.lag).collect::<Vec<_>>())),
+                    Arc::new(TimestampMillisecondArray::from(rows.iter().map(|s| s.watermark).collect::<Vec<_>>())),
+                    Arc::new(arrow::array::BooleanArray::from(rows.iter().map(|s| s.finished).collect::<Vec<_>>())),
+                    Arc::new(UInt64Array::from_iter_values(rows.iter().map(|s| s.rows_read))),
+                    Arc::new(UInt64Array::from_iter_values(rows.iter().map(|s| s.dead_letters))),
+                ],
+            )
+        }
         _ => return Ok(None),
     };
     let batch = RecordBatch::try_new(Arc::clone(&schema), columns)?;

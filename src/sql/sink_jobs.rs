@@ -2,7 +2,9 @@
 //! the catalog as a [`RelationKind::SinkJob`] named by its job id (`SHOW JOBS`, `STOP JOB`).
 //!
 //! Sinks by connector: `blackhole` (counts and drops rows of any shape), `filesystem`
-//! (exactly-once JSON lines or CSV files, see [`crate::runtime::operators::sink`]). A job's
+//! (exactly-once JSON lines or CSV files), `kafka` (append-only, the table's `'format'`) and
+//! `upsert-kafka` (the primary key as message key, tombstones for deletes), at least once; see
+//! [`crate::runtime::operators::sink`]. A job's
 //! window aggregation emits each window once, when it closes (Flink's window TVF
 //! aggregation), and a query that would still update is refused before the job starts when the
 //! sink is append-only.
@@ -17,7 +19,7 @@ use weir_catalog::{Catalog, Relation, RelationKind};
 use crate::error::{Result, WeirError};
 use crate::plan::StreamPlan;
 use crate::runtime::operator::Operator;
-use crate::runtime::operators::sink::{Blackhole, FileFormat, FileSink};
+use crate::runtime::operators::sink::{Blackhole, FileFormat, FileSink, KafkaEncoding, KafkaSink};
 use crate::runtime::Job;
 use crate::sql::engine::Engine;
 use crate::sql::relations::connector_of;
@@ -35,7 +37,13 @@ impl Engine {
     /// not match the sink's; the planner's errors.
     pub async fn start_sink_job(&mut self, sink: &Relation, query: &str, depends_on: Vec<String>, definition: &str) -> Result<String> {
         let connector = connector_of(sink);
-        if !matches!(connector, "blackhole" | "filesystem") {
+        if connector == "upsert-kafka" && sink.primary_key.is_empty() {
+            return Err(WeirError::plan(format!(
+                "INSERT INTO {}: an 'upsert-kafka' table needs a PRIMARY KEY (..) NOT ENFORCED: it is the message key",
+                sink.name
+            )));
+        }
+        if !matches!(connector, "blackhole" | "filesystem" | "kafka" | "upsert-kafka") {
             return Err(WeirError::unsupported(format!(
                 "INSERT INTO {}: the '{connector}' connector's sink is not built yet in this version",
                 sink.name
@@ -77,7 +85,7 @@ impl Engine {
         };
         catalog.relations.insert(id.clone(), rel.clone());
         let mut job = self.build_job(&rel, &plan, &mut catalog)?;
-        job.on_create(&self.store)?;
+        self.backfill(&mut job, &plan)?;
         self.jobs.insert(id.clone(), job);
         let result = self.open_sources(&id, &plan.sources()).and_then(|()| self.commit(EpochWrites::default(), Some(catalog)));
         if let Err(e) = result {
@@ -111,16 +119,33 @@ impl Engine {
                         )))
                     }
                 };
-                let schema = crate::sql::relations::relation_schema(sink)?;
-                let physical: Vec<_> = sink
-                    .columns
-                    .iter()
-                    .zip(schema.fields())
-                    .filter(|(c, _)| c.computed.is_none())
-                    .map(|(_, f)| f.as_ref().clone().with_nullable(true))
-                    .collect();
+                let physical = Arc::new(arrow::datatypes::Schema::new(physical_fields(sink)?));
                 let state = allocate("sink");
-                Box::new(FileSink::open(&dir, &rel.name, format, Arc::new(arrow::datatypes::Schema::new(physical)), state, &self.store)?)
+                Box::new(FileSink::open(&dir, &rel.name, format, physical, state, &self.store)?)
+            }
+            kind @ ("kafka" | "upsert-kafka") => {
+                let schema = Arc::new(arrow::datatypes::Schema::new(physical_fields(sink)?));
+                let config = weir_connectors::kafka::KafkaSinkConfig::from_options(&sink.options)
+                    .map_err(|e| WeirError::option(format!("table {}: {e}", sink.name)))?;
+                let writer = weir_connectors::kafka::KafkaWriter::open(&config)
+                    .map_err(|e| WeirError::execution(format!("table {}: {e}", sink.name)))?;
+                let encoding = if kind == "kafka" {
+                    KafkaEncoding::Value(
+                        weir_connectors::format::encoder(&sink.options, "", Arc::clone(&schema))
+                            .map_err(|e| WeirError::option(format!("table {}: {e}", sink.name)))?,
+                    )
+                } else {
+                    let key: Vec<usize> = sink
+                        .primary_key
+                        .iter()
+                        .map(|k| schema.index_of(k).map_err(|_| WeirError::plan(format!("primary key column {k}"))))
+                        .collect::<Result<_>>()?;
+                    KafkaEncoding::Upsert(
+                        weir_connectors::format::UpsertEncoder::try_new(&sink.options, Arc::clone(&schema), &key)
+                            .map_err(|e| WeirError::option(format!("table {}: {e}", sink.name)))?,
+                    )
+                };
+                Box::new(KafkaSink::new(writer, encoding, schema))
             }
             other => {
                 return Err(WeirError::unsupported(format!(
@@ -169,4 +194,16 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// The written columns of sink table `sink` (declared, not computed nor metadata), nullable.
+fn physical_fields(sink: &Relation) -> Result<Vec<arrow::datatypes::Field>> {
+    let schema = crate::sql::relations::relation_schema(sink)?;
+    Ok(sink
+        .columns
+        .iter()
+        .zip(schema.fields())
+        .filter(|(c, _)| c.computed.is_none())
+        .map(|(_, f)| f.as_ref().clone().with_nullable(true))
+        .collect())
 }

@@ -8,7 +8,9 @@ use weir_catalog::RelationKind;
 
 use crate::error::{Result, WeirError};
 use crate::runtime::StreamChunk;
-use crate::source::{has_source, progress_key, SourceProgress, SourceTask};
+use arrow::array::{BinaryArray, Int32Array, Int64Array, StringArray};
+
+use crate::source::{has_source, progress_key, SourceProgress, SourceTask, DEAD_LETTER_TABLE};
 use crate::sql::engine::Engine;
 use crate::sql::relations::connector_of;
 use crate::state::EpochWrites;
@@ -130,16 +132,86 @@ impl Engine {
         Ok(())
     }
 
-    /// Rows of `weir_sources`: (job, table, partition, position, watermark ms, finished, rows).
-    pub fn source_rows(&self) -> Vec<(String, String, u64, u64, Option<i64>, bool, u64)> {
+    /// Rows of `weir_sources`, one per partition of each task.
+    pub fn source_rows(&self) -> Vec<SourceRow> {
         let mut out = Vec::new();
         for ((job, table), task) in &self.sources {
+            let high = task.high_watermarks();
             for (p, part) in task.progress.partitions.iter().enumerate() {
-                out.push((job.clone(), table.clone(), p as u64, part.position, part.watermark, part.finished, task.progress.rows));
+                let high_watermark = high.get(p).copied().flatten();
+                out.push(SourceRow {
+                    job: job.clone(),
+                    relation: table.clone(),
+                    partition: p as u64,
+                    position: part.position,
+                    high_watermark,
+                    lag: high_watermark.map(|h| (h - part.position as i64).max(0)),
+                    watermark: part.watermark,
+                    finished: part.finished,
+                    rows_read: task.progress.rows,
+                    dead_letters: task.progress.dead_letters,
+                });
             }
         }
         out
     }
+
+    /// Writes the dead letters read since the last commit into their tables'
+    /// `'dead-letter.table'`; those of a table without one were only counted and logged.
+    pub fn flush_dead_letters(&mut self, writes: &mut EpochWrites) -> Result<()> {
+        let mut batches = Vec::new();
+        for ((job, table), task) in self.sources.iter_mut() {
+            let letters = std::mem::take(&mut task.dead_letters);
+            let Some(side) = self.catalog.get(table).and_then(|r| r.options.get(DEAD_LETTER_TABLE)).cloned() else {
+                continue;
+            };
+            if letters.is_empty() || self.catalog.get(&side).is_none() {
+                continue;
+            }
+            let n = letters.len();
+            let columns: Vec<arrow::array::ArrayRef> = vec![
+                std::sync::Arc::new(StringArray::from(vec![job.as_str(); n])),
+                std::sync::Arc::new(StringArray::from_iter_values(letters.iter().map(|d| d.source.as_str()))),
+                std::sync::Arc::new(Int32Array::from_iter_values(letters.iter().map(|d| d.partition as i32))),
+                std::sync::Arc::new(Int64Array::from_iter_values(letters.iter().map(|d| d.offset))),
+                std::sync::Arc::new(BinaryArray::from_iter_values(letters.iter().map(|d| d.raw.as_slice()))),
+                std::sync::Arc::new(StringArray::from_iter_values(letters.iter().map(|d| d.error.as_str()))),
+            ];
+            batches.push((side, columns));
+        }
+        for (side, columns) in batches {
+            let (store, id) = self.table_store(&side)?;
+            let batch = arrow::array::RecordBatch::try_new(std::sync::Arc::clone(store.schema()), columns)?;
+            let mut next = self.next_row_id(id)?;
+            let chunk = store.insert(&batch, &self.store, writes, &mut next)?;
+            self.row_ids.insert(id, next);
+            self.propagate(&side, &chunk)?;
+        }
+        Ok(())
+    }
+}
+
+/// One row of `weir_sources`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceRow {
+    pub job: String,
+    pub relation: String,
+    /// The partition index within the task (Kafka: partitions in ascending id order).
+    pub partition: u64,
+    /// The position after the last record read (committed at the next epoch).
+    pub position: u64,
+    /// Kafka: the partition's high watermark (offset after its last record), refreshed every
+    /// second.
+    pub high_watermark: Option<i64>,
+    /// `high_watermark - position`: records not read yet.
+    pub lag: Option<i64>,
+    /// The partition's watermark (ms).
+    pub watermark: Option<i64>,
+    pub finished: bool,
+    /// Rows the task has pushed into its job.
+    pub rows_read: u64,
+    /// Records of the task that did not decode.
+    pub dead_letters: u64,
 }
 
 /// How long the source loop reads before it gives other statements the lock.

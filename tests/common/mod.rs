@@ -3,6 +3,8 @@
 //! from the server's own `listening on` log line, so tests running at once never share a port.
 #![allow(dead_code)]
 
+pub mod kafka;
+
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -260,7 +260,7 @@ mod tests {
         assert_eq!(
             err(&[("nexmark.table", "bid"), ("nexmark.rate", "1")]),
             "connector 'nexmark' has no option 'nexmark.rate'; valid options: nexmark.table, nexmark.events, \
-             nexmark.event-rate, nexmark.base-time, nexmark.seed"
+             nexmark.event-rate, nexmark.base-time, nexmark.seed, nexmark.partitions"
         );
     }
 }

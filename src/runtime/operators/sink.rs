@@ -138,3 +138,79 @@ impl Operator for FileSink {
         Ok(())
     }
 }
+
+/// How a [`KafkaSink`] turns rows into messages.
+pub enum KafkaEncoding {
+    /// `kafka`: the value only, by the table's `'format'`; no key (round-robin partitions).
+    Value(Box<dyn weir_connectors::format::Encoder>),
+    /// `upsert-kafka`: the primary key as the message key, the row as the value, a tombstone
+    /// for a delete.
+    Upsert(weir_connectors::format::UpsertEncoder),
+}
+
+/// Writes rows to a Kafka topic, at least once: messages are sent as rows arrive and the
+/// epoch's barrier waits until the broker has acknowledged all of them, so a committed epoch's
+/// rows are in the topic (a crash between the flush and the commit writes them again after the
+/// restart; exactly-once needs Kafka transactions).
+pub struct KafkaSink {
+    writer: weir_connectors::kafka::KafkaWriter,
+    encoding: KafkaEncoding,
+    /// The sink table's physical columns: rows are renamed and cast to them.
+    schema: SchemaRef,
+}
+
+impl KafkaSink {
+    /// A sink writing rows of `schema` with `writer` and `encoding`.
+    pub fn new(writer: weir_connectors::kafka::KafkaWriter, encoding: KafkaEncoding, schema: SchemaRef) -> Self {
+        KafkaSink { writer, encoding, schema }
+    }
+}
+
+fn connector_op(op: crate::runtime::changelog::Op) -> weir_connectors::format::Op {
+    use crate::runtime::changelog::Op;
+    match op {
+        Op::Insert => weir_connectors::format::Op::Insert,
+        Op::Delete => weir_connectors::format::Op::Delete,
+        Op::UpdateBefore => weir_connectors::format::Op::UpdateBefore,
+        Op::UpdateAfter => weir_connectors::format::Op::UpdateAfter,
+    }
+}
+
+fn sink_error(e: weir_connectors::ConnectorError) -> WeirError {
+    WeirError::execution(format!("kafka sink: {e}"))
+}
+
+impl Operator for KafkaSink {
+    fn name(&self) -> &'static str {
+        "KafkaSink"
+    }
+
+    fn process_batch(&mut self, _: usize, chunk: StreamChunk, _: &OpContext<'_>) -> Result<Option<StreamChunk>> {
+        let columns = chunk
+            .batch
+            .columns()
+            .iter()
+            .zip(self.schema.fields())
+            .map(|(c, f)| if c.data_type() == f.data_type() { Ok(Arc::clone(c)) } else { arrow::compute::cast(c, f.data_type()) })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
+        let ops: Vec<weir_connectors::format::Op> = chunk.ops.iter().map(|o| connector_op(*o)).collect();
+        match &mut self.encoding {
+            KafkaEncoding::Value(encoder) => {
+                for payload in encoder.encode(&batch, Some(&ops)).map_err(sink_error)? {
+                    self.writer.send(None, payload.as_deref(), &[], None).map_err(sink_error)?;
+                }
+            }
+            KafkaEncoding::Upsert(encoder) => {
+                for m in encoder.encode(&batch, Some(&ops)).map_err(sink_error)? {
+                    self.writer.send(m.key.as_deref(), m.value.as_deref(), &[], None).map_err(sink_error)?;
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn on_barrier(&mut self, _writes: &mut EpochWrites) -> Result<()> {
+        self.writer.flush(std::time::Duration::from_secs(30)).map_err(sink_error)
+    }
+}

@@ -1,0 +1,203 @@
+//! `json`: one JSON object per record (Flink's `json` format).
+//!
+//! - Reading: a field whose name equals a column's (case-sensitive, as Flink) fills it; a
+//!   missing field or `null` is NULL; other fields are ignored. Numbers and booleans are read
+//!   into STRING columns as their text (Flink's `asText`). TIMESTAMP and TIMESTAMP_LTZ accept
+//!   `2024-05-01 12:00:00[.fff]` and `2024-05-01T12:00:00[.fff]`, with an optional `Z` or
+//!   offset (both of Flink's `'json.timestamp-format.standard'` forms), or epoch milliseconds;
+//!   DATE `2024-05-01`; DECIMAL a number or a numeric string; BYTES a hex string (Arrow's JSON
+//!   form; Flink uses base64).
+//! - A record that is not one JSON object, or has a value of the wrong type, fails alone
+//!   ([`super::DecodeError`]); with `'json.ignore-parse-errors'` a value of the wrong type is
+//!   read as NULL instead.
+//! - Writing: one object per row with every column in schema order (`null` for NULL, or left
+//!   out with `'json.encode.ignore-null-fields'`); timestamps in the SQL form
+//!   `2024-05-01 12:00:00.123` by default, `2024-05-01T12:00:00.123` with `ISO-8601`, with a
+//!   `Z` for TIMESTAMP_LTZ; DECIMAL as a number; BYTES as hex.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, RecordBatch, StructArray};
+use arrow::datatypes::{DataType, Field, SchemaRef};
+use arrow::error::ArrowError;
+use arrow::json::reader::Decoder as ArrowJsonDecoder;
+use arrow::json::writer::{make_encoder, EncoderOptions, NullableEncoder};
+use arrow::json::ReaderBuilder;
+
+use super::codec::{Decoded, Decoder, Encoder, Op};
+use super::isolate::{decode_isolated, RowStream};
+use super::options::TimestampStandard;
+use crate::ConnectorError;
+
+/// Decodes JSON objects into rows of its schema.
+#[derive(Debug, Clone)]
+pub struct JsonDecoder {
+    rows: JsonRows,
+}
+
+impl JsonDecoder {
+    /// A decoder producing `schema`; `ignore_parse_errors` reads values of the wrong type as NULL.
+    ///
+    /// # Errors
+    /// [`ConnectorError::Unsupported`] when Arrow's JSON reader cannot build `schema`.
+    pub fn try_new(schema: SchemaRef, ignore_parse_errors: bool) -> Result<Self, ConnectorError> {
+        Ok(JsonDecoder { rows: JsonRows::try_new(schema, ignore_parse_errors)? })
+    }
+}
+
+impl Decoder for JsonDecoder {
+    fn decode(&mut self, records: &[&[u8]]) -> Result<Decoded, ConnectorError> {
+        let isolated = self.rows.decode(records, "json")?;
+        Ok(Decoded { batch: isolated.batch, ops: None, sources: isolated.sources, errors: isolated.errors })
+    }
+}
+
+/// Arrow's JSON reader set up for one schema, shared by `json` and `debezium-json`.
+#[derive(Debug, Clone)]
+pub(super) struct JsonRows {
+    pub schema: SchemaRef,
+    ignore_type_conflicts: bool,
+}
+
+impl JsonRows {
+    pub fn try_new(schema: SchemaRef, ignore_type_conflicts: bool) -> Result<Self, ConnectorError> {
+        let rows = JsonRows { schema, ignore_type_conflicts };
+        rows.stream(1).map_err(|e| ConnectorError::Unsupported { feature: format!("JSON for this schema: {e}") })?;
+        Ok(rows)
+    }
+
+    fn stream(&self, capacity: usize) -> Result<JsonStream, ArrowError> {
+        let decoder = ReaderBuilder::new(Arc::clone(&self.schema))
+            .with_batch_size(capacity + 1)
+            .with_coerce_primitive(true)
+            .with_ignore_type_conflicts(self.ignore_type_conflicts)
+            .build_decoder()?;
+        Ok(JsonStream { decoder })
+    }
+
+    /// Decodes `records`, isolating the bad ones; `what` names the format in messages.
+    pub fn decode(&self, records: &[&[u8]], what: &str) -> Result<super::isolate::Isolated, ConnectorError> {
+        let new_stream = |capacity: usize| {
+            self.stream(capacity)
+                .map_err(|e| ConnectorError::Internal { message: format!("{what}: building the JSON reader: {e}") })
+        };
+        decode_isolated(records, &self.schema, what, &new_stream)
+    }
+}
+
+struct JsonStream {
+    decoder: ArrowJsonDecoder,
+}
+
+impl RowStream for JsonStream {
+    fn feed(&mut self, record: &[u8]) -> Result<(), String> {
+        let before = self.decoder.len();
+        let consumed = self.decoder.decode(record).map_err(|e| e.to_string())?;
+        if consumed != record.len() {
+            return Err("the record holds more than one JSON value".into());
+        }
+        self.decoder.decode(b"\n").map_err(|e| e.to_string())?;
+        if self.decoder.has_partial_record() {
+            return Err("the record ends inside a JSON value".into());
+        }
+        match self.decoder.len() - before {
+            1 => Ok(()),
+            0 => Err("the record holds no JSON value".into()),
+            n => Err(format!("the record holds {n} JSON values, not one")),
+        }
+    }
+
+    fn flush(&mut self) -> Result<Option<RecordBatch>, ArrowError> {
+        self.decoder.flush()
+    }
+}
+
+/// Encodes rows as JSON objects.
+#[derive(Debug, Clone)]
+pub struct JsonEncoder {
+    schema: SchemaRef,
+    options: EncoderOptions,
+}
+
+impl JsonEncoder {
+    /// An encoder for rows of `schema`, writing timestamps per `standard`; `ignore_null_fields`
+    /// leaves NULL columns out.
+    pub fn new(schema: SchemaRef, standard: TimestampStandard, ignore_null_fields: bool) -> Self {
+        JsonEncoder { options: encoder_options(&schema, standard, ignore_null_fields), schema }
+    }
+}
+
+impl Encoder for JsonEncoder {
+    fn encode(&mut self, batch: &RecordBatch, ops: Option<&[Op]>) -> Result<Vec<Option<Vec<u8>>>, ConnectorError> {
+        check_batch(&self.schema, batch, ops, "json")?;
+        let mut out = Vec::with_capacity(batch.num_rows());
+        for_each_object(&self.schema, batch, &self.options, |_, object| out.push(Some(object.to_vec())))?;
+        Ok(out)
+    }
+}
+
+/// The arrow JSON writer options for `schema`: explicit nulls unless `ignore_null_fields`, and
+/// the timestamp format of `standard` (the format of the schema's first timestamp column's unit;
+/// Weir's timestamps are all milliseconds).
+pub(super) fn encoder_options(
+    schema: &SchemaRef,
+    standard: TimestampStandard,
+    ignore_null_fields: bool,
+) -> EncoderOptions {
+    let unit = schema
+        .fields()
+        .iter()
+        .find_map(|f| match f.data_type() {
+            DataType::Timestamp(unit, _) => Some(*unit),
+            _ => None,
+        })
+        .unwrap_or(arrow::datatypes::TimeUnit::Millisecond);
+    EncoderOptions::default()
+        .with_explicit_nulls(!ignore_null_fields)
+        .with_timestamp_format(standard.chrono_format(unit, false))
+        .with_timestamp_tz_format(standard.chrono_format(unit, true))
+        .with_date_format("%Y-%m-%d".into())
+}
+
+/// Calls `f(row, object)` with each row of `batch` as a JSON object, in row order.
+pub(super) fn for_each_object(
+    schema: &SchemaRef,
+    batch: &RecordBatch,
+    options: &EncoderOptions,
+    mut f: impl FnMut(usize, &[u8]),
+) -> Result<(), ConnectorError> {
+    let array = StructArray::from(batch.clone());
+    let field = Arc::new(Field::new("row", DataType::Struct(schema.fields().clone()), false));
+    let mut encoder: NullableEncoder<'_> = make_encoder(&field, &array, options)
+        .map_err(|e| ConnectorError::Encode { message: format!("json: {e}") })?;
+    let mut buffer = Vec::with_capacity(128);
+    for row in 0..array.len() {
+        buffer.clear();
+        encoder.encode(row, &mut buffer);
+        f(row, &buffer);
+    }
+    Ok(())
+}
+
+/// Checks that `batch` has `schema`'s columns and `ops` one operation per row.
+pub(super) fn check_batch(
+    schema: &SchemaRef,
+    batch: &RecordBatch,
+    ops: Option<&[Op]>,
+    what: &str,
+) -> Result<(), ConnectorError> {
+    let types = |s: &arrow::datatypes::Schema| s.fields().iter().map(|f| f.data_type().clone()).collect::<Vec<_>>();
+    if types(schema) != types(&batch.schema()) {
+        return Err(ConnectorError::Internal {
+            message: format!("{what} encoder for {schema:?} given a batch of {:?}", batch.schema()),
+        });
+    }
+    if let Some(ops) = ops {
+        if ops.len() != batch.num_rows() {
+            return Err(ConnectorError::Internal {
+                message: format!("{what} encoder given {} ops for {} rows", ops.len(), batch.num_rows()),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,285 @@
+//! `upsert-kafka` records: a key and a value, each in its own format (Flink's `upsert-kafka`).
+//!
+//! The table's primary key columns are the Kafka key, in `'key.format'`; the value is in
+//! `'value.format'` and holds every column (`'value.fields-include' = 'ALL'`, the default) or
+//! the others only (`'EXCEPT_KEY'`). A message without a value (a tombstone) deletes its key.
+//!
+//! # Reading
+//! A record with a value gives `+I` (an upsert: it replaces any earlier row of its key, so the
+//! output is an upsert changelog keyed by the primary key); a tombstone gives `-D` with the key
+//! columns set and the others NULL. The key columns always come from the Kafka key. A record
+//! without a key, or whose key or value does not decode, fails alone.
+//!
+//! # Writing
+//! `+I`/`+U` rows give (key, value); `-D` rows give (key, tombstone); a `-U` row gives a
+//! tombstone for its key unless the next row is a `+U` of the same key, which then replaces it
+//! (so an update that keeps its key is one message, and one that changes its key deletes the
+//! old one).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch, UInt32Array};
+use arrow::compute::take;
+use arrow::datatypes::SchemaRef;
+
+use super::codec::{DecodeError, Decoded, Decoder, Encoder, Op};
+use super::options::{FormatKind, FormatOptions};
+use crate::ConnectorError;
+
+/// A Kafka record's key and value as [`UpsertDecoder::decode`] takes them: `None` for no key,
+/// or for no value (a tombstone).
+pub type KeyValue<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
+/// Which columns the value holds (Flink `'value.fields-include'`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ValueFields {
+    /// `ALL`: every column, the key columns too.
+    #[default]
+    All,
+    /// `EXCEPT_KEY`: the columns that are not in the key.
+    ExceptKey,
+}
+
+impl ValueFields {
+    /// Reads `'value.fields-include'` (default `ALL`).
+    ///
+    /// # Errors
+    /// [`ConnectorError::InvalidValue`] for another value.
+    pub fn from_options(options: &BTreeMap<String, String>) -> Result<Self, ConnectorError> {
+        match options.get("value.fields-include").map(|v| v.to_ascii_uppercase()).as_deref() {
+            None | Some("ALL") => Ok(ValueFields::All),
+            Some("EXCEPT_KEY") => Ok(ValueFields::ExceptKey),
+            Some(_) => Err(ConnectorError::InvalidValue {
+                option: "value.fields-include".into(),
+                value: options["value.fields-include"].clone(),
+                valid: "ALL, EXCEPT_KEY".into(),
+            }),
+        }
+    }
+}
+
+/// The key and value layout of an `upsert-kafka` table.
+#[derive(Debug, Clone)]
+struct Layout {
+    schema: SchemaRef,
+    key_columns: Vec<usize>,
+    value_columns: Vec<usize>,
+}
+
+impl Layout {
+    fn try_new(schema: SchemaRef, key_columns: &[usize], fields: ValueFields) -> Result<Self, ConnectorError> {
+        if key_columns.is_empty() || key_columns.iter().any(|&k| k >= schema.fields().len()) {
+            return Err(ConnectorError::MissingOption {
+                connector: "upsert-kafka".into(),
+                option: "PRIMARY KEY (the Kafka key's columns)".into(),
+            });
+        }
+        let value_columns = (0..schema.fields().len())
+            .filter(|c| fields == ValueFields::All || !key_columns.contains(c))
+            .collect();
+        Ok(Layout { schema, key_columns: key_columns.to_vec(), value_columns })
+    }
+
+    fn project(&self, columns: &[usize]) -> Result<SchemaRef, ConnectorError> {
+        Ok(Arc::new(self.schema.project(columns).map_err(internal)?))
+    }
+
+    fn formats(options: &BTreeMap<String, String>) -> Result<(FormatOptions, FormatOptions), ConnectorError> {
+        let key = FormatOptions::from_options(options, "key.")?;
+        let value = FormatOptions::from_options(options, "value.")?;
+        for (prefix, f) in [("key.", &key), ("value.", &value)] {
+            if f.kind == FormatKind::DebeziumJson {
+                return Err(ConnectorError::Unsupported {
+                    feature: format!("'{prefix}format' = 'debezium-json' with upsert-kafka (use json, csv or raw)"),
+                });
+            }
+        }
+        Ok((key, value))
+    }
+}
+
+fn internal(e: arrow::error::ArrowError) -> ConnectorError {
+    ConnectorError::Internal { message: format!("upsert-kafka: {e}") }
+}
+
+/// Decodes (key, value) records into an upsert changelog of the table's schema.
+pub struct UpsertDecoder {
+    layout: Layout,
+    key: Box<dyn Decoder>,
+    value: Box<dyn Decoder>,
+}
+
+impl UpsertDecoder {
+    /// The decoder of a table of `schema` whose primary key is the columns `key_columns`
+    /// (positions in `schema`), with its `'key.format'`, `'value.format'` and
+    /// `'value.fields-include'` from `options`.
+    ///
+    /// # Errors
+    /// As [`FormatOptions::from_options`]; [`ConnectorError::MissingOption`] without key columns;
+    /// [`ConnectorError::Unsupported`] for `debezium-json` as key or value format.
+    pub fn try_new(
+        options: &BTreeMap<String, String>,
+        schema: SchemaRef,
+        key_columns: &[usize],
+    ) -> Result<Self, ConnectorError> {
+        let layout = Layout::try_new(schema, key_columns, ValueFields::from_options(options)?)?;
+        let (key, value) = Layout::formats(options)?;
+        let key = key.decoder(layout.project(&layout.key_columns)?)?;
+        let value = value.decoder(layout.project(&layout.value_columns)?)?;
+        Ok(UpsertDecoder { layout, key, value })
+    }
+
+    /// Decodes `records`, each a (key, value) pair, `None` for a missing key or a tombstone.
+    ///
+    /// Output as [`Decoder::decode`], with `ops` always set (`+I` or `-D`).
+    ///
+    /// # Errors
+    /// Only for a fault of Weir's.
+    pub fn decode(&mut self, records: &[KeyValue<'_>]) -> Result<Decoded, ConnectorError> {
+        let mut errors = Vec::new();
+        let (key_inputs, keys): (Vec<usize>, Vec<&[u8]>) =
+            records.iter().enumerate().filter_map(|(i, (k, _))| k.map(|k| (i, k))).unzip();
+        let (value_inputs, values): (Vec<usize>, Vec<&[u8]>) =
+            records.iter().enumerate().filter_map(|(i, (_, v))| v.map(|v| (i, v))).unzip();
+        let keys = self.key.decode(&keys)?;
+        let values = self.value.decode(&values)?;
+        // Per input record: its row in the key batch and in the value batch.
+        let mut key_row: Vec<Option<u32>> = vec![None; records.len()];
+        for (row, &s) in keys.sources.iter().enumerate() {
+            key_row[key_inputs[s]] = Some(row as u32);
+        }
+        let mut value_row: Vec<Option<u32>> = vec![None; records.len()];
+        for (row, &s) in values.sources.iter().enumerate() {
+            value_row[value_inputs[s]] = Some(row as u32);
+        }
+        let mut failed = vec![false; records.len()];
+        for (i, (key, _)) in records.iter().enumerate() {
+            if key.is_none() {
+                failed[i] = true;
+                errors.push(DecodeError { index: i, message: "upsert-kafka: the record has no key".into() });
+            }
+        }
+        for e in keys.errors {
+            let index = key_inputs[e.index];
+            failed[index] = true;
+            errors.push(DecodeError { index, message: format!("key: {}", e.message) });
+        }
+        for e in values.errors {
+            let index = value_inputs[e.index];
+            if !failed[index] {
+                failed[index] = true;
+                errors.push(DecodeError { index, message: format!("value: {}", e.message) });
+            }
+        }
+        errors.sort_by_key(|e| e.index);
+        let mut ops = Vec::with_capacity(records.len());
+        let mut sources = Vec::with_capacity(records.len());
+        let mut take_key = Vec::with_capacity(records.len());
+        let mut take_value = Vec::with_capacity(records.len());
+        for (i, (_, value)) in records.iter().enumerate() {
+            if failed[i] {
+                continue;
+            }
+            let (Some(k), v) = (key_row[i], value_row[i]) else {
+                return Err(ConnectorError::Internal { message: format!("upsert-kafka: record {i} lost its key row") });
+            };
+            if value.is_some() && v.is_none() {
+                return Err(ConnectorError::Internal { message: format!("upsert-kafka: record {i} lost its value row") });
+            }
+            ops.push(if value.is_some() { Op::Insert } else { Op::Delete });
+            sources.push(i);
+            take_key.push(Some(k));
+            take_value.push(v);
+        }
+        let take_key = UInt32Array::from(take_key);
+        let take_value = UInt32Array::from(take_value);
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.layout.schema.fields().len());
+        for c in 0..self.layout.schema.fields().len() {
+            let column = match self.layout.key_columns.iter().position(|&k| k == c) {
+                Some(k) => take(keys.batch.column(k).as_ref(), &take_key, None),
+                None => {
+                    let v = self.layout.value_columns.iter().position(|&v| v == c).ok_or_else(|| {
+                        ConnectorError::Internal { message: format!("upsert-kafka: column {c} in neither key nor value") }
+                    })?;
+                    take(values.batch.column(v).as_ref(), &take_value, None)
+                }
+            };
+            columns.push(column.map_err(internal)?);
+        }
+        let batch = RecordBatch::try_new(Arc::clone(&self.layout.schema), columns).map_err(internal)?;
+        Ok(Decoded { batch, ops: Some(ops), sources, errors })
+    }
+}
+
+/// One Kafka message of an `upsert-kafka` sink.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpsertMessage {
+    /// The input row it comes from.
+    pub row: usize,
+    /// The encoded primary key (`None` only if a `raw` key column is NULL).
+    pub key: Option<Vec<u8>>,
+    /// The encoded value; `None` is a tombstone (a delete).
+    pub value: Option<Vec<u8>>,
+}
+
+/// Encodes a changelog into `upsert-kafka` messages.
+pub struct UpsertEncoder {
+    layout: Layout,
+    key: Box<dyn Encoder>,
+    value: Box<dyn Encoder>,
+}
+
+impl UpsertEncoder {
+    /// The encoder of a table of `schema` whose primary key is the columns `key_columns`.
+    ///
+    /// # Errors
+    /// As [`UpsertDecoder::try_new`].
+    pub fn try_new(
+        options: &BTreeMap<String, String>,
+        schema: SchemaRef,
+        key_columns: &[usize],
+    ) -> Result<Self, ConnectorError> {
+        let layout = Layout::try_new(schema, key_columns, ValueFields::from_options(options)?)?;
+        let (key, value) = Layout::formats(options)?;
+        let key = key.encoder(layout.project(&layout.key_columns)?)?;
+        let value = value.encoder(layout.project(&layout.value_columns)?)?;
+        Ok(UpsertEncoder { layout, key, value })
+    }
+
+    /// The messages for `batch` (with `ops`, `None` = all inserts), in row order; a `-U`
+    /// directly followed by a `+U` of the same key gives no message.
+    ///
+    /// # Errors
+    /// As [`Encoder::encode`].
+    pub fn encode(&mut self, batch: &RecordBatch, ops: Option<&[Op]>) -> Result<Vec<UpsertMessage>, ConnectorError> {
+        if ops.is_some_and(|ops| ops.len() != batch.num_rows()) {
+            return Err(ConnectorError::Internal {
+                message: format!("upsert-kafka encoder given {:?} ops for {} rows", ops.map(<[Op]>::len), batch.num_rows()),
+            });
+        }
+        let project = |columns: &[usize]| -> Result<RecordBatch, ConnectorError> {
+            batch.project(columns).map_err(internal)
+        };
+        let keys = self.key.encode(&project(&self.layout.key_columns)?, None)?;
+        let mut values = self.value.encode(&project(&self.layout.value_columns)?, None)?;
+        let op = |row: usize| ops.map_or(Op::Insert, |ops| ops[row]);
+        let mut out = Vec::with_capacity(batch.num_rows());
+        for (row, key) in keys.iter().enumerate() {
+            let value = match op(row) {
+                Op::Insert | Op::UpdateAfter => values[row].take(),
+                Op::Delete => None,
+                Op::UpdateBefore => {
+                    let next_same_key = row + 1 < keys.len() && op(row + 1) == Op::UpdateAfter && keys[row + 1] == *key;
+                    if next_same_key {
+                        continue;
+                    }
+                    None
+                }
+            };
+            out.push(UpsertMessage { row, key: key.clone(), value });
+        }
+        Ok(out)
+    }
+}
+

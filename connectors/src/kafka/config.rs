@@ -1,0 +1,342 @@
+//! The options of `kafka` and `upsert-kafka` tables (Flink's names) as source and sink configs.
+//!
+//! | option | source | sink | meaning |
+//! | --- | --- | --- | --- |
+//! | `topic` | required | required | one topic (no `;` lists, no `topic-pattern`) |
+//! | `properties.bootstrap.servers` | required | required | `host:port[,host:port...]` |
+//! | `properties.group.id` | optional | — | the consumer group: `group-offsets` start there; offsets are committed there for lag tools |
+//! | `properties.auto.offset.reset` | `earliest` \| `latest` \| `none` | — | where `group-offsets` starts in a partition the group never committed (default `none`: an error, as Flink) |
+//! | `properties.*` | passed on | passed on | any other librdkafka property, prefix removed |
+//! | `scan.startup.mode` | `group-offsets` (default) \| `earliest-offset` \| `latest-offset` \| `timestamp` \| `specific-offsets` | — | see [`StartupMode`] |
+//! | `scan.startup.timestamp-millis` | with `timestamp` | — | epoch ms |
+//! | `scan.startup.specific-offsets` | with `specific-offsets` | — | `partition:0,offset:42;partition:1,offset:300` |
+//! | `sink.partitioner` | — | `default` \| `round-robin` | see [`SinkPartitioner`] |
+//! | `sink.delivery-guarantee` | — | `at-least-once` (default) \| `none` | `exactly-once` is refused (no Kafka transactions yet) |
+//!
+//! The format options (`format`, `key.format`, `value.format`, ...) are read by
+//! [`crate::format`]. Options of other groups (`scan.watermark.idle-timeout`, ...) are left to
+//! the engine; an unknown `scan.startup.*` or `sink.*` option is refused, naming the valid ones.
+
+use std::collections::BTreeMap;
+
+use crate::ConnectorError;
+
+/// Where a source starts reading a partition that Weir has no committed offset for (Flink
+/// `'scan.startup.mode'`). Offsets are resolved once, when the reader opens; from then on Weir's
+/// own committed offsets rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartupMode {
+    /// `earliest-offset`: the partition's first retained message.
+    EarliestOffset,
+    /// `latest-offset`: the partition's end when the reader opens (only newer messages).
+    LatestOffset,
+    /// `group-offsets`: the consumer group's committed offset; in a partition without one,
+    /// `'properties.auto.offset.reset'` decides ([`OffsetReset`]).
+    GroupOffsets,
+    /// `timestamp`: the first message whose timestamp is at or after `millis` (epoch ms), or the
+    /// partition's end if none is.
+    Timestamp {
+        /// `'scan.startup.timestamp-millis'`.
+        millis: i64,
+    },
+    /// `specific-offsets`: the given offset per partition; a partition not listed starts at
+    /// the group's committed offset, else at the earliest (Flink's `OffsetsInitializer.offsets`).
+    SpecificOffsets {
+        /// Partition → offset of the first message to read.
+        offsets: BTreeMap<i32, i64>,
+    },
+}
+
+/// What `group-offsets` does in a partition the group has not committed (Flink and Kafka
+/// `'properties.auto.offset.reset'`). Also what librdkafka does when a position falls out of
+/// the retained range (`none`: an error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OffsetReset {
+    /// `earliest`: the first retained message.
+    Earliest,
+    /// `latest`: the end of the partition.
+    Latest,
+    /// `none`: refuse to start (Flink's default for `group-offsets`).
+    #[default]
+    None,
+}
+
+/// How a sink picks the partition of a message (Flink `'sink.partitioner'`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SinkPartitioner {
+    /// `default`: by the key's murmur2 hash, as Kafka's Java producer (so Flink and Weir put a
+    /// key in the same partition); messages without a key go to a random partition.
+    #[default]
+    Default,
+    /// `round-robin`: partitions in turn, whatever the key.
+    RoundRobin,
+}
+
+/// Whether a sink waits for the brokers to acknowledge (Flink `'sink.delivery-guarantee'`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DeliveryGuarantee {
+    /// `at-least-once`: a flush returns once every message is acknowledged, or fails.
+    #[default]
+    AtLeastOnce,
+    /// `none`: a flush does not wait, and failed deliveries are only counted.
+    None,
+}
+
+/// A validated Kafka source configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KafkaSourceConfig {
+    /// `'topic'`.
+    pub topic: String,
+    /// `'properties.bootstrap.servers'`.
+    pub brokers: String,
+    /// `'properties.group.id'`.
+    pub group_id: Option<String>,
+    /// `'scan.startup.mode'` and its parameters.
+    pub startup: StartupMode,
+    /// `'properties.auto.offset.reset'`.
+    pub offset_reset: OffsetReset,
+    /// The librdkafka properties from `'properties.*'`, prefix removed, less
+    /// `auto.offset.reset` (which Weir resolves itself).
+    pub properties: BTreeMap<String, String>,
+}
+
+/// A validated Kafka sink configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KafkaSinkConfig {
+    /// `'topic'`.
+    pub topic: String,
+    /// `'properties.bootstrap.servers'`.
+    pub brokers: String,
+    /// `'sink.partitioner'`.
+    pub partitioner: SinkPartitioner,
+    /// `'sink.delivery-guarantee'`.
+    pub delivery: DeliveryGuarantee,
+    /// The librdkafka properties from `'properties.*'`, prefix removed.
+    pub properties: BTreeMap<String, String>,
+}
+
+const STARTUP_MODES: &str = "earliest-offset, latest-offset, group-offsets, timestamp, specific-offsets";
+const STARTUP_OPTIONS: &[&str] =
+    &["scan.startup.mode", "scan.startup.timestamp-millis", "scan.startup.specific-offsets"];
+const SINK_OPTIONS: &[&str] = &[
+    "sink.partitioner",
+    "sink.delivery-guarantee",
+    "sink.transactional-id-prefix",
+    "sink.parallelism",
+    "sink.buffer-flush.max-rows",
+    "sink.buffer-flush.interval",
+];
+
+impl KafkaSourceConfig {
+    /// Reads a source configuration from a table's `WITH` options.
+    ///
+    /// # Errors
+    /// - [`ConnectorError::MissingOption`] without `topic` or `properties.bootstrap.servers`, or
+    ///   without the parameter the startup mode needs;
+    /// - [`ConnectorError::InvalidValue`] for a bad startup mode, timestamp, offsets list or reset
+    ///   policy (naming the valid values);
+    /// - [`ConnectorError::UnknownOption`] for an unknown `scan.startup.*` option;
+    /// - [`ConnectorError::Unsupported`] for several topics.
+    pub fn from_options(options: &BTreeMap<String, String>) -> Result<Self, ConnectorError> {
+        let (topic, brokers, mut properties) = common(options)?;
+        check_known(options, "scan.startup.", STARTUP_OPTIONS)?;
+        let get = |key: &str| options.get(key).map(String::as_str);
+        let need = |key: &str| {
+            get(key).ok_or_else(|| ConnectorError::MissingOption { connector: connector(options), option: key.into() })
+        };
+        let startup = match get("scan.startup.mode").unwrap_or("group-offsets") {
+            "earliest-offset" => StartupMode::EarliestOffset,
+            "latest-offset" => StartupMode::LatestOffset,
+            "group-offsets" => StartupMode::GroupOffsets,
+            "timestamp" => {
+                let key = "scan.startup.timestamp-millis";
+                let value = need(key)?;
+                let millis = value.trim().parse::<i64>().ok().filter(|m| *m >= 0).ok_or_else(|| {
+                    invalid(key, value, "milliseconds since 1970-01-01 00:00:00 UTC, a non-negative integer")
+                })?;
+                StartupMode::Timestamp { millis }
+            }
+            "specific-offsets" => {
+                let key = "scan.startup.specific-offsets";
+                StartupMode::SpecificOffsets { offsets: parse_specific_offsets(key, need(key)?)? }
+            }
+            other => return Err(invalid("scan.startup.mode", other, STARTUP_MODES)),
+        };
+        let offset_reset = match properties.remove("auto.offset.reset").as_deref() {
+            None | Some("none") => OffsetReset::None,
+            Some("earliest") => OffsetReset::Earliest,
+            Some("latest") => OffsetReset::Latest,
+            Some(other) => return Err(invalid("properties.auto.offset.reset", other, "earliest, latest, none")),
+        };
+        let group_id = properties.get("group.id").cloned();
+        if startup == StartupMode::GroupOffsets && group_id.is_none() {
+            return Err(ConnectorError::MissingOption {
+                connector: format!("{}' with 'scan.startup.mode' = 'group-offsets", connector(options)),
+                option: "properties.group.id".into(),
+            });
+        }
+        Ok(KafkaSourceConfig { topic, brokers, group_id, startup, offset_reset, properties })
+    }
+}
+
+impl KafkaSinkConfig {
+    /// Reads a sink configuration from a table's `WITH` options.
+    ///
+    /// # Errors
+    /// - [`ConnectorError::MissingOption`] without `topic` or `properties.bootstrap.servers`;
+    /// - [`ConnectorError::InvalidValue`] for a bad `sink.partitioner` or
+    ///   `sink.delivery-guarantee`; [`ConnectorError::UnknownOption`] for an unknown `sink.*`;
+    /// - [`ConnectorError::Unsupported`] for `exactly-once`, the `fixed` partitioner, or several
+    ///   topics.
+    pub fn from_options(options: &BTreeMap<String, String>) -> Result<Self, ConnectorError> {
+        let (topic, brokers, properties) = common(options)?;
+        check_known(options, "sink.", SINK_OPTIONS)?;
+        let partitioner = match options.get("sink.partitioner").map(String::as_str) {
+            None | Some("default") => SinkPartitioner::Default,
+            Some("round-robin") => SinkPartitioner::RoundRobin,
+            Some("fixed") => {
+                return Err(ConnectorError::Unsupported {
+                    feature: "'sink.partitioner' = 'fixed' (use default or round-robin)".into(),
+                })
+            }
+            Some(other) => return Err(invalid("sink.partitioner", other, "default, round-robin")),
+        };
+        let delivery = match options.get("sink.delivery-guarantee").map(String::as_str) {
+            None | Some("at-least-once") => DeliveryGuarantee::AtLeastOnce,
+            Some("none") => DeliveryGuarantee::None,
+            Some("exactly-once") => {
+                return Err(ConnectorError::Unsupported {
+                    feature: "'sink.delivery-guarantee' = 'exactly-once' (Kafka transactions are not built yet; use at-least-once)"
+                        .into(),
+                })
+            }
+            Some(other) => return Err(invalid("sink.delivery-guarantee", other, "at-least-once, none")),
+        };
+        Ok(KafkaSinkConfig { topic, brokers, partitioner, delivery, properties })
+    }
+}
+
+/// Parses Flink's `'scan.startup.specific-offsets'`: `partition:0,offset:42;partition:1,offset:300`.
+///
+/// # Errors
+/// [`ConnectorError::InvalidValue`] naming `key` and the expected form.
+pub fn parse_specific_offsets(key: &str, value: &str) -> Result<BTreeMap<i32, i64>, ConnectorError> {
+    let bad = || invalid(key, value, "'partition:<int>,offset:<int>' pairs separated by ';'");
+    let mut offsets = BTreeMap::new();
+    for pair in value.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+        let mut partition = None;
+        let mut offset = None;
+        for part in pair.split(',') {
+            let (name, number) = part.split_once(':').ok_or_else(bad)?;
+            match name.trim() {
+                "partition" => partition = Some(number.trim().parse::<i32>().map_err(|_| bad())?),
+                "offset" => offset = Some(number.trim().parse::<i64>().map_err(|_| bad())?),
+                _ => return Err(bad()),
+            }
+        }
+        match (partition, offset) {
+            (Some(p), Some(o)) if p >= 0 && o >= 0 => {
+                offsets.insert(p, o);
+            }
+            _ => return Err(bad()),
+        }
+    }
+    if offsets.is_empty() {
+        return Err(bad());
+    }
+    Ok(offsets)
+}
+
+/// `topic`, `properties.bootstrap.servers` and the `properties.*` map.
+fn common(options: &BTreeMap<String, String>) -> Result<(String, String, BTreeMap<String, String>), ConnectorError> {
+    let missing = |option: &str| ConnectorError::MissingOption { connector: connector(options), option: option.into() };
+    let topic = options.get("topic").ok_or_else(|| missing("topic"))?.trim().to_string();
+    if topic.contains(';') || options.contains_key("topic-pattern") {
+        return Err(ConnectorError::Unsupported {
+            feature: format!("reading several topics ('topic' = '{topic}' or 'topic-pattern'); give one topic"),
+        });
+    }
+    if topic.is_empty() {
+        return Err(invalid("topic", &topic, "a topic name"));
+    }
+    let brokers = options.get("properties.bootstrap.servers").ok_or_else(|| missing("properties.bootstrap.servers"))?;
+    let properties: BTreeMap<String, String> = options
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix("properties.").map(|k| (k.to_string(), v.clone())))
+        .collect();
+    Ok((topic, brokers.clone(), properties))
+}
+
+fn check_known(options: &BTreeMap<String, String>, prefix: &str, known: &[&str]) -> Result<(), ConnectorError> {
+    match options.keys().find(|k| k.starts_with(prefix) && !known.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(key) => {
+            Err(ConnectorError::UnknownOption { connector: connector(options), option: key.clone(), valid: known.join(", ") })
+        }
+    }
+}
+
+fn connector(options: &BTreeMap<String, String>) -> String {
+    options.get("connector").cloned().unwrap_or_else(|| "kafka".into())
+}
+
+fn invalid(option: &str, value: &str, valid: &str) -> ConnectorError {
+    ConnectorError::InvalidValue { option: option.into(), value: value.into(), valid: valid.into() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        let mut map: BTreeMap<String, String> = [("connector", "kafka"), ("topic", "t"), ("properties.bootstrap.servers", "b:9092")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        map.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        map
+    }
+
+    #[test]
+    fn parses_startup_modes() -> Result<(), ConnectorError> {
+        let earliest = KafkaSourceConfig::from_options(&opts(&[("scan.startup.mode", "earliest-offset")]))?;
+        assert_eq!(earliest.startup, StartupMode::EarliestOffset);
+        assert_eq!(earliest.properties.get("bootstrap.servers").map(String::as_str), Some("b:9092"));
+        let ts = opts(&[("scan.startup.mode", "timestamp"), ("scan.startup.timestamp-millis", "1700000000000")]);
+        assert_eq!(KafkaSourceConfig::from_options(&ts)?.startup, StartupMode::Timestamp { millis: 1_700_000_000_000 });
+        let specific = opts(&[
+            ("scan.startup.mode", "specific-offsets"),
+            ("scan.startup.specific-offsets", "partition:0,offset:42;partition:1,offset:300"),
+        ]);
+        assert_eq!(
+            KafkaSourceConfig::from_options(&specific)?.startup,
+            StartupMode::SpecificOffsets { offsets: BTreeMap::from([(0, 42), (1, 300)]) }
+        );
+        let group = opts(&[("properties.group.id", "g"), ("properties.auto.offset.reset", "earliest")]);
+        let group = KafkaSourceConfig::from_options(&group)?;
+        assert_eq!((group.startup, group.offset_reset), (StartupMode::GroupOffsets, OffsetReset::Earliest));
+        assert!(!group.properties.contains_key("auto.offset.reset"));
+        Ok(())
+    }
+
+    #[test]
+    fn refuses_bad_source_options() {
+        let err = |pairs: &[(&str, &str)]| KafkaSourceConfig::from_options(&opts(pairs)).expect_err("refused");
+        assert!(err(&[]).to_string().contains("properties.group.id"), "group-offsets needs a group");
+        assert!(err(&[("scan.startup.mode", "newest")]).to_string().contains("earliest-offset, latest-offset"));
+        assert!(matches!(err(&[("scan.startup.mode", "timestamp")]), ConnectorError::MissingOption { .. }));
+        let bad_offsets = err(&[("scan.startup.mode", "specific-offsets"), ("scan.startup.specific-offsets", "0:42")]);
+        assert!(bad_offsets.to_string().contains("partition:<int>,offset:<int>"), "{bad_offsets}");
+        assert!(matches!(err(&[("scan.startup.modes", "x")]), ConnectorError::UnknownOption { .. }));
+        assert!(matches!(err(&[("topic", "a;b")]), ConnectorError::Unsupported { .. }));
+    }
+
+    #[test]
+    fn parses_sink_options() -> Result<(), ConnectorError> {
+        let sink = KafkaSinkConfig::from_options(&opts(&[("sink.partitioner", "round-robin")]))?;
+        assert_eq!((sink.partitioner, sink.delivery), (SinkPartitioner::RoundRobin, DeliveryGuarantee::AtLeastOnce));
+        let exactly_once = KafkaSinkConfig::from_options(&opts(&[("sink.delivery-guarantee", "exactly-once")]));
+        assert!(matches!(exactly_once, Err(ConnectorError::Unsupported { .. })));
+        Ok(())
+    }
+}

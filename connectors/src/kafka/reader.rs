@@ -1,0 +1,362 @@
+//! The Kafka source reader: every partition of one topic, by manual assignment.
+//!
+//! Weir owns the positions: a reader opens at the next offset per partition that Weir's own
+//! epoch commit stored, and a partition it has none for starts where the startup mode says
+//! (Flink `'scan.startup.mode'`, resolved to a concrete offset when the reader opens, so the
+//! next commit stores it even if no message came). There is no group membership and no
+//! rebalancing (Flink's KafkaSource assigns splits itself likewise); the group, if any, only
+//! gets offsets committed for lag tools ([`KafkaReader::commit_to_group`]).
+//!
+//! Offsets follow Kafka's convention: a committed offset is the next one to read, and a
+//! partition's high watermark is the offset after its last message, so `lag = high - next`.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::config::{KafkaSourceConfig, OffsetReset, StartupMode};
+use super::client::{client_error, KafkaHeader, OPERATION_TIMEOUT};
+use crate::ConnectorError;
+
+/// One Kafka message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KafkaRecord {
+    /// Its partition.
+    pub partition: i32,
+    /// Its offset in the partition.
+    pub offset: i64,
+    /// Its timestamp (create or log-append time, as the topic says), epoch ms; `None` if it has
+    /// none.
+    pub timestamp_ms: Option<i64>,
+    /// Its key; `None` for a message without one.
+    pub key: Option<Vec<u8>>,
+    /// Its value; `None` for a tombstone.
+    pub payload: Option<Vec<u8>>,
+    /// Its headers, in order (keys may repeat).
+    pub headers: Vec<KafkaHeader>,
+}
+
+/// Lag of one partition: how far the committed position is behind the partition's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionLag {
+    /// The partition.
+    pub partition: i32,
+    /// The committed offset (the next offset to read); `None` if nothing is committed.
+    pub committed: Option<i64>,
+    /// The offset after the partition's last message.
+    pub high_watermark: i64,
+    /// `high_watermark - committed` messages (from the low watermark when nothing is committed).
+    pub lag: i64,
+}
+
+/// Reads all partitions of one topic. `Send + Sync`; one thread polls it.
+pub struct KafkaReader {
+    consumer: BaseConsumer,
+    config: KafkaSourceConfig,
+    /// The topic's partitions, ascending.
+    partitions: Vec<i32>,
+    /// Per partition, the offset of the next message to read.
+    positions: BTreeMap<i32, i64>,
+    /// An error that came after some records in one poll, returned by the next poll.
+    pending_error: Option<ConnectorError>,
+}
+
+impl KafkaReader {
+    /// Opens a reader of `config.topic`, at `resume[p]` (the next offset to read, from Weir's
+    /// own commit) for each partition `p` listed there and per `config.startup` for the others.
+    ///
+    /// Blocks up to about 10 s per broker request.
+    ///
+    /// # Errors
+    /// [`ConnectorError::InvalidValue`] for a `properties.*` librdkafka refuses;
+    /// [`ConnectorError::Kafka`] when the brokers cannot be reached, the topic does not exist,
+    /// or an offset cannot be resolved (`group-offsets` with a partition the group never
+    /// committed and `'properties.auto.offset.reset'` unset or `none`).
+    pub fn open(config: &KafkaSourceConfig, resume: &BTreeMap<i32, i64>) -> Result<Self, ConnectorError> {
+        let mut client = ClientConfig::new();
+        // librdkafka assigns partitions only with a group id; without the user's, one that is
+        // never joined nor committed to.
+        client.set("group.id", "weir-unused");
+        for (key, value) in &config.properties {
+            client.set(key, value);
+        }
+        client
+            .set("bootstrap.servers", &config.brokers)
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("enable.partition.eof", "false")
+            .set("auto.offset.reset", out_of_range_reset(config));
+        let consumer: BaseConsumer = client.create().map_err(|e| client_error(e, &config.brokers, &config.topic))?;
+        let mut reader = KafkaReader {
+            consumer,
+            config: config.clone(),
+            partitions: Vec::new(),
+            positions: BTreeMap::new(),
+            pending_error: None,
+        };
+        reader.partitions = reader.fetch_partitions()?;
+        reader.positions = reader.start_offsets(resume)?;
+        let mut assignment = TopicPartitionList::with_capacity(reader.partitions.len());
+        for (&partition, &offset) in &reader.positions {
+            assignment
+                .add_partition_offset(&config.topic, partition, Offset::Offset(offset))
+                .map_err(|e| reader.error("assigning partitions", e))?;
+        }
+        reader.consumer.assign(&assignment).map_err(|e| reader.error("assigning partitions", e))?;
+        Ok(reader)
+    }
+
+    /// The topic's partitions, ascending (fixed when the reader opens: partitions added later
+    /// are not read until it is reopened).
+    pub fn partitions(&self) -> &[i32] {
+        &self.partitions
+    }
+
+    /// Per partition, the offset of the next message to read: what Weir commits in its epoch.
+    pub fn positions(&self) -> &BTreeMap<i32, i64> {
+        &self.positions
+    }
+
+    /// Up to `max_records` messages, from all partitions, each partition's in offset order.
+    /// Waits up to `timeout` for the first, then takes what is already fetched. An empty result
+    /// means nothing arrived in time.
+    ///
+    /// # Errors
+    /// [`ConnectorError::Kafka`] when the consumer reports an error (an offset out of range
+    /// with reset `none`, a topic deleted); records polled before it are returned first and
+    /// the error by the next call. The caller reopens from its committed positions.
+    pub fn poll(&mut self, max_records: usize, timeout: Duration) -> Result<Vec<KafkaRecord>, ConnectorError> {
+        if let Some(e) = self.pending_error.take() {
+            return Err(e);
+        }
+        let mut records = Vec::new();
+        let deadline = Instant::now() + timeout;
+        while records.len() < max_records {
+            let wait = if records.is_empty() { deadline.saturating_duration_since(Instant::now()) } else { Duration::ZERO };
+            let Some(result) = self.consumer.poll(wait) else {
+                if records.is_empty() && Instant::now() < deadline {
+                    continue;
+                }
+                break;
+            };
+            let message = match result {
+                Ok(message) => message,
+                Err(e) => {
+                    let error = self.error("reading messages", e);
+                    if records.is_empty() {
+                        return Err(error);
+                    }
+                    self.pending_error = Some(error);
+                    break;
+                }
+            };
+            let headers = message
+                .headers()
+                .map(|h| {
+                    h.iter().map(|h| KafkaHeader { key: h.key.to_string(), value: h.value.map(<[u8]>::to_vec) }).collect()
+                })
+                .unwrap_or_default();
+            self.positions.insert(message.partition(), message.offset() + 1);
+            records.push(KafkaRecord {
+                partition: message.partition(),
+                offset: message.offset(),
+                timestamp_ms: message.timestamp().to_millis(),
+                key: message.key().map(<[u8]>::to_vec),
+                payload: message.payload().map(<[u8]>::to_vec),
+                headers,
+            });
+        }
+        Ok(records)
+    }
+
+    /// Commits `offsets` (partition → next offset to read, as [`KafkaReader::positions`]) to the
+    /// consumer group, so that Kafka's lag tools see Weir's progress. Weir's own commit stays
+    /// the truth; this is a report. Without `'properties.group.id'` it does nothing.
+    ///
+    /// # Errors
+    /// [`ConnectorError::Kafka`] when the group coordinator refuses or cannot be reached.
+    pub fn commit_to_group(&self, offsets: &BTreeMap<i32, i64>) -> Result<(), ConnectorError> {
+        if self.config.group_id.is_none() || offsets.is_empty() {
+            return Ok(());
+        }
+        let mut list = TopicPartitionList::with_capacity(offsets.len());
+        for (&partition, &offset) in offsets {
+            list.add_partition_offset(&self.config.topic, partition, Offset::Offset(offset))
+                .map_err(|e| self.error("committing offsets to the group", e))?;
+        }
+        self.consumer.commit(&list, CommitMode::Sync).map_err(|e| self.error("committing offsets to the group", e))
+    }
+
+    /// The group's committed offset per partition (partitions without one are left out); empty
+    /// without `'properties.group.id'`.
+    ///
+    /// # Errors
+    /// [`ConnectorError::Kafka`] when the brokers cannot be reached.
+    pub fn group_offsets(&self) -> Result<BTreeMap<i32, i64>, ConnectorError> {
+        if self.config.group_id.is_none() {
+            return Ok(BTreeMap::new());
+        }
+        let mut list = TopicPartitionList::with_capacity(self.partitions.len());
+        for &partition in &self.partitions {
+            list.add_partition(&self.config.topic, partition);
+        }
+        let committed = self
+            .consumer
+            .committed_offsets(list, OPERATION_TIMEOUT)
+            .map_err(|e| self.error("reading the group's committed offsets", e))?;
+        Ok(committed
+            .elements()
+            .iter()
+            .filter_map(|e| match e.offset() {
+                Offset::Offset(o) => Some((e.partition(), o)),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// Per partition, the offset after its last message (Kafka's high watermark).
+    ///
+    /// # Errors
+    /// [`ConnectorError::Kafka`] when the brokers cannot be reached.
+    pub fn high_watermarks(&self) -> Result<BTreeMap<i32, i64>, ConnectorError> {
+        Ok(self.watermarks()?.into_iter().map(|(p, (_, high))| (p, high)).collect())
+    }
+
+    /// Lag per partition, given the committed offsets (Weir's own, or [`Self::group_offsets`]).
+    ///
+    /// # Errors
+    /// [`ConnectorError::Kafka`] when the brokers cannot be reached.
+    pub fn lag(&self, committed: &BTreeMap<i32, i64>) -> Result<Vec<PartitionLag>, ConnectorError> {
+        Ok(self
+            .watermarks()?
+            .into_iter()
+            .map(|(partition, (low, high))| {
+                let committed = committed.get(&partition).copied();
+                PartitionLag { partition, committed, high_watermark: high, lag: (high - committed.unwrap_or(low)).max(0) }
+            })
+            .collect())
+    }
+
+    /// Per partition, (low, high) watermarks.
+    fn watermarks(&self) -> Result<BTreeMap<i32, (i64, i64)>, ConnectorError> {
+        self.partitions
+            .iter()
+            .map(|&p| {
+                self.consumer
+                    .fetch_watermarks(&self.config.topic, p, OPERATION_TIMEOUT)
+                    .map(|w| (p, w))
+                    .map_err(|e| self.error(&format!("reading the watermarks of partition {p}"), e))
+            })
+            .collect()
+    }
+
+    /// The topic's partitions from the cluster's metadata.
+    fn fetch_partitions(&self) -> Result<Vec<i32>, ConnectorError> {
+        let metadata = self
+            .consumer
+            .fetch_metadata(Some(&self.config.topic), OPERATION_TIMEOUT)
+            .map_err(|e| self.error("reading the topic's metadata", e))?;
+        let topic = metadata.topics().iter().find(|t| t.name() == self.config.topic);
+        let mut partitions: Vec<i32> = match topic {
+            Some(t) if t.error().is_none() => t.partitions().iter().map(|p| p.id()).collect(),
+            _ => Vec::new(),
+        };
+        if partitions.is_empty() {
+            return Err(self.message("reading the topic's metadata", "the topic does not exist (create it first)"));
+        }
+        partitions.sort_unstable();
+        Ok(partitions)
+    }
+
+    /// The first offset to read per partition: `resume`, else per the startup mode.
+    fn start_offsets(&self, resume: &BTreeMap<i32, i64>) -> Result<BTreeMap<i32, i64>, ConnectorError> {
+        let fresh: Vec<i32> = self.partitions.iter().copied().filter(|p| !resume.contains_key(p)).collect();
+        let mut offsets: BTreeMap<i32, i64> =
+            resume.iter().filter(|(p, _)| self.partitions.contains(p)).map(|(&p, &o)| (p, o)).collect();
+        if fresh.is_empty() {
+            return Ok(offsets);
+        }
+        let watermarks = self.watermarks()?;
+        let low = |p: i32| watermarks.get(&p).map_or(0, |w| w.0);
+        let high = |p: i32| watermarks.get(&p).map_or(0, |w| w.1);
+        match &self.config.startup {
+            StartupMode::EarliestOffset => offsets.extend(fresh.iter().map(|&p| (p, low(p)))),
+            StartupMode::LatestOffset => offsets.extend(fresh.iter().map(|&p| (p, high(p)))),
+            StartupMode::GroupOffsets => {
+                let committed = self.group_offsets()?;
+                for &p in &fresh {
+                    let offset = match (committed.get(&p), self.config.offset_reset) {
+                        (Some(&o), _) => o,
+                        (None, OffsetReset::Earliest) => low(p),
+                        (None, OffsetReset::Latest) => high(p),
+                        (None, OffsetReset::None) => {
+                            return Err(self.message(
+                                "starting at the group's offsets",
+                                &format!(
+                                    "group '{}' has no committed offset for partition {p}; set 'properties.auto.offset.reset' to 'earliest' or 'latest', or another 'scan.startup.mode'",
+                                    self.config.group_id.as_deref().unwrap_or_default()
+                                ),
+                            ))
+                        }
+                    };
+                    offsets.insert(p, offset);
+                }
+            }
+            StartupMode::Timestamp { millis } => {
+                let mut list = TopicPartitionList::with_capacity(fresh.len());
+                for &p in &fresh {
+                    list.add_partition_offset(&self.config.topic, p, Offset::Offset(*millis))
+                        .map_err(|e| self.error("looking up offsets by timestamp", e))?;
+                }
+                let found = self
+                    .consumer
+                    .offsets_for_times(list, OPERATION_TIMEOUT)
+                    .map_err(|e| self.error("looking up offsets by timestamp", e))?;
+                for element in found.elements() {
+                    let p = element.partition();
+                    let offset = match element.offset() {
+                        Offset::Offset(o) => o,
+                        _ => high(p), // no message at or after the timestamp
+                    };
+                    offsets.insert(p, offset);
+                }
+            }
+            StartupMode::SpecificOffsets { offsets: given } => {
+                let committed = self.group_offsets()?;
+                for &p in &fresh {
+                    let offset = given.get(&p).or_else(|| committed.get(&p)).copied().unwrap_or_else(|| low(p));
+                    offsets.insert(p, offset);
+                }
+            }
+        }
+        Ok(offsets)
+    }
+
+    fn error(&self, operation: &str, e: rdkafka::error::KafkaError) -> ConnectorError {
+        self.message(operation, &e.to_string())
+    }
+
+    fn message(&self, operation: &str, message: &str) -> ConnectorError {
+        ConnectorError::Kafka {
+            operation: operation.into(),
+            brokers: self.config.brokers.clone(),
+            topic: self.config.topic.clone(),
+            message: message.into(),
+        }
+    }
+}
+
+/// librdkafka's `auto.offset.reset`: what to do when a position is out of the retained range.
+/// `'properties.auto.offset.reset'` if given; else `error` for `group-offsets` (Flink's `none`)
+/// and `earliest` for the other modes (only retention-deleted messages are skipped).
+fn out_of_range_reset(config: &KafkaSourceConfig) -> &'static str {
+    match (config.offset_reset, &config.startup) {
+        (OffsetReset::Latest, _) => "latest",
+        (OffsetReset::None, StartupMode::GroupOffsets) => "error",
+        _ => "earliest",
+    }
+}

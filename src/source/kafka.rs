@@ -1,0 +1,309 @@
+//! The `kafka` connector's reader: every partition of a topic
+//! ([`weir_connectors::kafka::KafkaReader`], manual assignment), each record's value decoded by
+//! the table's `'format'`, metadata columns filled from the record (Flink's `METADATA FROM`
+//! keys `partition`, `offset`, `timestamp`, `key`, `headers`, `topic`).
+//!
+//! A partition's position is the offset of its next record. A record whose value does not
+//! decode is a dead letter (see [`DeadLetter`]); a tombstone (no value) is skipped.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::array::{
+    ArrayRef, BinaryBuilder, Int32Array, Int64Array, MapBuilder, RecordBatch, RecordBatchOptions, StringArray,
+    StringBuilder, TimestampMillisecondArray,
+};
+use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
+use weir_catalog::Relation;
+use weir_connectors::format::Decoder;
+use weir_connectors::kafka::{KafkaReader, KafkaRecord, KafkaSourceConfig};
+
+use super::{metadata_columns, DeadLetter, SourcePoll, SourceReader};
+use crate::error::{Result, WeirError};
+
+/// How long one poll waits for the first record.
+const POLL_WAIT: Duration = Duration::from_millis(5);
+/// How often the partitions' high watermarks (for the lag) are fetched.
+const LAG_REFRESH: Duration = Duration::from_secs(1);
+
+/// Reads one `kafka` table.
+pub struct KafkaSource {
+    reader: KafkaReader,
+    config: KafkaSourceConfig,
+    decoder: Box<dyn Decoder>,
+    /// The physical columns (value and metadata), all nullable.
+    schema: SchemaRef,
+    /// Per physical column, its metadata key (`None`: from the value).
+    metadata: Vec<Option<String>>,
+    /// The value columns' schema (what the decoder produces).
+    value_schema: SchemaRef,
+    /// Records polled but not yet returned, one partition each: the partition index, its rows
+    /// (none when every record was a tombstone or a dead letter), and the partition's position
+    /// after them. A position moves only when its rows are returned, so a commit never covers
+    /// rows still queued here.
+    ready: VecDeque<(usize, Option<RecordBatch>, i64)>,
+    /// Per partition index, the offset of the next record to return.
+    positions: Vec<i64>,
+    /// Dead letters of queued records, released with them.
+    queued_dead_letters: Vec<(usize, DeadLetter)>,
+    dead_letters: Vec<DeadLetter>,
+    /// Per partition index, the last high watermark fetched, and when.
+    high_watermarks: Vec<Option<i64>>,
+    lag_fetched: Option<Instant>,
+}
+
+impl KafkaSource {
+    /// The reader of table `rel` producing `physical`, at offsets `positions` (one per
+    /// partition, ascending partition id) or else per `'scan.startup.mode'`.
+    ///
+    /// # Errors
+    /// `InvalidOption` for bad options or a format that cannot decode the columns; `Execution`
+    /// when the brokers cannot be reached or the topic does not exist.
+    pub fn open(rel: &Relation, physical: SchemaRef, positions: Option<&[u64]>) -> Result<Self> {
+        let config = KafkaSourceConfig::from_options(&rel.options).map_err(|e| WeirError::option(e.to_string()))?;
+        let metadata = metadata_columns(rel);
+        let schema = Arc::new(arrow::datatypes::Schema::new(
+            physical.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
+        ));
+        let value_schema = Arc::new(arrow::datatypes::Schema::new(
+            schema.fields().iter().zip(&metadata).filter(|(_, m)| m.is_none()).map(|(f, _)| f.as_ref().clone()).collect::<Vec<_>>(),
+        ));
+        for (field, key) in schema.fields().iter().zip(&metadata) {
+            if let Some(key) = key {
+                check_metadata_type(&rel.name, field.name(), key, field.data_type())?;
+            }
+        }
+        let decoder = weir_connectors::format::decoder(&rel.options, "", Arc::clone(&value_schema))
+            .map_err(|e| WeirError::option(format!("table {}: {e}", rel.name)))?;
+        // The partitions are known once the reader opens; a resumed reader gets its offsets
+        // by partition id after it has listed them.
+        let probe = KafkaReader::open(&config, &BTreeMap::new()).map_err(kafka_error)?;
+        let ids: Vec<i32> = probe.partitions().to_vec();
+        let reader = match positions {
+            Some(positions) => {
+                drop(probe);
+                let resume: BTreeMap<i32, i64> = ids.iter().zip(positions).map(|(id, p)| (*id, *p as i64)).collect();
+                KafkaReader::open(&config, &resume).map_err(kafka_error)?
+            }
+            None => probe,
+        };
+        let positions = reader.partitions().iter().map(|id| reader.positions().get(id).copied().unwrap_or(0)).collect();
+        let n = reader.partitions().len();
+        Ok(KafkaSource {
+            reader,
+            config,
+            decoder,
+            schema,
+            metadata,
+            value_schema,
+            ready: VecDeque::new(),
+            positions,
+            dead_letters: Vec::new(),
+            queued_dead_letters: Vec::new(),
+            high_watermarks: vec![None; n],
+            lag_fetched: None,
+        })
+    }
+
+    fn index_of(&self, partition: i32) -> Option<usize> {
+        self.reader.partitions().iter().position(|p| *p == partition)
+    }
+
+    /// Decodes the records of one partition into a batch of the physical columns.
+    fn decode(&mut self, index: usize, records: &[KafkaRecord]) -> Result<Option<RecordBatch>> {
+        let with_value: Vec<&KafkaRecord> = records.iter().filter(|r| r.payload.is_some()).collect();
+        if with_value.is_empty() {
+            return Ok(None);
+        }
+        let payloads: Vec<&[u8]> = with_value.iter().map(|r| r.payload.as_deref().unwrap_or_default()).collect();
+        let decoded = self.decoder.decode(&payloads).map_err(|e| WeirError::internal(e.to_string()))?;
+        for e in &decoded.errors {
+            let r = with_value[e.index];
+            self.queued_dead_letters.push((index, DeadLetter {
+                partition: index,
+                source: self.config.topic.clone(),
+                offset: r.offset,
+                raw: r.payload.clone().unwrap_or_default(),
+                error: e.message.clone(),
+            }));
+        }
+        if decoded.batch.num_rows() == 0 {
+            return Ok(None);
+        }
+        let rows: Vec<&KafkaRecord> = decoded.sources.iter().map(|i| with_value[*i]).collect();
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
+        for (field, key) in self.schema.fields().iter().zip(&self.metadata) {
+            let column = match key {
+                None => {
+                    let i = self.value_schema.index_of(field.name())?;
+                    Arc::clone(decoded.batch.column(i))
+                }
+                Some(key) => metadata_column(key, &rows, &self.config.topic, field.data_type())?,
+            };
+            columns.push(column);
+        }
+        Ok(Some(RecordBatch::try_new_with_options(
+            Arc::clone(&self.schema),
+            columns,
+            &RecordBatchOptions::new().with_row_count(Some(rows.len())),
+        )?))
+    }
+}
+
+fn kafka_error(e: weir_connectors::ConnectorError) -> WeirError {
+    match e {
+        weir_connectors::ConnectorError::Kafka { .. } => WeirError::execution(e.to_string()),
+        other => WeirError::option(other.to_string()),
+    }
+}
+
+/// The types a metadata key can be read as (Flink's Kafka connector).
+fn check_metadata_type(table: &str, column: &str, key: &str, t: &DataType) -> Result<()> {
+    let ok = match key {
+        "partition" => matches!(t, DataType::Int32 | DataType::Int64),
+        "offset" => matches!(t, DataType::Int64),
+        "timestamp" => matches!(t, DataType::Timestamp(TimeUnit::Millisecond, _)),
+        "key" => matches!(t, DataType::Binary | DataType::Utf8),
+        "topic" => matches!(t, DataType::Utf8),
+        "headers" => matches!(t, DataType::Map(..)),
+        _ => {
+            return Err(WeirError::plan(format!(
+                "table {table}: column {column}: unknown Kafka metadata '{key}'; valid: topic, partition, offset, timestamp, key, headers"
+            )))
+        }
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(WeirError::plan(format!(
+            "table {table}: column {column} reads Kafka metadata '{key}' but has type {t}; use {}",
+            match key {
+                "partition" => "INT",
+                "offset" => "BIGINT",
+                "timestamp" => "TIMESTAMP(3) or TIMESTAMP_LTZ(3)",
+                "key" => "BYTES or STRING",
+                "topic" => "STRING",
+                _ => "MAP<STRING, BYTES>",
+            }
+        )))
+    }
+}
+
+/// The column of metadata `key` for `rows`.
+fn metadata_column(key: &str, rows: &[&KafkaRecord], topic: &str, t: &DataType) -> Result<ArrayRef> {
+    Ok(match key {
+        "partition" => {
+            let a: ArrayRef = Arc::new(Int32Array::from_iter_values(rows.iter().map(|r| r.partition)));
+            arrow::compute::cast(&a, t)?
+        }
+        "offset" => Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.offset))),
+        "timestamp" => {
+            let a: ArrayRef = Arc::new(TimestampMillisecondArray::from(rows.iter().map(|r| r.timestamp_ms).collect::<Vec<_>>()));
+            arrow::compute::cast(&a, t)?
+        }
+        "topic" => Arc::new(StringArray::from(vec![topic; rows.len()])),
+        "key" => match t {
+            DataType::Utf8 => Arc::new(StringArray::from(
+                rows.iter().map(|r| r.key.as_ref().map(|k| String::from_utf8_lossy(k).into_owned())).collect::<Vec<_>>(),
+            )),
+            _ => {
+                let mut b = BinaryBuilder::new();
+                for r in rows {
+                    b.append_option(r.key.as_deref());
+                }
+                Arc::new(b.finish())
+            }
+        },
+        _ => {
+            // headers: MAP<STRING, BYTES>
+            let mut b = MapBuilder::new(None, StringBuilder::new(), BinaryBuilder::new());
+            for r in rows {
+                for h in &r.headers {
+                    b.keys().append_value(&h.key);
+                    b.values().append_option(h.value.as_deref());
+                }
+                b.append(true)?;
+            }
+            let a: ArrayRef = Arc::new(b.finish());
+            if a.data_type() == t {
+                a
+            } else {
+                arrow::compute::cast(&a, t)?
+            }
+        }
+    })
+}
+
+impl SourceReader for KafkaSource {
+    fn num_partitions(&self) -> usize {
+        self.reader.partitions().len()
+    }
+
+    fn poll(&mut self, max_rows: usize) -> Result<SourcePoll> {
+        if self.lag_fetched.is_none_or(|t| t.elapsed() >= LAG_REFRESH) {
+            self.lag_fetched = Some(Instant::now());
+            if let Ok(hw) = self.reader.high_watermarks() {
+                for (i, id) in self.reader.partitions().iter().enumerate() {
+                    self.high_watermarks[i] = hw.get(id).copied();
+                }
+            }
+        }
+        if self.ready.is_empty() {
+            let records = self.reader.poll(max_rows, POLL_WAIT).map_err(kafka_error)?;
+            let mut by_partition: BTreeMap<i32, Vec<KafkaRecord>> = BTreeMap::new();
+            for r in records {
+                by_partition.entry(r.partition).or_default().push(r);
+            }
+            for (partition, records) in by_partition {
+                let Some(index) = self.index_of(partition) else { continue };
+                let next = records.last().map(|r| r.offset + 1).unwrap_or(self.positions[index]);
+                let batch = self.decode(index, &records)?;
+                self.ready.push_back((index, batch, next));
+            }
+        }
+        // Release queued records in order; tombstones and dead letters only move a position.
+        while let Some((partition, batch, next)) = self.ready.pop_front() {
+            self.positions[partition] = next;
+            let (mine, rest): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut self.queued_dead_letters).into_iter().partition(|(p, _)| *p == partition);
+            self.queued_dead_letters = rest;
+            self.dead_letters.extend(mine.into_iter().map(|(_, d)| d));
+            if let Some(batch) = batch {
+                return Ok(SourcePoll::Batch { partition, batch });
+            }
+        }
+        Ok(SourcePoll::Pending)
+    }
+
+    fn positions(&self) -> Vec<u64> {
+        self.positions.iter().map(|p| (*p).max(0) as u64).collect()
+    }
+
+    fn partition_finished(&self, _: usize) -> bool {
+        false
+    }
+
+    fn bounded(&self) -> bool {
+        false
+    }
+
+    fn take_dead_letters(&mut self) -> Vec<DeadLetter> {
+        std::mem::take(&mut self.dead_letters)
+    }
+
+    fn on_committed(&mut self, positions: &[u64]) {
+        if self.config.group_id.is_none() {
+            return;
+        }
+        let offsets: BTreeMap<i32, i64> =
+            self.reader.partitions().iter().zip(positions).map(|(id, p)| (*id, *p as i64)).collect();
+        if let Err(e) = self.reader.commit_to_group(&offsets) {
+            tracing::warn!("committing offsets to consumer group: {e}");
+        }
+    }
+
+    fn high_watermarks(&self) -> Vec<Option<i64>> {
+        self.high_watermarks.clone()
+    }
+}
