@@ -258,6 +258,7 @@ async fn bench_nexmark(
     data_dir: PathBuf,
 ) -> Result<(), String> {
     use weir::bench::nexmark::{self, NexmarkRun, NexmarkSource, QueryReport};
+    let source_arg = source.to_string();
     let source = match source.split_once(':') {
         None if source == "generator" => NexmarkSource::Generator,
         Some(("files", dir)) => NexmarkSource::Files(PathBuf::from(dir)),
@@ -284,6 +285,35 @@ async fn bench_nexmark(
     };
     println!("{}", QueryReport::HEADER);
     let mut failed = Vec::new();
+    if names.len() > 1 {
+        // One process per query, so each query's peak RSS is its own.
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find the weir binary: {e}"))?;
+        for name in &names {
+            let mut cmd = std::process::Command::new(&exe);
+            cmd.args(["bench", "nexmark", "--query", name, "--source", &source_arg, "--partitions"])
+                .arg(run.partitions.to_string())
+                .arg("--data-dir")
+                .arg(&run.data_dir);
+            if run.check {
+                cmd.arg("--check");
+            } else {
+                cmd.args(["--events", &run.events.to_string(), "--event-rate", &run.event_rate.to_string()]);
+            }
+            let out = cmd.output().map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            let row = text.lines().last().unwrap_or_default().to_string();
+            if !out.status.success() {
+                failed.push(name.clone());
+            }
+            if row.starts_with(&format!("| {name} |")) {
+                println!("{row}");
+            } else {
+                let err = String::from_utf8_lossy(&out.stderr);
+                println!("| {name} | FAILED: {} |", err.lines().last().unwrap_or("no output"));
+            }
+        }
+        return if failed.is_empty() { Ok(()) } else { Err(format!("not run or wrong: {}", failed.join(", "))) };
+    }
     for name in &names {
         match nexmark::run_query(name, &run).await {
             Ok(report) => {
