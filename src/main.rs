@@ -5,6 +5,7 @@
 //! weir bench insert [--rows 1000000] [--groups 1000] [--data-dir DIR]
 //! weir bench window [--kind tumble|hop] [--rows 1000000] [--slide-s 60] [--size-s 3600]
 //! weir bench nexmark (--query qN | --all) [--events N] [--source generator|files:DIR] [--check]
+//! weir bench kafka --brokers HOST:PORT [--records 1000000] [--partitions 4]
 //! weir bench nexmark-gen --events 100000 --out DIR [--seed N] [--event-rate 100000]
 //! ```
 //!
@@ -22,6 +23,11 @@ use tracing::{error, info};
 use tracing_subscriber::EnvFilter;
 use weir::frontend;
 use weir::sql::database::Database;
+
+/// mimalloc: the state layer allocates a key and a value per row; glibc's malloc took ~40% of
+/// Nexmark q4's cycles in a profile (bench/README.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// How long background work may take to stop after the server has shut down.
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -115,6 +121,21 @@ enum Bench {
         #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-nexmark")]
         data_dir: PathBuf,
     },
+    /// Produces --records JSON records into a new topic on --brokers (not timed), then runs a
+    /// Kafka JSON source plus a filter job into a blackhole until every record is read; prints
+    /// records/s, CPU seconds and peak RSS. Start a broker first (scripts/kafka-broker.sh).
+    Kafka {
+        /// The broker(s), host:port.
+        #[arg(long)]
+        brokers: String,
+        #[arg(long, default_value_t = 1_000_000)]
+        records: u64,
+        #[arg(long, default_value_t = 4)]
+        partitions: i32,
+        /// Scratch directory for the database (emptied first).
+        #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-kafka")]
+        data_dir: PathBuf,
+    },
     /// Writes the built-in Nexmark generator's person, auction and bid rows for events
     /// 0..--events as JSON lines files (person.json, auction.json, bid.json) in --out.
     NexmarkGen {
@@ -183,6 +204,15 @@ fn main() -> ExitCode {
             }
             Some(Command::Bench(Bench::Nexmark { query, all, events, source, partitions, event_rate, check, data_dir })) => {
                 bench_nexmark(query, all, events, &source, partitions, event_rate, check, data_dir).await
+            }
+            Some(Command::Bench(Bench::Kafka { brokers, records, partitions, data_dir })) => {
+                let (report, cpu) =
+                    weir::bench::kafka::run(&data_dir, &brokers, records, partitions).await.map_err(|e| e.to_string())?;
+                println!(
+                    "kafka JSON source + filter into a blackhole ({partitions} partitions): {report}; CPU {cpu:.2} s = {:.0} records per CPU second",
+                    records as f64 / cpu
+                );
+                Ok(())
             }
             None => serve(cli.serve).await,
         }

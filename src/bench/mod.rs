@@ -1,6 +1,7 @@
 //! Benchmarks run by `weir bench ...`: they drive a database in-process through the same
 //! statement path the Postgres frontend uses, and report rates.
 pub mod insert;
+pub mod kafka;
 pub mod nexmark;
 pub mod nexmark_gen;
 pub mod window;
@@ -16,12 +17,15 @@ pub struct Report {
     pub seconds: f64,
     /// Peak resident set size of the process, in bytes (Linux `VmHWM`), if known.
     pub peak_rss_bytes: Option<u64>,
+    /// The most entries the measured view's operator state tables held after any statement,
+    /// if measured (bounded state stays flat however long the run).
+    pub peak_state_entries: Option<u64>,
 }
 
 impl Report {
     /// A report of `rows` in `seconds`, with the process's peak RSS now.
     pub fn new(rows: u64, seconds: f64) -> Self {
-        Self { rows, seconds, peak_rss_bytes: peak_rss_bytes() }
+        Self { rows, seconds, peak_rss_bytes: peak_rss_bytes(), peak_state_entries: None }
     }
 
     /// Rows per second.
@@ -39,10 +43,14 @@ impl fmt::Display for Report {
         };
         write!(
             f,
-            "{} rows in {:.2} s = {:.0} rows/s; peak RSS {rss}{}",
+            "{} rows in {:.2} s = {:.0} rows/s; peak RSS {rss}{}{}",
             self.rows,
             self.seconds,
             self.rows_per_second(),
+            match self.peak_state_entries {
+                Some(n) => format!("; peak operator state {n} entries"),
+                None => String::new(),
+            },
             if cfg!(debug_assertions) { " (debug build)" } else { "" }
         )
     }
@@ -54,4 +62,15 @@ pub fn peak_rss_bytes() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
+}
+
+/// CPU seconds (user + system) of this process so far, all threads, from /proc/self/stat
+/// (clock ticks of 1/100 s, the Linux default).
+pub fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
 }

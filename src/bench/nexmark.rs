@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use sha2::{Digest, Sha256};
 
+use crate::bench::cpu_seconds;
 use crate::error::{Result, WeirError};
 use crate::sql::{Database, Session, StatementResult};
 use crate::state::EpochWrites;
@@ -289,15 +290,4 @@ fn compare_with_manifest(query: &str, text: &str, data_dir: &Path) -> std::resul
         "{got_rows} rows (expected {rows}), hash differs{}",
         if saved { format!("; Weir's rows are in {}, diff them with compute.py's {query}.tsv", out.display()) } else { String::new() }
     ))
-}
-
-/// CPU seconds (user + system) of this process so far, from /proc/self/stat (clock ticks of
-/// 1/100 s, the Linux default).
-fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let after = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) / 100.0)
 }

@@ -4,8 +4,15 @@
 //! Rows: `ts` = 2022-01-01 plus `i * 100 ms` (10 rows per second of event time), `k = i %
 //! keys`, `v = i`, inserted `--batch` rows per statement (each statement moves the watermark,
 //! so windows close as the run goes and state stays bounded by the open windows).
+//!
+//! TUMBLE runs WindowAssign + GroupAggregate; HOP runs sliced (one accumulator per key and
+//! slide, [`crate::plan::slicing`]). A HOP view emits `size / slide` times the windows of a
+//! TUMBLE view of the same size, so its output (materialized into the view) grows with that
+//! ratio times the keys. After each statement, outside the timed part, the entries of the
+//! view's operator state tables are counted: the report gives the largest count, which stays
+//! flat for bounded state however long the run.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::bench::Report;
 use crate::error::Result;
@@ -20,11 +27,11 @@ pub enum WindowBench {
     Hop { slide_s: u64, size_s: u64 },
 }
 
-/// Runs the benchmark in a fresh database under `data_dir`.
-pub async fn run(data_dir: &std::path::Path, window: WindowBench, rows: u64, batch: u64, keys: u64) -> Result<Report> {
-    let _ = std::fs::remove_dir_all(data_dir);
-    let db = Database::open(data_dir)?;
-    let mut session = Session::default();
+/// The measured view.
+const VIEW: &str = "bench_windows";
+
+/// `CREATE MATERIALIZED VIEW bench_windows ...` for `window`.
+fn view_sql(window: WindowBench) -> String {
     let tvf = match window {
         WindowBench::Tumble { size_s } => {
             format!("TUMBLE(TABLE bench_events, DESCRIPTOR(ts), INTERVAL '{size_s}' SECOND)")
@@ -33,16 +40,24 @@ pub async fn run(data_dir: &std::path::Path, window: WindowBench, rows: u64, bat
             "HOP(TABLE bench_events, DESCRIPTOR(ts), INTERVAL '{slide_s}' SECOND, INTERVAL '{size_s}' SECOND)"
         ),
     };
-    for sql in [
-        "CREATE TABLE bench_events (ts TIMESTAMP(3), k BIGINT, v BIGINT, WATERMARK FOR ts AS ts)".to_string(),
-        format!(
-            "CREATE MATERIALIZED VIEW bench_windows AS SELECT window_start, window_end, k, COUNT(*) AS n, SUM(v) AS s \
-             FROM TABLE({tvf}) GROUP BY window_start, window_end, k EMIT ON WINDOW CLOSE"
-        ),
-    ] {
+    format!(
+        "CREATE MATERIALIZED VIEW {VIEW} AS SELECT window_start, window_end, k, COUNT(*) AS n, SUM(v) AS s \
+         FROM TABLE({tvf}) GROUP BY window_start, window_end, k EMIT ON WINDOW CLOSE"
+    )
+}
+
+const TABLE_SQL: &str = "CREATE TABLE bench_events (ts TIMESTAMP(3), k BIGINT, v BIGINT, WATERMARK FOR ts AS ts)";
+
+/// Runs the benchmark in a fresh database under `data_dir`.
+pub async fn run(data_dir: &std::path::Path, window: WindowBench, rows: u64, batch: u64, keys: u64) -> Result<Report> {
+    let _ = std::fs::remove_dir_all(data_dir);
+    let db = Database::open(data_dir)?;
+    let mut session = Session::default();
+    for sql in [TABLE_SQL.to_string(), view_sql(window)] {
         db.execute(&mut session, &sql).await?;
     }
-    let start = Instant::now();
+    let mut measured = Duration::ZERO;
+    let mut peak_state = 0;
     let mut done = 0;
     while done < rows {
         let n = batch.min(rows - done);
@@ -51,11 +66,29 @@ pub async fn run(data_dir: &std::path::Path, window: WindowBench, rows: u64, bat
              value % {keys}, value FROM generate_series({done}, {}) ",
             done + n - 1
         );
+        let start = Instant::now();
         db.execute(&mut session, &sql).await?;
+        measured += start.elapsed();
+        peak_state = peak_state.max(operator_state_entries(&db).await?);
         done += n;
     }
-    let seconds = start.elapsed().as_secs_f64();
-    Ok(Report::new(rows, seconds))
+    let mut report = Report::new(rows, measured.as_secs_f64());
+    report.peak_state_entries = Some(peak_state);
+    Ok(report)
+}
+
+/// Committed entries in the operator state tables of the view (not its rows).
+async fn operator_state_entries(db: &Database) -> Result<u64> {
+    let engine = db.engine().await;
+    let Some(rel) = engine.catalog.get(VIEW) else { return Ok(0) };
+    let mut n = 0;
+    for id in rel.operator_state.values() {
+        engine.store.scan(*id, |_, _| {
+            n += 1;
+            Ok(true)
+        })?;
+    }
+    Ok(n)
 }
 
 #[cfg(test)]
@@ -67,6 +100,27 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("weir-bench-window-{}", std::process::id()));
         let report = run(&dir, WindowBench::Hop { slide_s: 10, size_s: 60 }, 2_000, 500, 3).await?;
         assert_eq!(report.rows, 2_000);
+        // 3 keys, a row each 100 ms: slices of 10 s for the 60 s still open, and the watermark.
+        let state = report.peak_state_entries.expect("measured");
+        assert!(state > 0 && state <= 3 * 7 + 2, "{state} entries");
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn hop_runs_sliced_and_tumble_does_not() -> Result<()> {
+        let dir = std::env::temp_dir().join(format!("weir-bench-window-plan-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let db = Database::open(&dir)?;
+        let mut session = Session::default();
+        db.execute(&mut session, TABLE_SQL).await?;
+        for (window, sliced) in [
+            (WindowBench::Hop { slide_s: 1, size_s: 3600 }, true),
+            (WindowBench::Tumble { size_s: 3600 }, false),
+        ] {
+            let plan = format!("{:?}", db.execute(&mut session, &format!("EXPLAIN {}", view_sql(window))).await?);
+            assert_eq!(plan.contains(crate::plan::slicing::NAME), sliced, "{window:?}: {plan}");
+        }
         let _ = std::fs::remove_dir_all(&dir);
         Ok(())
     }

@@ -2,6 +2,7 @@
 pub mod join;
 pub mod planner;
 pub mod rank;
+pub mod slicing;
 pub mod stream_plan;
 pub mod temporal;
 pub mod window;

@@ -9,6 +9,7 @@ use datafusion::logical_expr::Expr;
 
 use crate::plan::join::{JoinSpec, TimeBound};
 use crate::plan::rank::RankSpec;
+use crate::plan::slicing::SlicedAggSpec;
 use crate::plan::window::WindowSpec;
 
 /// What kind of changes a stream carries (Flink's ChangelogMode).
@@ -60,6 +61,9 @@ pub enum StreamNode {
         window_end: Option<usize>,
         emit_on_window_close: bool,
     },
+    /// A window aggregation with EMIT ON WINDOW CLOSE over HOP or CUMULATE slices
+    /// ([`crate::plan::slicing`]): the output of the GroupAggregate it replaces.
+    SlicedWindowAggregate { input: Box<StreamPlan>, spec: SlicedAggSpec },
 }
 
 /// A stream plan node with its properties.
@@ -87,6 +91,7 @@ impl StreamPlan {
             StreamNode::Rank { spec, .. } => spec.name(),
             StreamNode::GroupAggregate { window_end: Some(_), .. } => "StreamWindowAggregate",
             StreamNode::GroupAggregate { .. } => "StreamGroupAggregate",
+            StreamNode::SlicedWindowAggregate { .. } => crate::plan::slicing::NAME,
         }
     }
 
@@ -98,9 +103,25 @@ impl StreamPlan {
             | StreamNode::Filter { input, .. }
             | StreamNode::WindowAssign { input, .. }
             | StreamNode::Rank { input, .. }
-            | StreamNode::GroupAggregate { input, .. } => vec![input],
+            | StreamNode::GroupAggregate { input, .. }
+            | StreamNode::SlicedWindowAggregate { input, .. } => vec![input],
             StreamNode::Union { inputs } => inputs.iter().collect(),
             StreamNode::Join { left, right, .. } => vec![left, right],
+        }
+    }
+
+    /// The node's inputs, mutable.
+    pub fn inputs_mut(&mut self) -> Vec<&mut StreamPlan> {
+        match &mut self.node {
+            StreamNode::Source { .. } => vec![],
+            StreamNode::Project { input, .. }
+            | StreamNode::Filter { input, .. }
+            | StreamNode::WindowAssign { input, .. }
+            | StreamNode::Rank { input, .. }
+            | StreamNode::GroupAggregate { input, .. }
+            | StreamNode::SlicedWindowAggregate { input, .. } => vec![input.as_mut()],
+            StreamNode::Union { inputs } => inputs.iter_mut().collect(),
+            StreamNode::Join { left, right, .. } => vec![left.as_mut(), right.as_mut()],
         }
     }
 
@@ -123,6 +144,9 @@ impl StreamPlan {
 
     /// Sets the allowed lateness of every window in the plan, ms.
     pub fn set_allowed_lateness(&mut self, ms: i64) {
+        if ms > 0 {
+            crate::plan::slicing::unslice(self);
+        }
         if let StreamNode::WindowAssign { spec, .. } = &mut self.node {
             spec.allowed_lateness_ms = ms;
         }
@@ -166,13 +190,32 @@ impl StreamPlan {
                 *emit_on_window_close = true;
                 true
             }
+            StreamNode::SlicedWindowAggregate { .. } => true,
             StreamNode::Project { input, .. } | StreamNode::Filter { input, .. } => input.try_set_eowc(),
             _ => false,
         };
         if set {
             self.changelog = ChangelogMode::AppendOnly;
+            crate::plan::slicing::slice(self);
         }
         set
+    }
+
+    /// Makes every window aggregation of the plan emit each window once, final, when it closes,
+    /// wherever it sits (under joins too): Flink's window TVF aggregation, used by INSERT INTO
+    /// jobs. Projections, filters and unions over append-only inputs become append-only.
+    pub fn set_window_aggregations_final(&mut self) {
+        for input in self.inputs_mut() {
+            input.set_window_aggregations_final();
+        }
+        let is_window_agg = matches!(self.node, StreamNode::GroupAggregate { window_end: Some(_), .. });
+        if is_window_agg {
+            self.try_set_eowc();
+        } else if matches!(self.node, StreamNode::Project { .. } | StreamNode::Filter { .. } | StreamNode::Union { .. })
+            && self.inputs().iter().all(|i| i.changelog == ChangelogMode::AppendOnly)
+        {
+            self.changelog = ChangelogMode::AppendOnly;
+        }
     }
 
     fn collect_sources(&self, out: &mut Vec<String>) {
@@ -195,14 +238,16 @@ impl StreamPlan {
             StreamNode::Union { inputs } => format!("inputs={}", inputs.len()),
             StreamNode::Join { join, .. } => join.explain(),
             StreamNode::Rank { spec, .. } => spec.explain(),
+            StreamNode::SlicedWindowAggregate { spec, .. } => spec.explain(),
             StreamNode::WindowAssign { spec, .. } => format!(
-                "{}(table={}, time={}, size={}ms, slide={}ms, offset={}ms)",
+                "{}(table={}, time={}, size={}ms, slide={}ms, offset={}ms){}",
                 spec.kind.name(),
                 spec.table,
                 spec.time_column,
                 spec.size_ms,
                 spec.slide_ms,
-                spec.offset_ms
+                spec.offset_ms,
+                if spec.slices { ", slices" } else { "" }
             ),
             StreamNode::GroupAggregate { group_exprs, aggr_exprs, emit_on_window_close, .. } => format!(
                 "group=[{}], aggs=[{}]{}",

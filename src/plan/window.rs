@@ -64,6 +64,10 @@ pub struct WindowSpec {
     pub partition_by: Vec<usize>,
     /// How long a fired window stays open for late rows, ms (`table.exec.emit.allow-lateness`).
     pub allowed_lateness_ms: i64,
+    /// HOP and CUMULATE under a sliced window aggregate ([`crate::plan::slicing`]): each row
+    /// gets only its slice ([`WindowSpec::slice_of`]), whose bounds fill the window columns, and
+    /// is late only once every window of that slice has fired.
+    pub slices: bool,
 }
 
 impl WindowSpec {
@@ -100,6 +104,7 @@ impl WindowSpec {
                 offset_ms: 0,
                 partition_by: vec![],
                 allowed_lateness_ms: 0,
+                slices: false,
             });
         }
         let (slide_ms, size_ms, offset_ms) = match (kind, intervals) {
@@ -137,6 +142,7 @@ impl WindowSpec {
             offset_ms,
             partition_by: vec![],
             allowed_lateness_ms: 0,
+            slices: false,
         })
     }
 
@@ -171,6 +177,22 @@ impl WindowSpec {
                     }
                 }
             }
+        }
+    }
+
+    /// The slice `(start, end)` (ms) that contains time `t` (ms): HOP's slide or CUMULATE's
+    /// step, aligned like the windows. Every window of `t` is a union of whole slices.
+    pub fn slice_of(&self, t: i64) -> (i64, i64) {
+        let start = (t - self.offset_ms).div_euclid(self.slide_ms) * self.slide_ms + self.offset_ms;
+        (start, start + self.slide_ms)
+    }
+
+    /// The end (ms) of the last window that contains time `t`: once the watermark reaches it
+    /// minus 1 ms, `t` is late for every window (HOP, CUMULATE and TUMBLE).
+    pub fn last_window_end(&self, t: i64) -> i64 {
+        match self.kind {
+            WindowKind::Hop => self.slice_of(t).0 + self.size_ms,
+            _ => (t - self.offset_ms).div_euclid(self.size_ms) * self.size_ms + self.offset_ms + self.size_ms,
         }
     }
 

@@ -31,6 +31,7 @@ use crate::runtime::operators::project::Project;
 use crate::runtime::operators::rank::{Rank, RankOptions};
 use crate::plan::window::WindowKind;
 use crate::runtime::operators::session_assign::SessionAssign;
+use crate::runtime::operators::sliced_window_agg::{SlicedWindowAggOptions, SlicedWindowAggregate};
 use crate::runtime::operators::union::Union;
 use crate::runtime::operators::window_assign::WindowAssign;
 use crate::state::{EpochWrites, Store};
@@ -187,6 +188,26 @@ impl Job {
                 let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
                 let window = window_end.map(|k| (k, *emit_on_window_close, input.window_lateness()));
                 Box::new(GroupAggregate::try_new(group, aggs, schema, window, &mut prefixed, store)?)
+            }
+            StreamNode::SlicedWindowAggregate { input, spec } => {
+                let aggs = spec
+                    .aggr_exprs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| {
+                        let output_type = plan.schema.field(spec.group_exprs.len() + i).data_type().clone();
+                        agg_call(e, &input.schema, output_type)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let opts = SlicedWindowAggOptions {
+                    group_exprs: physical_exprs(&spec.group_exprs, &input.schema)?,
+                    window_columns: spec.window_columns.clone(),
+                    aggs,
+                    window: spec.window.clone(),
+                    schema,
+                };
+                let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
+                Box::new(SlicedWindowAggregate::try_new(opts, &mut prefixed, store)?)
             }
         };
         self.nodes.push(Node { op, parent });

@@ -7,6 +7,24 @@ use crate::error::Result;
 use crate::runtime::changelog::StreamChunk;
 use crate::state::{EpochWrites, Store};
 
+thread_local! {
+    static CURRENT_WATERMARK: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with `watermark_ms` as the value of `CURRENT_WATERMARK(..)` on this thread (the
+/// evaluating operator's input watermark).
+pub fn with_current_watermark<R>(watermark_ms: Option<i64>, f: impl FnOnce() -> R) -> R {
+    let before = CURRENT_WATERMARK.with(|c| c.replace(watermark_ms));
+    let out = f();
+    CURRENT_WATERMARK.with(|c| c.set(before));
+    out
+}
+
+/// The watermark published by [`with_current_watermark`] on this thread, if any.
+pub fn current_watermark() -> Option<i64> {
+    CURRENT_WATERMARK.with(|c| c.get())
+}
+
 /// What an operator may read while processing: the committed state store.
 pub struct OpContext<'a> {
     pub store: &'a Store,

@@ -194,7 +194,7 @@ impl SourceReader for FileReader {
             return Ok(SourcePoll::Pending);
         }
         let batch = self.decode(p, start)?;
-        Ok(SourcePoll::Batch { partition: p, batch })
+        Ok(SourcePoll::Batch { partition: p, batch, ops: None })
     }
 
     fn positions(&self) -> Vec<u64> {

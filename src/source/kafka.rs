@@ -21,6 +21,7 @@ use weir_connectors::kafka::{KafkaReader, KafkaRecord, KafkaSourceConfig};
 
 use super::{metadata_columns, DeadLetter, SourcePoll, SourceReader};
 use crate::error::{Result, WeirError};
+use crate::runtime::changelog::Op;
 
 /// How long one poll waits for the first record.
 const POLL_WAIT: Duration = Duration::from_millis(5);
@@ -42,7 +43,7 @@ pub struct KafkaSource {
     /// (none when every record was a tombstone or a dead letter), and the partition's position
     /// after them. A position moves only when its rows are returned, so a commit never covers
     /// rows still queued here.
-    ready: VecDeque<(usize, Option<RecordBatch>, i64)>,
+    ready: VecDeque<(usize, Option<(RecordBatch, Option<Vec<Op>>)>, i64)>,
     /// Per partition index, the offset of the next record to return.
     positions: Vec<i64>,
     /// Dead letters of queued records, released with them.
@@ -111,7 +112,7 @@ impl KafkaSource {
     }
 
     /// Decodes the records of one partition into a batch of the physical columns.
-    fn decode(&mut self, index: usize, records: &[KafkaRecord]) -> Result<Option<RecordBatch>> {
+    fn decode(&mut self, index: usize, records: &[KafkaRecord]) -> Result<Option<(RecordBatch, Option<Vec<Op>>)>> {
         let with_value: Vec<&KafkaRecord> = records.iter().filter(|r| r.payload.is_some()).collect();
         if with_value.is_empty() {
             return Ok(None);
@@ -143,11 +144,22 @@ impl KafkaSource {
             };
             columns.push(column);
         }
-        Ok(Some(RecordBatch::try_new_with_options(
+        let ops = decoded.ops.map(|ops| ops.into_iter().map(runtime_op).collect());
+        let batch = RecordBatch::try_new_with_options(
             Arc::clone(&self.schema),
             columns,
             &RecordBatchOptions::new().with_row_count(Some(rows.len())),
-        )?))
+        )?;
+        Ok(Some((batch, ops)))
+    }
+}
+
+fn runtime_op(op: weir_connectors::format::Op) -> Op {
+    match op {
+        weir_connectors::format::Op::Insert => Op::Insert,
+        weir_connectors::format::Op::Delete => Op::Delete,
+        weir_connectors::format::Op::UpdateBefore => Op::UpdateBefore,
+        weir_connectors::format::Op::UpdateAfter => Op::UpdateAfter,
     }
 }
 
@@ -269,8 +281,8 @@ impl SourceReader for KafkaSource {
                 std::mem::take(&mut self.queued_dead_letters).into_iter().partition(|(p, _)| *p == partition);
             self.queued_dead_letters = rest;
             self.dead_letters.extend(mine.into_iter().map(|(_, d)| d));
-            if let Some(batch) = batch {
-                return Ok(SourcePoll::Batch { partition, batch });
+            if let Some((batch, ops)) = batch {
+                return Ok(SourcePoll::Batch { partition, batch, ops });
             }
         }
         Ok(SourcePoll::Pending)

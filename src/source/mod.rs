@@ -49,7 +49,13 @@ pub const END_OF_INPUT_WATERMARK: i64 = 253_402_300_799_999;
 pub enum SourcePoll {
     /// Rows of partition `partition`, in the table's physical columns (declared columns that are
     /// not computed, in declaration order).
-    Batch { partition: usize, batch: RecordBatch },
+    Batch {
+        partition: usize,
+        batch: RecordBatch,
+        /// The changelog operation of each row; `None` when all are inserts (a `debezium-json`
+        /// source gives deletes and updates).
+        ops: Option<Vec<crate::runtime::changelog::Op>>,
+    },
     /// Nothing available now; poll again later.
     Pending,
     /// Every partition has ended (bounded input).
@@ -276,7 +282,7 @@ impl SourceTask {
     ///
     /// # Errors
     /// The reader's errors; `Execution` when a computed column or the watermark fails on a row.
-    pub fn next(&mut self, max_rows: usize) -> Result<Option<(Option<RecordBatch>, Option<i64>)>> {
+    pub fn next(&mut self, max_rows: usize) -> Result<Option<(Option<crate::runtime::StreamChunk>, Option<i64>)>> {
         let polled = self.reader.poll(max_rows)?;
         let dead = self.reader.take_dead_letters();
         if !dead.is_empty() {
@@ -290,8 +296,8 @@ impl SourceTask {
                 progress.position = positions[p];
             }
         }
-        let (partition, batch) = match polled {
-            SourcePoll::Batch { partition, batch } => (partition, batch),
+        let (partition, batch, ops) = match polled {
+            SourcePoll::Batch { partition, batch, ops } => (partition, batch, ops),
             SourcePoll::Pending => return Ok(self.advance_watermark().map(|w| (None, Some(w)))),
             SourcePoll::Finished => {
                 for (p, progress) in self.progress.partitions.iter_mut().enumerate() {
@@ -317,7 +323,11 @@ impl SourceTask {
         }
         self.progress.rows += full.num_rows() as u64;
         let wm = self.advance_watermark();
-        Ok(Some((Some(full), wm)))
+        let chunk = match ops {
+            Some(ops) => crate::runtime::StreamChunk::new(ops, full),
+            None => crate::runtime::StreamChunk::inserts(full),
+        };
+        Ok(Some((Some(chunk), wm)))
     }
 
     /// Recomputes the task's watermark; returns it if it moved forward.

@@ -99,7 +99,7 @@ impl SourceReader for NexmarkReader {
                 columns,
                 &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
             )?;
-            return Ok(SourcePoll::Batch { partition: p, batch });
+            return Ok(SourcePoll::Batch { partition: p, batch, ops: None });
         }
         Ok(if self.generators.iter().all(|g| g.is_finished()) { SourcePoll::Finished } else { SourcePoll::Pending })
     }

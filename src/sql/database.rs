@@ -216,7 +216,15 @@ impl Database {
                 engine.commit(crate::state::EpochWrites::default(), None)?;
                 Ok(command("FLUSH"))
             }
-            WeirStatement::Show(list) => show::show_list(&self.engine.read().await.catalog, list),
+            WeirStatement::Show(list) => {
+                let engine = self.engine.read().await;
+                let late: BTreeMap<String, u64> = engine
+                    .jobs
+                    .iter()
+                    .map(|(name, job)| (name.clone(), job.late_rows().iter().map(|(_, _, n)| n).sum()))
+                    .collect();
+                show::show_list(&engine.catalog, list, &late)
+            }
             WeirStatement::ShowCreate(name) => show::show_create(&self.engine.read().await.catalog, &name),
             WeirStatement::Describe(name) => show::describe(&self.engine.read().await.catalog, &name),
             WeirStatement::Set { key, value } => {

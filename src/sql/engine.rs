@@ -93,7 +93,11 @@ impl Engine {
                 Some(v) => crate::sql::settings::parse_duration_ms(crate::sql::settings::ALLOW_LATENESS, v)?,
                 None => 0,
             };
-            let mut plan = futures::executor::block_on(self.plan_stream_query(&query, rel.emit_on_window_close))?;
+            let mut plan = if rel.kind == RelationKind::SinkJob {
+                futures::executor::block_on(self.plan_sink_job(&query))?
+            } else {
+                futures::executor::block_on(self.plan_stream_query(&query, rel.emit_on_window_close))?
+            };
             plan.set_allowed_lateness(lateness);
             let mut catalog = (*self.catalog).clone();
             let job = self.build_job(&rel, &plan, &mut catalog)?;
@@ -388,6 +392,10 @@ impl SourceCatalog for CatalogSources<'_> {
             RelationKind::Table => match connector_of(rel) {
                 "table" => SourceInfo { changelog: ChangelogMode::Retract, stream_key: pk() },
                 "upsert-kafka" => SourceInfo { changelog: ChangelogMode::Upsert, stream_key: pk() },
+                // Debezium's envelopes carry deletes and updates (Flink: a changelog source).
+                "kafka" if rel.options.get("format").map(String::as_str) == Some("debezium-json") => {
+                    SourceInfo { changelog: ChangelogMode::Retract, stream_key: pk() }
+                }
                 _ => SourceInfo { changelog: ChangelogMode::AppendOnly, stream_key: pk() },
             },
             RelationKind::MaterializedView => {

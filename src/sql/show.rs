@@ -42,7 +42,10 @@ pub fn text_rows(columns: &[&str], rows: Vec<Vec<Option<String>>>) -> Result<Sta
 }
 
 /// `SHOW TABLES | VIEWS | MATERIALIZED VIEWS | JOBS`.
-pub fn show_list(catalog: &Catalog, list: ShowList) -> Result<StatementResult> {
+///
+/// `SHOW JOBS` also shows each job's late rows: the rows its event-time operators dropped
+/// (`late_rows`, by job name), detailed per operator in `weir_late_rows`.
+pub fn show_list(catalog: &Catalog, list: ShowList, late_rows: &std::collections::BTreeMap<String, u64>) -> Result<StatementResult> {
     let of_kind = |kind: RelationKind| -> Vec<Vec<Option<String>>> {
         catalog
             .relations
@@ -56,7 +59,7 @@ pub fn show_list(catalog: &Catalog, list: ShowList) -> Result<StatementResult> {
         ShowList::Views => text_rows(&["view_name"], of_kind(RelationKind::View)),
         ShowList::MaterializedViews => text_rows(&["materialized_view_name"], of_kind(RelationKind::MaterializedView)),
         ShowList::Jobs => text_rows(
-            &["job_id", "job_name", "kind", "status", "definition"],
+            &["job_id", "job_name", "kind", "status", "late_rows", "definition"],
             catalog
                 .relations
                 .values()
@@ -73,6 +76,7 @@ pub fn show_list(catalog: &Catalog, list: ShowList) -> Result<StatementResult> {
                             }),
                             Some(r.kind.sql_name().to_string()),
                             Some("RUNNING".to_string()),
+                            Some(late_rows.get(&r.name).copied().unwrap_or(0).to_string()),
                             Some(r.definition.clone()),
                         ]
                     })

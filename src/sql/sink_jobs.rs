@@ -49,9 +49,8 @@ impl Engine {
                 sink.name
             )));
         }
-        // Flink: a window aggregation in an INSERT INTO job emits each window once, final.
-        let eowc = self.plan_stream_query(query, true).await.is_ok();
-        let plan = self.plan_stream_query(query, eowc).await?;
+        let plan = self.plan_sink_job(query).await?;
+        let eowc = true;
         let physical = sink.columns.iter().filter(|c| c.computed.is_none()).count();
         // A blackhole takes rows of any shape.
         if connector != "blackhole" && plan.schema.fields().len() != physical {
@@ -95,6 +94,14 @@ impl Engine {
         }
         tracing::info!(job = %id, sink = %sink.name, "started INSERT INTO job");
         Ok(id)
+    }
+
+    /// The stream plan of an INSERT INTO job's query: every window aggregation emits each window
+    /// once, final, when it closes (Flink's window TVF aggregation), also under a join.
+    pub async fn plan_sink_job(&self, query: &str) -> Result<StreamPlan> {
+        let mut plan = self.plan_stream_query(query, false).await?;
+        plan.set_window_aggregations_final();
+        Ok(plan)
     }
 
     /// Instantiates sink job `rel`: `plan` ending in the sink of its target table.

@@ -86,9 +86,9 @@ impl Engine {
                 let Some(task) = self.sources.get_mut(key) else { continue };
                 let Some((batch, watermark)) = task.next(SOURCE_BATCH_ROWS)? else { continue };
                 progressed = true;
-                if let Some(batch) = batch {
-                    step.rows += batch.num_rows() as u64;
-                    self.push_into_job(&key.0, &key.1, &StreamChunk::inserts(batch))?;
+                if let Some(chunk) = batch {
+                    step.rows += chunk.len() as u64;
+                    self.push_into_job(&key.0, &key.1, &chunk)?;
                 }
                 if let Some(wm) = watermark {
                     step.watermark_moved = true;

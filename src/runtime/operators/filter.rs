@@ -12,18 +12,20 @@ use datafusion::physical_expr::PhysicalExpr;
 
 use crate::error::{Result, WeirError};
 use crate::runtime::changelog::{fix_update_pairs, StreamChunk};
-use crate::runtime::operator::{OpContext, Operator};
+use crate::runtime::operator::{with_current_watermark, OpContext, Operator};
 
 /// Keeps rows matching `predicate`.
 pub struct Filter {
     /// A boolean expression over the input schema.
     predicate: Arc<dyn PhysicalExpr>,
+    /// The input's watermark, for `CURRENT_WATERMARK`.
+    watermark: Option<i64>,
 }
 
 impl Filter {
     /// A filter on `predicate`.
     pub fn try_new(predicate: Arc<dyn PhysicalExpr>) -> Result<Self> {
-        Ok(Self { predicate })
+        Ok(Self { predicate, watermark: None })
     }
 }
 
@@ -39,7 +41,7 @@ impl Operator for Filter {
         _ctx: &OpContext<'_>,
     ) -> Result<Option<StreamChunk>> {
         let n = chunk.len();
-        let mask = self.predicate.evaluate(&chunk.batch)?.into_array(n)?;
+        let mask = with_current_watermark(self.watermark, || self.predicate.evaluate(&chunk.batch))?.into_array(n)?;
         let mask = mask
             .as_any()
             .downcast_ref::<BooleanArray>()
@@ -54,5 +56,10 @@ impl Operator for Filter {
             return Ok(None);
         }
         Ok(Some(StreamChunk::new(fix_update_pairs(&chunk.ops, &kept), batch)))
+    }
+
+    fn on_watermark(&mut self, _input: usize, watermark_ms: i64, _ctx: &OpContext<'_>) -> Result<(Option<StreamChunk>, Option<i64>)> {
+        self.watermark = Some(self.watermark.map_or(watermark_ms, |w| w.max(watermark_ms)));
+        Ok((None, Some(watermark_ms)))
     }
 }

@@ -580,13 +580,13 @@ impl Operator for GroupAggregate {
 }
 
 /// How SUM/AVG accumulate an argument type.
-enum SumKind {
+pub(crate) enum SumKind {
     Int,
     Decimal,
     Float,
 }
 
-fn accumulator_kind(t: &DataType) -> Result<SumKind> {
+pub(crate) fn accumulator_kind(t: &DataType) -> Result<SumKind> {
     use DataType::*;
     Ok(match t {
         Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 | Null => SumKind::Int,
@@ -604,7 +604,7 @@ fn window_ends(col: &ArrayRef) -> Result<Vec<i64>> {
     Ok((0..ms.len()).map(|i| if ms.is_valid(i) { ms.value(i) } else { i64::MIN }).collect())
 }
 
-fn downcast<T: Array + Clone + 'static>(a: &ArrayRef) -> Result<T> {
+pub(crate) fn downcast<T: Array + Clone + 'static>(a: &ArrayRef) -> Result<T> {
     a.as_any()
         .downcast_ref::<T>()
         .cloned()
@@ -612,7 +612,7 @@ fn downcast<T: Array + Clone + 'static>(a: &ArrayRef) -> Result<T> {
 }
 
 /// Appends `v` (or the exact integer `exact`) as a field of `output_type`.
-fn put_number(out: &mut Vec<u8>, output_type: &DataType, v: f64, exact: Option<i128>) -> Result<()> {
+pub(crate) fn put_number(out: &mut Vec<u8>, output_type: &DataType, v: f64, exact: Option<i128>) -> Result<()> {
     use DataType::*;
     let overflow = || WeirError::execution(format!("aggregate result out of range of {output_type}"));
     match output_type {
@@ -632,7 +632,7 @@ fn put_number(out: &mut Vec<u8>, output_type: &DataType, v: f64, exact: Option<i
 }
 
 /// AVG over integers or decimals, as the output type asks.
-fn put_avg_int(out: &mut Vec<u8>, agg: &AggCall, sum: i128, n: i64) -> Result<()> {
+pub(crate) fn put_avg_int(out: &mut Vec<u8>, agg: &AggCall, sum: i128, n: i64) -> Result<()> {
     match (&agg.output_type, &agg.arg_type) {
         (DataType::Decimal128(_, out_scale), arg) => {
             let in_scale = match arg {

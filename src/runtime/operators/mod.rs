@@ -7,6 +7,7 @@ pub mod progress;
 pub mod project;
 pub mod rank;
 pub mod session_assign;
+pub mod sliced_window_agg;
 pub mod sink;
 pub mod temporal_join;
 pub mod union;

@@ -10,7 +10,7 @@ use datafusion::physical_expr::PhysicalExpr;
 
 use crate::error::Result;
 use crate::runtime::changelog::StreamChunk;
-use crate::runtime::operator::{OpContext, Operator};
+use crate::runtime::operator::{with_current_watermark, OpContext, Operator};
 
 /// Computes `exprs` over each input chunk.
 pub struct Project {
@@ -18,6 +18,8 @@ pub struct Project {
     exprs: Vec<Arc<dyn PhysicalExpr>>,
     /// The output schema.
     schema: SchemaRef,
+    /// The input's watermark, for `CURRENT_WATERMARK`.
+    watermark: Option<i64>,
 }
 
 impl Project {
@@ -30,7 +32,7 @@ impl Project {
                 schema.fields().len()
             )));
         }
-        Ok(Self { exprs, schema })
+        Ok(Self { exprs, schema, watermark: None })
     }
 }
 
@@ -46,12 +48,13 @@ impl Operator for Project {
         _ctx: &OpContext<'_>,
     ) -> Result<Option<StreamChunk>> {
         let n = chunk.len();
+        let watermark = self.watermark;
         let columns = self
             .exprs
             .iter()
             .zip(self.schema.fields())
             .map(|(e, f)| {
-                let array = e.evaluate(&chunk.batch)?.into_array(n)?;
+                let array = with_current_watermark(watermark, || e.evaluate(&chunk.batch))?.into_array(n)?;
                 Ok(if array.data_type() == f.data_type() {
                     array
                 } else {
@@ -65,5 +68,10 @@ impl Operator for Project {
             &arrow::array::RecordBatchOptions::new().with_row_count(Some(n)),
         )?;
         Ok(Some(StreamChunk::new(chunk.ops, batch)))
+    }
+
+    fn on_watermark(&mut self, _input: usize, watermark_ms: i64, _ctx: &OpContext<'_>) -> Result<(Option<StreamChunk>, Option<i64>)> {
+        self.watermark = Some(self.watermark.map_or(watermark_ms, |w| w.max(watermark_ms)));
+        Ok((None, Some(watermark_ms)))
     }
 }

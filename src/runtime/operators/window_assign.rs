@@ -6,6 +6,10 @@
 //! is per window (SQL.md): a HOP row still counts in those of its windows that are open. A row
 //! that lands in no open window is counted in `num_late_rows`.
 //!
+//! In slice mode (HOP and CUMULATE under a sliced window aggregate, [`WindowSpec::slices`])
+//! each row gets one output row, for its slice, and is late once every window of the slice
+//! has fired.
+//!
 //! Changelog mode: the input's. State: the current watermark and the late-row count, in the
 //! `watermark` table (one entry), so both survive a restart.
 
@@ -42,6 +46,40 @@ impl WindowAssign {
     }
 }
 
+impl WindowAssign {
+    /// Slice mode ([`WindowSpec::slices`]): each row with its slice, unless every window of the
+    /// slice has fired; `kept[row]` says which rows were kept.
+    fn assign_slices(
+        &self,
+        batch: &arrow::array::RecordBatch,
+        kept: &mut [bool],
+    ) -> Result<(arrow::array::RecordBatch, Vec<u32>)> {
+        use arrow::array::{Array, TimestampMillisecondArray};
+        use arrow::datatypes::{DataType, TimeUnit};
+        let times = arrow::compute::cast(batch.column(self.spec.time_index), &DataType::Timestamp(TimeUnit::Millisecond, None))?;
+        let times = times
+            .as_any()
+            .downcast_ref::<TimestampMillisecondArray>()
+            .ok_or_else(|| crate::error::WeirError::internal("window time column did not cast to TIMESTAMP(3)"))?;
+        let watermark = self.progress.watermark_ms;
+        let lateness = self.spec.allowed_lateness_ms;
+        let mut rows = Vec::with_capacity(batch.num_rows());
+        let mut slices = Vec::with_capacity(batch.num_rows());
+        for (row, kept) in kept.iter_mut().enumerate() {
+            if times.is_null(row) {
+                continue;
+            }
+            let t = times.value(row);
+            *kept = watermark.is_none_or(|wm| self.spec.last_window_end(t) - 1 > wm - lateness);
+            if *kept {
+                rows.push(row as u32);
+                slices.push(self.spec.slice_of(t));
+            }
+        }
+        Ok((crate::plan::window::windowed_rows(batch, &self.schema, &rows, &slices)?, rows))
+    }
+}
+
 impl Operator for WindowAssign {
     fn name(&self) -> &'static str {
         "WindowAssign"
@@ -60,12 +98,16 @@ impl Operator for WindowAssign {
         let watermark = self.progress.watermark_ms;
         let lateness = self.spec.allowed_lateness_ms;
         let mut kept = vec![false; chunk.len()];
-        let (batch, rows) = self.spec.assign(&chunk.batch, &self.schema, |row, end| {
-            // Closed once the watermark reaches window_time = end - 1.
-            let open = watermark.is_none_or(|wm| end - 1 > wm - lateness);
-            kept[row] |= open;
-            open
-        })?;
+        let (batch, rows) = if self.spec.slices {
+            self.assign_slices(&chunk.batch, &mut kept)?
+        } else {
+            self.spec.assign(&chunk.batch, &self.schema, |row, end| {
+                // Closed once the watermark reaches window_time = end - 1.
+                let open = watermark.is_none_or(|wm| end - 1 > wm - lateness);
+                kept[row] |= open;
+                open
+            })?
+        };
         let late: Vec<u32> = (0..chunk.len())
             .filter(|r| !kept[*r] && chunk.ops[*r].is_insert() && chunk.batch.column(self.spec.time_index).is_valid(*r))
             .map(|r| r as u32)

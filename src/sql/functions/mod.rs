@@ -5,6 +5,7 @@
 //! | SQL | file | result |
 //! |---|---|---|
 //! | `PROCTIME()` | `proctime.rs` | `TIMESTAMP_LTZ(3)` |
+//! | `CURRENT_WATERMARK(ts)` | `current_watermark.rs` | the type of `ts` |
 //! | `MOD(a, b)` | `modulo.rs` | BIGINT or DOUBLE |
 //! | `YEAR`, `QUARTER`, `MONTH`, `WEEK`, `DAYOFYEAR`, `DAYOFMONTH`, `DAYOFWEEK`, `HOUR`, `MINUTE`, `SECOND` | `time_part.rs` | BIGINT |
 //! | `REGEXP_EXTRACT(str, regex [, idx])` | `regexp_extract.rs` | STRING |
@@ -23,6 +24,7 @@ mod args;
 mod avg;
 mod date_format;
 mod modulo;
+mod current_watermark;
 mod proctime;
 mod regexp_extract;
 mod registry;

@@ -4,6 +4,7 @@ use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
 use super::avg::FlinkAvg;
+use super::current_watermark::CurrentWatermark;
 use super::date_format::DateFormat;
 use super::modulo::Mod;
 use super::proctime::ProcTime;
@@ -16,6 +17,7 @@ use super::time_part::TimePart;
 /// chrono patterns) by Flink's Java patterns; `to_char` stays DataFusion's.
 pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(ProcTime::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(CurrentWatermark::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(Mod::new()));
     for part in TimePart::all() {
         ctx.register_udf(ScalarUDF::new_from_impl(part));

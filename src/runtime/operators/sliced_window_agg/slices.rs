@@ -1,0 +1,276 @@
+//! The slices of one group, and how a window is assembled from them.
+//!
+//! Slice `i` covers `[offset + i * slide, offset + (i + 1) * slide)`; window `e` (its end slice
+//! index, exclusive) ends at `offset + e * slide`. A HOP window `e` is the `n = size / slide`
+//! slices `[e - n, e)`; a CUMULATE window `e` is the slices from the start of its block (the
+//! tumbling window of `size` that holds slice `e - 1`) to `e`. Blocks are `n` slices aligned
+//! like the windows, so a HOP window is a suffix of one block and a prefix of the next, and a
+//! CUMULATE window is a prefix of one block.
+//!
+//! Windows fire in order of `e`, so each group keeps, besides its slices:
+//! - the prefix: the merge of its slices in `[block start, e)` for the block of the last window
+//!   asked for, extended by one slice per window and updated by a row for a slice inside it;
+//! - for HOP, suffix merges of the older block (each slice's merge with the later slices of
+//!   its block), computed once per block and recomputed from the highest slice a row changed.
+//!
+//! So a window costs O(1) merges per group amortized, however many slices it spans.
+
+use std::collections::VecDeque;
+
+use crate::plan::window::WindowKind;
+
+/// One aggregate's accumulator, of one slice or merged over slices.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Acc {
+    /// COUNT.
+    Count(i64),
+    /// SUM/AVG over integers and decimals: the unscaled sum and the count of non-NULL values.
+    SumInt(i128, i64),
+    /// SUM/AVG over floats: the sum and the count of non-NULL values.
+    SumFloat(f64, i64),
+    /// MIN: the memcomparable encoding of the smallest value (byte order is value order).
+    Min(Option<Vec<u8>>),
+    /// MAX: likewise, the largest.
+    Max(Option<Vec<u8>>),
+}
+
+/// The accumulators of a slice or a window: its row count (inserts minus retractions) and
+/// one [`Acc`] per aggregate.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Accs {
+    pub rows: i64,
+    pub accs: Vec<Acc>,
+}
+
+impl Accs {
+    /// Adds `other`'s rows into `self` (both of the same aggregates).
+    pub fn merge(&mut self, other: &Accs) {
+        self.rows += other.rows;
+        for (a, b) in self.accs.iter_mut().zip(&other.accs) {
+            match (a, b) {
+                (Acc::Count(x), Acc::Count(y)) => *x += y,
+                (Acc::SumInt(s, c), Acc::SumInt(t, d)) => {
+                    *s += t;
+                    *c += d;
+                }
+                (Acc::SumFloat(s, c), Acc::SumFloat(t, d)) => {
+                    *s += t;
+                    *c += d;
+                }
+                (Acc::Min(x), Acc::Min(Some(y))) if x.as_ref().is_none_or(|x| y < x) => *x = Some(y.clone()),
+                (Acc::Max(x), Acc::Max(Some(y))) if x.as_ref().is_none_or(|x| y > x) => *x = Some(y.clone()),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Slice and window arithmetic of one HOP or CUMULATE window spec.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Geometry {
+    pub kind: WindowKind,
+    /// Slices per window (HOP) or per block (CUMULATE): size / slide.
+    pub n: i64,
+    /// Slice length, ms.
+    pub slide_ms: i64,
+    /// Alignment offset, ms.
+    pub offset_ms: i64,
+}
+
+impl Geometry {
+    /// The block of slice `i`.
+    pub fn block(&self, i: i64) -> i64 {
+        i.div_euclid(self.n)
+    }
+
+    /// The first slice of window `e`.
+    pub fn first_slice(&self, e: i64) -> i64 {
+        match self.kind {
+            WindowKind::Hop => e - self.n,
+            _ => self.block(e - 1) * self.n,
+        }
+    }
+
+    /// The start of slice (or window end) index `i`, ms.
+    pub fn ms(&self, i: i64) -> i64 {
+        self.offset_ms + i * self.slide_ms
+    }
+
+    /// The index of the slice that ends at `end_ms`.
+    pub fn slice_ending_at(&self, end_ms: i64) -> i64 {
+        (end_ms - self.offset_ms).div_euclid(self.slide_ms) - 1
+    }
+
+    /// The first window that has not fired at watermark `wm` (window `e` fires once the
+    /// watermark reaches its window_time, `end - 1 ms`).
+    pub fn next_window(&self, wm: i64) -> i64 {
+        let fired = (wm as i128 + 1 - self.offset_ms as i128).div_euclid(self.slide_ms as i128);
+        (fired + 1).clamp(i64::MIN as i128 / 2, i64::MAX as i128 / 2) as i64
+    }
+}
+
+/// One (group, slice) accumulator.
+#[derive(Debug)]
+pub(super) struct Slice {
+    /// The slice index.
+    pub idx: i64,
+    pub accs: Accs,
+    /// HOP: this slice merged with the later slices of its block (valid when not stale).
+    suffix: Option<Accs>,
+    /// Whether the entry is in the state store (written at an earlier barrier).
+    pub persisted: bool,
+    /// Whether it changed since the last barrier.
+    pub dirty: bool,
+}
+
+/// The merge of a group's slices in `[block * n, upto)`.
+#[derive(Debug)]
+struct Prefix {
+    block: i64,
+    upto: i64,
+    accs: Accs,
+}
+
+/// The slices of one group; see the module docs.
+#[derive(Debug)]
+pub(super) struct GroupSlices {
+    /// The group key (memcomparable; the state key after the slice end).
+    pub key: Vec<u8>,
+    /// Slices in index order.
+    pub slices: VecDeque<Slice>,
+    prefix: Option<Prefix>,
+    /// HOP: the block whose slices hold suffix merges.
+    suffix_block: Option<i64>,
+    /// The highest slice of that block a row changed since its suffixes were computed.
+    suffix_stale: Option<i64>,
+}
+
+impl GroupSlices {
+    pub fn new(key: Vec<u8>) -> Self {
+        Self { key, slices: VecDeque::new(), prefix: None, suffix_block: None, suffix_stale: None }
+    }
+
+    /// Appends a slice restored from state (slices come in index order).
+    pub fn restore(&mut self, idx: i64, accs: Accs) {
+        self.slices.push_back(Slice { idx, accs, suffix: None, persisted: true, dirty: false });
+    }
+
+    /// Applies a row to slice `idx` (created from `empty` if missing) with `apply`, and to the
+    /// merges that cover it. Returns whether the slice was clean before (now dirty).
+    pub fn add(&mut self, g: &Geometry, idx: i64, empty: &Accs, mut apply: impl FnMut(&mut Accs)) -> bool {
+        let pos = match self.slices.back() {
+            Some(last) if last.idx == idx => self.slices.len() - 1,
+            Some(last) if last.idx < idx => self.insert(self.slices.len(), idx, empty),
+            None => self.insert(0, idx, empty),
+            Some(_) => match self.slices.binary_search_by_key(&idx, |s| s.idx) {
+                Ok(pos) => pos,
+                Err(pos) => self.insert(pos, idx, empty),
+            },
+        };
+        let slice = &mut self.slices[pos];
+        apply(&mut slice.accs);
+        let was_clean = !slice.dirty;
+        slice.dirty = true;
+        let block = g.block(idx);
+        if let Some(p) = &mut self.prefix {
+            if p.block == block && idx < p.upto {
+                apply(&mut p.accs);
+            }
+        }
+        if self.suffix_block == Some(block) {
+            self.suffix_stale = Some(self.suffix_stale.map_or(idx, |s| s.max(idx)));
+        }
+        was_clean
+    }
+
+    fn insert(&mut self, pos: usize, idx: i64, empty: &Accs) -> usize {
+        let slice = Slice { idx, accs: empty.clone(), suffix: None, persisted: false, dirty: false };
+        self.slices.insert(pos, slice);
+        pos
+    }
+
+    /// Removes the slices before `first`, calling `freed` with the group key and each.
+    pub fn free_before(&mut self, first: i64, mut freed: impl FnMut(&[u8], &Slice)) {
+        while self.slices.front().is_some_and(|s| s.idx < first) {
+            let s = self.slices.pop_front().expect("checked");
+            freed(&self.key, &s);
+        }
+    }
+
+    /// Window `e` of this group into `out`, once its slices before the window's first are
+    /// freed (see [`GroupSlices::free_before`]); false when the group has no slice in it.
+    pub fn window(&mut self, g: &Geometry, e: i64, out: &mut Accs) -> bool {
+        let Some(front) = self.slices.front() else { return false };
+        if front.idx >= e {
+            return false;
+        }
+        let block = g.block(e - 1);
+        let block_start = block * g.n;
+        match &mut self.prefix {
+            Some(p) if p.block == block && p.upto <= e => {
+                let from = self.slices.partition_point(|s| s.idx < p.upto);
+                for s in self.slices.range(from..).take_while(|s| s.idx < e) {
+                    p.accs.merge(&s.accs);
+                }
+                p.upto = e;
+            }
+            _ => {
+                let mut accs = empty_like(&front.accs);
+                let from = self.slices.partition_point(|s| s.idx < block_start);
+                for s in self.slices.range(from..).take_while(|s| s.idx < e) {
+                    accs.merge(&s.accs);
+                }
+                self.prefix = Some(Prefix { block, upto: e, accs });
+            }
+        }
+        out.clone_from(&self.prefix.as_ref().expect("set above").accs);
+        if g.kind == WindowKind::Hop && g.first_slice(e) < block_start && self.slices[0].idx < block_start {
+            self.refresh_suffixes(g, block - 1);
+            if let Some(suffix) = &self.slices[0].suffix {
+                out.merge(suffix);
+            }
+        }
+        true
+    }
+
+    /// Makes the suffix merges of `block` (the front slices) current.
+    fn refresh_suffixes(&mut self, g: &Geometry, block: i64) {
+        if self.suffix_block == Some(block) && self.suffix_stale.is_none() {
+            return;
+        }
+        let in_block = self.slices.partition_point(|s| g.block(s.idx) <= block);
+        let top = match self.suffix_stale {
+            Some(stale) if self.suffix_block == Some(block) => self.slices.partition_point(|s| s.idx <= stale),
+            _ => in_block,
+        };
+        self.suffix_block = Some(block);
+        self.suffix_stale = None;
+        for pos in (0..top).rev() {
+            let mut suffix = self.slices[pos].accs.clone();
+            if pos + 1 < in_block {
+                if let Some(next) = &self.slices[pos + 1].suffix {
+                    suffix.merge(next);
+                }
+            }
+            self.slices[pos].suffix = Some(suffix);
+        }
+    }
+}
+
+/// Accumulators of no rows, shaped like `like`.
+pub(super) fn empty_like(like: &Accs) -> Accs {
+    Accs {
+        rows: 0,
+        accs: like
+            .accs
+            .iter()
+            .map(|a| match a {
+                Acc::Count(_) => Acc::Count(0),
+                Acc::SumInt(..) => Acc::SumInt(0, 0),
+                Acc::SumFloat(..) => Acc::SumFloat(0.0, 0),
+                Acc::Min(_) => Acc::Min(None),
+                Acc::Max(_) => Acc::Max(None),
+            })
+            .collect(),
+    }
+}
