@@ -4,7 +4,8 @@
 //! weir [serve] [--pg-listen 127.0.0.1:5488] [--data-dir ./weir-data]
 //! weir bench insert [--rows 1000000] [--groups 1000] [--data-dir DIR]
 //! weir bench window [--kind tumble|hop] [--rows 1000000] [--slide-s 60] [--size-s 3600]
-//! weir bench nexmark (--query qN | --all) [--events N] [--source generator|files:DIR] [--check]
+//! weir bench nexmark (--query qN | --all) [--events N] [--source generator|files:DIR]
+//!                    [--partitions P] [--parallelism 1] [--event-rate R] [--check]
 //! weir bench kafka --brokers HOST:PORT [--records 1000000] [--partitions 4]
 //! weir bench nexmark-gen --events 100000 --out DIR [--seed N] [--event-rate 100000]
 //! ```
@@ -111,6 +112,10 @@ enum Bench {
         /// Source partitions of the generator.
         #[arg(long, default_value_t = 1)]
         partitions: usize,
+        /// Cores per job. This version runs each job on one core; only 1 is accepted (use
+        /// --partitions to split the source).
+        #[arg(long, default_value_t = 1)]
+        parallelism: usize,
         /// Events per second of event time (default 100000; --check uses 1000).
         #[arg(long)]
         event_rate: Option<f64>,
@@ -202,7 +207,10 @@ fn main() -> ExitCode {
                 );
                 Ok(())
             }
-            Some(Command::Bench(Bench::Nexmark { query, all, events, source, partitions, event_rate, check, data_dir })) => {
+            Some(Command::Bench(Bench::Nexmark { parallelism, .. })) if parallelism != 1 => Err(format!(
+                "--parallelism {parallelism}: this version runs each job on one core; only --parallelism 1 is supported (--partitions splits the source)"
+            )),
+            Some(Command::Bench(Bench::Nexmark { query, all, events, source, partitions, event_rate, check, data_dir, .. })) => {
                 bench_nexmark(query, all, events, &source, partitions, event_rate, check, data_dir).await
             }
             Some(Command::Bench(Bench::Kafka { brokers, records, partitions, data_dir })) => {

@@ -48,6 +48,11 @@ pub struct SessionAssign {
     rows: StateTable,
     /// Watermark and late-row count.
     progress: Progress,
+    /// The earliest row time of each partition that has rows (a lower bound: a retraction may
+    /// have removed it), and the same ordered by time, so a watermark visits only the
+    /// partitions that may have a session to close rather than all of the state.
+    min_time: HashMap<Vec<u8>, i64>,
+    by_time: BTreeSet<(i64, Vec<u8>)>,
 }
 
 /// One stored row: its time and encoded contents, with its count.
@@ -72,7 +77,7 @@ impl SessionAssign {
         } else {
             Some(RowCodec::try_new(spec.partition_by.iter().map(|i| types[*i].clone()).collect())?)
         };
-        Ok(Self {
+        let mut op = Self {
             row_codec: RowCodec::try_new(types)?,
             key_codec,
             rows: StateTable::cached(state_table(ROWS), store)?,
@@ -80,7 +85,38 @@ impl SessionAssign {
             spec,
             schema,
             input_schema,
-        })
+            min_time: HashMap::new(),
+            by_time: BTreeSet::new(),
+        };
+        // Rebuild the partition index from the stored rows.
+        let mut entries = Vec::new();
+        for (k, _) in op.rows.prefix_iter(&[]) {
+            let len = match &op.key_codec {
+                Some(codec) => codec.decoder(1).append(k)?,
+                None => 0,
+            };
+            entries.push((k[..len].to_vec(), decode_i64(k[len..len + 8].try_into().expect("8 bytes"))));
+        }
+        for (key, time) in entries {
+            op.note_row(&key, time);
+        }
+        Ok(op)
+    }
+
+    /// Records that partition `key` has a row at `time`.
+    fn note_row(&mut self, key: &[u8], time: i64) {
+        match self.min_time.get_mut(key) {
+            Some(t) if *t <= time => {}
+            Some(t) => {
+                self.by_time.remove(&(*t, key.to_vec()));
+                *t = time;
+                self.by_time.insert((time, key.to_vec()));
+            }
+            None => {
+                self.min_time.insert(key.to_vec(), time);
+                self.by_time.insert((time, key.to_vec()));
+            }
+        }
     }
 
     /// The rows of partition `key`, in time order, each with its session.
@@ -190,6 +226,7 @@ impl Operator for SessionAssign {
                 self.rows.delete(entry);
             } else {
                 self.rows.put(entry, count.to_le_bytes().to_vec());
+                self.note_row(&keys[row], t);
             }
         }
         self.progress.add_late(late);
@@ -241,28 +278,33 @@ impl Operator for SessionAssign {
         if !self.progress.advance(watermark_ms) {
             return Ok((None, Some(watermark_ms)));
         }
-        // Close sessions whose window_time (end - 1) the watermark reached.
-        let mut partitions: BTreeSet<Vec<u8>> = BTreeSet::new();
-        match &self.key_codec {
-            None => {
-                partitions.insert(Vec::new());
+        // Close sessions whose window_time (end - 1) the watermark reached. A session ends
+        // `gap` after its last row, so only partitions whose earliest row is at least `gap`
+        // behind the watermark can have one.
+        let threshold = watermark_ms - self.spec.allowed_lateness_ms;
+        let gap = self.spec.size_ms;
+        let mut partitions = Vec::new();
+        while let Some((t, _)) = self.by_time.first() {
+            if *t + gap - 1 > threshold {
+                break;
             }
-            Some(codec) => {
-                // Partition keys are self-delimiting: decode each entry's key to find its length.
-                for (k, _) in self.rows.prefix_iter(&[]) {
-                    let mut decoder = codec.decoder(1);
-                    let len = decoder.append(k)?;
-                    partitions.insert(k[..len].to_vec());
-                }
-            }
+            let (_, key) = self.by_time.pop_first().expect("checked above");
+            self.min_time.remove(&key);
+            partitions.push(key);
         }
         let mut closed = Vec::new();
         for key in partitions {
             let (members, sessions) = self.members(&key);
+            let mut earliest_open = None;
             for (m, s) in members.iter().zip(sessions) {
-                if s.1 - 1 <= watermark_ms - self.spec.allowed_lateness_ms {
+                if s.1 - 1 <= threshold {
                     closed.push(Self::entry_key(&key, m.time, &m.row));
+                } else if earliest_open.is_none() {
+                    earliest_open = Some(m.time);
                 }
+            }
+            if let Some(t) = earliest_open {
+                self.note_row(&key, t);
             }
         }
         for k in closed {
