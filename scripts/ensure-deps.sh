@@ -6,7 +6,9 @@
 set -euo pipefail
 
 missing=()
-if ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 && ! ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1; then
+# libclang.so or libclang-NN.so, not libclang-cpp (which lld and other LLVM tools pull in).
+if ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* \
+        /usr/lib/x86_64-linux-gnu/libclang.so* /usr/lib/x86_64-linux-gnu/libclang-[0-9]*.so* >/dev/null 2>&1; then
   missing+=(libclang-dev)
 fi
 if [[ "${1:-}" == "--test" ]] && ! command -v psql >/dev/null 2>&1; then
