@@ -147,7 +147,7 @@ async fn kafka_in_window_view_upsert_out_through_a_crash() {
     // First 60%, killed once part of it is committed.
     produce(b, 0..ORDERS * 6 / 10);
     wait_for_offsets(&client, ORDERS / 4).await;
-    let (server, client) = if std::env::var("WEIR_TEST_NO_CRASH").is_ok() {
+    let (_server, client) = if std::env::var("WEIR_TEST_NO_CRASH").is_ok() {
         (server, client)
     } else {
         server.kill9();

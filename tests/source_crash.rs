@@ -78,3 +78,68 @@ async fn kill_9_mid_source_writes_every_row_once() {
     assert_eq!(got.len(), BIDS as usize, "bids in the sink file");
     assert!(got == want, "the sink file differs from the generator's bids");
 }
+
+/// The rows of `SHOW JOBS` for job `name`: (status, error).
+async fn job_status(client: &tokio_postgres::Client, name: &str) -> (String, Option<String>) {
+    let rows = client.simple_query("SHOW JOBS").await.expect("show jobs");
+    rows.iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) if r.get("job_name") == Some(name) => {
+                Some((r.get("status").unwrap_or_default().to_string(), r.get("error").map(str::to_string)))
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no job {name} in SHOW JOBS"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decode_on_error_fail_stops_the_job_and_it_stays_failed_after_a_restart() {
+    let dir = common::scratch_dir("decode-fail");
+    let data = dir.join("data");
+    let input = dir.join("orders.json");
+    let lines = ["{\"id\": 1, \"amount\": 10}", "{\"id\": 2, \"amount\": 20}", "{\"id\": 3, \"amount\": ", "{\"id\": 4, \"amount\": 40}"];
+    std::fs::write(&input, lines.join("\n") + "\n").expect("input file");
+    // The third line starts after the first two and their newlines.
+    let bad_offset = lines[0].len() + 1 + lines[1].len() + 1;
+    let mut server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE df_strict (id BIGINT, amount BIGINT)
+                 WITH ('connector' = 'filesystem', 'path' = '{0}', 'format' = 'json', 'decode.on-error' = 'fail');
+             CREATE TABLE df_lenient (id BIGINT, amount BIGINT)
+                 WITH ('connector' = 'filesystem', 'path' = '{0}', 'format' = 'json');
+             CREATE MATERIALIZED VIEW df_strict_total AS SELECT COUNT(*) AS n, SUM(amount) AS total FROM df_strict;
+             CREATE MATERIALIZED VIEW df_lenient_total AS SELECT COUNT(*) AS n, SUM(amount) AS total FROM df_lenient;
+             FLUSH;",
+            input.display()
+        ))
+        .await
+        .expect("pipeline");
+    let totals = |rows: Vec<tokio_postgres::Row>| (rows[0].get::<_, i64>(0), rows[0].get::<_, Option<i64>>(1));
+    // The lenient table drops the bad line into its dead letters and goes on: 1 + 2 + 4.
+    assert_eq!(totals(client.query("SELECT n, CAST(total AS BIGINT) FROM df_lenient_total", &[]).await.expect("read")), (3, Some(70)));
+    assert_eq!(job_status(&client, "df_lenient_total").await, ("RUNNING".to_string(), None));
+    // The strict one stops before the batch that holds it: nothing of the file is in the view.
+    assert_eq!(totals(client.query("SELECT n, CAST(total AS BIGINT) FROM df_strict_total", &[]).await.expect("read")), (0, None));
+    let (status, error) = job_status(&client, "df_strict_total").await;
+    assert_eq!(status, "FAILED");
+    let error = error.expect("the error is shown");
+    assert!(
+        error.contains(&format!("offset {bad_offset} does not decode")) && error.contains("df_strict"),
+        "error names the table and the record's offset {bad_offset}: {error}"
+    );
+
+    // It stays failed across a restart, reading nothing.
+    server.kill9();
+    let server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    client.batch_execute("FLUSH").await.expect("flush");
+    assert_eq!(job_status(&client, "df_strict_total").await.0, "FAILED");
+    assert_eq!(totals(client.query("SELECT n, CAST(total AS BIGINT) FROM df_strict_total", &[]).await.expect("read")), (0, None));
+    assert_eq!(totals(client.query("SELECT n, CAST(total AS BIGINT) FROM df_lenient_total", &[]).await.expect("read")), (3, Some(70)));
+    // Dropping the view removes the failed job.
+    client.batch_execute("DROP MATERIALIZED VIEW df_strict_total").await.expect("drop");
+    let rows = client.simple_query("SHOW JOBS").await.expect("show jobs");
+    assert!(!rows.iter().any(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(r) if r.get("job_name") == Some("df_strict_total"))));
+}

@@ -177,12 +177,20 @@ pub struct JoinSpec {
     /// matches.
     pub null_equals_null: bool,
     pub time: Option<TimeBound>,
+    /// The time-to-live of a regular join's rows of each input (left, right), ms
+    /// ([`crate::plan::ttl`]).
+    pub state_ttl_ms: [Option<i64>; 2],
+    /// A processing-time lookup join (`FOR SYSTEM_TIME AS OF` a `PROCTIME()` column): each left
+    /// row joins the right input's rows as they are when it arrives; changes of the right input
+    /// emit nothing.
+    pub lookup: bool,
 }
 
 impl JoinSpec {
     /// The node's name in EXPLAIN.
     pub fn name(&self) -> &'static str {
         match self.time {
+            None if self.lookup => "StreamLookupJoin",
             None => "StreamJoin",
             Some(TimeBound::Interval { .. }) => "StreamIntervalJoin",
             Some(TimeBound::Window { .. }) => "StreamWindowJoin",
@@ -266,6 +274,8 @@ pub fn plan_join(j: &Join, catalog: &dyn SourceCatalog) -> Result<StreamPlan> {
         filter: j.filter.clone(),
         null_equals_null: j.null_equality == NullEquality::NullEqualsNull,
         time,
+        state_ttl_ms: [None, None],
+        lookup: false,
     };
     Ok(StreamPlan {
         schema: std::sync::Arc::clone(&j.schema),
@@ -278,9 +288,10 @@ pub fn plan_join(j: &Join, catalog: &dyn SourceCatalog) -> Result<StreamPlan> {
 /// Plans the temporal join `j`, whose right input is `versioned`.
 ///
 /// # Errors
-/// `Unsupported` for RIGHT and FULL joins and for an AS OF column that is not the probe side's
-/// event-time attribute (a processing-time lookup join); `Plan` when the versioned table has
-/// no WATERMARK or PRIMARY KEY, or the join does not equate its primary key.
+/// `Unsupported` for RIGHT and FULL joins; `Plan` for an AS OF column that is neither the probe
+/// side's event-time attribute nor a processing-time attribute (a lookup join,
+/// [`plan_lookup`]), when the versioned table has no WATERMARK or PRIMARY KEY, or when the join
+/// does not equate its primary key.
 fn plan_temporal(j: &Join, versioned: &VersionedTable, catalog: &dyn SourceCatalog) -> Result<StreamPlan> {
     let table = &versioned.table;
     let join_type = match j.join_type {
@@ -294,6 +305,9 @@ fn plan_temporal(j: &Join, versioned: &VersionedTable, catalog: &dyn SourceCatal
     };
     let as_of = Column::from_qualified_name(&versioned.as_of);
     let left_width = j.left.schema().fields().len();
+    if versioned.processing_time.load(std::sync::atomic::Ordering::Relaxed) {
+        return plan_lookup(j, join_type, catalog);
+    }
     let left = plan_stream(&with_column(&j.left, &as_of)?, catalog)?;
     let probe_time = left.schema.maybe_index_of_column(&as_of).ok_or_else(|| {
         WeirError::new(ErrorKind::UnknownColumn(format!(
@@ -303,9 +317,9 @@ fn plan_temporal(j: &Join, versioned: &VersionedTable, catalog: &dyn SourceCatal
         )))
     })?;
     if !time_columns(&left, catalog)?.event_time.contains(&probe_time) {
-        return Err(WeirError::unsupported(format!(
-            "FOR SYSTEM_TIME AS OF {}: the column is not an event-time attribute (WATERMARK FOR) of the probe side; \
-             a processing-time lookup join is not built yet",
+        return Err(WeirError::plan(format!(
+            "FOR SYSTEM_TIME AS OF {}: the column is neither an event-time attribute (WATERMARK FOR) of the probe side, \
+             for a temporal join, nor a processing-time attribute (PROCTIME()), for a lookup join",
             versioned.as_of
         )));
     }
@@ -355,10 +369,40 @@ fn plan_temporal(j: &Join, versioned: &VersionedTable, catalog: &dyn SourceCatal
         filter: j.filter.clone(),
         null_equals_null: j.null_equality == NullEquality::NullEqualsNull,
         time: Some(TimeBound::Temporal { probe_time, version_time, left_width, right_width }),
+        state_ttl_ms: [None, None],
+        lookup: false,
     };
     Ok(StreamPlan {
         schema: std::sync::Arc::clone(&j.schema),
         changelog: ChangelogMode::AppendOnly,
+        stream_key: None,
+        node: StreamNode::Join { left: Box::new(left), right: Box::new(right), join: spec },
+    })
+}
+
+/// Plans the processing-time lookup join `j` (`FOR SYSTEM_TIME AS OF` a `PROCTIME()` column of
+/// the left input; Flink's lookup join): a left row joins the right input's rows with its key
+/// as they are when it arrives, once; later changes of the right input do not change results
+/// already emitted. The right input is any table or materialized view, its current rows kept
+/// in the operator's state; no primary key or watermark is needed. A retraction of a left row
+/// retracts its join with the right rows as they are then (Flink), so an updating left input
+/// over a changing right input may leave rows the retraction does not match.
+fn plan_lookup(j: &Join, join_type: StreamJoinType, catalog: &dyn SourceCatalog) -> Result<StreamPlan> {
+    let left = plan_stream(&j.left, catalog)?;
+    let right = plan_stream(&j.right, catalog)?;
+    let changelog = if left.changelog == ChangelogMode::AppendOnly { ChangelogMode::AppendOnly } else { ChangelogMode::Retract };
+    let spec = JoinSpec {
+        join_type,
+        on: j.on.clone(),
+        filter: j.filter.clone(),
+        null_equals_null: j.null_equality == NullEquality::NullEqualsNull,
+        time: None,
+        state_ttl_ms: [None, None],
+        lookup: true,
+    };
+    Ok(StreamPlan {
+        schema: std::sync::Arc::clone(&j.schema),
+        changelog,
         stream_key: None,
         node: StreamNode::Join { left: Box::new(left), right: Box::new(right), join: spec },
     })

@@ -5,6 +5,7 @@ pub mod rank;
 pub mod slicing;
 pub mod stream_plan;
 pub mod temporal;
+pub mod ttl;
 pub mod window;
 
 pub use planner::{plan_stream, updating_operator, SourceCatalog, SourceInfo};

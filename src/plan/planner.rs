@@ -181,6 +181,7 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
                     aggr_exprs: agg.aggr_expr.clone(),
                     window_end,
                     emit_on_window_close: false,
+                    state_ttl_ms: None,
                 },
             })
         }
@@ -199,6 +200,7 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
                     aggr_exprs: vec![],
                     window_end: None,
                     emit_on_window_close: false,
+                    state_ttl_ms: None,
                 },
             })
         }

@@ -106,6 +106,9 @@ pub struct RankSpec {
     /// Append-only input kept first by arrival: state is a row count per partition and the
     /// output is append-only.
     pub keep_first: bool,
+    /// The time-to-live of the state of a rank over unwindowed input, ms
+    /// ([`crate::plan::ttl`]).
+    pub state_ttl_ms: Option<i64>,
 }
 
 impl RankSpec {
@@ -379,6 +382,7 @@ fn rank_node(
         output_rank,
         pair_by_rank,
         keep_first,
+        state_ttl_ms: None,
     };
     Ok(StreamPlan { schema, changelog, stream_key, node: StreamNode::Rank { input: Box::new(input), spec } })
 }
@@ -440,7 +444,7 @@ fn arrival_columns(plan: &LogicalPlan) -> Vec<usize> {
 
 /// Whether output column `index` of `plan` is `PROCTIME()`, passed up through projections,
 /// filters, aliases and views.
-fn defines_proctime(plan: &LogicalPlan, index: usize) -> bool {
+pub(crate) fn defines_proctime(plan: &LogicalPlan, index: usize) -> bool {
     match plan {
         LogicalPlan::Projection(p) => match p.expr.get(index).map(unalias) {
             Some(Expr::ScalarFunction(f)) => f.name() == "proctime",

@@ -75,7 +75,7 @@ impl SlicedAggSpec {
 /// Rewrites `plan`, a GroupAggregate that emits on window close, into a sliced window
 /// aggregate when the rule applies (module docs); returns whether it did.
 pub fn slice(plan: &mut StreamPlan) -> bool {
-    let StreamNode::GroupAggregate { input, group_exprs, aggr_exprs, window_end: Some(window_end), emit_on_window_close: true } =
+    let StreamNode::GroupAggregate { input, group_exprs, aggr_exprs, window_end: Some(window_end), emit_on_window_close: true, .. } =
         &plan.node
     else {
         return false;
@@ -125,6 +125,7 @@ pub fn unslice(plan: &mut StreamPlan) {
         aggr_exprs: spec.aggr_exprs,
         window_end: Some(spec.window_end),
         emit_on_window_close: true,
+        state_ttl_ms: None,
     };
 }
 

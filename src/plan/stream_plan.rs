@@ -60,6 +60,8 @@ pub enum StreamNode {
         aggr_exprs: Vec<Expr>,
         window_end: Option<usize>,
         emit_on_window_close: bool,
+        /// The time-to-live of an unwindowed aggregation's groups, ms ([`crate::plan::ttl`]).
+        state_ttl_ms: Option<i64>,
     },
     /// A window aggregation with EMIT ON WINDOW CLOSE over HOP or CUMULATE slices
     /// ([`crate::plan::slicing`]): the output of the GroupAggregate it replaces.
@@ -224,7 +226,12 @@ impl StreamPlan {
                 out.push(relation.clone());
             }
         }
-        for input in self.inputs() {
+        let mut inputs = self.inputs();
+        if matches!(&self.node, StreamNode::Join { join, .. } if join.lookup) {
+            // A lookup join's dimension first: a backfill then finds it loaded.
+            inputs.reverse();
+        }
+        for input in inputs {
             input.collect_sources(out);
         }
     }
@@ -260,7 +267,17 @@ impl StreamPlan {
             Some(k) => format!("{k:?}"),
             None => "none".into(),
         };
-        format!("{}: {detail} changelog={} stream_key={key}", self.name(), self.changelog)
+        let ms = |t: &Option<i64>| t.map_or("none".to_string(), |t| format!("{t}ms"));
+        let ttl = match &self.node {
+            StreamNode::GroupAggregate { state_ttl_ms: t @ Some(_), .. } | StreamNode::Rank { spec: crate::plan::rank::RankSpec { state_ttl_ms: t @ Some(_), .. }, .. } => {
+                format!(", state_ttl={}", ms(t))
+            }
+            StreamNode::Join { join, .. } if join.state_ttl_ms.iter().any(Option::is_some) => {
+                format!(", state_ttl=[left={}, right={}]", ms(&join.state_ttl_ms[0]), ms(&join.state_ttl_ms[1]))
+            }
+            _ => String::new(),
+        };
+        format!("{}: {detail}{ttl} changelog={} stream_key={key}", self.name(), self.changelog)
     }
 
     /// The indented EXPLAIN text of the whole tree, one node per line.

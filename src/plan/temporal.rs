@@ -28,6 +28,9 @@ pub struct VersionedTable {
     pub as_of: String,
     /// The table's provider.
     pub input: Arc<dyn TableProvider>,
+    /// Whether `as_of` is a processing-time attribute (`PROCTIME()`): a lookup join. Set by
+    /// [`mark_lookup_joins`] on the plan before optimization, which may prune the column.
+    pub processing_time: std::sync::atomic::AtomicBool,
 }
 
 impl VersionedTable {
@@ -65,6 +68,29 @@ impl TableProvider for VersionedTable {
 /// `provider` as a versioned table, if it is one.
 pub fn as_versioned(provider: &dyn TableProvider) -> Option<&VersionedTable> {
     (provider as &dyn std::any::Any).downcast_ref::<VersionedTable>()
+}
+
+/// Marks the versioned tables of `plan` (not yet optimized) whose AS OF column is a
+/// processing-time attribute of the other join input ([`VersionedTable::processing_time`]):
+/// the optimizer prunes a `PROCTIME()` column the query does not otherwise use, after which
+/// the stream planner could no longer tell a lookup join from a temporal one.
+pub fn mark_lookup_joins(plan: &LogicalPlan) {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    let _ = plan.apply(|node| {
+        if let LogicalPlan::Join(j) = node {
+            if let Some(provider) = versioned_input(&j.right) {
+                if let Some(v) = as_versioned(provider.as_ref()) {
+                    let as_of = datafusion::common::Column::from_qualified_name(&v.as_of);
+                    if let Some(i) = j.left.schema().maybe_index_of_column(&as_of) {
+                        if crate::plan::rank::defines_proctime(&j.left, i) {
+                            v.processing_time.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
 }
 
 /// The versioned table a join input reads directly (under aliases, projections and filters).

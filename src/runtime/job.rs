@@ -150,11 +150,12 @@ impl Job {
                         filter: join.filter.as_ref().map(|f| physical_expr(f, &plan.schema)).transpose()?,
                         null_equals_null: join.null_equals_null,
                         time: join.time,
+                        lookup: join.lookup,
                         left_schema: Arc::new(left.schema.as_arrow().clone()),
                         right_schema: Arc::new(right.schema.as_arrow().clone()),
                         schema,
                     };
-                    Box::new(Join::try_new(opts, &mut prefixed, store)?)
+                    Box::new(Join::try_new(opts, &mut prefixed, store)?.with_state_ttl(join.state_ttl_ms))
                 }
             }
             StreamNode::Rank { input, spec } => {
@@ -175,7 +176,7 @@ impl Job {
                 let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
                 Box::new(Rank::try_new(opts, &mut prefixed, store)?)
             }
-            StreamNode::GroupAggregate { input, group_exprs, aggr_exprs, window_end, emit_on_window_close } => {
+            StreamNode::GroupAggregate { input, group_exprs, aggr_exprs, window_end, emit_on_window_close, state_ttl_ms } => {
                 let group = physical_exprs(group_exprs, &input.schema)?;
                 let aggs = aggr_exprs
                     .iter()
@@ -187,7 +188,7 @@ impl Job {
                     .collect::<Result<Vec<_>>>()?;
                 let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
                 let window = window_end.map(|k| (k, *emit_on_window_close, input.window_lateness()));
-                Box::new(GroupAggregate::try_new(group, aggs, schema, window, &mut prefixed, store)?)
+                Box::new(GroupAggregate::try_new(group, aggs, schema, window, &mut prefixed, store)?.with_state_ttl(*state_ttl_ms))
             }
             StreamNode::SlicedWindowAggregate { input, spec } => {
                 let aggs = spec
@@ -345,6 +346,15 @@ impl Job {
     /// The relations the job reads.
     pub fn reads(&self) -> Vec<&str> {
         self.sources.iter().map(|(r, _, _)| r.as_str()).collect()
+    }
+
+    /// Every operator's state tables: (node index, operator, table name, table).
+    pub fn state_tables(&self) -> Vec<(usize, &'static str, String, &crate::state::StateTable)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, n)| n.op.state().into_iter().map(move |(name, t)| (i, n.op.name(), name, t)))
+            .collect()
     }
 
     /// Hands every operator's epoch writes to `writes`.

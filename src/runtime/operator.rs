@@ -5,7 +5,7 @@
 
 use crate::error::Result;
 use crate::runtime::changelog::StreamChunk;
-use crate::state::{EpochWrites, Store};
+use crate::state::{EpochWrites, StateTable, Store};
 
 thread_local! {
     static CURRENT_WATERMARK: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
@@ -38,6 +38,12 @@ pub trait Operator: Send + Sync {
     /// The stable names of this operator's state tables (renaming one is a migration).
     fn state_tables(&self) -> &'static [&'static str] {
         &[]
+    }
+
+    /// This operator's state tables with their stable names (`values/0`, ...), for
+    /// `weir_state_tables`.
+    fn state(&self) -> Vec<(String, &StateTable)> {
+        Vec::new()
     }
 
     /// Called once when the job is created (not when it restarts): what the operator emits

@@ -93,8 +93,9 @@ pub trait SourceReader: Send + Sync {
     }
 }
 
-/// A record that did not decode: it never stops the job; it is counted in `weir_sources`,
-/// logged, and written to the table's `'dead-letter.table'` when it has one.
+/// A record that did not decode: by default it never stops the job; it is counted in
+/// `weir_sources`, logged, and written to the table's `'dead-letter.table'` when it has one.
+/// With `'decode.on-error' = 'fail'` ([`ON_DECODE_ERROR`]) it stops the job instead.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeadLetter {
     /// The partition index in the task.
@@ -209,6 +210,31 @@ pub struct SourceTask {
     /// `'scan.watermark.idle-timeout'`: a partition without rows for this long no longer holds
     /// the watermark back (Flink).
     idle_timeout: Option<std::time::Duration>,
+    /// `'decode.on-error' = 'fail'`.
+    fail_on_decode_error: bool,
+    /// Why the task stopped (a record that did not decode, in fail mode); it reads no more.
+    pub failure: Option<String>,
+}
+
+/// The table option choosing what a record that does not decode does: `'dead-letter'` (the
+/// default: counted, logged, written to the dead-letter table, and the job goes on) or
+/// `'fail'` (the job stops before it, FAILED in `SHOW JOBS` with the error; its position stays
+/// before the batch holding the record, and the job reads nothing more until it is recreated).
+pub const ON_DECODE_ERROR: &str = "decode.on-error";
+
+/// Whether the records of table `table`, with options `options`, that do not decode stop the
+/// job ([`ON_DECODE_ERROR`]).
+///
+/// # Errors
+/// `InvalidOption` for a value other than `dead-letter` and `fail`.
+pub fn fails_on_decode_error(table: &str, options: &std::collections::BTreeMap<String, String>) -> Result<bool> {
+    match options.get(ON_DECODE_ERROR).map(|v| v.to_lowercase()).as_deref() {
+        None | Some("dead-letter") => Ok(false),
+        Some("fail") => Ok(true),
+        Some(other) => Err(crate::error::WeirError::option(format!(
+            "table {table}: '{ON_DECODE_ERROR}' = '{other}'; valid values: 'dead-letter', 'fail'"
+        ))),
+    }
 }
 
 /// The table option naming a connector table's dead-letter table.
@@ -274,6 +300,8 @@ impl SourceTask {
             partition_seen: vec![None; partitions],
             started: std::time::Instant::now(),
             idle_timeout,
+            fail_on_decode_error: fails_on_decode_error(&rel.name, &rel.options)?,
+            failure: None,
         })
     }
 
@@ -283,8 +311,21 @@ impl SourceTask {
     /// # Errors
     /// The reader's errors; `Execution` when a computed column or the watermark fails on a row.
     pub fn next(&mut self, max_rows: usize) -> Result<Option<(Option<crate::runtime::StreamChunk>, Option<i64>)>> {
+        if self.failure.is_some() {
+            return Ok(None);
+        }
         let polled = self.reader.poll(max_rows)?;
         let dead = self.reader.take_dead_letters();
+        if let (true, Some(d)) = (self.fail_on_decode_error, dead.first()) {
+            // The batch is not pushed and the position stays before it.
+            let error = format!(
+                "table {}: the record at {} partition {} offset {} does not decode ('{ON_DECODE_ERROR}' = 'fail'): {}",
+                self.table, d.source, d.partition, d.offset, d.error
+            );
+            tracing::error!(job = %self.job, "{error}");
+            self.failure = Some(error);
+            return Ok(None);
+        }
         if !dead.is_empty() {
             for d in &dead {
                 tracing::warn!(table = %self.table, source = %d.source, offset = d.offset, "record does not decode: {}", d.error);

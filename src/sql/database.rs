@@ -178,9 +178,8 @@ impl Database {
             }
             WeirStatement::CreateMaterializedView { name, if_not_exists, query, emit_on_window_close } => {
                 let mut engine = self.engine.write().await;
-                let lateness = session.settings.get(crate::sql::settings::ALLOW_LATENESS).map(String::as_str);
                 engine
-                    .create_materialized_view(&name, &query, if_not_exists, emit_on_window_close, lateness, sql)
+                    .create_materialized_view(&name, &query, if_not_exists, emit_on_window_close, &session.settings, sql)
                     .await?;
                 Ok(command("CREATE MATERIALIZED VIEW"))
             }
@@ -223,7 +222,7 @@ impl Database {
                     .iter()
                     .map(|(name, job)| (name.clone(), job.late_rows().iter().map(|(_, _, n)| n).sum()))
                     .collect();
-                show::show_list(&engine.catalog, list, &late)
+                show::show_list(&engine.catalog, list, &late, &engine.failed)
             }
             WeirStatement::ShowCreate(name) => show::show_create(&self.engine.read().await.catalog, &name),
             WeirStatement::Describe(name) => show::describe(&self.engine.read().await.catalog, &name),
@@ -270,12 +269,14 @@ impl Database {
                 self.engine.write().await.stop_job(&id)?;
                 Ok(command("STOP JOB"))
             }
-            WeirStatement::Explain(inner) => self.explain(*inner).await,
-            WeirStatement::Sql(stmt) => self.execute_sql(*stmt, sql).await,
+            WeirStatement::Explain(inner) => self.explain(*inner, &session.settings).await,
+            WeirStatement::Sql(stmt) => self.execute_sql(*stmt, sql, &session.settings).await,
         }
     }
 
-    async fn explain(&self, stmt: WeirStatement) -> Result<StatementResult> {
+    /// The stream plan of a query, with the session's allowed lateness and state TTL applied
+    /// as a view created now would have them.
+    async fn explain(&self, stmt: WeirStatement, settings: &BTreeMap<String, String>) -> Result<StatementResult> {
         let engine = self.engine.read().await;
         let mut eowc = false;
         let query = match &stmt {
@@ -293,11 +294,16 @@ impl Database {
             },
             _ => return Err(WeirError::unsupported("EXPLAIN of this statement")),
         };
-        let plan = engine.plan_stream_query(&query, eowc).await?;
+        let mut plan = engine.plan_stream_query(&query, eowc).await?;
+        let options = crate::sql::settings::job_options(settings)?;
+        if let Some(v) = options.get(crate::sql::settings::ALLOW_LATENESS) {
+            plan.set_allowed_lateness(crate::sql::settings::parse_duration_ms(crate::sql::settings::ALLOW_LATENESS, v)?);
+        }
+        plan.set_state_ttl(&crate::sql::settings::state_ttl_of(&options, &query)?)?;
         text_rows(&["QUERY PLAN"], plan.explain().into_iter().map(|l| vec![Some(l)]).collect())
     }
 
-    async fn execute_sql(&self, stmt: Statement, sql: &str) -> Result<StatementResult> {
+    async fn execute_sql(&self, stmt: Statement, sql: &str, settings: &BTreeMap<String, String>) -> Result<StatementResult> {
         match &stmt {
             Statement::Query(_) => {
                 let engine = self.engine.read().await;
@@ -313,7 +319,7 @@ impl Database {
                 Ok(StatementResult::Rows { schema, batches })
             }
             Statement::Insert(insert) => {
-                let n = self.engine.write().await.insert(&stmt, insert).await?;
+                let n = self.engine.write().await.insert(&stmt, insert, settings).await?;
                 Ok(StatementResult::Command { tag: "INSERT".into(), rows: Some(n) })
             }
             Statement::Update(update) => {
@@ -328,7 +334,7 @@ impl Database {
                 let name = object_name(&v.name);
                 let mut engine = self.engine.write().await;
                 if v.materialized {
-                    engine.create_materialized_view(&name, &v.query, v.if_not_exists, false, None, sql).await?;
+                    engine.create_materialized_view(&name, &v.query, v.if_not_exists, false, settings, sql).await?;
                     return Ok(command("CREATE MATERIALIZED VIEW"));
                 }
                 if !v.columns.is_empty() {

@@ -129,6 +129,7 @@ impl Engine {
         if let Some(side) = t.options.get(crate::source::DEAD_LETTER_TABLE) {
             self.create_dead_letter_table(&mut catalog, &t.name, side)?;
         }
+        crate::source::fails_on_decode_error(&t.name, &t.options)?;
         let state_table = plain.then(|| catalog.allocate_state_table());
         let rel = Relation {
                 name: t.name.clone(),
@@ -300,7 +301,7 @@ impl Engine {
         query: &Query,
         if_not_exists: bool,
         emit_on_window_close: bool,
-        allow_lateness: Option<&str>,
+        settings: &BTreeMap<String, String>,
         definition: &str,
     ) -> Result<()> {
         if self.catalog.get(name).is_some() {
@@ -312,14 +313,11 @@ impl Engine {
         let query_text = query.to_string();
         let depends_on = self.named_relations(query);
         let mut plan = self.plan_stream_query(&query_text, emit_on_window_close).await?;
-        let mut options = BTreeMap::new();
-        if let Some(v) = allow_lateness {
-            let ms = crate::sql::settings::parse_duration_ms(crate::sql::settings::ALLOW_LATENESS, v)?;
-            if ms > 0 {
-                plan.set_allowed_lateness(ms);
-                options.insert(crate::sql::settings::ALLOW_LATENESS.to_string(), v.to_string());
-            }
+        let options = crate::sql::settings::job_options(settings)?;
+        if let Some(v) = options.get(crate::sql::settings::ALLOW_LATENESS) {
+            plan.set_allowed_lateness(crate::sql::settings::parse_duration_ms(crate::sql::settings::ALLOW_LATENESS, v)?);
         }
+        plan.set_state_ttl(&crate::sql::settings::state_ttl_of(&options, &query_text)?)?;
         let columns = output_columns_of_schema(plan.schema.as_arrow(), name)?;
         let mut catalog = (*self.catalog).clone();
         let state_table = catalog.allocate_state_table();

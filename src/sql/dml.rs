@@ -23,14 +23,19 @@ use crate::state::EpochWrites;
 
 impl Engine {
     /// `INSERT INTO table ...`; returns the number of rows written.
-    pub async fn insert(&mut self, stmt: &Statement, insert: &Insert) -> Result<usize> {
+    pub async fn insert(
+        &mut self,
+        stmt: &Statement,
+        insert: &Insert,
+        settings: &std::collections::BTreeMap<String, String>,
+    ) -> Result<usize> {
         let TableObject::TableName(name) = &insert.table else {
             return Err(WeirError::unsupported("INSERT INTO a table function"));
         };
         let table = object_name(name);
         let rel = self.catalog.get(&table).ok_or_else(|| WeirError::unknown_table(&table))?.clone();
         if connector_of(&rel) != "table" {
-            return self.insert_into_connector(&rel, insert).await;
+            return self.insert_into_connector(&rel, insert, settings).await;
         }
         let (store, id) = self.table_store(&table)?;
         let ctx = session_context(self.snapshot(None));
@@ -183,12 +188,18 @@ impl Engine {
     }
 
     /// INSERT INTO a connector table: checks the query's changelog against the sink.
-    async fn insert_into_connector(&mut self, rel: &weir_catalog::Relation, insert: &Insert) -> Result<usize> {
+    async fn insert_into_connector(
+        &mut self,
+        rel: &weir_catalog::Relation,
+        insert: &Insert,
+        settings: &std::collections::BTreeMap<String, String>,
+    ) -> Result<usize> {
         let Some(source) = &insert.source else {
             return Err(WeirError::unsupported("INSERT without a query"));
         };
         let ctx = session_context(self.snapshot(None));
         let plan = ctx.state().create_logical_plan(&source.to_string()).await?;
+        crate::plan::temporal::mark_lookup_joins(&plan);
         let plan = ctx.state().optimize(&plan)?;
         let connector = connector_of(rel);
         if weir_connectors::is_append_only_sink(&rel.options) {
@@ -203,7 +214,7 @@ impl Engine {
         let query = source.to_string();
         let depends_on = self.named_relations(source);
         let definition = format!("INSERT INTO {} {query}", rel.name);
-        self.start_sink_job(rel, &query, depends_on, &definition).await?;
+        self.start_sink_job(rel, &query, depends_on, &definition, settings).await?;
         Ok(0)
     }
 }

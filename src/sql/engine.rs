@@ -46,6 +46,9 @@ pub struct Engine {
     pub sources: BTreeMap<(String, String), crate::source::SourceTask>,
     /// Rows received by each blackhole sink job, by job id.
     pub sink_rows: std::sync::Mutex<HashMap<String, Arc<std::sync::atomic::AtomicU64>>>,
+    /// Jobs that stopped on an error (`'decode.on-error' = 'fail'`), with it: they read no more
+    /// input and show FAILED in `SHOW JOBS`; kept in meta `failed/<job>` across restarts.
+    pub failed: BTreeMap<String, String>,
 }
 
 impl Engine {
@@ -68,7 +71,13 @@ impl Engine {
             idle_base: HashMap::new(),
             sources: BTreeMap::new(),
             sink_rows: Default::default(),
+            failed: BTreeMap::new(),
         };
+        for rel in engine.catalog.relations.values().filter(|r| r.job.is_some()) {
+            if let Some(error) = engine.store.get_meta(&failed_key(&rel.name))? {
+                engine.failed.insert(rel.name.clone(), String::from_utf8_lossy(&error).into_owned());
+            }
+        }
         for rel in engine.catalog.relations.values().filter(|r| r.watermark.is_some()) {
             if let Some(b) = engine.store.get_meta(&watermark_key(&rel.name))? {
                 let b: [u8; 8] = b.as_slice().try_into().map_err(|_| WeirError::storage("bad watermark"))?;
@@ -99,6 +108,7 @@ impl Engine {
                 futures::executor::block_on(self.plan_stream_query(&query, rel.emit_on_window_close))?
             };
             plan.set_allowed_lateness(lateness);
+            plan.set_state_ttl(&crate::sql::settings::state_ttl_of(&rel.options, &query)?)?;
             let mut catalog = (*self.catalog).clone();
             let job = self.build_job(&rel, &plan, &mut catalog)?;
             if catalog != *self.catalog {
@@ -109,7 +119,9 @@ impl Engine {
             }
             let reads: Vec<String> = job.reads().iter().map(|r| r.to_string()).collect();
             self.jobs.insert(rel.name.clone(), job);
-            self.open_sources(&rel.name, &reads)?;
+            if !self.failed.contains_key(&rel.name) {
+                self.open_sources(&rel.name, &reads)?;
+            }
         }
         self.refresh_job_order();
         Ok(())
@@ -137,6 +149,21 @@ impl Engine {
             late_rows: operators.iter().map(|o| (o.0.clone(), o.1.clone(), o.2, o.3.clone(), o.5)).collect(),
             operator_watermarks: operators.iter().map(|o| (o.0.clone(), o.1.clone(), o.2, o.3.clone(), o.4)).collect(),
             sources: self.source_rows(),
+            state_tables: self
+                .jobs
+                .iter()
+                .flat_map(|(job, j)| {
+                    j.state_tables().into_iter().map(move |(i, op, name, t)| crate::sql::relations::StateTableRow {
+                        job: job.clone(),
+                        operator_index: i as u64,
+                        operator: op.to_string(),
+                        name,
+                        id: t.id(),
+                        size: t.size(),
+                        ttl_ms: t.ttl_ms(),
+                    })
+                })
+                .collect(),
         });
         Arc::new(Snapshot { catalog: Arc::clone(&self.catalog), store: Arc::clone(&self.store), keyed_table, system })
     }
@@ -146,6 +173,7 @@ impl Engine {
     pub async fn plan_stream_query(&self, query: &str, emit_on_window_close: bool) -> Result<StreamPlan> {
         let ctx = session_context(self.snapshot(None));
         let plan = ctx.state().create_logical_plan(query).await?;
+        crate::plan::temporal::mark_lookup_joins(&plan);
         let plan = ctx.state().optimize(&plan)?;
         let mut stream = crate::plan::plan_stream(&plan, &CatalogSources(&self.catalog))?;
         if emit_on_window_close {
@@ -260,6 +288,7 @@ impl Engine {
     fn readers_of(&self, relation: &str) -> Vec<String> {
         self.job_order
             .iter()
+            .filter(|name| !self.failed.contains_key(*name))
             .filter(|name| self.jobs.get(*name).is_some_and(|j| j.reads().contains(&relation)))
             .cloned()
             .collect()
@@ -359,6 +388,16 @@ impl Engine {
         for (id, next) in &self.row_ids {
             writes.put_meta(&format!("seq/{id}"), &next.to_be_bytes());
         }
+        let catalog_now = catalog.as_ref().unwrap_or(&self.catalog);
+        self.failed.retain(|job, error| {
+            let kept = catalog_now.get(job).is_some();
+            if kept {
+                writes.put_meta(&failed_key(job), error.as_bytes());
+            } else {
+                writes.delete_meta(&failed_key(job));
+            }
+            kept
+        });
         if let Some(c) = &catalog {
             writes.put_meta("catalog", &c.to_bytes());
         }
@@ -373,6 +412,11 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// The meta key of a failed job's error.
+fn failed_key(job: &str) -> String {
+    format!("failed/{job}")
 }
 
 /// The catalog as the stream planner sees it.

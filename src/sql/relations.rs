@@ -50,6 +50,25 @@ pub struct SystemState {
     pub operator_watermarks: Vec<(String, String, u64, String, Option<i64>)>,
     /// Source partitions.
     pub sources: Vec<crate::sql::sources::SourceRow>,
+    /// Operator state tables.
+    pub state_tables: Vec<StateTableRow>,
+}
+
+/// One row of `weir_state_tables`.
+#[derive(Debug)]
+pub struct StateTableRow {
+    /// The view, or the `INSERT INTO` job's id.
+    pub job: String,
+    pub operator_index: u64,
+    pub operator: String,
+    /// The table's stable name within its operator (`groups`, `left`, `values/0`, ...).
+    pub name: String,
+    /// The state table id (its RocksDB key prefix).
+    pub id: u32,
+    /// Entries and bytes (keys plus values as stored) of a table held in memory.
+    pub size: Option<(u64, u64)>,
+    /// State TTL, ms.
+    pub ttl_ms: Option<i64>,
 }
 
 /// The system tables, read-only, queryable like any table:
@@ -66,7 +85,13 @@ pub struct SystemState {
 ///   `filesystem`, the next offset for `kafka`), Kafka's high watermark and the lag behind it,
 ///   the partition's watermark (the largest WATERMARK expression value of its rows), whether it
 ///   has ended, and the rows and undecodable records the task has read in all.
-pub const SYSTEM_TABLES: &[&str] = &["weir_watermarks", "weir_late_rows", "weir_operator_watermarks", "weir_sources"];
+/// - `weir_state_tables (job, operator_index, operator, state_table, table_id, entries, bytes,
+///   ttl_ms)`: each state table of each running job's operators, with its number of entries
+///   (keys) and bytes (keys plus values as stored) for the tables operators keep in memory
+///   (NULL for those read from RocksDB on demand: a view's own rows, window slices), and its
+///   state TTL in ms (NULL: none).
+pub const SYSTEM_TABLES: &[&str] =
+    &["weir_watermarks", "weir_late_rows", "weir_operator_watermarks", "weir_sources", "weir_state_tables"];
 
 fn system_table(name: &str, state: &SystemState) -> Result<Option<Arc<dyn TableProvider>>> {
     use arrow::array::{ArrayRef, RecordBatch, StringArray, TimestampMillisecondArray, UInt64Array};
@@ -140,6 +165,31 @@ fn system_table(name: &str, state: &SystemState) -> Result<Option<Arc<dyn TableP
                     Arc::new(arrow::array::BooleanArray::from(rows.iter().map(|s| s.finished).collect::<Vec<_>>())),
                     Arc::new(UInt64Array::from_iter_values(rows.iter().map(|s| s.rows_read))),
                     Arc::new(UInt64Array::from_iter_values(rows.iter().map(|s| s.dead_letters))),
+                ],
+            )
+        }
+        "weir_state_tables" => {
+            let rows = &state.state_tables;
+            (
+                Arc::new(Schema::new(vec![
+                    Field::new("job", DataType::Utf8, false),
+                    Field::new("operator_index", DataType::UInt64, false),
+                    Field::new("operator", DataType::Utf8, false),
+                    Field::new("state_table", DataType::Utf8, false),
+                    Field::new("table_id", DataType::UInt64, false),
+                    Field::new("entries", DataType::UInt64, true),
+                    Field::new("bytes", DataType::UInt64, true),
+                    Field::new("ttl_ms", DataType::Int64, true),
+                ])),
+                vec![
+                    Arc::new(StringArray::from_iter_values(rows.iter().map(|s| s.job.as_str()))),
+                    Arc::new(UInt64Array::from_iter_values(rows.iter().map(|s| s.operator_index))),
+                    Arc::new(StringArray::from_iter_values(rows.iter().map(|s| s.operator.as_str()))),
+                    Arc::new(StringArray::from_iter_values(rows.iter().map(|s| s.name.as_str()))),
+                    Arc::new(UInt64Array::from_iter_values(rows.iter().map(|s| u64::from(s.id)))),
+                    Arc::new(UInt64Array::from(rows.iter().map(|s| s.size.map(|x| x.0)).collect::<Vec<_>>())),
+                    Arc::new(UInt64Array::from(rows.iter().map(|s| s.size.map(|x| x.1)).collect::<Vec<_>>())),
+                    Arc::new(arrow::array::Int64Array::from(rows.iter().map(|s| s.ttl_ms).collect::<Vec<_>>())),
                 ],
             )
         }

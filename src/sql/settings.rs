@@ -3,9 +3,21 @@
 //! | key | value | effect |
 //! |---|---|---|
 //! | `table.exec.emit.allow-lateness` | a duration | window views created afterwards keep a fired window open that long (Flink) |
-//! | `table.exec.state.ttl` | a duration | reserved for state TTL (not applied yet) |
+//! | `table.exec.state.ttl` | a duration | views and jobs created afterwards let the state of their unbounded operators expire that long after its last write ([`crate::plan::ttl`]) |
+//!
+//! Both are fixed when the view or `INSERT INTO` job is created: they are kept in its catalog
+//! options ([`job_options`]) and a later `SET` does not change a running job (Flink: they are
+//! compiled into the job).
+
+use std::collections::BTreeMap;
+
+use sqlparser::ast::{BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Value};
+use sqlparser::dialect::GenericDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
 use crate::error::{Result, WeirError};
+use crate::plan::ttl::StateTtl;
 
 /// The allowed lateness of window views, a duration.
 pub const ALLOW_LATENESS: &str = "table.exec.emit.allow-lateness";
@@ -38,6 +50,82 @@ pub fn parse_duration_ms(key: &str, value: &str) -> Result<i64> {
     Ok((n * factor).round() as i64)
 }
 
+/// The settings a view or job created now keeps in its catalog options: those of
+/// `settings` (the session's) that Weir interprets and that are not zero.
+///
+/// # Errors
+/// `InvalidOption` for a value that is not a duration.
+pub fn job_options(settings: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for key in [ALLOW_LATENESS, STATE_TTL] {
+        if let Some(v) = settings.get(key) {
+            if parse_duration_ms(key, v)? > 0 {
+                out.insert(key.to_string(), v.clone());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The state TTL of a view or job: its `table.exec.state.ttl` option and the `STATE_TTL`
+/// query hints of `query` (SQL text), `/*+ STATE_TTL('alias' = '1 d', ...) */`.
+///
+/// # Errors
+/// `InvalidOption` for a duration that does not parse; `Plan` for a hint that is not
+/// `STATE_TTL('name' = 'duration', ...)`.
+pub fn state_ttl_of(options: &BTreeMap<String, String>, query: &str) -> Result<StateTtl> {
+    let default_ms = options.get(STATE_TTL).map(|v| parse_duration_ms(STATE_TTL, v)).transpose()?;
+    let mut hints = Vec::new();
+    let tokens = Tokenizer::new(&GenericDialect {}, query)
+        .tokenize()
+        .map_err(|e| WeirError::plan(format!("query hints: {e}")))?;
+    for token in tokens {
+        let Token::Whitespace(Whitespace::MultiLineComment(comment)) = token else { continue };
+        let Some(text) = comment.strip_prefix('+') else { continue };
+        hints.extend(parse_state_ttl_hints(text)?);
+    }
+    Ok(StateTtl { default_ms, hints })
+}
+
+/// The (name, ms) pairs of the hints in the text of one `/*+ ... */` comment.
+fn parse_state_ttl_hints(text: &str) -> Result<Vec<(String, i64)>> {
+    let bad = |what: String| {
+        WeirError::plan(format!(
+            "query hint /*+{text}*/: {what}; write /*+ STATE_TTL('table or alias' = '1 d', ...) */"
+        ))
+    };
+    let mut parser = Parser::new(&GenericDialect {}).try_with_sql(text).map_err(|e| bad(e.to_string()))?;
+    let hints = parser.parse_comma_separated(Parser::parse_expr).map_err(|e| bad(e.to_string()))?;
+    let mut out = Vec::new();
+    for hint in hints {
+        let Expr::Function(f) = &hint else { return Err(bad(format!("{hint} is not a hint"))) };
+        let name = f.name.to_string();
+        if !name.eq_ignore_ascii_case("STATE_TTL") {
+            return Err(bad(format!("unknown hint {name}; Weir knows STATE_TTL")));
+        }
+        let FunctionArguments::List(list) = &f.args else { return Err(bad("STATE_TTL needs arguments".into())) };
+        for arg in &list.args {
+            let FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::BinaryOp { left, op: BinaryOperator::Eq, right })) = arg
+            else {
+                return Err(bad(format!("{arg} is not 'name' = 'duration'")));
+            };
+            let string = |e: &Expr| match e {
+                Expr::Value(v) => match &v.value {
+                    Value::SingleQuotedString(s) => Some(s.clone()),
+                    _ => None,
+                },
+                Expr::Identifier(i) => Some(i.value.clone()),
+                _ => None,
+            };
+            let (Some(name), Some(duration)) = (string(left), string(right)) else {
+                return Err(bad(format!("{arg} is not 'name' = 'duration'")));
+            };
+            out.push((name, parse_duration_ms("STATE_TTL", &duration)?));
+        }
+    }
+    Ok(out)
+}
+
 /// Checks a `SET` of a key Weir interprets.
 pub fn validate(key: &str, value: &str) -> Result<()> {
     if key == ALLOW_LATENESS || key == STATE_TTL {
@@ -57,6 +145,19 @@ mod tests {
         assert_eq!(parse_duration_ms("k", "0 ms")?, 0);
         assert_eq!(parse_duration_ms("k", "250")?, 250);
         assert!(parse_duration_ms("k", "soon").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn state_ttl_from_the_option_and_the_hints() -> Result<()> {
+        let options = BTreeMap::from([(STATE_TTL.to_string(), "1 h".to_string())]);
+        let q = "SELECT /*+ STATE_TTL('o' = '1d', 'p' = '12 h') */ o.id FROM orders o JOIN pay p ON o.id = p.id";
+        let ttl = state_ttl_of(&options, q)?;
+        assert_eq!(ttl.default_ms, Some(3_600_000));
+        assert_eq!(ttl.hints, vec![("o".to_string(), 86_400_000), ("p".to_string(), 43_200_000)]);
+        assert_eq!(state_ttl_of(&BTreeMap::new(), "SELECT /* a comment */ 1")?, StateTtl::default());
+        assert!(state_ttl_of(&BTreeMap::new(), "SELECT /*+ BROADCAST(o) */ 1").is_err());
+        assert!(state_ttl_of(&BTreeMap::new(), "SELECT /*+ STATE_TTL('o' = 'soon') */ 1").is_err());
         Ok(())
     }
 }

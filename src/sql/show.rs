@@ -45,7 +45,13 @@ pub fn text_rows(columns: &[&str], rows: Vec<Vec<Option<String>>>) -> Result<Sta
 ///
 /// `SHOW JOBS` also shows each job's late rows: the rows its event-time operators dropped
 /// (`late_rows`, by job name), detailed per operator in `weir_late_rows`.
-pub fn show_list(catalog: &Catalog, list: ShowList, late_rows: &std::collections::BTreeMap<String, u64>) -> Result<StatementResult> {
+/// A job that stopped on an error (`failed`, by job name) is `FAILED`, the error in `error`.
+pub fn show_list(
+    catalog: &Catalog,
+    list: ShowList,
+    late_rows: &std::collections::BTreeMap<String, u64>,
+    failed: &std::collections::BTreeMap<String, String>,
+) -> Result<StatementResult> {
     let of_kind = |kind: RelationKind| -> Vec<Vec<Option<String>>> {
         catalog
             .relations
@@ -59,7 +65,7 @@ pub fn show_list(catalog: &Catalog, list: ShowList, late_rows: &std::collections
         ShowList::Views => text_rows(&["view_name"], of_kind(RelationKind::View)),
         ShowList::MaterializedViews => text_rows(&["materialized_view_name"], of_kind(RelationKind::MaterializedView)),
         ShowList::Jobs => text_rows(
-            &["job_id", "job_name", "kind", "status", "late_rows", "definition"],
+            &["job_id", "job_name", "kind", "status", "late_rows", "definition", "error"],
             catalog
                 .relations
                 .values()
@@ -75,9 +81,10 @@ pub fn show_list(catalog: &Catalog, list: ShowList, late_rows: &std::collections
                                 _ => r.name.clone(),
                             }),
                             Some(r.kind.sql_name().to_string()),
-                            Some("RUNNING".to_string()),
+                            Some(if failed.contains_key(&r.name) { "FAILED" } else { "RUNNING" }.to_string()),
                             Some(late_rows.get(&r.name).copied().unwrap_or(0).to_string()),
                             Some(r.definition.clone()),
+                            failed.get(&r.name).cloned(),
                         ]
                     })
                 })

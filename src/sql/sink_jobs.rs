@@ -35,7 +35,14 @@ impl Engine {
     /// # Errors
     /// `Unsupported` for a connector without a sink runtime; `Plan` when the query's columns do
     /// not match the sink's; the planner's errors.
-    pub async fn start_sink_job(&mut self, sink: &Relation, query: &str, depends_on: Vec<String>, definition: &str) -> Result<String> {
+    pub async fn start_sink_job(
+        &mut self,
+        sink: &Relation,
+        query: &str,
+        depends_on: Vec<String>,
+        definition: &str,
+        settings: &BTreeMap<String, String>,
+    ) -> Result<String> {
         let connector = connector_of(sink);
         if connector == "upsert-kafka" && sink.primary_key.is_empty() {
             return Err(WeirError::plan(format!(
@@ -49,7 +56,12 @@ impl Engine {
                 sink.name
             )));
         }
-        let plan = self.plan_sink_job(query).await?;
+        let mut plan = self.plan_sink_job(query).await?;
+        // The state TTL is kept; an allowed lateness would make window results updating.
+        let mut options = crate::sql::settings::job_options(settings)?;
+        options.remove(crate::sql::settings::ALLOW_LATENESS);
+        plan.set_state_ttl(&crate::sql::settings::state_ttl_of(&options, query)?)?;
+        options.insert(SINK_OPTION.to_string(), sink.name.clone());
         let eowc = true;
         let physical = sink.columns.iter().filter(|c| c.computed.is_none()).count();
         // A blackhole takes rows of any shape.
@@ -74,7 +86,7 @@ impl Engine {
             primary_key: vec![],
             stream_key: plan.stream_key.clone(),
             watermark: None,
-            options: BTreeMap::from([(SINK_OPTION.to_string(), sink.name.clone())]),
+            options,
             definition: definition.to_string(),
             query: Some(query.to_string()),
             depends_on,

@@ -84,7 +84,14 @@ impl Engine {
             progressed = false;
             for key in &keys {
                 let Some(task) = self.sources.get_mut(key) else { continue };
-                let Some((batch, watermark)) = task.next(SOURCE_BATCH_ROWS)? else { continue };
+                let next = task.next(SOURCE_BATCH_ROWS)?;
+                if let Some(error) = task.failure.clone() {
+                    if !self.failed.contains_key(&key.0) {
+                        self.fail_job(&key.0, error);
+                    }
+                    continue;
+                }
+                let Some((batch, watermark)) = next else { continue };
                 progressed = true;
                 if let Some(chunk) = batch {
                     step.rows += chunk.len() as u64;
@@ -96,13 +103,22 @@ impl Engine {
                 }
             }
         }
-        step.all_finished = self.sources.values().all(SourceTask::finished);
+        step.all_finished = self.sources.values().filter(|t| t.failure.is_none()).all(SourceTask::finished);
         Ok(step)
+    }
+
+    /// Stops job `job` on `error`: it takes no more input (its failed task reads nothing more
+    /// and keeps the position of the last batch it pushed, committed with the job's state), and
+    /// `SHOW JOBS` shows it FAILED with the error until it is stopped or dropped. The next commit
+    /// records it; after a restart its sources stay closed.
+    pub fn fail_job(&mut self, job: &str, error: String) {
+        tracing::error!(job, "job failed: {error}");
+        self.failed.insert(job.to_string(), error);
     }
 
     /// Whether every bounded source task has read all of its input (unbounded ones never do).
     pub fn bounded_sources_finished(&self) -> bool {
-        self.sources.values().filter(|t| t.bounded()).all(SourceTask::finished)
+        self.sources.values().filter(|t| t.bounded() && t.failure.is_none()).all(SourceTask::finished)
     }
 
     /// Pushes a change of `relation` into job `job` only, and its output on to the views

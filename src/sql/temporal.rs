@@ -162,7 +162,7 @@ impl TableFunctionImpl for VersionedFunction {
         // A schema-qualified name: relations live in one schema.
         let table = table.rsplit('.').next().unwrap_or(&table).to_string();
         let input = (self.lookup)(&table).ok_or_else(|| df_err(WeirError::unknown_table(&table)))?;
-        Ok(Arc::new(VersionedTable { table, as_of, input }))
+        Ok(Arc::new(VersionedTable { table, as_of, input, processing_time: Default::default() }))
     }
 }
 

@@ -15,7 +15,11 @@
 //! - `groups`: group key → row count and accumulators (cached whole in memory).
 //! - `values/<i>`: for the i-th MIN, MAX or COUNT(DISTINCT): group key ++ value → count.
 //!
-//! A group's entries are deleted when its row count reaches zero. State TTL is future work.
+//! A group's entries are deleted when its row count reaches zero. With a state TTL
+//! ([`GroupAggregate::with_state_ttl`], unwindowed only) a group not written for that long
+//! expires: it is swept from `groups` with its `values` entries, and a later row of it starts
+//! a new group, emitted `+I` (the view, keyed by the group, replaces its old row); a
+//! retraction reaching an expired group is dropped (Flink's GroupAggFunction).
 //!
 //! # Window aggregation
 //! When a group column is a window's `window_end` (GROUP BY window_start, window_end, ... over
@@ -212,6 +216,23 @@ impl GroupAggregate {
         Ok(op)
     }
 
+    /// Lets groups expire `ttl_ms` after their last change (`None`: never); see the module
+    /// docs. Set the same TTL every time the operator is built: stored values depend on it.
+    pub fn with_state_ttl(mut self, ttl_ms: Option<i64>) -> Self {
+        self.groups = std::mem::replace(&mut self.groups, StateTable::new(0)).with_ttl(ttl_ms);
+        self
+    }
+
+    /// Deletes the value multiset entries of group `key` (MIN/MAX/COUNT DISTINCT).
+    fn free_values(&mut self, key: &[u8]) {
+        for table in self.values.iter_mut().flatten() {
+            let entries: Vec<Vec<u8>> = table.prefix_iter(key).map(|(k, _)| k.clone()).collect();
+            for e in entries {
+                table.delete(e);
+            }
+        }
+    }
+
     /// Rebuilds the window index from the groups held in state.
     fn index_open_windows(&mut self) -> Result<()> {
         let Some(k) = self.window_end_key else { return Ok(()) };
@@ -233,12 +254,7 @@ impl GroupAggregate {
     /// Deletes every state entry of group `key`.
     fn free_group(&mut self, key: &[u8]) {
         self.groups.delete(key.to_vec());
-        for table in self.values.iter_mut().flatten() {
-            let entries: Vec<Vec<u8>> = table.prefix_iter(key).map(|(k, _)| k.clone()).collect();
-            for e in entries {
-                table.delete(e);
-            }
-        }
+        self.free_values(key);
     }
 
     fn is_global(&self) -> bool {
@@ -343,6 +359,16 @@ impl Operator for GroupAggregate {
         &[GROUPS, VALUES]
     }
 
+    fn state(&self) -> Vec<(String, &StateTable)> {
+        let mut out = vec![(GROUPS.to_string(), &self.groups)];
+        for (i, t) in self.values.iter().enumerate() {
+            if let Some(t) = t {
+                out.push((format!("{VALUES}/{i}"), t));
+            }
+        }
+        out
+    }
+
     fn process_batch(
         &mut self,
         _input: usize,
@@ -394,7 +420,13 @@ impl Operator for GroupAggregate {
                     let state = decode_state(&bytes, &self.empty_state())?;
                     (Some(self.output_row(key, &state)?), state)
                 }
-                None => (None, self.empty_state()),
+                None => {
+                    if self.groups.has_ttl() {
+                        // What an expired group left in the value tables, if anything.
+                        self.free_values(key);
+                    }
+                    (None, self.empty_state())
+                }
             };
             index.insert(key.clone(), slots.len());
             slots.push((key.clone(), old_out, state));
@@ -473,6 +505,11 @@ impl Operator for GroupAggregate {
         let mut rows: Vec<Vec<u8>> = Vec::new();
         for ((key, old_out, state), fired) in slots.into_iter().zip(fired) {
             if state.rows < 0 {
+                if self.groups.has_ttl() {
+                    // Retractions of rows whose group expired.
+                    self.free_group(&key);
+                    continue;
+                }
                 return Err(WeirError::internal("group aggregate: more retractions than rows"));
             }
             let exists = self.is_global() || state.rows > 0;
@@ -568,6 +605,9 @@ impl Operator for GroupAggregate {
     }
 
     fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
+        for key in self.groups.sweep_expired() {
+            self.free_values(&key);
+        }
         self.groups.flush(writes);
         if let Some(meta) = &mut self.meta {
             meta.flush(writes);

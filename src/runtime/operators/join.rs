@@ -10,6 +10,13 @@
 //! Changelog: any in → retract out, `+I` and `-D` only (an update of an input row becomes a
 //! retraction and an insertion); INNER of append-only inputs is append-only.
 //!
+//! # Lookup joins
+//! A processing-time lookup join (`FOR SYSTEM_TIME AS OF` a `PROCTIME()` column,
+//! [`JoinOptions::lookup`]) keeps the right input's rows but never the left's: a left row joins
+//! the right rows as they are when it arrives, and a change of the right input finds no left
+//! rows to join, so it emits nothing (Flink's lookup join: no retraction when the dimension
+//! changes later).
+//!
 //! # Outer joins
 //! Each stored row of a side whose unmatched rows are NULL-padded (left of LEFT, right of
 //! RIGHT, both of FULL) carries its degree: the number of rows of the other input it matches
@@ -30,7 +37,10 @@
 //!   memory. A row leaves when its last copy is retracted.
 //! - `watermark`: both inputs' watermarks and the late-row count, so both survive a restart.
 //!
-//! A regular join's state is freed only by retractions (state TTL is future work). An
+//! A regular join's state is freed by retractions and, with a state TTL
+//! ([`Join::with_state_ttl`]), by expiry: a row not written (inserted, or its degree changed)
+//! for that long leaves its input's state and matches nothing after; a retraction of an expired
+//! row retracts the pairs it still forms and is otherwise dropped (Flink). An
 //! interval or window join frees rows by the watermark, the minimum of both inputs' (see
 //! [`TimeBound`] for which rows are late and which are dropped): rows that can no longer match
 //! leave the state (their padded rows, already emitted, are final), and rows arriving for an
@@ -72,6 +82,9 @@ pub struct JoinOptions {
     /// NULL keys match each other (`IS NOT DISTINCT FROM`).
     pub null_equals_null: bool,
     pub time: Option<TimeBound>,
+    /// A processing-time lookup join: left rows probe and are not stored, so right rows
+    /// (kept) find nothing to join and emit nothing.
+    pub lookup: bool,
     pub left_schema: SchemaRef,
     pub right_schema: SchemaRef,
     /// Output schema: left columns then right columns.
@@ -136,6 +149,8 @@ pub struct Join {
     /// Rows dropped because they were late (time-bounded joins).
     num_late_rows: u64,
     meta: StateTable,
+    /// A processing-time lookup join ([`JoinOptions::lookup`]).
+    lookup: bool,
 }
 
 impl Join {
@@ -189,10 +204,21 @@ impl Join {
             watermarks,
             num_late_rows,
             meta,
+            lookup: opts.lookup,
         };
         op.index_times(0)?;
         op.index_times(1)?;
         Ok(op)
+    }
+
+    /// Lets the stored rows of each input (left, right) expire that long after their last
+    /// write, ms (`None`: never); regular joins only. Set the same TTLs every time the operator
+    /// is built: stored values depend on them.
+    pub fn with_state_ttl(mut self, ttl_ms: [Option<i64>; 2]) -> Self {
+        for (side, ttl) in self.sides.iter_mut().zip(ttl_ms) {
+            side.rows = std::mem::replace(&mut side.rows, StateTable::new(0)).with_ttl(ttl);
+        }
+        self
     }
 
     /// The join's watermark: the minimum of its inputs', once both have one.
@@ -277,6 +303,10 @@ impl Operator for Join {
 
     fn state_tables(&self) -> &'static [&'static str] {
         &[LEFT, RIGHT, WATERMARK]
+    }
+
+    fn state(&self) -> Vec<(String, &StateTable)> {
+        vec![(LEFT.to_string(), &self.sides[0].rows), (RIGHT.to_string(), &self.sides[1].rows)]
     }
 
     fn process_batch(&mut self, input: usize, chunk: StreamChunk, ctx: &OpContext<'_>) -> Result<Option<StreamChunk>> {
@@ -388,15 +418,23 @@ impl Operator for Join {
             if other_outer {
                 for e in matched() {
                     let entry = &mut entries[e];
+                    if entry.degree + sign < 0 {
+                        if !self.sides[o].rows.has_ttl() {
+                            return Err(WeirError::internal("join: a row lost more matches than it had"));
+                        }
+                        // Its degree counted rows whose state expired; its padded row is out.
+                        continue;
+                    }
                     entry.degree += sign;
                     entry.touched = true;
-                    if entry.degree < 0 {
-                        return Err(WeirError::internal("join: a row lost more matches than it had"));
-                    }
                     if sign < 0 && entry.degree == 0 {
                         push_copies(&mut out, entry.count, (Op::Insert, None, Some(e as u32)));
                     }
                 }
+            }
+            if self.lookup && s == 0 {
+                // A lookup join's probe rows are not kept.
+                continue;
             }
             // This row's own copy count.
             let side = &mut self.sides[s];
@@ -408,7 +446,10 @@ impl Operator for Join {
             } + sign;
             let time = times.as_ref().and_then(|t| t[i]);
             if count < 0 {
-                return Err(WeirError::internal("join: retraction of a row the join does not hold"));
+                if !side.rows.has_ttl() {
+                    return Err(WeirError::internal("join: retraction of a row the join does not hold"));
+                }
+                // A retraction of a row that expired.
             } else if count == 0 {
                 if let Some(t) = time {
                     side.by_time.remove(&(t, state_key.clone()));
@@ -466,6 +507,7 @@ impl Operator for Join {
 
     fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
         for side in &mut self.sides {
+            side.rows.sweep_expired();
             side.rows.flush(writes);
         }
         self.meta.flush(writes);
@@ -660,6 +702,7 @@ mod tests {
             filter,
             null_equals_null: false,
             time,
+            lookup: false,
             left_schema: left,
             right_schema: right,
             schema,

@@ -67,6 +67,10 @@ impl Operator for Materialize {
         &[ROWS]
     }
 
+    fn state(&self) -> Vec<(String, &StateTable)> {
+        vec![(ROWS.to_string(), &self.rows)]
+    }
+
     fn process_batch(
         &mut self,
         _input: usize,

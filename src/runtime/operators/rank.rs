@@ -34,7 +34,10 @@
 //!
 //! A retraction is matched with a kept row of the same partition and order key and equal
 //! columns, except processing-time ones (a retraction carries a new processing time); of equal
-//! rows the latest is removed. Nothing frees state but deletes; state TTL is future work.
+//! rows the latest is removed. Deletes free state, and so does a state TTL (`RankSpec::state_ttl_ms`,
+//! unwindowed input only): a stored row, or a keep-first partition's count, not written for that
+//! long expires; the partition then ranks without it (a deduplication lets the key's next row
+//! through again), and a retraction of an expired row is dropped (Flink).
 //!
 //! # Order keys
 //! Each ORDER BY key is one byte (`0` NULL when NULLS FIRST, `1` a value, `2` NULL when NULLS
@@ -184,7 +187,7 @@ impl Rank {
         }
         let out_codec = RowCodec::try_new(out_types)?;
         let table = if spec.keep_first { SEEN } else { ROWS };
-        let state = StateTable::cached(state_table(table), store)?;
+        let state = StateTable::cached(state_table(table), store)?.with_ttl(spec.state_ttl_ms);
         let next_seq = if spec.keep_first {
             0
         } else {
@@ -229,6 +232,10 @@ impl Operator for Rank {
 
     fn state_tables(&self) -> &'static [&'static str] {
         &[ROWS, SEEN]
+    }
+
+    fn state(&self) -> Vec<(String, &StateTable)> {
+        vec![((if self.keep_first { SEEN } else { ROWS }).to_string(), &self.state)]
     }
 
     fn process_batch(
@@ -294,6 +301,8 @@ impl Operator for Rank {
                         .map(|(k, _)| k.clone());
                     match found {
                         Some(k) => self.state.delete(k),
+                        // A row whose state expired (state TTL).
+                        None if self.state.has_ttl() => {}
                         None => {
                             return Err(WeirError::internal(
                                 "rank: retraction of a row the operator does not hold",
@@ -366,6 +375,7 @@ impl Operator for Rank {
     }
 
     fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
+        self.state.sweep_expired();
         self.state.flush(writes);
         Ok(())
     }
@@ -673,6 +683,7 @@ mod tests {
             output_rank,
             pair_by_rank: output_rank && function == RankFunction::RowNumber,
             keep_first: false,
+            state_ttl_ms: None,
         };
         harness(spec, append_only, dir, store)
     }
@@ -802,6 +813,7 @@ mod tests {
             output_rank: true,
             pair_by_rank: true,
             keep_first: true,
+            state_ttl_ms: None,
         };
         let mut h = harness(spec, true, dir, store);
         assert_eq!(h.push("+I 1 5 a\n+I 1 1 b\n+I 2 9 c"), vec!["+I 1 5 a 1", "+I 2 9 c 1"]);
@@ -824,6 +836,7 @@ mod tests {
             output_rank: false,
             pair_by_rank: false,
             keep_first: false,
+            state_ttl_ms: None,
         };
         let mut h = harness(spec, false, dir, store);
         assert_eq!(h.push("+I 1 100 a"), vec!["+I 1 100 a"]);
@@ -846,6 +859,7 @@ mod tests {
             output_rank: true,
             pair_by_rank: true,
             keep_first: false,
+            state_ttl_ms: None,
         };
         let mut h = harness(spec(), false, dir, store);
         assert_eq!(h.push("+I 1 10 a\n+I 1 10 b"), vec!["+I 1 10 a 1", "+I 1 10 b 2"]);
@@ -876,6 +890,7 @@ mod tests {
             output_rank: true,
             pair_by_rank: true,
             keep_first: false,
+            state_ttl_ms: None,
         };
         let mut fields: Vec<Field> = input.fields().iter().map(|f| f.as_ref().clone()).collect();
         fields.push(Field::new("rn", DataType::UInt64, false));

@@ -169,6 +169,10 @@ impl Operator for SessionAssign {
         &[ROWS, WATERMARK]
     }
 
+    fn state(&self) -> Vec<(String, &StateTable)> {
+        vec![(ROWS.to_string(), &self.rows)]
+    }
+
     fn process_batch(
         &mut self,
         _input: usize,

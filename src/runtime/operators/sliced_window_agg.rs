@@ -389,6 +389,10 @@ impl Operator for SlicedWindowAggregate {
         &[SLICES, WATERMARK]
     }
 
+    fn state(&self) -> Vec<(String, &StateTable)> {
+        vec![(SLICES.to_string(), &self.slices_table)]
+    }
+
     fn process_batch(&mut self, _input: usize, chunk: StreamChunk, _ctx: &OpContext<'_>) -> Result<Option<StreamChunk>> {
         let n = chunk.len();
         let batch = &chunk.batch;

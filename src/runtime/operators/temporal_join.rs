@@ -384,6 +384,10 @@ impl Operator for TemporalJoin {
         &[PROBES, VERSIONS, WATERMARK]
     }
 
+    fn state(&self) -> Vec<(String, &StateTable)> {
+        vec![(PROBES.to_string(), &self.probes), (VERSIONS.to_string(), &self.versions)]
+    }
+
     fn process_batch(&mut self, input: usize, chunk: StreamChunk, ctx: &OpContext<'_>) -> Result<Option<StreamChunk>> {
         if side_index(input)? == 0 {
             self.probe(&chunk, ctx)
