@@ -72,6 +72,14 @@ impl Database {
     pub fn open_with(data_dir: &std::path::Path, read_sources: bool) -> Result<Arc<Self>> {
         let store = Arc::new(Store::open(data_dir)?);
         let engine = Engine::load(store)?;
+        tracing::info!(
+            epoch = engine.epoch,
+            relations = engine.catalog.relations.len(),
+            jobs = engine.jobs.len(),
+            "opened {}",
+            data_dir.display()
+        );
+        // From here on the idle-watermark task and the source thread take the lock.
         let db = Arc::new(Self { engine: RwLock::new(engine) });
         // Idle tables' watermarks advance with processing time: checked every 100 ms.
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
@@ -100,15 +108,6 @@ impl Database {
                 .spawn(move || source_loop(weak))
                 .map_err(|e| WeirError::internal(format!("cannot start the source thread: {e}")))?;
         }
-        let engine = db.engine.try_read().expect("no other user yet");
-        tracing::info!(
-            epoch = engine.epoch,
-            relations = engine.catalog.relations.len(),
-            jobs = engine.jobs.len(),
-            "opened {}",
-            data_dir.display()
-        );
-        drop(engine);
         Ok(db)
     }
 
