@@ -83,6 +83,10 @@ impl Engine {
         while progressed && start.elapsed() < budget {
             progressed = false;
             for key in &keys {
+                if self.failed.contains_key(&key.0) {
+                    // A failed job takes no more input from any of its tasks.
+                    continue;
+                }
                 let Some(task) = self.sources.get_mut(key) else { continue };
                 let next = task.next(SOURCE_BATCH_ROWS)?;
                 if let Some(error) = task.failure.clone() {
@@ -103,7 +107,7 @@ impl Engine {
                 }
             }
         }
-        step.all_finished = self.sources.values().filter(|t| t.failure.is_none()).all(SourceTask::finished);
+        step.all_finished = self.bounded_sources_finished() && self.sources.values().all(|t| t.bounded() || self.failed.contains_key(&t.job));
         Ok(step)
     }
 
@@ -118,7 +122,10 @@ impl Engine {
 
     /// Whether every bounded source task has read all of its input (unbounded ones never do).
     pub fn bounded_sources_finished(&self) -> bool {
-        self.sources.values().filter(|t| t.bounded() && t.failure.is_none()).all(SourceTask::finished)
+        self.sources
+            .iter()
+            .filter(|((job, _), t)| t.bounded() && !self.failed.contains_key(job))
+            .all(|(_, t)| t.finished())
     }
 
     /// Pushes a change of `relation` into job `job` only, and its output on to the views
