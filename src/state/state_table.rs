@@ -86,8 +86,13 @@ impl StateTable {
     /// docs. The TTL must be the same every time the table is opened: it decides how stored
     /// values are laid out.
     pub fn with_ttl(mut self, ttl_ms: Option<i64>) -> Self {
-        self.ttl = ttl_ms.filter(|ms| *ms > 0).map(|ttl_ms| Ttl { ttl_ms, next_sweep_ms: 0 });
+        self.set_ttl(ttl_ms);
         self
+    }
+
+    /// [`StateTable::with_ttl`] on a table an operator already holds.
+    pub fn set_ttl(&mut self, ttl_ms: Option<i64>) {
+        self.ttl = ttl_ms.filter(|ms| *ms > 0).map(|ttl_ms| Ttl { ttl_ms, next_sweep_ms: 0 });
     }
 
     /// Whether the table has a time-to-live.

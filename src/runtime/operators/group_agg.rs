@@ -219,7 +219,7 @@ impl GroupAggregate {
     /// Lets groups expire `ttl_ms` after their last change (`None`: never); see the module
     /// docs. Set the same TTL every time the operator is built: stored values depend on it.
     pub fn with_state_ttl(mut self, ttl_ms: Option<i64>) -> Self {
-        self.groups = std::mem::replace(&mut self.groups, StateTable::new(0)).with_ttl(ttl_ms);
+        self.groups.set_ttl(ttl_ms);
         self
     }
 

@@ -216,7 +216,7 @@ impl Join {
     /// is built: stored values depend on them.
     pub fn with_state_ttl(mut self, ttl_ms: [Option<i64>; 2]) -> Self {
         for (side, ttl) in self.sides.iter_mut().zip(ttl_ms) {
-            side.rows = std::mem::replace(&mut side.rows, StateTable::new(0)).with_ttl(ttl);
+            side.rows.set_ttl(ttl);
         }
         self
     }
