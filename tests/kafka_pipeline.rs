@@ -329,3 +329,140 @@ async fn debezium_changelog_source_keeps_a_view_exact() {
         .get(0);
     assert_eq!(dead, 1, "the one record that is not JSON (the count is the task's, on each partition row)");
 }
+
+/// Reads `n` records of the topics `job` reads, or fails after a minute.
+async fn wait_for_job_offsets(client: &tokio_postgres::Client, job: &str, n: i64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let read: i64 = client
+            .query_one(
+                &format!("SELECT CAST(COALESCE(SUM(position), 0) AS BIGINT) FROM weir_sources WHERE job = '{job}'"),
+                &[],
+            )
+            .await
+            .expect("weir_sources")
+            .get(0);
+        if read >= n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{job}: only {read} of {n} records read");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// An `upsert-kafka` source: the key is the row's identity, a record replaces the row of its
+/// key, a tombstone deletes it. Products 0..60 are upserted with price 100 + id; even ids
+/// again with 2 x (100 + id); ids divisible by 7 are re-sent unchanged; ids divisible by 5 get
+/// a tombstone, then id 10 comes back with price 1; id 1000 gets a tombstone though it never
+/// existed; one record has no key and one a value that is not JSON (dead letters). A view
+/// over it equals the totals worked out here from the last value of each key, through a
+/// kill -9 and restart, after which more upserts must still retract the rows stored before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upsert_kafka_source_keeps_a_view_exact_through_a_crash() {
+    let Some(broker) = common::kafka::start_broker() else { return };
+    let b = &broker.brokers;
+    create_topic(b, "prices", 2).expect("topic");
+    let options = BTreeMap::from([
+        ("connector".to_string(), "kafka".to_string()),
+        ("topic".to_string(), "prices".to_string()),
+        ("properties.bootstrap.servers".to_string(), b.clone()),
+        // One record per batch keeps tansu's resumed reads exact (see `produce`).
+        ("properties.batch.num.messages".to_string(), "1".to_string()),
+    ]);
+    let mut writer = KafkaWriter::open(&KafkaSinkConfig::from_options(&options).expect("config")).expect("producer");
+    // The last price of each id, kept here as the records are produced.
+    let mut latest: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut records: i64 = 0;
+    fn send(writer: &mut KafkaWriter, latest: &mut BTreeMap<i64, i64>, id: i64, price: Option<i64>) {
+        let key = format!("{{\"id\": {id}}}");
+        let value = price.map(|p| format!("{{\"id\": {id}, \"category\": \"k{}\", \"price\": {p}}}", id % 3));
+        writer.send(Some(key.as_bytes()), value.as_deref().map(str::as_bytes), &[], None).expect("send");
+        match price {
+            Some(p) => latest.insert(id, p),
+            None => latest.remove(&id),
+        };
+    }
+    for id in 0..60 {
+        send(&mut writer, &mut latest, id, Some(100 + id));
+    }
+    for id in (0..60).filter(|i| i % 2 == 0) {
+        send(&mut writer, &mut latest, id, Some(2 * (100 + id)));
+    }
+    for id in (0..60).filter(|i| i % 7 == 0) {
+        let same = latest[&id];
+        send(&mut writer, &mut latest, id, Some(same));
+    }
+    for id in (0..60).filter(|i| i % 5 == 0) {
+        send(&mut writer, &mut latest, id, None);
+    }
+    send(&mut writer, &mut latest, 10, Some(1));
+    send(&mut writer, &mut latest, 1000, None);
+    records += 60 + 30 + 9 + 12 + 2;
+    writer.send(None, Some(b"{\"id\": 7, \"category\": \"k1\", \"price\": 5}"), &[], None).expect("send");
+    writer.send(Some(b"{\"id\": 8}"), Some(b"{not json"), &[], None).expect("send");
+    records += 2;
+    writer.flush(Duration::from_secs(30)).expect("flush");
+
+    let expected = |latest: &BTreeMap<i64, i64>| {
+        let mut out: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+        for (id, price) in latest {
+            let e = out.entry(format!("k{}", id % 3)).or_insert((0, 0));
+            e.0 += 1;
+            e.1 += price;
+        }
+        out
+    };
+    let dir = common::scratch_dir("kafka-upsert-source");
+    let data = dir.join("data");
+    let mut server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE prices (id BIGINT, category STRING, price BIGINT, PRIMARY KEY (id) NOT ENFORCED)
+             WITH ('connector' = 'upsert-kafka', 'topic' = 'prices', 'properties.bootstrap.servers' = '{b}',
+                   'key.format' = 'json', 'value.format' = 'json', 'dead-letter.table' = 'prices_dead');
+             CREATE MATERIALIZED VIEW by_category AS
+             SELECT category, COUNT(*) AS n, SUM(price) AS total FROM prices GROUP BY category;"
+        ))
+        .await
+        .expect("pipeline");
+    wait_for_job_offsets(&client, "by_category", records).await;
+    client.batch_execute("FLUSH").await.expect("flush");
+    assert_eq!(by_category(&client).await, expected(&latest), "before the crash");
+    let dead: Vec<String> = client
+        .query("SELECT error FROM prices_dead ORDER BY record_offset", &[])
+        .await
+        .expect("dead letters")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(dead.len(), 2, "the keyless record and the bad value: {dead:?}");
+    assert!(dead.iter().any(|e| e.contains("no key")), "{dead:?}");
+    assert!(dead.iter().any(|e| e.starts_with("value")), "{dead:?}");
+
+    server.kill9();
+    drop(client);
+    let server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    // After the restart, updates of rows stored before it must retract them.
+    for id in [1, 2, 3, 10] {
+        send(&mut writer, &mut latest, id, Some(7));
+    }
+    send(&mut writer, &mut latest, 4, None);
+    records += 5;
+    writer.flush(Duration::from_secs(30)).expect("flush");
+    wait_for_job_offsets(&client, "by_category", records).await;
+    client.batch_execute("FLUSH").await.expect("flush");
+    assert_eq!(by_category(&client).await, expected(&latest), "after the restart");
+    drop(server);
+}
+
+async fn by_category(client: &tokio_postgres::Client) -> BTreeMap<String, (i64, i64)> {
+    client
+        .query("SELECT category, n, total FROM by_category", &[])
+        .await
+        .expect("view")
+        .iter()
+        .map(|r| (r.get(0), (r.get(1), r.get(2))))
+        .collect()
+}

@@ -461,7 +461,7 @@ pub fn time_columns(plan: &StreamPlan, catalog: &dyn SourceCatalog) -> Result<Ti
         StreamNode::Source { relation } => {
             TimeColumns { event_time: catalog.event_time_column(relation)?.into_iter().collect(), window_end: vec![] }
         }
-        StreamNode::Filter { input, .. } => time_columns(input, catalog)?,
+        StreamNode::Filter { input, .. } | StreamNode::ChangelogNormalize { input, .. } => time_columns(input, catalog)?,
         StreamNode::Project { input, exprs } => {
             let inner = time_columns(input, catalog)?;
             let mut out = TimeColumns::default();

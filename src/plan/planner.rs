@@ -59,15 +59,15 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
                         Some(view_plan) => plan_stream(&view_plan, catalog)?,
                         None => {
                             let info = catalog.source_info(&w.spec.table)?;
-                            StreamPlan {
-                                node: StreamNode::Source { relation: w.spec.table.clone() },
-                                schema: Arc::new(DFSchema::try_from_qualified_schema(
+                            StreamPlan::source(
+                                w.spec.table.clone(),
+                                Arc::new(DFSchema::try_from_qualified_schema(
                                     w.spec.table.as_str(),
                                     w.input.schema().as_ref(),
                                 )?),
-                                changelog: info.changelog,
-                                stream_key: info.stream_key,
-                            }
+                                info.changelog,
+                                info.stream_key,
+                            )
                         }
                     };
                     StreamPlan {
@@ -93,12 +93,7 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
                         scan.table_name.clone(),
                         provider.schema().as_ref(),
                     )?;
-                    StreamPlan {
-                        node: StreamNode::Source { relation },
-                        schema: Arc::new(schema),
-                        changelog: info.changelog,
-                        stream_key: info.stream_key,
-                    }
+                    StreamPlan::source(relation, Arc::new(schema), info.changelog, info.stream_key)
                 }
                 },
             };

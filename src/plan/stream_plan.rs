@@ -38,6 +38,17 @@ impl fmt::Display for ChangelogMode {
 pub enum StreamNode {
     /// The changelog of a table or materialized view.
     Source { relation: String },
+    /// An upsert changelog made a retracting one (Flink's ChangelogNormalize): keeps the last
+    /// row of each stream key, turns an upsert of a known key into `-U` old / `+U` new, a
+    /// delete into `-D` of the stored row, and drops deletes of unknown keys and upserts that
+    /// change nothing. Sits right above an `upsert-kafka` source.
+    ChangelogNormalize {
+        input: Box<StreamPlan>,
+        /// The stream key columns of the input (its PRIMARY KEY).
+        key: Vec<usize>,
+        /// The time-to-live of a key's last row, ms ([`crate::plan::ttl`]).
+        state_ttl_ms: Option<i64>,
+    },
     /// One expression per output column.
     Project { input: Box<StreamPlan>, exprs: Vec<Expr> },
     /// Rows whose predicate is true.
@@ -81,10 +92,27 @@ pub struct StreamPlan {
 }
 
 impl StreamPlan {
+    /// The plan of a scan of `relation` with `schema`: its changelog, made a retracting one by
+    /// a [`StreamNode::ChangelogNormalize`] when the relation emits an upsert changelog
+    /// (`upsert-kafka`), as Flink does for an upsert source without update-before rows.
+    pub fn source(relation: String, schema: DFSchemaRef, changelog: ChangelogMode, stream_key: Option<Vec<usize>>) -> Self {
+        let source = StreamPlan { node: StreamNode::Source { relation }, schema: schema.clone(), changelog, stream_key };
+        match (&source.changelog, source.stream_key.clone()) {
+            (ChangelogMode::Upsert, Some(key)) => StreamPlan {
+                schema,
+                changelog: ChangelogMode::Retract,
+                stream_key: Some(key.clone()),
+                node: StreamNode::ChangelogNormalize { input: Box::new(source), key, state_ttl_ms: None },
+            },
+            _ => source,
+        }
+    }
+
     /// The node's name as shown by EXPLAIN.
     pub fn name(&self) -> &'static str {
         match &self.node {
             StreamNode::Source { .. } => "StreamSource",
+            StreamNode::ChangelogNormalize { .. } => "StreamChangelogNormalize",
             StreamNode::Project { .. } => "StreamProject",
             StreamNode::Filter { .. } => "StreamFilter",
             StreamNode::Union { .. } => "StreamUnion",
@@ -102,6 +130,7 @@ impl StreamPlan {
         match &self.node {
             StreamNode::Source { .. } => vec![],
             StreamNode::Project { input, .. }
+            | StreamNode::ChangelogNormalize { input, .. }
             | StreamNode::Filter { input, .. }
             | StreamNode::WindowAssign { input, .. }
             | StreamNode::Rank { input, .. }
@@ -117,6 +146,7 @@ impl StreamPlan {
         match &mut self.node {
             StreamNode::Source { .. } => vec![],
             StreamNode::Project { input, .. }
+            | StreamNode::ChangelogNormalize { input, .. }
             | StreamNode::Filter { input, .. }
             | StreamNode::WindowAssign { input, .. }
             | StreamNode::Rank { input, .. }
@@ -240,6 +270,7 @@ impl StreamPlan {
     pub fn explain_line(&self) -> String {
         let detail = match &self.node {
             StreamNode::Source { relation } => format!("relation={relation}"),
+            StreamNode::ChangelogNormalize { key, .. } => format!("key={key:?}"),
             StreamNode::Project { exprs, .. } => format!("exprs=[{}]", join(exprs)),
             StreamNode::Filter { predicate, .. } => format!("predicate={predicate}"),
             StreamNode::Union { inputs } => format!("inputs={}", inputs.len()),
@@ -269,7 +300,9 @@ impl StreamPlan {
         };
         let ms = |t: &Option<i64>| t.map_or("none".to_string(), |t| format!("{t}ms"));
         let ttl = match &self.node {
-            StreamNode::GroupAggregate { state_ttl_ms: t @ Some(_), .. } | StreamNode::Rank { spec: crate::plan::rank::RankSpec { state_ttl_ms: t @ Some(_), .. }, .. } => {
+            StreamNode::GroupAggregate { state_ttl_ms: t @ Some(_), .. }
+            | StreamNode::ChangelogNormalize { state_ttl_ms: t @ Some(_), .. }
+            | StreamNode::Rank { spec: crate::plan::rank::RankSpec { state_ttl_ms: t @ Some(_), .. }, .. } => {
                 format!(", state_ttl={}", ms(t))
             }
             StreamNode::Join { join, .. } if join.state_ttl_ms.iter().any(Option::is_some) => {

@@ -8,7 +8,9 @@
 //! names no such input is an error.
 //!
 //! The operators concerned are the unbounded ones: group aggregation without a window, regular
-//! (not interval, window or temporal) joins, and ranks not partitioned by a window. Operators
+//! (not interval, window or temporal) joins, ranks not partitioned by a window, and the
+//! ChangelogNormalize of an upsert source (the default TTL only; a key whose last row expired
+//! is new again, so its next delete is dropped). Operators
 //! that the watermark cleans keep no TTL. TTL is processing time since an entry's last write
 //! ([`crate::state::StateTable::with_ttl`]); an expired entry is as if never written: a group
 //! whose state expired starts again from its next row, and a join row that expired no longer
@@ -66,6 +68,9 @@ impl StreamPlan {
             StreamNode::Rank { input, spec } if !input.has_window() => {
                 spec.state_ttl_ms = input_ttl(input, ttl, used).or(default);
             }
+            // The last row per key of an upsert source: the default only (as Flink, hints name
+            // joins and aggregations).
+            StreamNode::ChangelogNormalize { state_ttl_ms, .. } => *state_ttl_ms = default,
             _ => {}
         }
         for input in self.inputs_mut() {

@@ -27,6 +27,7 @@ use crate::plan::join::TimeBound;
 use crate::runtime::operators::join::{Join, JoinOptions};
 use crate::runtime::operators::temporal_join::{TemporalJoin, TemporalJoinOptions};
 use crate::runtime::operators::materialize::{Materialize, StorageMode};
+use crate::runtime::operators::normalize::ChangelogNormalize;
 use crate::runtime::operators::project::Project;
 use crate::runtime::operators::rank::{Rank, RankOptions};
 use crate::plan::window::WindowKind;
@@ -108,6 +109,10 @@ impl Job {
             StreamNode::Project { input, exprs } => {
                 let exprs = physical_exprs(exprs, &input.schema)?;
                 Box::new(Project::try_new(exprs, schema)?)
+            }
+            StreamNode::ChangelogNormalize { key, state_ttl_ms, .. } => {
+                let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
+                Box::new(ChangelogNormalize::try_new(schema, key.clone(), *state_ttl_ms, &mut prefixed, store)?)
             }
             StreamNode::Filter { input, predicate } => {
                 Box::new(Filter::try_new(physical_expr(predicate, &input.schema)?)?)

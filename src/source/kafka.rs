@@ -5,6 +5,14 @@
 //!
 //! A partition's position is the offset of its next record. A record whose value does not
 //! decode is a dead letter (see [`DeadLetter`]); a tombstone (no value) is skipped.
+//!
+//! The `upsert-kafka` connector reads the same way with the record's key decoded too (by
+//! `'key.format'`, into the PRIMARY KEY columns) and the value by `'value.format'`: a record
+//! with a value is `+I` (an upsert of its key), a tombstone is `-D` of its key with the other
+//! columns NULL, and a record without a key is a dead letter. That upsert changelog is made a
+//! retracting one by the planner's `ChangelogNormalize` (see `runtime::operators::normalize`).
+//! Flink's upsert-kafka reads from the earliest offset; so does Weir's unless
+//! `'scan.startup.mode'` says otherwise.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -16,7 +24,7 @@ use arrow::array::{
 };
 use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
 use weir_catalog::Relation;
-use weir_connectors::format::Decoder;
+use weir_connectors::format::{Decoder, UpsertDecoder};
 use weir_connectors::kafka::{KafkaReader, KafkaRecord, KafkaSourceConfig};
 
 use super::{metadata_columns, DeadLetter, SourcePoll, SourceReader};
@@ -32,7 +40,7 @@ const LAG_REFRESH: Duration = Duration::from_secs(1);
 pub struct KafkaSource {
     reader: KafkaReader,
     config: KafkaSourceConfig,
-    decoder: Box<dyn Decoder>,
+    decoder: ValueDecoder,
     /// The physical columns (value and metadata), all nullable.
     schema: SchemaRef,
     /// Per physical column, its metadata key (`None`: from the value).
@@ -54,6 +62,12 @@ pub struct KafkaSource {
     lag_fetched: Option<Instant>,
 }
 
+/// How a record becomes a row: its value alone (`kafka`), or its key and value (`upsert-kafka`).
+enum ValueDecoder {
+    Value(Box<dyn Decoder>),
+    Upsert(UpsertDecoder),
+}
+
 impl KafkaSource {
     /// The reader of table `rel` producing `physical`, at offsets `positions` (one per
     /// partition, ascending partition id) or else per `'scan.startup.mode'`.
@@ -62,7 +76,12 @@ impl KafkaSource {
     /// `InvalidOption` for bad options or a format that cannot decode the columns; `Execution`
     /// when the brokers cannot be reached or the topic does not exist.
     pub fn open(rel: &Relation, physical: SchemaRef, positions: Option<&[u64]>) -> Result<Self> {
-        let config = KafkaSourceConfig::from_options(&rel.options).map_err(|e| WeirError::option(e.to_string()))?;
+        let upsert = crate::sql::relations::connector_of(rel) == "upsert-kafka";
+        let mut options = rel.options.clone();
+        if upsert {
+            options.entry("scan.startup.mode".into()).or_insert_with(|| "earliest-offset".into());
+        }
+        let config = KafkaSourceConfig::from_options(&options).map_err(|e| WeirError::option(e.to_string()))?;
         let metadata = metadata_columns(rel);
         let schema = Arc::new(arrow::datatypes::Schema::new(
             physical.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
@@ -75,8 +94,24 @@ impl KafkaSource {
                 check_metadata_type(&rel.name, field.name(), key, field.data_type())?;
             }
         }
-        let decoder = weir_connectors::format::decoder(&rel.options, "", Arc::clone(&value_schema))
-            .map_err(|e| WeirError::option(format!("table {}: {e}", rel.name)))?;
+        let decoder = if upsert {
+            let key: Option<Vec<usize>> = rel.primary_key.iter().map(|k| value_schema.index_of(k).ok()).collect();
+            let key = key.filter(|k| !k.is_empty()).ok_or_else(|| {
+                WeirError::plan(format!(
+                    "table {}: an 'upsert-kafka' table needs a PRIMARY KEY (..) NOT ENFORCED of value columns: it is the Kafka key",
+                    rel.name
+                ))
+            })?;
+            ValueDecoder::Upsert(
+                UpsertDecoder::try_new(&rel.options, Arc::clone(&value_schema), &key)
+                    .map_err(|e| WeirError::option(format!("table {}: {e}", rel.name)))?,
+            )
+        } else {
+            ValueDecoder::Value(
+                weir_connectors::format::decoder(&rel.options, "", Arc::clone(&value_schema))
+                    .map_err(|e| WeirError::option(format!("table {}: {e}", rel.name)))?,
+            )
+        };
         // The partitions are known once the reader opens; a resumed reader gets its offsets
         // by partition id after it has listed them.
         let probe = KafkaReader::open(&config, &BTreeMap::new()).map_err(kafka_error)?;
@@ -113,26 +148,38 @@ impl KafkaSource {
 
     /// Decodes the records of one partition into a batch of the physical columns.
     fn decode(&mut self, index: usize, records: &[KafkaRecord]) -> Result<Option<(RecordBatch, Option<Vec<Op>>)>> {
-        let with_value: Vec<&KafkaRecord> = records.iter().filter(|r| r.payload.is_some()).collect();
-        if with_value.is_empty() {
-            return Ok(None);
-        }
-        let payloads: Vec<&[u8]> = with_value.iter().map(|r| r.payload.as_deref().unwrap_or_default()).collect();
-        let decoded = self.decoder.decode(&payloads).map_err(|e| WeirError::internal(e.to_string()))?;
+        // The records decoded: those with a value (`kafka`), or all of them (`upsert-kafka`,
+        // where a tombstone is a delete).
+        let (inputs, decoded) = match &mut self.decoder {
+            ValueDecoder::Value(decoder) => {
+                let inputs: Vec<&KafkaRecord> = records.iter().filter(|r| r.payload.is_some()).collect();
+                if inputs.is_empty() {
+                    return Ok(None);
+                }
+                let payloads: Vec<&[u8]> = inputs.iter().map(|r| r.payload.as_deref().unwrap_or_default()).collect();
+                (inputs, decoder.decode(&payloads))
+            }
+            ValueDecoder::Upsert(decoder) => {
+                let inputs: Vec<&KafkaRecord> = records.iter().collect();
+                let pairs: Vec<_> = inputs.iter().map(|r| (r.key.as_deref(), r.payload.as_deref())).collect();
+                (inputs, decoder.decode(&pairs))
+            }
+        };
+        let decoded = decoded.map_err(|e| WeirError::internal(e.to_string()))?;
         for e in &decoded.errors {
-            let r = with_value[e.index];
+            let r = inputs[e.index];
             self.queued_dead_letters.push((index, DeadLetter {
                 partition: index,
                 source: self.config.topic.clone(),
                 offset: r.offset,
-                raw: r.payload.clone().unwrap_or_default(),
+                raw: r.payload.clone().or_else(|| r.key.clone()).unwrap_or_default(),
                 error: e.message.clone(),
             }));
         }
         if decoded.batch.num_rows() == 0 {
             return Ok(None);
         }
-        let rows: Vec<&KafkaRecord> = decoded.sources.iter().map(|i| with_value[*i]).collect();
+        let rows: Vec<&KafkaRecord> = decoded.sources.iter().map(|i| inputs[*i]).collect();
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
         for (field, key) in self.schema.fields().iter().zip(&self.metadata) {
             let column = match key {

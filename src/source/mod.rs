@@ -132,7 +132,7 @@ pub fn metadata_columns(rel: &Relation) -> Vec<Option<String>> {
 
 /// Whether a connector has a source runtime in this version.
 pub fn has_source(connector: &str) -> bool {
-    matches!(connector, "nexmark" | "filesystem" | "kafka")
+    matches!(connector, "nexmark" | "filesystem" | "kafka" | "upsert-kafka")
 }
 
 /// Opens the reader of connector table `rel` producing `physical` (its non-computed columns),
@@ -142,7 +142,7 @@ pub fn has_source(connector: &str) -> bool {
 /// `Unsupported` for a connector without a source runtime; `InvalidOption` for bad options;
 /// `Storage` for unreadable files.
 pub fn open_reader(rel: &Relation, physical: SchemaRef, positions: Option<&[u64]>) -> Result<Box<dyn SourceReader>> {
-    if connector_of(rel) != "kafka" {
+    if !matches!(connector_of(rel), "kafka" | "upsert-kafka") {
         if let Some(key) = metadata_columns(rel).into_iter().flatten().next() {
             return Err(WeirError::plan(format!(
                 "table {}: the '{}' connector has no metadata '{key}'; METADATA FROM is for 'kafka' tables",
@@ -152,7 +152,7 @@ pub fn open_reader(rel: &Relation, physical: SchemaRef, positions: Option<&[u64]
         }
     }
     match connector_of(rel) {
-        "kafka" => Ok(Box::new(kafka::KafkaSource::open(rel, physical, positions)?)),
+        "kafka" | "upsert-kafka" => Ok(Box::new(kafka::KafkaSource::open(rel, physical, positions)?)),
         "nexmark" => Ok(Box::new(nexmark::NexmarkReader::open(rel, physical, positions)?)),
         "filesystem" => Ok(Box::new(filesystem::FileReader::open(rel, physical, positions)?)),
         other => Err(WeirError::unsupported(format!(

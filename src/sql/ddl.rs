@@ -33,6 +33,13 @@ impl Engine {
         }
         let (connector, _) = weir_connectors::validate(&t.options).map_err(|e| WeirError::option(e.to_string()))?;
         let plain = connector == "table";
+        if connector == "upsert-kafka" && t.primary_key.is_empty() {
+            // Flink: "'upsert-kafka' tables require to define a PRIMARY KEY constraint".
+            return Err(WeirError::plan(format!(
+                "table {}: an 'upsert-kafka' table needs a PRIMARY KEY (..) NOT ENFORCED: its columns are the Kafka message key",
+                t.name
+            )));
+        }
 
         // Physical columns first: computed columns and the watermark are typed against them.
         let mut fields = Vec::new();

@@ -3,6 +3,7 @@ pub mod filter;
 pub mod group_agg;
 pub mod join;
 pub mod materialize;
+pub mod normalize;
 pub mod progress;
 pub mod project;
 pub mod rank;
