@@ -42,6 +42,10 @@ pub enum ConnectorError {
     /// operation, the brokers and the topic.
     #[error("kafka: {operation} (brokers {brokers}, topic '{topic}'): {message}")]
     Kafka { operation: String, brokers: String, topic: String, message: String },
+    /// The schema registry could not be reached or refused a call (the environment's fault, or
+    /// an incompatible schema): names the registry.
+    #[error("schema registry {url}: {message}")]
+    Registry { url: String, message: String },
     /// A bug in Weir (a broken invariant), not the user's or the environment's fault.
     #[error("internal error: {message}")]
     Internal { message: String },
@@ -59,7 +63,7 @@ impl ConnectorError {
             | ConnectorError::UnknownOption { .. } => "22023",
             ConnectorError::Unsupported { .. } => "0A000",
             ConnectorError::Encode { .. } => "22000",
-            ConnectorError::Kafka { .. } => "08000",
+            ConnectorError::Kafka { .. } | ConnectorError::Registry { .. } => "08000",
             ConnectorError::Internal { .. } => "XX000",
         }
     }

@@ -165,7 +165,11 @@ impl KafkaSource {
                 (inputs, decoder.decode(&pairs))
             }
         };
-        let decoded = decoded.map_err(|e| WeirError::internal(e.to_string()))?;
+        let decoded = decoded.map_err(|e| match e {
+            // The schema registry is out of reach: the source retries from its last commit.
+            weir_connectors::ConnectorError::Registry { .. } => WeirError::execution(e.to_string()),
+            other => WeirError::internal(other.to_string()),
+        })?;
         for e in &decoded.errors {
             let r = inputs[e.index];
             self.queued_dead_letters.push((index, DeadLetter {

@@ -94,7 +94,8 @@ pub trait SourceReader: Send + Sync {
 }
 
 /// A record that did not decode: by default it never stops the job; it is counted in
-/// `weir_sources`, logged, and written to the table's `'dead-letter.table'` when it has one.
+/// `weir_sources`, logged, and written to the table's `'dead-letter.table'` and
+/// `'dead-letter.topic'` when it has them.
 /// With `'decode.on-error' = 'fail'` ([`ON_DECODE_ERROR`]) it stops the job instead.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeadLetter {
@@ -239,6 +240,13 @@ pub fn fails_on_decode_error(table: &str, options: &std::collections::BTreeMap<S
 
 /// The table option naming a connector table's dead-letter table.
 pub const DEAD_LETTER_TABLE: &str = "dead-letter.table";
+
+/// The table option naming a Kafka topic (on the table's own brokers) for a `kafka` or
+/// `upsert-kafka` table's dead letters: each is written there as its raw bytes, with headers
+/// `weir.dlq.error`, `weir.dlq.job`, `weir.dlq.topic`, `weir.dlq.partition` and
+/// `weir.dlq.offset` (Kafka Connect's dead-letter queue convention: the record untouched, the
+/// context in headers). At least once: written before the epoch that counts them commits.
+pub const DEAD_LETTER_TOPIC: &str = "dead-letter.topic";
 
 /// The table option after which a partition without rows stops holding the watermark back.
 pub const IDLE_TIMEOUT: &str = "scan.watermark.idle-timeout";

@@ -33,6 +33,13 @@ impl Engine {
         }
         let (connector, _) = weir_connectors::validate(&t.options).map_err(|e| WeirError::option(e.to_string()))?;
         let plain = connector == "table";
+        if t.options.contains_key(crate::source::DEAD_LETTER_TOPIC) && !matches!(connector.as_str(), "kafka" | "upsert-kafka") {
+            return Err(WeirError::option(format!(
+                "table {}: '{}' is for 'kafka' and 'upsert-kafka' tables (use 'dead-letter.table' for a '{connector}' table)",
+                t.name,
+                crate::source::DEAD_LETTER_TOPIC
+            )));
+        }
         if connector == "upsert-kafka" && t.primary_key.is_empty() {
             // Flink: "'upsert-kafka' tables require to define a PRIMARY KEY constraint".
             return Err(WeirError::plan(format!(

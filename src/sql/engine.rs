@@ -49,6 +49,9 @@ pub struct Engine {
     /// Jobs that stopped on an error (`'decode.on-error' = 'fail'`), with it: they read no more
     /// input and show FAILED in `SHOW JOBS`; kept in meta `failed/<job>` across restarts.
     pub failed: BTreeMap<String, String>,
+    /// Producers of the `'dead-letter.topic'` of connector tables, by table, opened at their
+    /// first dead letter.
+    pub dead_letter_writers: HashMap<String, weir_connectors::kafka::KafkaWriter>,
 }
 
 impl Engine {
@@ -72,6 +75,7 @@ impl Engine {
             sources: BTreeMap::new(),
             sink_rows: Default::default(),
             failed: BTreeMap::new(),
+            dead_letter_writers: HashMap::new(),
         };
         for rel in engine.catalog.relations.values().filter(|r| r.job.is_some()) {
             if let Some(error) = engine.store.get_meta(&failed_key(&rel.name))? {

@@ -10,7 +10,7 @@ use crate::error::{Result, WeirError};
 use crate::runtime::StreamChunk;
 use arrow::array::{BinaryArray, Int32Array, Int64Array, StringArray};
 
-use crate::source::{has_source, progress_key, SourceProgress, SourceTask, DEAD_LETTER_TABLE};
+use crate::source::{has_source, progress_key, SourceProgress, SourceTask, DEAD_LETTER_TABLE, DEAD_LETTER_TOPIC};
 use crate::sql::engine::Engine;
 use crate::sql::relations::connector_of;
 use crate::state::EpochWrites;
@@ -180,11 +180,23 @@ impl Engine {
     }
 
     /// Writes the dead letters read since the last commit into their tables'
-    /// `'dead-letter.table'`; those of a table without one were only counted and logged.
+    /// `'dead-letter.table'` and `'dead-letter.topic'`; those of a table without either were
+    /// only counted and logged.
+    ///
+    /// # Errors
+    /// `Execution` when the dead-letter topic cannot be written (the epoch then does not
+    /// commit, and its records are read again).
     pub fn flush_dead_letters(&mut self, writes: &mut EpochWrites) -> Result<()> {
         let mut batches = Vec::new();
+        let mut to_topics = Vec::new();
         for ((job, table), task) in self.sources.iter_mut() {
             let letters = std::mem::take(&mut task.dead_letters);
+            if letters.is_empty() {
+                continue;
+            }
+            if let Some(rel) = self.catalog.get(table).filter(|r| r.options.contains_key(DEAD_LETTER_TOPIC)) {
+                to_topics.push((rel.clone(), job.clone(), letters.clone()));
+            }
             let Some(side) = self.catalog.get(table).and_then(|r| r.options.get(DEAD_LETTER_TABLE)).cloned() else {
                 continue;
             };
@@ -202,6 +214,9 @@ impl Engine {
             ];
             batches.push((side, columns));
         }
+        for (rel, job, letters) in to_topics {
+            self.send_dead_letters(&rel, &job, &letters)?;
+        }
         for (side, columns) in batches {
             let (store, id) = self.table_store(&side)?;
             let batch = arrow::array::RecordBatch::try_new(std::sync::Arc::clone(store.schema()), columns)?;
@@ -211,6 +226,35 @@ impl Engine {
             self.propagate(&side, &chunk)?;
         }
         Ok(())
+    }
+}
+
+impl Engine {
+    /// Writes `letters` of job `job` to table `rel`'s `'dead-letter.topic'` and waits for the
+    /// broker's acknowledgement (see [`DEAD_LETTER_TOPIC`]).
+    fn send_dead_letters(&mut self, rel: &weir_catalog::Relation, job: &str, letters: &[crate::source::DeadLetter]) -> Result<()> {
+        use weir_connectors::kafka::{KafkaHeader, KafkaSinkConfig, KafkaWriter};
+        let kafka = |e: weir_connectors::ConnectorError| WeirError::execution(format!("table {}: dead-letter topic: {e}", rel.name));
+        if !self.dead_letter_writers.contains_key(&rel.name) {
+            let mut options: std::collections::BTreeMap<String, String> =
+                rel.options.iter().filter(|(k, _)| !k.starts_with("sink.")).map(|(k, v)| (k.clone(), v.clone())).collect();
+            options.insert("topic".into(), rel.options[DEAD_LETTER_TOPIC].clone());
+            let config = KafkaSinkConfig::from_options(&options).map_err(kafka)?;
+            self.dead_letter_writers.insert(rel.name.clone(), KafkaWriter::open(&config).map_err(kafka)?);
+        }
+        let writer = self.dead_letter_writers.get_mut(&rel.name).expect("opened above");
+        for d in letters {
+            let header = |key: &str, value: String| KafkaHeader { key: key.into(), value: Some(value.into_bytes()) };
+            let headers = [
+                header("weir.dlq.error", d.error.clone()),
+                header("weir.dlq.job", job.to_string()),
+                header("weir.dlq.topic", d.source.clone()),
+                header("weir.dlq.partition", d.partition.to_string()),
+                header("weir.dlq.offset", d.offset.to_string()),
+            ];
+            writer.send(None, Some(&d.raw), &headers, None).map_err(kafka)?;
+        }
+        writer.flush(std::time::Duration::from_secs(30)).map_err(kafka)
     }
 }
 

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod kafka;
+pub mod registry;
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};

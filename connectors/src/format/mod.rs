@@ -2,7 +2,7 @@
 //!
 //! [`decoder`] and [`encoder`] build the codec a table's `'format'` (or `'key.format'` /
 //! `'value.format'`) names, with Flink's option names (see [`FormatOptions`]): `json`, `csv`,
-//! `raw`, `debezium-json`; `upsert-kafka` pairs a key and a value format ([`UpsertDecoder`],
+//! `raw`, `debezium-json`, `avro-confluent`; `upsert-kafka` pairs a key and a value format ([`UpsertDecoder`],
 //! [`UpsertEncoder`]).
 //!
 //! # Types
@@ -18,6 +18,7 @@
 //! whole slice); bad records are isolated without re-parsing the good ones more than once or
 //! twice (see `isolate.rs`).
 
+mod avro;
 mod codec;
 mod csv;
 mod debezium;
@@ -29,6 +30,7 @@ mod raw;
 mod tests;
 mod upsert;
 
+pub use avro::{avro_schema_of, AvroConfluentDecoder, AvroConfluentEncoder, RegistryOptions};
 pub use codec::{DecodeError, Decoded, Decoder, Encoder, Op};
 pub use csv::{CsvDecoder, CsvEncoder};
 pub use debezium::{DebeziumDecoder, DebeziumEncoder};

@@ -10,12 +10,13 @@
 //! | `raw` | `raw.charset` (`UTF-8` only), `raw.endianness` (accepted, unused: only BYTES and STRING columns) |
 //! | `debezium-json` | `debezium-json.schema-include` (accepted; both envelopes are read), `debezium-json.ignore-parse-errors`, `debezium-json.timestamp-format.standard`, `debezium-json.encode.ignore-null-fields` |
 //!
-//! `avro-confluent` is known but not built yet: it is refused with [`ConnectorError::Unsupported`].
+//! | `avro-confluent` | `avro-confluent.url` (required), `avro-confluent.subject` (`<topic>-value` / `<topic>-key`), `avro-confluent.basic-auth.user-info`, `avro-confluent.bearer-auth.token` (see [`super::avro`]) |
 
 use std::collections::BTreeMap;
 
 use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
 
+use super::avro::{AvroConfluentDecoder, AvroConfluentEncoder, RegistryOptions, AVRO_OPTIONS};
 use super::codec::{Decoder, Encoder};
 use super::csv::{CsvDecoder, CsvEncoder};
 use super::debezium::{DebeziumDecoder, DebeziumEncoder};
@@ -34,6 +35,8 @@ pub enum FormatKind {
     Raw,
     /// `debezium-json`: Debezium change envelopes.
     DebeziumJson,
+    /// `avro-confluent`: Avro in the Confluent wire format, schemas in a schema registry.
+    AvroConfluent,
 }
 
 /// How timestamps are written (Flink `'json.timestamp-format.standard'`); both are read.
@@ -100,6 +103,8 @@ pub struct FormatOptions {
     pub ignore_null_fields: bool,
     /// The CSV dialect (used by `csv` only).
     pub csv: CsvOptions,
+    /// The schema registry (used by `avro-confluent` only).
+    pub registry: Option<RegistryOptions>,
 }
 
 const JSON_OPTIONS: &[&str] =
@@ -129,7 +134,7 @@ impl FormatOptions {
     /// - [`ConnectorError::InvalidValue`] for an unknown format or a bad option value (naming the
     ///   valid values);
     /// - [`ConnectorError::UnknownOption`] for a `'<prefix><format>.x'` the format does not have;
-    /// - [`ConnectorError::Unsupported`] for `avro-confluent` (not built yet).
+    /// - [`ConnectorError::MissingOption`] for `avro-confluent` without `avro-confluent.url`.
     pub fn from_options(options: &BTreeMap<String, String>, prefix: &str) -> Result<Self, ConnectorError> {
         let format_key = format!("{prefix}format");
         let connector = options.get("connector").cloned().unwrap_or_else(|| "kafka".into());
@@ -141,11 +146,7 @@ impl FormatOptions {
             "csv" => (FormatKind::Csv, CSV_OPTIONS),
             "raw" => (FormatKind::Raw, RAW_OPTIONS),
             "debezium-json" => (FormatKind::DebeziumJson, DEBEZIUM_OPTIONS),
-            "avro-confluent" => {
-                return Err(ConnectorError::Unsupported {
-                    feature: format!("'{format_key}' = 'avro-confluent' (not built yet; use json, csv, raw or debezium-json)"),
-                })
-            }
+            "avro-confluent" => (FormatKind::AvroConfluent, AVRO_OPTIONS),
             other => {
                 return Err(ConnectorError::InvalidValue {
                     option: format_key,
@@ -211,12 +212,17 @@ impl FormatOptions {
             csv.allow_comments = flag("allow-comments")?;
             csv.null_literal = get("null-literal").map(|(_, v)| v.to_string());
         }
+        let registry = match kind {
+            FormatKind::AvroConfluent => Some(RegistryOptions::from_options(options, prefix, &own)?),
+            _ => None,
+        };
         Ok(FormatOptions {
             kind,
             timestamp_standard,
             ignore_parse_errors: flag("ignore-parse-errors")?,
             ignore_null_fields: flag("encode.ignore-null-fields")?,
             csv,
+            registry,
         })
     }
 
@@ -232,6 +238,7 @@ impl FormatOptions {
             FormatKind::Csv => Box::new(CsvDecoder::try_new(schema, self.csv.clone(), self.ignore_parse_errors)?),
             FormatKind::Raw => Box::new(RawDecoder::try_new(schema)?),
             FormatKind::DebeziumJson => Box::new(DebeziumDecoder::try_new(schema, self.ignore_parse_errors)?),
+            FormatKind::AvroConfluent => Box::new(AvroConfluentDecoder::new(schema, self.registry()?)),
         })
     }
 
@@ -248,7 +255,12 @@ impl FormatOptions {
             FormatKind::DebeziumJson => {
                 Box::new(DebeziumEncoder::new(schema, self.timestamp_standard, self.ignore_null_fields))
             }
+            FormatKind::AvroConfluent => Box::new(AvroConfluentEncoder::try_new(schema, self.registry()?)?),
         })
+    }
+
+    fn registry(&self) -> Result<RegistryOptions, ConnectorError> {
+        self.registry.clone().ok_or_else(|| ConnectorError::Internal { message: "avro-confluent without registry options".into() })
     }
 }
 
