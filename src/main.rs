@@ -3,7 +3,7 @@
 //! ```text
 //! weir [serve] [--pg-listen 127.0.0.1:5488] [--data-dir ./weir-data]
 //! weir bench insert [--rows 1000000] [--groups 1000] [--data-dir DIR]
-//! weir bench window [--kind tumble|hop] [--rows 1000000] [--slide-s 60] [--size-s 3600]
+//! weir bench window [--kind tumble|hop] [--rows 1000000] [--slide-s 60] [--size-s 3600] [--sink view|blackhole]
 //! weir bench nexmark (--query qN | --all) [--events N] [--source generator|files:DIR]
 //!                    [--partitions P] [--parallelism 1] [--event-rate R] [--check]
 //! weir bench kafka --brokers HOST:PORT [--records 1000000] [--partitions 4]
@@ -88,6 +88,10 @@ enum Bench {
         slide_s: u64,
         #[arg(long, default_value_t = 3600)]
         size_s: u64,
+        /// Where the windows go: `view` (a materialized view stores them) or `blackhole` (an
+        /// INSERT INTO job into a blackhole table: the window operator alone).
+        #[arg(long, default_value = "view")]
+        sink: String,
         /// Scratch directory for the database (emptied first).
         #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-window")]
         data_dir: PathBuf,
@@ -193,8 +197,8 @@ fn main() -> ExitCode {
             Some(Command::Bench(Bench::Insert { rows, groups, data_dir })) => {
                 bench_insert(&data_dir, rows, groups).await
             }
-            Some(Command::Bench(Bench::Window { kind, rows, batch, keys, slide_s, size_s, data_dir })) => {
-                bench_window(&data_dir, &kind, rows, batch, keys, slide_s, size_s).await
+            Some(Command::Bench(Bench::Window { kind, rows, batch, keys, slide_s, size_s, sink, data_dir })) => {
+                bench_window(&data_dir, &kind, &sink, rows, batch, keys, slide_s, size_s).await
             }
             Some(Command::Bench(Bench::NexmarkGen { events, out, seed, event_rate })) => {
                 let counts = weir::bench::nexmark_gen::write_json(&out, events, seed, event_rate).map_err(|e| e.to_string())?;
@@ -262,9 +266,11 @@ async fn bench_insert(data_dir: &std::path::Path, rows: u64, groups: u64) -> Res
 }
 
 /// `weir bench window`: prints one line of figures.
+#[allow(clippy::too_many_arguments)]
 async fn bench_window(
     data_dir: &std::path::Path,
     kind: &str,
+    sink: &str,
     rows: u64,
     batch: u64,
     keys: u64,
@@ -277,8 +283,14 @@ async fn bench_window(
         "hop" => WindowBench::Hop { slide_s, size_s },
         other => return Err(format!("--kind {other}: valid kinds are tumble, hop")),
     };
-    let report = weir::bench::window::run(data_dir, window, rows, batch, keys).await.map_err(|e| e.to_string())?;
-    println!("window {window:?} ({keys} keys, EMIT ON WINDOW CLOSE): {report}");
+    let sink = match sink {
+        "view" => weir::bench::window::Sink::View,
+        "blackhole" => weir::bench::window::Sink::Blackhole,
+        other => return Err(format!("--sink {other}: valid sinks are view, blackhole")),
+    };
+    let report =
+        weir::bench::window::run(data_dir, window, sink, rows, batch, keys).await.map_err(|e| e.to_string())?;
+    println!("window {window:?} ({keys} keys, EMIT ON WINDOW CLOSE, into {sink:?}): {report}");
     let _ = std::fs::remove_dir_all(data_dir);
     Ok(())
 }

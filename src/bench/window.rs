@@ -8,7 +8,8 @@
 //! TUMBLE runs WindowAssign + GroupAggregate; HOP runs sliced (one accumulator per key and
 //! slide, [`crate::plan::slicing`]). A HOP view emits `size / slide` times the windows of a
 //! TUMBLE view of the same size, so its output (materialized into the view) grows with that
-//! ratio times the keys. After each statement, outside the timed part, the entries of the
+//! ratio times the keys. [`Sink::Blackhole`] measures the window operator alone: the same
+//! query as an `INSERT INTO` job into a `blackhole` table, which drops the windows it gets. After each statement, outside the timed part, the entries of the
 //! view's operator state tables are counted: the report gives the largest count, which stays
 //! flat for bounded state however long the run.
 
@@ -27,19 +28,48 @@ pub enum WindowBench {
     Hop { slide_s: u64, size_s: u64 },
 }
 
+/// Where the windows go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sink {
+    /// A materialized view `bench_windows` that stores them.
+    View,
+    /// An `INSERT INTO` job into a `blackhole` table: emitted, not stored.
+    Blackhole,
+}
+
 /// The measured view.
 const VIEW: &str = "bench_windows";
 
-/// `CREATE MATERIALIZED VIEW bench_windows ...` for `window`.
-fn view_sql(window: WindowBench) -> String {
-    let tvf = match window {
+/// The window TVF of `window` over `bench_events`.
+fn tvf(window: WindowBench) -> String {
+    match window {
         WindowBench::Tumble { size_s } => {
             format!("TUMBLE(TABLE bench_events, DESCRIPTOR(ts), INTERVAL '{size_s}' SECOND)")
         }
         WindowBench::Hop { slide_s, size_s } => format!(
             "HOP(TABLE bench_events, DESCRIPTOR(ts), INTERVAL '{slide_s}' SECOND, INTERVAL '{size_s}' SECOND)"
         ),
-    };
+    }
+}
+
+/// The statements that create the measured job of `window` into `sink`.
+fn job_sql(window: WindowBench, sink: Sink) -> Vec<String> {
+    match sink {
+        Sink::View => vec![view_sql(window)],
+        Sink::Blackhole => vec![
+            "CREATE TABLE bench_out (window_start TIMESTAMP(3), window_end TIMESTAMP(3), k BIGINT, n BIGINT, s BIGINT)              WITH ('connector' = 'blackhole')"
+                .to_string(),
+            format!(
+                "INSERT INTO bench_out SELECT window_start, window_end, k, COUNT(*), SUM(v)                  FROM TABLE({}) GROUP BY window_start, window_end, k",
+                tvf(window)
+            ),
+        ],
+    }
+}
+
+/// `CREATE MATERIALIZED VIEW bench_windows ...` for `window`.
+fn view_sql(window: WindowBench) -> String {
+    let tvf = tvf(window);
     format!(
         "CREATE MATERIALIZED VIEW {VIEW} AS SELECT window_start, window_end, k, COUNT(*) AS n, SUM(v) AS s \
          FROM TABLE({tvf}) GROUP BY window_start, window_end, k EMIT ON WINDOW CLOSE"
@@ -49,11 +79,18 @@ fn view_sql(window: WindowBench) -> String {
 const TABLE_SQL: &str = "CREATE TABLE bench_events (ts TIMESTAMP(3), k BIGINT, v BIGINT, WATERMARK FOR ts AS ts)";
 
 /// Runs the benchmark in a fresh database under `data_dir`.
-pub async fn run(data_dir: &std::path::Path, window: WindowBench, rows: u64, batch: u64, keys: u64) -> Result<Report> {
+pub async fn run(
+    data_dir: &std::path::Path,
+    window: WindowBench,
+    sink: Sink,
+    rows: u64,
+    batch: u64,
+    keys: u64,
+) -> Result<Report> {
     let _ = std::fs::remove_dir_all(data_dir);
     let db = Database::open(data_dir)?;
     let mut session = Session::default();
-    for sql in [TABLE_SQL.to_string(), view_sql(window)] {
+    for sql in std::iter::once(TABLE_SQL.to_string()).chain(job_sql(window, sink)) {
         db.execute(&mut session, &sql).await?;
     }
     let mut measured = Duration::ZERO;
@@ -77,12 +114,12 @@ pub async fn run(data_dir: &std::path::Path, window: WindowBench, rows: u64, bat
     Ok(report)
 }
 
-/// Committed entries in the operator state tables of the view (not its rows).
+/// Committed entries in the operator state tables of the view or job (not the view's rows).
 async fn operator_state_entries(db: &Database) -> Result<u64> {
     let engine = db.engine().await;
-    let Some(rel) = engine.catalog.get(VIEW) else { return Ok(0) };
     let mut n = 0;
-    for id in rel.operator_state.values() {
+    let jobs = engine.catalog.relations.values().filter(|r| r.job.is_some() || r.name == VIEW);
+    for id in jobs.flat_map(|r| r.operator_state.values()) {
         engine.store.scan(*id, |_, _| {
             n += 1;
             Ok(true)
@@ -98,11 +135,13 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn small_runs_finish() -> Result<()> {
         let dir = std::env::temp_dir().join(format!("weir-bench-window-{}", std::process::id()));
-        let report = run(&dir, WindowBench::Hop { slide_s: 10, size_s: 60 }, 2_000, 500, 3).await?;
-        assert_eq!(report.rows, 2_000);
-        // 3 keys, a row each 100 ms: slices of 10 s for the 60 s still open, and the watermark.
-        let state = report.peak_state_entries.expect("measured");
-        assert!(state > 0 && state <= 3 * 7 + 2, "{state} entries");
+        for sink in [Sink::View, Sink::Blackhole] {
+            let report = run(&dir, WindowBench::Hop { slide_s: 10, size_s: 60 }, sink, 2_000, 500, 3).await?;
+            assert_eq!(report.rows, 2_000);
+            // 3 keys, a row each 100 ms: slices of 10 s for the 60 s still open, and the watermark.
+            let state = report.peak_state_entries.expect("measured");
+            assert!(state > 0 && state <= 3 * 7 + 2, "{sink:?}: {state} entries");
+        }
         let _ = std::fs::remove_dir_all(&dir);
         Ok(())
     }
