@@ -354,7 +354,9 @@ fn options_are_checked() {
     assert!(unknown.contains("json.timestamp-format.standard"), "lists the valid options: {unknown}");
     let standard = err(&[("format", "json"), ("json.timestamp-format.standard", "RFC")]).unwrap_or_default();
     assert!(standard.contains("SQL, ISO-8601"), "{standard}");
-    assert!(err(&[("format", "avro-confluent")]).unwrap_or_default().contains("not built yet"));
+    assert!(err(&[("format", "avro-confluent")]).unwrap_or_default().contains("'avro-confluent.url'"));
+    let url = err(&[("format", "avro-confluent"), ("avro-confluent.url", "registry:8081")]).unwrap_or_default();
+    assert!(url.contains("http://"), "{url}");
     assert!(err(&[("format", "xml")]).unwrap_or_default().contains("json, csv, raw"));
     assert!(err(&[]).unwrap_or_default().contains("'format'"));
     let delimiter = err(&[("format", "csv"), ("csv.field-delimiter", "ab")]).unwrap_or_default();
@@ -373,5 +375,40 @@ fn encoders_check_their_input() -> TestResult {
     assert!(matches!(json.encode(&batch, None), Err(ConnectorError::Internal { .. })));
     let mut json = encoder(&opts(&[("format", "json")]), "", users())?;
     assert!(matches!(json.encode(&batch, Some(&[Op::Insert])), Err(ConnectorError::Internal { .. })));
+    Ok(())
+}
+
+#[test]
+fn avro_confluent_subjects_follow_the_topic_name_strategy() -> TestResult {
+    let options = opts(&[
+        ("topic", "orders"),
+        ("value.format", "avro-confluent"),
+        ("value.avro-confluent.url", "http://registry:8081/"),
+        ("key.format", "avro-confluent"),
+        ("key.avro-confluent.url", "http://registry:8081"),
+        ("key.avro-confluent.subject", "custom"),
+    ]);
+    let value = FormatOptions::from_options(&options, "value.")?.registry.expect("registry");
+    assert_eq!((value.url.as_str(), value.subject.as_deref()), ("http://registry:8081", Some("orders-value")));
+    let key = FormatOptions::from_options(&options, "key.")?.registry.expect("registry");
+    assert_eq!(key.subject.as_deref(), Some("custom"));
+    Ok(())
+}
+
+#[test]
+fn avro_confluent_writer_schema_is_derived_from_the_columns() -> TestResult {
+    let schema = Arc::new(arrow::datatypes::Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("price", DataType::Decimal128(10, 2), true),
+        Field::new("ts", DataType::Timestamp(arrow::datatypes::TimeUnit::Millisecond, None), true),
+    ]));
+    let json: serde_json::Value = serde_json::from_str(&super::avro_schema_of(&schema)?).expect("json");
+    assert_eq!(json["name"], "record");
+    assert_eq!(json["namespace"], "org.apache.flink.avro.generated");
+    assert_eq!(json["fields"][0]["type"], "long", "NOT NULL: no union");
+    assert_eq!(json["fields"][1]["type"][0], "null");
+    assert_eq!(json["fields"][1]["type"][1]["logicalType"], "decimal");
+    assert_eq!(json["fields"][1]["type"][1]["scale"], 2);
+    assert_eq!(json["fields"][2]["type"][1]["logicalType"], "timestamp-millis");
     Ok(())
 }
