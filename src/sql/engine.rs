@@ -98,29 +98,23 @@ impl Engine {
         Ok(())
     }
 
+    /// Restarts every view and job of the catalog from its committed state. One that cannot
+    /// restart (its query no longer plans, or plans with other state tables than it was
+    /// created with, after an upgrade of Weir) does not stop the others or the database: it is
+    /// marked FAILED with the reason (`SHOW JOBS`), its committed rows stay readable, and it
+    /// takes no input until it is dropped and created again.
     fn start_jobs(&mut self) -> Result<()> {
         let views: Vec<Relation> = self.catalog.jobs_in_dependency_order().into_iter().cloned().collect();
         for rel in views {
-            let query = rel.query.clone().unwrap_or_default();
-            let lateness = match rel.options.get(crate::sql::settings::ALLOW_LATENESS) {
-                Some(v) => crate::sql::settings::parse_duration_ms(crate::sql::settings::ALLOW_LATENESS, v)?,
-                None => 0,
+            let job = match self.restart_job(&rel) {
+                Ok(job) => job,
+                Err(e) => {
+                    let error = format!("cannot restart {}: {e}; drop it and create it again", rel.name);
+                    tracing::error!("{error}");
+                    self.failed.insert(rel.name.clone(), error);
+                    continue;
+                }
             };
-            let mut plan = if rel.kind == RelationKind::SinkJob {
-                futures::executor::block_on(self.plan_sink_job(&query))?
-            } else {
-                futures::executor::block_on(self.plan_stream_query(&query, rel.emit_on_window_close))?
-            };
-            plan.set_allowed_lateness(lateness);
-            plan.set_state_ttl(&crate::sql::settings::state_ttl_of(&rel.options, &query)?)?;
-            let mut catalog = (*self.catalog).clone();
-            let job = self.build_job(&rel, &plan, &mut catalog)?;
-            if catalog != *self.catalog {
-                return Err(WeirError::internal(format!(
-                    "the plan of materialized view {} changed since it was created (state tables differ)",
-                    rel.name
-                )));
-            }
             let reads: Vec<String> = job.reads().iter().map(|r| r.to_string()).collect();
             self.jobs.insert(rel.name.clone(), job);
             if !self.failed.contains_key(&rel.name) {
@@ -129,6 +123,34 @@ impl Engine {
         }
         self.refresh_job_order();
         Ok(())
+    }
+
+    /// Plans view or job `rel` again and instantiates it over its existing state tables.
+    ///
+    /// # Errors
+    /// The planner's; `Internal` when the plan needs state tables the view was not created with.
+    fn restart_job(&self, rel: &Relation) -> Result<Job> {
+        let query = rel.query.clone().unwrap_or_default();
+        let lateness = match rel.options.get(crate::sql::settings::ALLOW_LATENESS) {
+            Some(v) => crate::sql::settings::parse_duration_ms(crate::sql::settings::ALLOW_LATENESS, v)?,
+            None => 0,
+        };
+        let mut plan = if rel.kind == RelationKind::SinkJob {
+            futures::executor::block_on(self.plan_sink_job(&query))?
+        } else {
+            futures::executor::block_on(self.plan_stream_query(&query, rel.emit_on_window_close))?
+        };
+        plan.set_allowed_lateness(lateness);
+        plan.set_state_ttl(&crate::sql::settings::state_ttl_of(&rel.options, &query)?)?;
+        let mut catalog = (*self.catalog).clone();
+        let job = self.build_job(rel, &plan, &mut catalog)?;
+        if catalog != *self.catalog {
+            return Err(WeirError::internal(format!(
+                "the plan of {} changed since it was created (its state tables differ)",
+                rel.name
+            )));
+        }
+        Ok(job)
     }
 
     /// Recomputes [`Engine::job_order`] from the catalog.
@@ -513,4 +535,57 @@ pub const LATE_ROWS_TABLE: &str = "late-rows.table";
 /// The metadata key of a table's watermark.
 pub fn watermark_key(table: &str) -> String {
     format!("wm/{table}")
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::sql::{Database, Session, StatementResult};
+    use crate::state::EpochWrites;
+
+    /// The rows of `sql` as text, sorted.
+    async fn rows(db: &Database, session: &mut Session, sql: &str) -> Vec<String> {
+        let StatementResult::Rows { batches, .. } = db.execute(session, sql).await.expect(sql) else { panic!("{sql}: no rows") };
+        let text = arrow::util::pretty::pretty_format_batches(&batches).expect("format").to_string();
+        let mut lines: Vec<String> =
+            text.lines().filter(|l| l.starts_with('|')).skip(1).map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+        lines.sort();
+        lines
+    }
+
+    /// A view whose plan no longer matches its state tables (as after an upgrade that changed
+    /// how its query is planned) is FAILED at restart; the database opens, the other views run,
+    /// the failed one keeps its committed rows, and dropping it clears the failure.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_view_that_cannot_restart_fails_alone() -> crate::error::Result<()> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = Database::open(dir.path())?;
+        let mut s = Session::default();
+        for sql in [
+            "CREATE TABLE t (k BIGINT, v BIGINT)",
+            "INSERT INTO t VALUES (1, 10), (1, 5), (2, 7)",
+            "CREATE MATERIALIZED VIEW v AS SELECT k, SUM(v) AS s FROM t GROUP BY k",
+            "CREATE MATERIALIZED VIEW w AS SELECT k, COUNT(*) AS n FROM t GROUP BY k",
+        ] {
+            db.execute(&mut s, sql).await?;
+        }
+        {
+            let mut engine = db.engine().await;
+            let mut catalog = (*engine.catalog).clone();
+            let state = &mut catalog.relations.get_mut("v").expect("v").operator_state;
+            let first = state.keys().next().cloned().expect("v has operator state");
+            state.remove(&first);
+            engine.commit(EpochWrites::default(), Some(catalog))?;
+            engine.reload()?;
+            assert!(engine.failed.get("v").is_some_and(|e| e.contains("cannot restart v")), "{:?}", engine.failed);
+            assert!(!engine.failed.contains_key("w"));
+        }
+        db.execute(&mut s, "INSERT INTO t VALUES (2, 1)").await?;
+        assert_eq!(rows(&db, &mut s, "SELECT k, s FROM v").await, ["| 1 | 15 |", "| 2 | 7 |"], "as committed");
+        assert_eq!(rows(&db, &mut s, "SELECT k, n FROM w").await, ["| 1 | 2 |", "| 2 | 2 |"], "still running");
+        db.execute(&mut s, "DROP MATERIALIZED VIEW v").await?;
+        db.execute(&mut s, "CREATE MATERIALIZED VIEW v AS SELECT k, SUM(v) AS s FROM t GROUP BY k").await?;
+        assert!(db.engine().await.failed.is_empty());
+        assert_eq!(rows(&db, &mut s, "SELECT k, s FROM v").await, ["| 1 | 15 |", "| 2 | 8 |"]);
+        Ok(())
+    }
 }
