@@ -1,15 +1,30 @@
 #!/usr/bin/env bash
 # Installs the system packages Weir's build and tests need, when they are missing:
 #   libclang-dev       RocksDB's Rust bindings are generated with bindgen, which needs libclang
+#   libssl-dev, pkg-config  the schema registry client (avro-confluent) talks TLS through OpenSSL
 #   postgresql-client  psql, for the test that drives the real psql binary
 # Run as root (it uses apt-get); otherwise it prints what to install and fails.
 set -euo pipefail
 
 missing=()
 # libclang.so or libclang-NN.so, not libclang-cpp (which lld and other LLVM tools pull in).
-if ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* \
-        /usr/lib/x86_64-linux-gnu/libclang.so* /usr/lib/x86_64-linux-gnu/libclang-[0-9]*.so* >/dev/null 2>&1; then
+# (One match is enough: `ls` over all the patterns would fail when any one of them matches nothing.)
+found_libclang=no
+for f in /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* \
+         /usr/lib/x86_64-linux-gnu/libclang.so* /usr/lib/x86_64-linux-gnu/libclang-[0-9]*.so*; do
+  if [[ -e "$f" ]]; then
+    found_libclang=yes
+    break
+  fi
+done
+if [[ $found_libclang == no ]]; then
   missing+=(libclang-dev)
+fi
+if [[ ! -f /usr/include/openssl/ssl.h ]]; then
+  missing+=(libssl-dev)
+fi
+if ! command -v pkg-config >/dev/null 2>&1; then
+  missing+=(pkg-config)
 fi
 if [[ "${1:-}" == "--test" ]] && ! command -v psql >/dev/null 2>&1; then
   missing+=(postgresql-client)
