@@ -227,9 +227,7 @@ impl Engine {
         }
         Ok(())
     }
-}
 
-impl Engine {
     /// Writes `letters` of job `job` to table `rel`'s `'dead-letter.topic'` and waits for the
     /// broker's acknowledgement (see [`DEAD_LETTER_TOPIC`]).
     fn send_dead_letters(&mut self, rel: &weir_catalog::Relation, job: &str, letters: &[crate::source::DeadLetter]) -> Result<()> {
