@@ -13,7 +13,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use weir_connectors::kafka::{create_topic, KafkaReader, KafkaSinkConfig, KafkaSourceConfig, KafkaWriter};
+use weir_connectors::kafka::{create_topic, KafkaSinkConfig, KafkaWriter};
 
 const ORDERS: i64 = 2_000;
 
@@ -155,19 +155,7 @@ async fn avro_confluent_in_and_out_through_a_schema_registry() {
         ))
         .await
         .expect("pipeline");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let read: i64 = client
-            .query_one("SELECT CAST(COALESCE(SUM(position), 0) AS BIGINT) FROM weir_sources WHERE job = 'totals'", &[])
-            .await
-            .expect("weir_sources")
-            .get(0);
-        if read >= ORDERS + 3 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "only {read} records read");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    common::kafka::wait_for_job_offsets(&client, "totals", ORDERS + 3, Duration::from_secs(60)).await;
     client.batch_execute("FLUSH").await.expect("flush");
 
     // customer -> (count, total cents, last ts as text)
@@ -202,14 +190,7 @@ async fn avro_confluent_in_and_out_through_a_schema_registry() {
 
     // The dead-letter topic holds the same three records, untouched, with their context in
     // headers.
-    let options = BTreeMap::from([
-        ("connector".to_string(), "kafka".to_string()),
-        ("topic".to_string(), "orders_avro_dlq".to_string()),
-        ("properties.bootstrap.servers".to_string(), b.clone()),
-        ("scan.startup.mode".to_string(), "earliest-offset".to_string()),
-    ]);
-    let mut reader = KafkaReader::open(&KafkaSourceConfig::from_options(&options).expect("config"), &BTreeMap::new())
-        .expect("dlq reader");
+    let mut reader = common::kafka::earliest_reader(b, "orders_avro_dlq");
     let mut letters = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     while letters.len() < 3 {
@@ -243,14 +224,7 @@ async fn avro_confluent_in_and_out_through_a_schema_registry() {
         .collect();
     assert_eq!(fields.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(), ["customer", "n", "total"]);
     let sink_id = registry.register("totals-value", &versions[0]);
-    let options = BTreeMap::from([
-        ("connector".to_string(), "kafka".to_string()),
-        ("topic".to_string(), "totals".to_string()),
-        ("properties.bootstrap.servers".to_string(), b.clone()),
-        ("scan.startup.mode".to_string(), "earliest-offset".to_string()),
-    ]);
-    let mut reader = KafkaReader::open(&KafkaSourceConfig::from_options(&options).expect("config"), &BTreeMap::new())
-        .expect("sink reader");
+    let mut reader = common::kafka::earliest_reader(b, "totals");
     let mut compacted: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

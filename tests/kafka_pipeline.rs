@@ -93,26 +93,6 @@ async fn read_view(client: &tokio_postgres::Client) -> BTreeMap<(String, String)
         .collect()
 }
 
-/// Waits until the job has read `n` records of the topic (dead letters included).
-async fn wait_for_offsets(client: &tokio_postgres::Client, n: i64) {
-    let deadline = Instant::now() + Duration::from_secs(180);
-    loop {
-        let read: i64 = client
-            .query_one(
-                "SELECT CAST(COALESCE(SUM(position), 0) AS BIGINT) FROM weir_sources WHERE job = 'orders_per_minute'",
-                &[],
-            )
-            .await
-            .expect("weir_sources")
-            .get(0);
-        if read >= n {
-            return;
-        }
-        assert!(Instant::now() < deadline, "only {read} of {n} records read");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafka_in_window_view_upsert_out_through_a_crash() {
     let Some(broker) = common::kafka::start_broker() else { return };
@@ -146,7 +126,7 @@ async fn kafka_in_window_view_upsert_out_through_a_crash() {
 
     // First 60%, killed once part of it is committed.
     produce(b, 0..ORDERS * 6 / 10);
-    wait_for_offsets(&client, ORDERS / 4).await;
+    common::kafka::wait_for_job_offsets(&client, "orders_per_minute", ORDERS / 4, Duration::from_secs(180)).await;
     let (_server, client) = if std::env::var("WEIR_TEST_NO_CRASH").is_ok() {
         (server, client)
     } else {
@@ -157,7 +137,7 @@ async fn kafka_in_window_view_upsert_out_through_a_crash() {
         (server, client)
     };
     produce(b, ORDERS * 6 / 10..ORDERS);
-    wait_for_offsets(&client, ORDERS).await;
+    common::kafka::wait_for_job_offsets(&client, "orders_per_minute", ORDERS, Duration::from_secs(180)).await;
     client.batch_execute("FLUSH").await.expect("flush");
 
     let expected = expected_view();
@@ -210,14 +190,7 @@ async fn kafka_in_window_view_upsert_out_through_a_crash() {
     assert_eq!(committed, ORDERS, "offsets committed to the consumer group");
 
     // The upsert topic, compacted by key: the last value per key, tombstones deleting.
-    let options = BTreeMap::from([
-        ("connector".to_string(), "upsert-kafka".to_string()),
-        ("topic".to_string(), "orders_per_minute".to_string()),
-        ("properties.bootstrap.servers".to_string(), b.clone()),
-        ("scan.startup.mode".to_string(), "earliest-offset".to_string()),
-    ]);
-    let mut reader = KafkaReader::open(&KafkaSourceConfig::from_options(&options).expect("config"), &BTreeMap::new())
-        .expect("sink reader");
+    let mut reader = common::kafka::earliest_reader(b, "orders_per_minute");
     let mut compacted: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut quiet = 0;
@@ -293,19 +266,7 @@ async fn debezium_changelog_source_keeps_a_view_exact() {
         .await
         .expect("pipeline");
     let total_records = 50 + 25 + 1 + 10;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let read: i64 = client
-            .query_one("SELECT CAST(COALESCE(SUM(position), 0) AS BIGINT) FROM weir_sources", &[])
-            .await
-            .expect("weir_sources")
-            .get(0);
-        if read >= total_records {
-            break;
-        }
-        assert!(Instant::now() < deadline, "only {read} records read");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    common::kafka::wait_for_job_offsets(&client, "by_category", total_records, Duration::from_secs(60)).await;
     client.batch_execute("FLUSH").await.expect("flush");
     let mut expected: BTreeMap<String, (i64, i64)> = BTreeMap::new();
     for id in (0..50).filter(|i| i % 5 != 0) {
@@ -328,26 +289,6 @@ async fn debezium_changelog_source_keeps_a_view_exact() {
         .expect("dead letters")
         .get(0);
     assert_eq!(dead, 1, "the one record that is not JSON (the count is the task's, on each partition row)");
-}
-
-/// Reads `n` records of the topics `job` reads, or fails after a minute.
-async fn wait_for_job_offsets(client: &tokio_postgres::Client, job: &str, n: i64) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let read: i64 = client
-            .query_one(
-                &format!("SELECT CAST(COALESCE(SUM(position), 0) AS BIGINT) FROM weir_sources WHERE job = '{job}'"),
-                &[],
-            )
-            .await
-            .expect("weir_sources")
-            .get(0);
-        if read >= n {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{job}: only {read} of {n} records read");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// An `upsert-kafka` source: the key is the row's identity, a record replaces the row of its
@@ -426,7 +367,7 @@ async fn upsert_kafka_source_keeps_a_view_exact_through_a_crash() {
         ))
         .await
         .expect("pipeline");
-    wait_for_job_offsets(&client, "by_category", records).await;
+    common::kafka::wait_for_job_offsets(&client, "by_category", records, Duration::from_secs(60)).await;
     client.batch_execute("FLUSH").await.expect("flush");
     assert_eq!(by_category(&client).await, expected(&latest), "before the crash");
     let dead: Vec<String> = client
@@ -451,7 +392,7 @@ async fn upsert_kafka_source_keeps_a_view_exact_through_a_crash() {
     send(&mut writer, &mut latest, 4, None);
     records += 5;
     writer.flush(Duration::from_secs(30)).expect("flush");
-    wait_for_job_offsets(&client, "by_category", records).await;
+    common::kafka::wait_for_job_offsets(&client, "by_category", records, Duration::from_secs(60)).await;
     client.batch_execute("FLUSH").await.expect("flush");
     assert_eq!(by_category(&client).await, expected(&latest), "after the restart");
     drop(server);

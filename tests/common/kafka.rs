@@ -62,3 +62,37 @@ pub fn start_broker() -> Option<Broker> {
     }
     panic!("tansu did not start on a free port in 5 attempts");
 }
+
+/// Waits until job `job` has read `n` records of the topics it reads (dead letters and
+/// tombstones included: the sum of its Kafka positions in `weir_sources`), or fails after
+/// `timeout`.
+pub async fn wait_for_job_offsets(client: &tokio_postgres::Client, job: &str, n: i64, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let read: i64 = client
+            .query_one(
+                &format!("SELECT CAST(COALESCE(SUM(position), 0) AS BIGINT) FROM weir_sources WHERE job = '{job}'"),
+                &[],
+            )
+            .await
+            .expect("weir_sources")
+            .get(0);
+        if read >= n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{job}: only {read} of {n} records read");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A reader of every partition of `topic` from its earliest offset.
+pub fn earliest_reader(brokers: &str, topic: &str) -> weir_connectors::kafka::KafkaReader {
+    let options = std::collections::BTreeMap::from([
+        ("connector".to_string(), "kafka".to_string()),
+        ("topic".to_string(), topic.to_string()),
+        ("properties.bootstrap.servers".to_string(), brokers.to_string()),
+        ("scan.startup.mode".to_string(), "earliest-offset".to_string()),
+    ]);
+    let config = weir_connectors::kafka::KafkaSourceConfig::from_options(&options).expect("reader config");
+    weir_connectors::kafka::KafkaReader::open(&config, &std::collections::BTreeMap::new()).expect("reader")
+}
