@@ -158,8 +158,9 @@ enum RegistryFailure {
 /// A writer schema fetched from the registry, with each column's field in it.
 struct WriterSchema {
     avro: Schema,
-    /// Per output column: the record field's name in the writer schema, if it has the column.
-    fields: Vec<Option<String>>,
+    /// Per output column: the position of its field in the writer schema's record (a decoded
+    /// record lists its fields in that order), if the schema has the column.
+    fields: Vec<Option<usize>>,
     /// Per output column: the decimal scale of its field, if it is a decimal.
     scales: Vec<Option<usize>>,
 }
@@ -205,9 +206,9 @@ impl AvroConfluentDecoder {
         let mut fields = Vec::new();
         let mut scales = Vec::new();
         for column in self.schema.fields() {
-            let found = record_fields.iter().find(|(name, _)| name.eq_ignore_ascii_case(column.name()));
-            fields.push(found.map(|(name, _)| name.clone()));
-            scales.push(found.and_then(|(_, s)| decimal_scale(s)));
+            let found = record_fields.iter().position(|(name, _)| name.eq_ignore_ascii_case(column.name()));
+            fields.push(found);
+            scales.push(found.and_then(|i| decimal_scale(&record_fields[i].1)));
         }
         WriterSchema { avro, fields, scales }
     }
@@ -470,14 +471,10 @@ impl Decoder for AvroConfluentDecoder {
                 };
                 row.clear();
                 for (c, column) in columns.iter().enumerate() {
-                    let value = match &writer.fields[c] {
-                        Some(name) => fields
-                            .iter_mut()
-                            .find(|(n, _)| n == name)
-                            .map(|(_, v)| std::mem::replace(v, Value::Null))
-                            .unwrap_or(Value::Null),
-                        None => Value::Null,
-                    };
+                    let value = writer.fields[c]
+                        .and_then(|i| fields.get_mut(i))
+                        .map(|(_, v)| std::mem::replace(v, Value::Null))
+                        .unwrap_or(Value::Null);
                     let checked = cell(value, writer.scales[c]).and_then(|v| column.check(v));
                     row.push(checked.map_err(|e| format!("column {}: {e}", self.schema.field(c).name()))?);
                 }

@@ -61,7 +61,7 @@ impl ChangelogNormalize {
 }
 
 /// Where an output row comes from: row `i` of the input chunk, or stored row `i`.
-enum From {
+enum Origin {
     Input(u32),
     Stored(usize),
 }
@@ -83,7 +83,7 @@ impl Operator for ChangelogNormalize {
         let key_columns: Vec<_> = self.key.iter().map(|k| Arc::clone(chunk.batch.column(*k))).collect();
         let keys = self.key_codec.encode_rows(&key_columns, chunk.len())?;
         let rows = self.row_codec.encode_rows(chunk.batch.columns(), chunk.len())?;
-        let mut out: Vec<(Op, From)> = Vec::new();
+        let mut out: Vec<(Op, Origin)> = Vec::new();
         let mut stored: Vec<Vec<u8>> = Vec::new();
         for (i, ((op, key), row)) in chunk.ops.iter().zip(keys).zip(rows).enumerate() {
             let old = self.rows.get(ctx.store, &key)?;
@@ -91,15 +91,15 @@ impl Operator for ChangelogNormalize {
                 match old {
                     Some(old) if old == row => continue,
                     Some(old) => {
-                        out.push((Op::UpdateBefore, From::Stored(stored.len())));
+                        out.push((Op::UpdateBefore, Origin::Stored(stored.len())));
                         stored.push(old);
-                        out.push((Op::UpdateAfter, From::Input(i as u32)));
+                        out.push((Op::UpdateAfter, Origin::Input(i as u32)));
                     }
-                    None => out.push((Op::Insert, From::Input(i as u32))),
+                    None => out.push((Op::Insert, Origin::Input(i as u32))),
                 }
                 self.rows.put(key, row);
             } else if let Some(old) = old {
-                out.push((Op::Delete, From::Stored(stored.len())));
+                out.push((Op::Delete, Origin::Stored(stored.len())));
                 stored.push(old);
                 self.rows.delete(key);
             }
@@ -118,8 +118,8 @@ impl Operator for ChangelogNormalize {
         let stored_batch = RecordBatch::try_new(Arc::clone(&schema), decoder.finish()?)?;
         let input_rows = chunk.len() as u32;
         let indices = UInt32Array::from_iter_values(out.iter().map(|(_, from)| match from {
-            From::Input(i) => *i,
-            From::Stored(i) => input_rows + *i as u32,
+            Origin::Input(i) => *i,
+            Origin::Stored(i) => input_rows + *i as u32,
         }));
         let all = concat_batches(&schema, [&chunk.batch, &stored_batch])?;
         let batch = take_record_batch(&all, &indices)?;
