@@ -30,6 +30,8 @@ pub struct StateTable {
     id: u32,
     /// This epoch's writes: `None` is a delete.
     overlay: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// This epoch's range delete: every committed key below it is deleted, before the overlay.
+    deleted_below: Option<Vec<u8>>,
     /// The whole table, when fully cached.
     cache: Option<BTreeMap<Vec<u8>, Vec<u8>>>,
     /// The time-to-live of entries, if any.
@@ -66,7 +68,7 @@ fn live_value(stored: &[u8], ttl_ms: i64, now: i64) -> Option<&[u8]> {
 impl StateTable {
     /// A table read from RocksDB on demand.
     pub fn new(id: u32) -> Self {
-        Self { id, overlay: BTreeMap::new(), cache: None, ttl: None, cached_size: (0, 0) }
+        Self { id, overlay: BTreeMap::new(), deleted_below: None, cache: None, ttl: None, cached_size: (0, 0) }
     }
 
     /// A table loaded whole into memory from the last committed state.
@@ -79,7 +81,7 @@ impl StateTable {
             cache.insert(k.to_vec(), v.to_vec());
             Ok(true)
         })?;
-        Ok(Self { id, overlay: BTreeMap::new(), cache: Some(cache), ttl: None, cached_size: size })
+        Ok(Self { id, overlay: BTreeMap::new(), deleted_below: None, cache: Some(cache), ttl: None, cached_size: size })
     }
 
     /// Gives the table's entries a time-to-live of `ttl_ms` (`None` or 0: none); see the module
@@ -139,6 +141,7 @@ impl StateTable {
     pub fn get(&self, store: &Store, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let stored = match (self.overlay.get(key), &self.cache) {
             (Some(v), _) => v.clone(),
+            (None, None) if self.deleted_below.as_deref().is_some_and(|b| key < b) => None,
             (None, Some(cache)) => cache.get(key).cloned(),
             (None, None) => store.get(self.id, key)?,
         };
@@ -182,6 +185,23 @@ impl StateTable {
         self.overlay.insert(key, None);
     }
 
+    /// Deletes every key below `bound`: one range delete in the store, whatever the number of
+    /// entries (a sliced window aggregate frees all groups' expired slices at once this way).
+    pub fn delete_below(&mut self, bound: &[u8]) {
+        let kept = self.overlay.split_off(bound);
+        self.overlay = kept;
+        if let Some(cache) = &mut self.cache {
+            let kept = cache.split_off(bound);
+            for (k, v) in std::mem::replace(cache, kept) {
+                self.cached_size.0 -= 1;
+                self.cached_size.1 -= (k.len() + v.len()) as u64;
+            }
+        }
+        if self.deleted_below.as_deref().is_none_or(|b| b < bound) {
+            self.deleted_below = Some(bound.to_vec());
+        }
+    }
+
     /// The entries whose key starts with `prefix`, in key order, without expired ones; only
     /// for cached tables.
     pub fn prefix_iter(
@@ -202,6 +222,9 @@ impl StateTable {
 
     /// Hands this epoch's writes to `writes` and clears the overlay.
     pub fn flush(&mut self, writes: &mut EpochWrites) {
+        if let Some(bound) = self.deleted_below.take() {
+            writes.delete_below(self.id, &bound);
+        }
         for (k, v) in std::mem::take(&mut self.overlay) {
             match v {
                 Some(v) => writes.put(self.id, &k, &v),
@@ -279,6 +302,35 @@ mod tests {
         let mut writes = EpochWrites::default();
         t.flush(&mut writes);
         assert_eq!(writes.len(), 1, "the delete of \"old\"");
+        Ok(())
+    }
+
+    #[test]
+    fn delete_below_drops_committed_and_pending_keys_below_the_bound_but_not_later_puts() -> Result<()> {
+        let (_dir, store) = store();
+        let mut t = StateTable::new(3);
+        for k in [&b"a"[..], b"b1", b"b2", b"c"] {
+            t.put(k.to_vec(), b"old".to_vec());
+        }
+        let mut writes = EpochWrites::default();
+        t.flush(&mut writes);
+        store.commit(writes, 1)?;
+        t.put(b"b0".to_vec(), b"pending".to_vec());
+        t.delete_below(b"b2");
+        t.put(b"a1".to_vec(), b"after".to_vec());
+        assert_eq!(t.get(&store, b"b1")?, None, "committed, below the bound");
+        assert_eq!(t.get(&store, b"b0")?, None, "pending, below the bound");
+        assert_eq!(t.get(&store, b"b2")?, Some(b"old".to_vec()), "the bound itself stays");
+        let mut writes = EpochWrites::default();
+        t.flush(&mut writes);
+        store.commit(writes, 2)?;
+        let mut left = Vec::new();
+        store.scan(3, |k, v| {
+            left.push((k.to_vec(), v.to_vec()));
+            Ok(true)
+        })?;
+        let expected = [(&b"a1"[..], &b"after"[..]), (b"b2", b"old"), (b"c", b"old")];
+        assert_eq!(left, expected.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect::<Vec<_>>());
         Ok(())
     }
 }

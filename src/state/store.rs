@@ -62,6 +62,12 @@ impl EpochWrites {
         self.batch.delete(data_key(table, key));
     }
 
+    /// Deletes every entry of state table `table` whose key is below `bound` (one RocksDB range
+    /// tombstone, however many entries it covers).
+    pub fn delete_below(&mut self, table: u32, bound: &[u8]) {
+        self.batch.delete_range(data_prefix(table).to_vec(), data_key(table, bound));
+    }
+
     /// Deletes every entry of state table `table` (DROP).
     pub fn delete_table(&mut self, table: u32) {
         self.batch.delete_range(data_prefix(table), data_prefix(table + 1));
