@@ -81,6 +81,10 @@ impl KafkaReader {
         // librdkafka assigns partitions only with a group id; without the user's, one that is
         // never joined nor committed to.
         client.set("group.id", "weir-unused");
+        // librdkafka stops fetching a partition whose local queue is full and waits this long
+        // before it looks again (default 1 000 ms): a source that drains the queue in less
+        // than that then sits idle. 10 ms keeps the queue fed; 'properties.*' may override it.
+        client.set("fetch.queue.backoff.ms", "10");
         for (key, value) in &config.properties {
             client.set(key, value);
         }
