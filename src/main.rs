@@ -70,8 +70,8 @@ enum Bench {
         #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-insert")]
         data_dir: PathBuf,
     },
-    /// Rows (10 per second of event time, --batch per INSERT) through a TUMBLE or HOP window
-    /// aggregation with EMIT ON WINDOW CLOSE; prints rows/s and peak RSS.
+    /// Rows (--rate per second of event time, --batch per INSERT) through a TUMBLE or HOP
+    /// window aggregation with EMIT ON WINDOW CLOSE; prints rows/s and peak RSS.
     Window {
         /// `tumble` (size --size-s) or `hop` (slide --slide-s, size --size-s).
         #[arg(long, default_value = "tumble")]
@@ -84,6 +84,10 @@ enum Bench {
         /// Distinct keys grouped by besides the window.
         #[arg(long, default_value_t = 100)]
         keys: u64,
+        /// Rows per second of event time, 1 to 1000. HOP emits about keys / (rate * slide)
+        /// windows per row.
+        #[arg(long, default_value_t = 10)]
+        rate: u64,
         #[arg(long, default_value_t = 60)]
         slide_s: u64,
         #[arg(long, default_value_t = 3600)]
@@ -197,8 +201,9 @@ fn main() -> ExitCode {
             Some(Command::Bench(Bench::Insert { rows, groups, data_dir })) => {
                 bench_insert(&data_dir, rows, groups).await
             }
-            Some(Command::Bench(Bench::Window { kind, rows, batch, keys, slide_s, size_s, sink, data_dir })) => {
-                bench_window(&data_dir, &kind, &sink, rows, batch, keys, slide_s, size_s).await
+            Some(Command::Bench(Bench::Window { kind, rows, batch, keys, rate, slide_s, size_s, sink, data_dir })) => {
+                let input = weir::bench::window::Input { rows, batch, keys, rate };
+                bench_window(&data_dir, &kind, &sink, input, slide_s, size_s).await
             }
             Some(Command::Bench(Bench::NexmarkGen { events, out, seed, event_rate })) => {
                 let counts = weir::bench::nexmark_gen::write_json(&out, events, seed, event_rate).map_err(|e| e.to_string())?;
@@ -266,14 +271,11 @@ async fn bench_insert(data_dir: &std::path::Path, rows: u64, groups: u64) -> Res
 }
 
 /// `weir bench window`: prints one line of figures.
-#[allow(clippy::too_many_arguments)]
 async fn bench_window(
     data_dir: &std::path::Path,
     kind: &str,
     sink: &str,
-    rows: u64,
-    batch: u64,
-    keys: u64,
+    input: weir::bench::window::Input,
     slide_s: u64,
     size_s: u64,
 ) -> Result<(), String> {
@@ -288,9 +290,11 @@ async fn bench_window(
         "blackhole" => weir::bench::window::Sink::Blackhole,
         other => return Err(format!("--sink {other}: valid sinks are view, blackhole")),
     };
-    let report =
-        weir::bench::window::run(data_dir, window, sink, rows, batch, keys).await.map_err(|e| e.to_string())?;
-    println!("window {window:?} ({keys} keys, EMIT ON WINDOW CLOSE, into {sink:?}): {report}");
+    let report = weir::bench::window::run(data_dir, window, sink, input).await.map_err(|e| e.to_string())?;
+    println!(
+        "window {window:?} ({} keys, {} rows/s of event time, EMIT ON WINDOW CLOSE, into {sink:?}): {report}",
+        input.keys, input.rate
+    );
     let _ = std::fs::remove_dir_all(data_dir);
     Ok(())
 }

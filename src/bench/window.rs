@@ -1,9 +1,14 @@
 //! `weir bench window`: rows through a window aggregation with EMIT ON WINDOW CLOSE, so the
 //! cost per row of TUMBLE and HOP can be compared on the same input.
 //!
-//! Rows: `ts` = 2022-01-01 plus `i * 100 ms` (10 rows per second of event time), `k = i %
-//! keys`, `v = i`, inserted `--batch` rows per statement (each statement moves the watermark,
-//! so windows close as the run goes and state stays bounded by the open windows).
+//! Rows: `ts` = 2022-01-01 plus `i * 1000 / rate` ms (`--rate` rows per second of event time),
+//! `k = i % keys`, `v = i`, inserted `--batch` rows per statement (each statement moves the
+//! watermark, so windows close as the run goes and state stays bounded by the open windows).
+//!
+//! HOP(slide, size) emits a window per key and slide while the key has rows in the last
+//! `size`; TUMBLE one per key and size. So HOP's output per input row is about
+//! `keys / (rate * slide)` (10 at 100 keys, 10 rows/s and a 1 s slide; 0.1 at 1000 rows/s),
+//! and at a low rate the emitted windows, not the rows, are what HOP's cost is made of.
 //!
 //! TUMBLE runs WindowAssign + GroupAggregate; HOP runs sliced (one accumulator per key and
 //! slide, [`crate::plan::slicing`]). A HOP view emits `size / slide` times the windows of a
@@ -78,15 +83,25 @@ fn view_sql(window: WindowBench) -> String {
 
 const TABLE_SQL: &str = "CREATE TABLE bench_events (ts TIMESTAMP(3), k BIGINT, v BIGINT, WATERMARK FOR ts AS ts)";
 
+/// The input of a run.
+#[derive(Debug, Clone, Copy)]
+pub struct Input {
+    /// Rows in all.
+    pub rows: u64,
+    /// Rows per INSERT statement (one epoch each).
+    pub batch: u64,
+    /// Distinct keys, `k = i % keys`.
+    pub keys: u64,
+    /// Rows per second of event time (at most 1000: one per ms).
+    pub rate: u64,
+}
+
 /// Runs the benchmark in a fresh database under `data_dir`.
-pub async fn run(
-    data_dir: &std::path::Path,
-    window: WindowBench,
-    sink: Sink,
-    rows: u64,
-    batch: u64,
-    keys: u64,
-) -> Result<Report> {
+pub async fn run(data_dir: &std::path::Path, window: WindowBench, sink: Sink, input: Input) -> Result<Report> {
+    let Input { rows, batch, keys, rate } = input;
+    if rate == 0 || rate > 1000 {
+        return Err(crate::error::WeirError::plan(format!("--rate {rate}: rows per second of event time must be 1 to 1000")));
+    }
     let _ = std::fs::remove_dir_all(data_dir);
     let db = Database::open(data_dir)?;
     let mut session = Session::default();
@@ -99,7 +114,7 @@ pub async fn run(
     while done < rows {
         let n = batch.min(rows - done);
         let sql = format!(
-            "INSERT INTO bench_events SELECT CAST(to_timestamp_millis(1640995200000 + value * 100) AS TIMESTAMP(3)), \
+            "INSERT INTO bench_events SELECT CAST(to_timestamp_millis(1640995200000 + value * 1000 / {rate}) AS TIMESTAMP(3)), \
              value % {keys}, value FROM generate_series({done}, {}) ",
             done + n - 1
         );
@@ -136,7 +151,8 @@ mod tests {
     async fn small_runs_finish() -> Result<()> {
         let dir = std::env::temp_dir().join(format!("weir-bench-window-{}", std::process::id()));
         for sink in [Sink::View, Sink::Blackhole] {
-            let report = run(&dir, WindowBench::Hop { slide_s: 10, size_s: 60 }, sink, 2_000, 500, 3).await?;
+            let input = Input { rows: 2_000, batch: 500, keys: 3, rate: 10 };
+            let report = run(&dir, WindowBench::Hop { slide_s: 10, size_s: 60 }, sink, input).await?;
             assert_eq!(report.rows, 2_000);
             // 3 keys, a row each 100 ms: slices of 10 s for the 60 s still open, and the watermark.
             let state = report.peak_state_entries.expect("measured");

@@ -651,28 +651,63 @@ pub(crate) fn downcast<T: Array + Clone + 'static>(a: &ArrayRef) -> Result<T> {
         .ok_or_else(|| WeirError::internal(format!("unexpected array type {}", a.data_type())))
 }
 
-/// Appends `v` (or the exact integer `exact`) as a field of `output_type`.
-pub(crate) fn put_number(out: &mut Vec<u8>, output_type: &DataType, v: f64, exact: Option<i128>) -> Result<()> {
+/// An aggregate result in the physical form of its output type.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Number {
+    /// Signed integer types.
+    Int(i64),
+    /// Unsigned integer types.
+    UInt(u64),
+    /// DECIMAL: the unscaled value.
+    Decimal(i128),
+    /// Float types.
+    Float(f64),
+}
+
+impl Number {
+    /// Appends this as a field of the row codec.
+    pub(crate) fn put(self, out: &mut Vec<u8>) {
+        match self {
+            Number::Int(i) => put_i64(out, i),
+            Number::UInt(u) => put_u64(out, u),
+            Number::Decimal(d) => put_i128(out, d),
+            Number::Float(f) => put_f64(out, f),
+        }
+    }
+}
+
+/// `v` (or the exact integer `exact`) as a value of `output_type`.
+///
+/// # Errors
+/// `Execution` when the value is out of the type's range (or a DECIMAL result is not exact);
+/// `Internal` for a non-numeric output type.
+pub(crate) fn number(output_type: &DataType, v: f64, exact: Option<i128>) -> Result<Number> {
     use DataType::*;
     let overflow = || WeirError::execution(format!("aggregate result out of range of {output_type}"));
-    match output_type {
+    Ok(match output_type {
         Int8 | Int16 | Int32 | Int64 => {
             let i = exact.unwrap_or(v as i128);
-            put_i64(out, i64::try_from(i).map_err(|_| overflow())?)
+            Number::Int(i64::try_from(i).map_err(|_| overflow())?)
         }
         UInt8 | UInt16 | UInt32 | UInt64 => {
             let i = exact.unwrap_or(v as i128);
-            put_u64(out, u64::try_from(i).map_err(|_| overflow())?)
+            Number::UInt(u64::try_from(i).map_err(|_| overflow())?)
         }
-        Decimal128(..) => put_i128(out, exact.ok_or_else(overflow)?),
-        Float16 | Float32 | Float64 => put_f64(out, exact.map(|e| e as f64).unwrap_or(v)),
+        Decimal128(..) => Number::Decimal(exact.ok_or_else(overflow)?),
+        Float16 | Float32 | Float64 => Number::Float(exact.map(|e| e as f64).unwrap_or(v)),
         other => return Err(WeirError::internal(format!("aggregate output type {other}"))),
-    }
+    })
+}
+
+/// Appends `v` (or the exact integer `exact`) as a field of `output_type`; see [`number`].
+pub(crate) fn put_number(out: &mut Vec<u8>, output_type: &DataType, v: f64, exact: Option<i128>) -> Result<()> {
+    number(output_type, v, exact)?.put(out);
     Ok(())
 }
 
-/// AVG over integers or decimals, as the output type asks.
-pub(crate) fn put_avg_int(out: &mut Vec<u8>, agg: &AggCall, sum: i128, n: i64) -> Result<()> {
+/// AVG over integers or decimals, as the output type asks: a DECIMAL rounds half away from
+/// zero, an integer truncates.
+pub(crate) fn avg_int(agg: &AggCall, sum: i128, n: i64) -> Result<Number> {
     match (&agg.output_type, &agg.arg_type) {
         (DataType::Decimal128(_, out_scale), arg) => {
             let in_scale = match arg {
@@ -686,12 +721,17 @@ pub(crate) fn put_avg_int(out: &mut Vec<u8>, agg: &AggCall, sum: i128, n: i64) -
             let q = num / n;
             let r = num % n;
             let q = if 2 * r.abs() >= n { q + num.signum() } else { q };
-            put_i128(out, q);
-            Ok(())
+            Ok(Number::Decimal(q))
         }
-        (t, _) if t.is_integer() => put_number(out, t, 0.0, Some(sum / n as i128)),
-        (t, _) => put_number(out, t, sum as f64 / n as f64, None),
+        (t, _) if t.is_integer() => number(t, 0.0, Some(sum / n as i128)),
+        (t, _) => number(t, sum as f64 / n as f64, None),
     }
+}
+
+/// [`avg_int`] appended as a field of the row codec.
+pub(crate) fn put_avg_int(out: &mut Vec<u8>, agg: &AggCall, sum: i128, n: i64) -> Result<()> {
+    avg_int(agg, sum, n)?.put(out);
+    Ok(())
 }
 
 fn encode_state(state: &GroupState) -> Vec<u8> {

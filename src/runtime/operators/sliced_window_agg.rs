@@ -20,7 +20,8 @@
 //! - `slices`: slice end (ms, memcomparable) ++ group key → row count and accumulators. Kept in
 //!   memory ([`slices`]), written per epoch for the slices that changed; a slice is deleted once
 //!   the last window that holds it has fired (HOP: `size` after its start; CUMULATE: at the end
-//!   of its cumulation), so state is bounded by the open windows' slices.
+//!   of its cumulation), so state is bounded by the open windows' slices. The slices freed by
+//!   a watermark are deleted with one range delete below the first slice end still needed.
 //! - `watermark`: the last watermark (ms, i64 little-endian), one entry.
 //!
 //! # Output types
@@ -38,8 +39,11 @@ mod tests;
 use std::sync::Arc;
 
 use ahash::AHashMap;
-use arrow::array::{Array, ArrayRef, Decimal128Array, Float64Array, Int64Array, RecordBatch, TimestampMillisecondArray};
-use arrow::compute::cast;
+use arrow::array::{
+    Array, ArrayRef, Decimal128Array, Decimal128Builder, Float64Array, Float64Builder, Int64Array, Int64Builder,
+    RecordBatch, TimestampMillisecondArray, UInt32Array, UInt64Builder,
+};
+use arrow::compute::{cast, cast_with_options, take, CastOptions};
 use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
 use datafusion::physical_expr::PhysicalExpr;
 
@@ -49,12 +53,12 @@ use crate::plan::window::{WindowKind, WindowSpec};
 use crate::runtime::changelog::{Op, StreamChunk};
 use crate::runtime::operator::{OpContext, Operator};
 use crate::runtime::operators::group_agg::{
-    accumulator_kind, downcast, put_avg_int, put_number, AggCall, AggKind, SumKind,
+    accumulator_kind, avg_int, downcast, number, AggCall, AggKind, Number, SumKind,
 };
-use crate::state::codec::{decode_i64, encode_i64, put_i64, put_null};
+use crate::state::codec::{decode_i64, encode_i64, put_null};
 use crate::state::{EpochWrites, RowCodec, StateTable, Store};
 
-use slices::{Acc, Accs, Geometry, GroupSlices, Slice};
+use slices::{Acc, Accs, Geometry, GroupSlices};
 
 /// The stable name of the (group, slice) accumulator table.
 pub const SLICES: &str = "slices";
@@ -101,8 +105,6 @@ pub struct SlicedWindowAggregate {
     key_codec: RowCodec,
     /// Codec of each MIN/MAX argument.
     value_codecs: Vec<Option<RowCodec>>,
-    /// Codec of the aggregate columns of an output row.
-    agg_codec: RowCodec,
     /// Accumulators of no rows.
     empty: Accs,
     /// Groups by id; `None` for a freed id (reused from `free_ids`).
@@ -114,8 +116,8 @@ pub struct SlicedWindowAggregate {
     live: Vec<u32>,
     /// Whether `live` is in group key order.
     live_sorted: bool,
-    /// (group, slice) pairs changed since the last barrier.
-    dirty: Vec<(u32, i64)>,
+    /// (group, absolute position, slice) of the slices changed since the last barrier.
+    dirty: Vec<(u32, u64, i64)>,
     /// The last watermark, ms.
     watermark_ms: Option<i64>,
     slices_table: StateTable,
@@ -145,13 +147,13 @@ impl SlicedWindowAggregate {
         let types: Vec<DataType> = opts.schema.fields().iter().map(|f| f.data_type().clone()).collect();
         let key_exprs: Vec<usize> = (0..opts.group_exprs.len()).filter(|i| opts.window_columns[*i].is_none()).collect();
         let key_codec = RowCodec::try_new(key_exprs.iter().map(|i| types[*i].clone()).collect())?;
-        let agg_codec = RowCodec::try_new(types[opts.group_exprs.len()..].to_vec())?;
         let mut value_codecs = Vec::with_capacity(opts.aggs.len());
         let mut accs = Vec::with_capacity(opts.aggs.len());
         for agg in &opts.aggs {
             if agg.distinct || agg.filter.is_some() {
                 return Err(WeirError::unsupported("DISTINCT or FILTER in a sliced window aggregate"));
             }
+            AggColumn::new(agg, 0)?;
             value_codecs.push(match agg.kind {
                 AggKind::Min | AggKind::Max => Some(RowCodec::try_new(vec![agg.arg_type.clone()])?),
                 _ => None,
@@ -181,7 +183,6 @@ impl SlicedWindowAggregate {
             end_expr,
             key_codec,
             value_codecs,
-            agg_codec,
             empty: Accs { rows: 0, accs },
             groups: Vec::new(),
             free_ids: Vec::new(),
@@ -287,10 +288,11 @@ impl SlicedWindowAggregate {
             self.live_sorted = true;
         }
         let geometry = self.geometry;
-        let mut out_groups: Vec<u32> = Vec::new();
-        let mut out_windows: Vec<i64> = Vec::new();
-        let mut agg_bytes: Vec<u8> = Vec::new();
-        let mut agg_offsets: Vec<usize> = vec![0];
+        // Every live group has a row in most windows: room for that many output rows.
+        let capacity = (self.live.len() as u64).saturating_mul(to.saturating_sub(from).max(0) as u64).min(1 << 20) as usize;
+        let mut out_groups: Vec<u32> = Vec::with_capacity(capacity);
+        let mut out_windows: Vec<i64> = Vec::with_capacity(capacity);
+        let mut agg_columns = self.opts.aggs.iter().map(|agg| AggColumn::new(agg, capacity)).collect::<Result<Vec<_>>>()?;
         let mut window = self.empty.clone();
         while from < to {
             let first = geometry.first_slice(from);
@@ -299,10 +301,11 @@ impl SlicedWindowAggregate {
             let mut earliest = i64::MAX;
             for g in &self.live {
                 let group = self.groups[*g as usize].as_mut().expect("live group");
-                group.free_before(first, |key, s| delete_slice(&mut self.slices_table, &geometry, key, s));
+                group.free_before(first);
                 if group.window(&geometry, from, &mut window) && window.rows > 0 {
-                    put_aggs(&mut agg_bytes, &self.opts.aggs, &window)?;
-                    agg_offsets.push(agg_bytes.len());
+                    for ((column, agg), acc) in agg_columns.iter_mut().zip(&self.opts.aggs).zip(&window.accs) {
+                        column.push(agg, acc)?;
+                    }
                     out_groups.push(*g);
                     out_windows.push(from);
                 }
@@ -318,19 +321,20 @@ impl SlicedWindowAggregate {
         let out = if out_groups.is_empty() {
             None
         } else {
-            Some(self.output(&out_groups, &out_windows, &agg_bytes, &agg_offsets)?)
+            Some(self.output(&out_groups, &out_windows, agg_columns)?)
         };
         self.free_slices(geometry.first_slice(to));
         Ok(out)
     }
 
-    /// Frees every slice before `first`, and the groups left without slices.
+    /// Frees every slice before `first`, in memory and in the state table (one range delete:
+    /// state keys start with the slice end), and the groups left without slices.
     fn free_slices(&mut self, first: i64) {
-        let geometry = self.geometry;
+        self.slices_table.delete_below(&encode_i64(self.geometry.ms(first).saturating_add(1)));
         let mut emptied = Vec::new();
         for g in &self.live {
             let group = self.groups[*g as usize].as_mut().expect("live group");
-            group.free_before(first, |key, s| delete_slice(&mut self.slices_table, &geometry, key, s));
+            group.free_before(first);
             if group.slices.is_empty() {
                 emptied.push(*g);
             }
@@ -347,24 +351,39 @@ impl SlicedWindowAggregate {
         self.live.retain(|g| groups[*g as usize].is_some());
     }
 
-    /// The output chunk of the emitted (group, window) pairs.
-    fn output(&self, groups: &[u32], windows: &[i64], agg_bytes: &[u8], agg_offsets: &[usize]) -> Result<StreamChunk> {
+    /// The output chunk of the emitted (group, window) pairs and their aggregates. Each group's
+    /// key is decoded once and repeated with `take`.
+    fn output(&self, groups: &[u32], windows: &[i64], agg_columns: Vec<AggColumn>) -> Result<StreamChunk> {
         let n = groups.len();
-        let mut keys = self.key_codec.decoder(n);
-        for g in groups {
+        let mut slot = vec![u32::MAX; self.groups.len()];
+        let mut distinct = Vec::new();
+        let indices: UInt32Array = groups
+            .iter()
+            .map(|g| {
+                let s = &mut slot[*g as usize];
+                if *s == u32::MAX {
+                    *s = distinct.len() as u32;
+                    distinct.push(*g);
+                }
+                *s
+            })
+            .collect();
+        let mut keys = self.key_codec.decoder(distinct.len());
+        for g in &distinct {
             keys.append(&self.groups[*g as usize].as_ref().expect("emitted group").key)?;
         }
-        let mut key_cols = keys.finish()?.into_iter();
-        let mut aggs = self.agg_codec.decoder(n);
-        for w in agg_offsets.windows(2) {
-            aggs.append(&agg_bytes[w[0]..w[1]])?;
+        let mut key_cols = keys.finish()?.into_iter().map(|c| take(&c, &indices, None));
+        let agg_types = self.opts.schema.fields()[self.opts.group_exprs.len()..].iter().map(|f| f.data_type());
+        let mut agg_cols = Vec::with_capacity(agg_columns.len());
+        for ((column, codec), t) in agg_columns.into_iter().zip(&self.value_codecs).zip(agg_types) {
+            agg_cols.push(column.finish(codec.as_ref(), n, t)?);
         }
         let g = &self.geometry;
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.opts.schema.fields().len());
         for (i, role) in self.opts.window_columns.iter().enumerate() {
             let values: Vec<i64> = match role {
                 None => {
-                    columns.push(key_cols.next().ok_or_else(|| WeirError::internal("missing group key column"))?);
+                    columns.push(key_cols.next().ok_or_else(|| WeirError::internal("missing group key column"))??);
                     continue;
                 }
                 Some(WindowColumn::Start) => windows.iter().map(|e| g.ms(g.first_slice(*e))).collect(),
@@ -374,7 +393,7 @@ impl SlicedWindowAggregate {
             let array: ArrayRef = Arc::new(TimestampMillisecondArray::from(values));
             columns.push(cast(&array, self.opts.schema.field(i).data_type())?);
         }
-        columns.extend(aggs.finish()?);
+        columns.extend(agg_cols);
         let batch = RecordBatch::try_new(Arc::clone(&self.opts.schema), columns)?;
         Ok(StreamChunk::new(vec![Op::Insert; n], batch))
     }
@@ -423,8 +442,8 @@ impl Operator for SlicedWindowAggregate {
             let g = self.group_id(&key);
             let sign = chunk.ops[row].sign();
             let group = self.groups[g as usize].as_mut().expect("live group");
-            if group.add(&geometry, idx, &self.empty, |accs| apply(accs, &args, row, sign)) {
-                self.dirty.push((g, idx));
+            if let Some(abs) = group.add(&geometry, idx, &self.empty, |accs| apply(accs, &args, row, sign)) {
+                self.dirty.push((g, abs, idx));
             }
         }
         Ok(None)
@@ -451,36 +470,35 @@ impl Operator for SlicedWindowAggregate {
     }
 
     fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
-        for (g, idx) in std::mem::take(&mut self.dirty) {
+        // The range delete of the freed slices first; the changed slices are all above it and
+        // go straight into the epoch's batch (no overlay: this table is only read at restore).
+        self.slices_table.flush(writes);
+        self.meta.flush(writes);
+        let table = self.slices_table.id();
+        let mut key = Vec::new();
+        let mut value = Vec::new();
+        for (g, abs, idx) in std::mem::take(&mut self.dirty) {
             let Some(group) = self.groups.get_mut(g as usize).and_then(|g| g.as_mut()) else { continue };
-            let Ok(pos) = group.slices.binary_search_by_key(&idx, |s| s.idx) else { continue };
-            let slice = &mut group.slices[pos];
+            key.clear();
+            put_slice_key(&mut key, &self.geometry, idx, &group.key);
+            let Some(slice) = group.slice_mut(abs, idx) else { continue };
             if !slice.dirty {
                 continue;
             }
             slice.dirty = false;
-            slice.persisted = true;
-            self.slices_table.put(slice_key(&self.geometry, idx, &group.key), encode_accs(&slice.accs));
+            value.clear();
+            encode_accs(&mut value, &slice.accs);
+            writes.put(table, &key, &value);
         }
-        self.slices_table.flush(writes);
-        self.meta.flush(writes);
         Ok(())
     }
 }
 
-/// The state key of slice `idx` of group `key`: the slice's end (memcomparable), the key.
-fn slice_key(g: &Geometry, idx: i64, key: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(8 + key.len());
-    k.extend_from_slice(&encode_i64(g.ms(idx + 1)));
-    k.extend_from_slice(key);
-    k
-}
-
-/// Deletes a freed slice's state entry, if it was written.
-fn delete_slice(table: &mut StateTable, g: &Geometry, key: &[u8], s: &Slice) {
-    if s.persisted {
-        table.delete(slice_key(g, s.idx, key));
-    }
+/// Appends the state key of slice `idx` of group `key`: the slice's end (memcomparable), the
+/// key.
+fn put_slice_key(out: &mut Vec<u8>, g: &Geometry, idx: i64, key: &[u8]) {
+    out.extend_from_slice(&encode_i64(g.ms(idx + 1)));
+    out.extend_from_slice(key);
 }
 
 /// Adds row `row` of the arguments, with `sign`, to `accs`.
@@ -529,31 +547,103 @@ fn set_bytes(slot: &mut Option<Vec<u8>>, v: &[u8]) {
     }
 }
 
-/// Appends the aggregate fields of a window's accumulators to `out`.
-fn put_aggs(out: &mut Vec<u8>, aggs: &[AggCall], accs: &Accs) -> Result<()> {
-    for (agg, acc) in aggs.iter().zip(&accs.accs) {
-        match acc {
-            Acc::Count(c) => put_i64(out, *c),
-            Acc::SumInt(_, 0) | Acc::SumFloat(_, 0) => put_null(out),
-            Acc::SumInt(sum, n) => match agg.kind {
-                AggKind::Sum => put_number(out, &agg.output_type, *sum as f64, Some(*sum))?,
-                _ => put_avg_int(out, agg, *sum, *n)?,
-            },
-            Acc::SumFloat(sum, n) => {
-                let v = if agg.kind == AggKind::Sum { *sum } else { sum / *n as f64 };
-                put_number(out, &agg.output_type, v, None)?
-            }
-            Acc::Min(Some(v)) | Acc::Max(Some(v)) => out.extend_from_slice(v),
-            Acc::Min(None) | Acc::Max(None) => put_null(out),
-        }
-    }
-    Ok(())
+/// One aggregate's output column, built as windows fire: integers, decimals and floats
+/// directly (cast to the output type at the end), MIN/MAX as row-codec fields decoded at the
+/// end.
+enum AggColumn {
+    Int(Int64Builder),
+    UInt(UInt64Builder),
+    Decimal(Decimal128Builder),
+    Float(Float64Builder),
+    Encoded(Vec<u8>),
 }
 
-/// A slice's state value: rows, then each accumulator (i64 and i128 little-endian; MIN/MAX a
+impl AggColumn {
+    /// An empty column for `agg`'s results, with room for `capacity` rows.
+    fn new(agg: &AggCall, capacity: usize) -> Result<Self> {
+        use DataType::*;
+        Ok(match (agg.kind, &agg.output_type) {
+            (AggKind::Min | AggKind::Max, _) => AggColumn::Encoded(Vec::with_capacity(capacity * 9)),
+            (_, Int8 | Int16 | Int32 | Int64) => AggColumn::Int(Int64Builder::with_capacity(capacity)),
+            (_, UInt8 | UInt16 | UInt32 | UInt64) => AggColumn::UInt(UInt64Builder::with_capacity(capacity)),
+            (_, Decimal128(..)) => AggColumn::Decimal(Decimal128Builder::with_capacity(capacity)),
+            (_, Float16 | Float32 | Float64) => AggColumn::Float(Float64Builder::with_capacity(capacity)),
+            (_, other) => return Err(WeirError::internal(format!("aggregate output type {other}"))),
+        })
+    }
+
+    /// Appends `agg`'s result over a window's accumulator `acc`: COUNT the count, SUM and AVG
+    /// NULL over no values, MIN and MAX the extreme or NULL.
+    fn push(&mut self, agg: &AggCall, acc: &Acc) -> Result<()> {
+        let value = match acc {
+            Acc::Count(c) => Some(Number::Int(*c)),
+            Acc::SumInt(_, 0) | Acc::SumFloat(_, 0) => None,
+            Acc::SumInt(sum, n) => Some(match agg.kind {
+                AggKind::Sum => number(&agg.output_type, *sum as f64, Some(*sum))?,
+                _ => avg_int(agg, *sum, *n)?,
+            }),
+            Acc::SumFloat(sum, n) => {
+                let v = if agg.kind == AggKind::Sum { *sum } else { sum / *n as f64 };
+                Some(number(&agg.output_type, v, None)?)
+            }
+            Acc::Min(v) | Acc::Max(v) => {
+                let AggColumn::Encoded(out) = self else { return Err(WeirError::internal("MIN/MAX column kind")) };
+                match v {
+                    Some(v) => out.extend_from_slice(v),
+                    None => put_null(out),
+                }
+                return Ok(());
+            }
+        };
+        match (self, value) {
+            (AggColumn::Int(b), Some(Number::Int(v))) => b.append_value(v),
+            (AggColumn::UInt(b), Some(Number::UInt(v))) => b.append_value(v),
+            (AggColumn::Decimal(b), Some(Number::Decimal(v))) => b.append_value(v),
+            (AggColumn::Float(b), Some(Number::Float(v))) => b.append_value(v),
+            (AggColumn::Int(b), None) => b.append_null(),
+            (AggColumn::UInt(b), None) => b.append_null(),
+            (AggColumn::Decimal(b), None) => b.append_null(),
+            (AggColumn::Float(b), None) => b.append_null(),
+            (_, v) => return Err(WeirError::internal(format!("aggregate result {v:?} for output type {}", agg.output_type))),
+        }
+        Ok(())
+    }
+
+    /// The column as `output_type`; `codec` decodes MIN/MAX fields of `n` rows.
+    ///
+    /// # Errors
+    /// `Execution` for a result out of range of a narrower output type.
+    fn finish(self, codec: Option<&RowCodec>, n: usize, output_type: &DataType) -> Result<ArrayRef> {
+        let array: ArrayRef = match self {
+            AggColumn::Int(mut b) => Arc::new(b.finish()),
+            AggColumn::UInt(mut b) => Arc::new(b.finish()),
+            AggColumn::Float(mut b) => Arc::new(b.finish()),
+            AggColumn::Decimal(mut b) => match output_type {
+                DataType::Decimal128(p, s) => Arc::new(b.finish().with_precision_and_scale(*p, *s)?),
+                other => return Err(WeirError::internal(format!("decimal aggregate column of type {other}"))),
+            },
+            AggColumn::Encoded(bytes) => {
+                let codec = codec.ok_or_else(|| WeirError::internal("MIN/MAX without a value codec"))?;
+                let mut decoder = codec.decoder(n);
+                let mut pos = 0;
+                while pos < bytes.len() {
+                    pos += decoder.append(&bytes[pos..])?;
+                }
+                return decoder.finish()?.pop().ok_or_else(|| WeirError::internal("MIN/MAX column missing"));
+            }
+        };
+        if array.data_type() == output_type {
+            return Ok(array);
+        }
+        let strict = CastOptions { safe: false, ..Default::default() };
+        cast_with_options(&array, output_type, &strict)
+            .map_err(|e| WeirError::execution(format!("aggregate result out of range of {output_type}: {e}")))
+    }
+}
+
+/// Appends a slice's state value: rows, then each accumulator (i64 and i128 little-endian; MIN/MAX a
 /// presence byte, a u32 length and the bytes).
-fn encode_accs(accs: &Accs) -> Vec<u8> {
-    let mut out = Vec::with_capacity(8 + 24 * accs.accs.len());
+fn encode_accs(out: &mut Vec<u8>, accs: &Accs) {
     out.extend_from_slice(&accs.rows.to_le_bytes());
     for acc in &accs.accs {
         match acc {
@@ -576,7 +666,6 @@ fn encode_accs(accs: &Accs) -> Vec<u8> {
             },
         }
     }
-    out
 }
 
 /// The accumulators of [`encode_accs`], shaped like `shape`.

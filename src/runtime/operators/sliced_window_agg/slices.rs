@@ -36,10 +36,22 @@ pub(super) enum Acc {
 
 /// The accumulators of a slice or a window: its row count (inserts minus retractions) and
 /// one [`Acc`] per aggregate.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub(super) struct Accs {
     pub rows: i64,
     pub accs: Vec<Acc>,
+}
+
+impl Clone for Accs {
+    fn clone(&self) -> Self {
+        Self { rows: self.rows, accs: self.accs.clone() }
+    }
+
+    /// Reuses `self`'s vector: a window is copied from its prefix once per group and window.
+    fn clone_from(&mut self, source: &Self) {
+        self.rows = source.rows;
+        self.accs.clone_from(&source.accs);
+    }
 }
 
 impl Accs {
@@ -117,8 +129,6 @@ pub(super) struct Slice {
     pub accs: Accs,
     /// HOP: this slice merged with the later slices of its block (valid when not stale).
     suffix: Option<Accs>,
-    /// Whether the entry is in the state store (written at an earlier barrier).
-    pub persisted: bool,
     /// Whether it changed since the last barrier.
     pub dirty: bool,
 }
@@ -128,6 +138,9 @@ pub(super) struct Slice {
 struct Prefix {
     block: i64,
     upto: i64,
+    /// Where the first slice at or after `upto` is in the deque, kept up to date as slices are
+    /// inserted and freed, and checked before use (a binary search when it is off).
+    pos: usize,
     accs: Accs,
 }
 
@@ -139,6 +152,9 @@ pub(super) struct GroupSlices {
     /// Slices in index order.
     pub slices: VecDeque<Slice>,
     prefix: Option<Prefix>,
+    /// How many slices were ever freed from the front: a slice's absolute position is this
+    /// plus its deque position, unchanged by later frees.
+    freed: u64,
     /// HOP: the block whose slices hold suffix merges.
     suffix_block: Option<i64>,
     /// The highest slice of that block a row changed since its suffixes were computed.
@@ -147,17 +163,18 @@ pub(super) struct GroupSlices {
 
 impl GroupSlices {
     pub fn new(key: Vec<u8>) -> Self {
-        Self { key, slices: VecDeque::new(), prefix: None, suffix_block: None, suffix_stale: None }
+        Self { key, slices: VecDeque::new(), freed: 0, prefix: None, suffix_block: None, suffix_stale: None }
     }
 
     /// Appends a slice restored from state (slices come in index order).
     pub fn restore(&mut self, idx: i64, accs: Accs) {
-        self.slices.push_back(Slice { idx, accs, suffix: None, persisted: true, dirty: false });
+        self.slices.push_back(Slice { idx, accs, suffix: None, dirty: false });
     }
 
     /// Applies a row to slice `idx` (created from `empty` if missing) with `apply`, and to the
-    /// merges that cover it. Returns whether the slice was clean before (now dirty).
-    pub fn add(&mut self, g: &Geometry, idx: i64, empty: &Accs, mut apply: impl FnMut(&mut Accs)) -> bool {
+    /// merges that cover it. Returns the slice's absolute position (for [`GroupSlices::slice_mut`])
+    /// when it was clean before (now dirty).
+    pub fn add(&mut self, g: &Geometry, idx: i64, empty: &Accs, mut apply: impl FnMut(&mut Accs)) -> Option<u64> {
         let pos = match self.slices.back() {
             Some(last) if last.idx == idx => self.slices.len() - 1,
             Some(last) if last.idx < idx => self.insert(self.slices.len(), idx, empty),
@@ -180,22 +197,45 @@ impl GroupSlices {
         if self.suffix_block == Some(block) {
             self.suffix_stale = Some(self.suffix_stale.map_or(idx, |s| s.max(idx)));
         }
-        was_clean
+        was_clean.then_some(self.freed + pos as u64)
+    }
+
+    /// Slice `idx`, found at absolute position `abs` when no slice was inserted before it since
+    /// (the usual case), else by binary search.
+    pub fn slice_mut(&mut self, abs: u64, idx: i64) -> Option<&mut Slice> {
+        let guess = abs.checked_sub(self.freed).map(|p| p as usize).filter(|p| self.slices.get(*p).is_some_and(|s| s.idx == idx));
+        let pos = match guess {
+            Some(pos) => pos,
+            None => self.slices.binary_search_by_key(&idx, |s| s.idx).ok()?,
+        };
+        self.slices.get_mut(pos)
     }
 
     fn insert(&mut self, pos: usize, idx: i64, empty: &Accs) -> usize {
-        let slice = Slice { idx, accs: empty.clone(), suffix: None, persisted: false, dirty: false };
+        let slice = Slice { idx, accs: empty.clone(), suffix: None, dirty: false };
         self.slices.insert(pos, slice);
+        if let Some(p) = &mut self.prefix {
+            if pos <= p.pos {
+                p.pos += 1;
+            }
+        }
         pos
     }
 
-    /// Removes the slices before `first`, calling `freed` with the group key and each.
-    pub fn free_before(&mut self, first: i64, mut freed: impl FnMut(&[u8], &Slice)) {
+    /// Removes the slices before `first` (their state entries are deleted by the caller, all
+    /// groups' at once).
+    pub fn free_before(&mut self, first: i64) {
+        let mut freed = 0;
         while self.slices.front().is_some_and(|s| s.idx < first) {
-            let s = self.slices.pop_front().expect("checked");
-            freed(&self.key, &s);
+            self.slices.pop_front();
+            freed += 1;
+        }
+        self.freed += freed as u64;
+        if let Some(p) = &mut self.prefix {
+            p.pos = p.pos.saturating_sub(freed);
         }
     }
+
 
     /// Window `e` of this group into `out`, once its slices before the window's first are
     /// freed (see [`GroupSlices::free_before`]); false when the group has no slice in it.
@@ -208,19 +248,22 @@ impl GroupSlices {
         let block_start = block * g.n;
         match &mut self.prefix {
             Some(p) if p.block == block && p.upto <= e => {
-                let from = self.slices.partition_point(|s| s.idx < p.upto);
-                for s in self.slices.range(from..).take_while(|s| s.idx < e) {
-                    p.accs.merge(&s.accs);
+                let mut pos = position(&self.slices, p.pos, p.upto);
+                while let Some(slice) = self.slices.get(pos).filter(|s| s.idx < e) {
+                    p.accs.merge(&slice.accs);
+                    pos += 1;
                 }
                 p.upto = e;
+                p.pos = pos;
             }
             _ => {
                 let mut accs = empty_like(&front.accs);
-                let from = self.slices.partition_point(|s| s.idx < block_start);
-                for s in self.slices.range(from..).take_while(|s| s.idx < e) {
-                    accs.merge(&s.accs);
+                let mut pos = self.slices.partition_point(|s| s.idx < block_start);
+                while let Some(slice) = self.slices.get(pos).filter(|s| s.idx < e) {
+                    accs.merge(&slice.accs);
+                    pos += 1;
                 }
-                self.prefix = Some(Prefix { block, upto: e, accs });
+                self.prefix = Some(Prefix { block, upto: e, pos, accs });
             }
         }
         out.clone_from(&self.prefix.as_ref().expect("set above").accs);
@@ -246,7 +289,9 @@ impl GroupSlices {
         self.suffix_block = Some(block);
         self.suffix_stale = None;
         for pos in (0..top).rev() {
-            let mut suffix = self.slices[pos].accs.clone();
+            // The old suffix's vector is reused.
+            let mut suffix = self.slices[pos].suffix.take().unwrap_or_else(|| empty_like(&self.slices[pos].accs));
+            suffix.clone_from(&self.slices[pos].accs);
             if pos + 1 < in_block {
                 if let Some(next) = &self.slices[pos + 1].suffix {
                     suffix.merge(next);
@@ -254,6 +299,19 @@ impl GroupSlices {
             }
             self.slices[pos].suffix = Some(suffix);
         }
+    }
+}
+
+/// The position in `slices` of the first slice at or after `idx`: `guess` when it is that
+/// position (the usual case, O(1)), else found by binary search.
+fn position(slices: &VecDeque<Slice>, guess: usize, idx: i64) -> usize {
+    let fits = guess <= slices.len()
+        && (guess == 0 || slices[guess - 1].idx < idx)
+        && (guess == slices.len() || slices[guess].idx >= idx);
+    if fits {
+        guess
+    } else {
+        slices.partition_point(|s| s.idx < idx)
     }
 }
 
