@@ -96,7 +96,7 @@ impl StreamPlan {
     /// a [`StreamNode::ChangelogNormalize`] when the relation emits an upsert changelog
     /// (`upsert-kafka`), as Flink does for an upsert source without update-before rows.
     pub fn source(relation: String, schema: DFSchemaRef, changelog: ChangelogMode, stream_key: Option<Vec<usize>>) -> Self {
-        let source = StreamPlan { node: StreamNode::Source { relation }, schema: schema.clone(), changelog, stream_key };
+        let source = StreamPlan { node: StreamNode::Source { relation }, schema: std::sync::Arc::clone(&schema), changelog, stream_key };
         match (&source.changelog, source.stream_key.clone()) {
             (ChangelogMode::Upsert, Some(key)) => StreamPlan {
                 schema,

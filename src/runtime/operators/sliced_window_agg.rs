@@ -116,6 +116,8 @@ pub struct SlicedWindowAggregate {
     live: Vec<u32>,
     /// Whether `live` is in group key order.
     live_sorted: bool,
+    /// Whether slices were freed in memory since their state entries were last range-deleted.
+    freed_any: bool,
     /// (group, absolute position, slice) of the slices changed since the last barrier.
     dirty: Vec<(u32, u64, i64)>,
     /// The last watermark, ms.
@@ -189,6 +191,7 @@ impl SlicedWindowAggregate {
             index: AHashMap::new(),
             live: Vec::new(),
             live_sorted: false,
+            freed_any: false,
             dirty: Vec::new(),
             watermark_ms,
             slices_table,
@@ -301,7 +304,7 @@ impl SlicedWindowAggregate {
             let mut earliest = i64::MAX;
             for g in &self.live {
                 let group = self.groups[*g as usize].as_mut().expect("live group");
-                group.free_before(first);
+                self.freed_any |= group.free_before(first) > 0;
                 if group.window(&geometry, from, &mut window) && window.rows > 0 {
                     for ((column, agg), acc) in agg_columns.iter_mut().zip(&self.opts.aggs).zip(&window.accs) {
                         column.push(agg, acc)?;
@@ -330,14 +333,16 @@ impl SlicedWindowAggregate {
     /// Frees every slice before `first`, in memory and in the state table (one range delete:
     /// state keys start with the slice end), and the groups left without slices.
     fn free_slices(&mut self, first: i64) {
-        self.slices_table.delete_below(&encode_i64(self.geometry.ms(first).saturating_add(1)));
         let mut emptied = Vec::new();
         for g in &self.live {
             let group = self.groups[*g as usize].as_mut().expect("live group");
-            group.free_before(first);
+            self.freed_any |= group.free_before(first) > 0;
             if group.slices.is_empty() {
                 emptied.push(*g);
             }
+        }
+        if std::mem::take(&mut self.freed_any) {
+            self.slices_table.delete_below(&encode_i64(self.geometry.ms(first).saturating_add(1)));
         }
         if emptied.is_empty() {
             return;

@@ -215,7 +215,8 @@ impl GroupSlices {
         let slice = Slice { idx, accs: empty.clone(), suffix: None, dirty: false };
         self.slices.insert(pos, slice);
         if let Some(p) = &mut self.prefix {
-            if pos <= p.pos {
+            // Slices are in index order: one before `upto` is inserted before `p.pos`.
+            if idx < p.upto {
                 p.pos += 1;
             }
         }
@@ -223,8 +224,8 @@ impl GroupSlices {
     }
 
     /// Removes the slices before `first` (their state entries are deleted by the caller, all
-    /// groups' at once).
-    pub fn free_before(&mut self, first: i64) {
+    /// groups' at once); returns how many.
+    pub fn free_before(&mut self, first: i64) -> usize {
         let mut freed = 0;
         while self.slices.front().is_some_and(|s| s.idx < first) {
             self.slices.pop_front();
@@ -234,8 +235,8 @@ impl GroupSlices {
         if let Some(p) = &mut self.prefix {
             p.pos = p.pos.saturating_sub(freed);
         }
+        freed
     }
-
 
     /// Window `e` of this group into `out`, once its slices before the window's first are
     /// freed (see [`GroupSlices::free_before`]); false when the group has no slice in it.
