@@ -203,12 +203,9 @@ impl GroupSlices {
     /// Slice `idx`, found at absolute position `abs` when no slice was inserted before it since
     /// (the usual case), else by binary search.
     pub fn slice_mut(&mut self, abs: u64, idx: i64) -> Option<&mut Slice> {
-        let guess = abs.checked_sub(self.freed).map(|p| p as usize).filter(|p| self.slices.get(*p).is_some_and(|s| s.idx == idx));
-        let pos = match guess {
-            Some(pos) => pos,
-            None => self.slices.binary_search_by_key(&idx, |s| s.idx).ok()?,
-        };
-        self.slices.get_mut(pos)
+        let guess = abs.checked_sub(self.freed).map_or(0, |p| p as usize);
+        let pos = position(&self.slices, guess, idx);
+        self.slices.get_mut(pos).filter(|s| s.idx == idx)
     }
 
     fn insert(&mut self, pos: usize, idx: i64, empty: &Accs) -> usize {
@@ -247,27 +244,20 @@ impl GroupSlices {
         }
         let block = g.block(e - 1);
         let block_start = block * g.n;
-        match &mut self.prefix {
-            Some(p) if p.block == block && p.upto <= e => {
-                let mut pos = position(&self.slices, p.pos, p.upto);
-                while let Some(slice) = self.slices.get(pos).filter(|s| s.idx < e) {
-                    p.accs.merge(&slice.accs);
-                    pos += 1;
-                }
-                p.upto = e;
-                p.pos = pos;
-            }
-            _ => {
-                let mut accs = empty_like(&front.accs);
-                let mut pos = self.slices.partition_point(|s| s.idx < block_start);
-                while let Some(slice) = self.slices.get(pos).filter(|s| s.idx < e) {
-                    accs.merge(&slice.accs);
-                    pos += 1;
-                }
-                self.prefix = Some(Prefix { block, upto: e, pos, accs });
-            }
+        if !matches!(&self.prefix, Some(p) if p.block == block && p.upto <= e) {
+            // A new block: its prefix starts empty at the block's first slice.
+            let pos = self.slices.partition_point(|s| s.idx < block_start);
+            self.prefix = Some(Prefix { block, upto: block_start, pos, accs: empty_like(&front.accs) });
         }
-        out.clone_from(&self.prefix.as_ref().expect("set above").accs);
+        let p = self.prefix.as_mut().expect("set above");
+        let mut pos = position(&self.slices, p.pos, p.upto);
+        while let Some(slice) = self.slices.get(pos).filter(|s| s.idx < e) {
+            p.accs.merge(&slice.accs);
+            pos += 1;
+        }
+        p.upto = e;
+        p.pos = pos;
+        out.clone_from(&p.accs);
         if g.kind == WindowKind::Hop && g.first_slice(e) < block_start && self.slices[0].idx < block_start {
             self.refresh_suffixes(g, block - 1);
             if let Some(suffix) = &self.slices[0].suffix {
