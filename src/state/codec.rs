@@ -282,6 +282,31 @@ pub fn decode_i64(b: [u8; 8]) -> i64 {
     (u64::from_be_bytes(b) ^ (1u64 << 63)) as i64
 }
 
+/// Appends `v` as a zigzag LEB128 varint: 7 bits a byte, low bits first, the high bit set on
+/// every byte but the last; small magnitudes of either sign take few bytes (-1 and 0 one,
+/// |v| < 2^13 two, at most 19 for an i128). Not memcomparable: for state values.
+pub fn put_varint(out: &mut Vec<u8>, v: i128) {
+    let mut z = ((v << 1) ^ (v >> 127)) as u128;
+    while z >= 0x80 {
+        out.push((z as u8) | 0x80);
+        z >>= 7;
+    }
+    out.push(z as u8);
+}
+
+/// The value of a [`put_varint`] varint at the start of `bytes` and its length in bytes; `None`
+/// when `bytes` ends inside it or it is longer than an i128's.
+pub fn get_varint(bytes: &[u8]) -> Option<(i128, usize)> {
+    let mut z: u128 = 0;
+    for (i, b) in bytes.iter().enumerate().take(19) {
+        z |= ((b & 0x7f) as u128) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((((z >> 1) as i128) ^ -((z & 1) as i128), i + 1));
+        }
+    }
+    None
+}
+
 fn encode_f64(v: f64) -> [u8; 8] {
     let bits = v.to_bits();
     let bits = if bits >> 63 == 0 { bits | (1 << 63) } else { !bits };
@@ -434,6 +459,26 @@ mod tests {
         for v in vals {
             assert_eq!(decode_f64(encode_f64(v)), v);
         }
+    }
+
+    #[test]
+    fn varints_round_trip_and_are_short_for_small_values() {
+        let cases = [0i128, 1, -1, 63, -64, 64, 8191, -8192, 8192, i64::MAX as i128, i64::MIN as i128, i128::MAX, i128::MIN];
+        for v in cases {
+            let mut out = vec![7];
+            put_varint(&mut out, v);
+            out.push(9);
+            assert_eq!(get_varint(&out[1..]), Some((v, out.len() - 2)), "{v}");
+        }
+        let len = |v: i128| {
+            let mut out = Vec::new();
+            put_varint(&mut out, v);
+            out.len()
+        };
+        assert_eq!((len(0), len(-1), len(63), len(64), len(-8192), len(8192), len(i128::MIN)), (1, 1, 1, 2, 2, 3, 19));
+        // Cut short, or a continuation bit on the 19th byte.
+        assert_eq!(get_varint(&[0x80, 0x80]), None);
+        assert_eq!(get_varint(&[0xff; 20]), None);
     }
 }
 

@@ -17,12 +17,20 @@
 //! assigner below, which also reports the watermark; none reaches this operator.
 //!
 //! # State
-//! - `slices`: slice end (ms, memcomparable) ++ group key → row count and accumulators. Kept in
-//!   memory ([`slices`]), written per epoch for the slices that changed; a slice is deleted once
-//!   the last window that holds it has fired (HOP: `size` after its start; CUMULATE: at the end
-//!   of its cumulation), so state is bounded by the open windows' slices. The slices freed by
-//!   a watermark are deleted with one range delete below the first slice end still needed.
-//! - `watermark`: the last watermark (ms, i64 little-endian), one entry.
+//! - `slice_runs`: the slices kept in memory ([`slices`]) are written per epoch, those of a group
+//!   that changed in the epoch and lie in one block (one entry per group, block and epoch, not
+//!   one per slice: a RocksDB put per slice was most of HOP's cost at one row per slice). Key:
+//!   the end of the run's last slice (ms, memcomparable) ++ group key ++ the run's sequence
+//!   number (u64 big-endian); value: per slice, its index (a varint: the first absolute, then
+//!   the distance from the one before) and its row count and accumulators ([`encode_accs`]).
+//!   A slice written again in a later epoch is in two runs; restore keeps the one of the
+//!   higher sequence number. A run is deleted once the last window that holds its last slice
+//!   has fired (HOP: `size` after that slice's start; CUMULATE: at the end of its cumulation),
+//!   by one range delete below the first slice end still needed, so state is bounded by the
+//!   open windows' slices plus, per group, the freed slices of a run not yet deleted (less
+//!   than a block); restore skips freed slices.
+//! - `watermark`: the last watermark (key empty; ms, i64 little-endian) and the last run's
+//!   sequence number (key `seq`; u64 big-endian).
 //!
 //! # Output types
 //! As GroupAggregate's: COUNT BIGINT; SUM and AVG as the planner typed them (AVG of integers
@@ -55,13 +63,17 @@ use crate::runtime::operator::{OpContext, Operator};
 use crate::runtime::operators::group_agg::{
     accumulator_kind, avg_int, downcast, number, AggCall, AggKind, Number, SumKind,
 };
-use crate::state::codec::{decode_i64, encode_i64, put_null};
+use crate::state::codec::{encode_i64, get_varint, put_null, put_varint};
 use crate::state::{EpochWrites, RowCodec, StateTable, Store};
 
-use slices::{Acc, Accs, Geometry, GroupSlices};
+use slices::{Acc, Accs, Geometry, GroupSlices, Window};
 
-/// The stable name of the (group, slice) accumulator table.
-pub const SLICES: &str = "slices";
+/// The stable name of the table of (group, slice) accumulator runs. (Until 2026-11-30 the
+/// table `slices` held one entry per slice; a view planned with it fails its restart, as any
+/// whose state tables changed.)
+pub const SLICES: &str = "slice_runs";
+/// The key of the last run's sequence number in the watermark table.
+const SEQ_KEY: &[u8] = b"seq";
 /// The stable name of the watermark table.
 pub const WATERMARK: &str = "watermark";
 
@@ -122,6 +134,8 @@ pub struct SlicedWindowAggregate {
     dirty: Vec<(u32, u64, i64)>,
     /// The last watermark, ms.
     watermark_ms: Option<i64>,
+    /// The sequence number of the last run written.
+    seq: u64,
     slices_table: StateTable,
     meta: StateTable,
 }
@@ -139,8 +153,13 @@ impl SlicedWindowAggregate {
         if !matches!(spec.kind, WindowKind::Hop | WindowKind::Cumulate) || spec.slide_ms <= 0 || spec.size_ms % spec.slide_ms != 0 {
             return Err(WeirError::internal(format!("sliced window aggregate over {} windows", spec.kind.name())));
         }
-        let geometry =
-            Geometry { kind: spec.kind, n: spec.size_ms / spec.slide_ms, slide_ms: spec.slide_ms, offset_ms: spec.offset_ms };
+        let mut geometry = Geometry {
+            kind: spec.kind,
+            n: spec.size_ms / spec.slide_ms,
+            slide_ms: spec.slide_ms,
+            offset_ms: spec.offset_ms,
+            subtract: false,
+        };
         let end_expr = opts
             .window_columns
             .iter()
@@ -170,12 +189,20 @@ impl SlicedWindowAggregate {
                 AggKind::Max => Acc::Max(None),
             });
         }
+        let empty = Accs { rows: 0, accs };
+        geometry.subtract = spec.kind == WindowKind::Hop && empty.subtracts();
         let meta = StateTable::new(state_table(WATERMARK));
         let watermark_ms = match meta.get(store, b"")? {
             Some(v) => Some(i64::from_le_bytes(
                 v.as_slice().try_into().map_err(|_| WeirError::storage("corrupt sliced window aggregate watermark"))?,
             )),
             None => None,
+        };
+        let seq = match meta.get(store, SEQ_KEY)? {
+            Some(v) => u64::from_be_bytes(
+                v.as_slice().try_into().map_err(|_| WeirError::storage("corrupt sliced window aggregate sequence number"))?,
+            ),
+            None => 0,
         };
         let slices_table = StateTable::new(state_table(SLICES));
         let mut op = Self {
@@ -185,7 +212,7 @@ impl SlicedWindowAggregate {
             end_expr,
             key_codec,
             value_codecs,
-            empty: Accs { rows: 0, accs },
+            empty,
             groups: Vec::new(),
             free_ids: Vec::new(),
             index: AHashMap::new(),
@@ -194,6 +221,7 @@ impl SlicedWindowAggregate {
             freed_any: false,
             dirty: Vec::new(),
             watermark_ms,
+            seq,
             slices_table,
             meta,
         };
@@ -201,19 +229,39 @@ impl SlicedWindowAggregate {
         Ok(op)
     }
 
-    /// Loads every (group, slice) accumulator from the store.
+    /// Loads every (group, slice) accumulator from the store: of each slice not yet freed, the
+    /// version of the latest run.
     fn restore(&mut self, store: &Store) -> Result<()> {
-        let mut entries = Vec::new();
-        store.scan(self.slices_table.id(), |k, v| {
-            entries.push((k.to_vec(), v.to_vec()));
+        let corrupt = || WeirError::storage("corrupt sliced window aggregate slice run");
+        let first_needed = self.first_needed_slice().unwrap_or(i64::MIN);
+        // (group key, slice, run sequence number, accumulators)
+        let mut slices: Vec<(Vec<u8>, i64, u64, Accs)> = Vec::new();
+        store.scan(self.slices_table.id(), |key, value| {
+            if key.len() < 16 {
+                return Err(corrupt());
+            }
+            let group = &key[8..key.len() - 8];
+            let seq = u64::from_be_bytes(key[key.len() - 8..].try_into().expect("8 bytes"));
+            let (mut pos, mut idx) = (0, 0i64);
+            while pos < value.len() {
+                let (delta, len) = get_varint(&value[pos..]).ok_or_else(corrupt)?;
+                idx = i64::try_from(delta).ok().and_then(|d| idx.checked_add(d)).ok_or_else(corrupt)?;
+                let (accs, accs_len) = decode_accs(&value[pos + len..], &self.empty)?;
+                pos += len + accs_len;
+                if idx >= first_needed {
+                    slices.push((group.to_vec(), idx, seq, accs));
+                }
+            }
             Ok(true)
         })?;
-        for (key, value) in entries {
-            let corrupt = || WeirError::storage("corrupt sliced window aggregate slice");
-            let end: [u8; 8] = key.get(..8).ok_or_else(corrupt)?.try_into().map_err(|_| corrupt())?;
-            let idx = self.geometry.slice_ending_at(decode_i64(end));
-            let accs = decode_accs(&value, &self.empty)?;
-            let g = self.group_id(&key[8..]);
+        slices.sort_unstable_by(|a, b| (&a.0, a.1, a.2).cmp(&(&b.0, b.1, b.2)));
+        let mut slices = slices.into_iter().peekable();
+        while let Some((group, idx, _, accs)) = slices.next() {
+            if slices.peek().is_some_and(|next| next.0 == group && next.1 == idx) {
+                // A later run holds this slice too.
+                continue;
+            }
+            let g = self.group_id(&group);
             self.groups[g as usize].as_mut().expect("live group").restore(idx, accs);
         }
         Ok(())
@@ -282,8 +330,13 @@ impl SlicedWindowAggregate {
     }
 
     /// Fires the windows `[from, to)` (end slice indexes) of every live group, in end order
-    /// and group key order; returns the emitted groups, windows and aggregate bytes.
-    fn fire(&mut self, mut from: i64, to: i64) -> Result<Option<StreamChunk>> {
+    /// and group key order.
+    ///
+    /// Group by group: a group's window changes only where a slice of the group enters or
+    /// leaves it, so it is assembled once per run of equal windows ([`GroupSlices::window`])
+    /// and its aggregate row repeated for each window of the run (`take`); the rows are then
+    /// put in window order by a counting sort (stable: groups stay in key order).
+    fn fire(&mut self, from: i64, to: i64) -> Result<Option<StreamChunk>> {
         if !self.live_sorted {
             let groups = &self.groups;
             let key = |g: &u32| groups[*g as usize].as_ref().map(|s| s.key.as_slice());
@@ -295,36 +348,46 @@ impl SlicedWindowAggregate {
         let capacity = (self.live.len() as u64).saturating_mul(to.saturating_sub(from).max(0) as u64).min(1 << 20) as usize;
         let mut out_groups: Vec<u32> = Vec::with_capacity(capacity);
         let mut out_windows: Vec<i64> = Vec::with_capacity(capacity);
+        // Each output row's row in the aggregate columns.
+        let mut out_values: Vec<u32> = Vec::with_capacity(capacity);
+        let mut values = 0u32;
         let mut agg_columns = self.opts.aggs.iter().map(|agg| AggColumn::new(agg, capacity)).collect::<Result<Vec<_>>>()?;
         let mut window = self.empty.clone();
-        while from < to {
-            let first = geometry.first_slice(from);
-            // The earliest slice left in any group: windows before the first that holds it are
-            // empty and skipped.
-            let mut earliest = i64::MAX;
-            for g in &self.live {
-                let group = self.groups[*g as usize].as_mut().expect("live group");
-                self.freed_any |= group.free_before(first) > 0;
-                if group.window(&geometry, from, &mut window) && window.rows > 0 {
+        for g in &self.live {
+            let group = self.groups[*g as usize].as_mut().expect("live group");
+            let mut e = from;
+            while e < to {
+                self.freed_any |= group.free_before(geometry.first_slice(e)) > 0;
+                let until = match group.window(&geometry, e, &mut window) {
+                    Window::NoSlices => break,
+                    Window::Empty { next } => {
+                        e = next;
+                        continue;
+                    }
+                    Window::Assembled { until } => until.min(to),
+                };
+                if window.rows > 0 {
                     for ((column, agg), acc) in agg_columns.iter_mut().zip(&self.opts.aggs).zip(&window.accs) {
                         column.push(agg, acc)?;
                     }
-                    out_groups.push(*g);
-                    out_windows.push(from);
+                    for w in e..until {
+                        out_groups.push(*g);
+                        out_windows.push(w);
+                        out_values.push(values);
+                    }
+                    values += 1;
                 }
-                if let Some(s) = group.slices.front() {
-                    earliest = earliest.min(s.idx);
-                }
+                e = until;
             }
-            if earliest == i64::MAX {
-                break;
-            }
-            from = (from + 1).max(earliest.saturating_add(1));
         }
         let out = if out_groups.is_empty() {
             None
         } else {
-            Some(self.output(&out_groups, &out_windows, agg_columns)?)
+            let order = window_order(&out_windows, from, to);
+            let groups: Vec<u32> = order.iter().map(|i| out_groups[*i as usize]).collect();
+            let windows: Vec<i64> = order.iter().map(|i| out_windows[*i as usize]).collect();
+            let values_of: Vec<u32> = order.iter().map(|i| out_values[*i as usize]).collect();
+            Some(self.output(&groups, &windows, &values_of, values as usize, agg_columns)?)
         };
         self.free_slices(geometry.first_slice(to));
         Ok(out)
@@ -356,9 +419,17 @@ impl SlicedWindowAggregate {
         self.live.retain(|g| groups[*g as usize].is_some());
     }
 
-    /// The output chunk of the emitted (group, window) pairs and their aggregates. Each group's
-    /// key is decoded once and repeated with `take`.
-    fn output(&self, groups: &[u32], windows: &[i64], agg_columns: Vec<AggColumn>) -> Result<StreamChunk> {
+    /// The output chunk of the emitted (group, window) pairs and their aggregates (output row
+    /// `i` has row `values[i]` of the `distinct_values` rows of `agg_columns`). Each group's key
+    /// is decoded once and repeated with `take`, and so is an aggregate row used again.
+    fn output(
+        &self,
+        groups: &[u32],
+        windows: &[i64],
+        values: &[u32],
+        distinct_values: usize,
+        agg_columns: Vec<AggColumn>,
+    ) -> Result<StreamChunk> {
         let n = groups.len();
         let mut slot = vec![u32::MAX; self.groups.len()];
         let mut distinct = Vec::new();
@@ -379,9 +450,15 @@ impl SlicedWindowAggregate {
         }
         let mut key_cols = keys.finish()?.into_iter().map(|c| take(&c, &indices, None));
         let agg_types = self.opts.schema.fields()[self.opts.group_exprs.len()..].iter().map(|f| f.data_type());
+        let in_order = distinct_values == n && values.iter().enumerate().all(|(i, v)| *v as usize == i);
+        let value_indices = (!in_order).then(|| UInt32Array::from(values.to_vec()));
         let mut agg_cols = Vec::with_capacity(agg_columns.len());
         for ((column, codec), t) in agg_columns.into_iter().zip(&self.value_codecs).zip(agg_types) {
-            agg_cols.push(column.finish(codec.as_ref(), n, t)?);
+            let column = column.finish(codec.as_ref(), distinct_values, t)?;
+            agg_cols.push(match &value_indices {
+                Some(indices) => take(&column, indices, None)?,
+                None => column,
+            });
         }
         let g = &self.geometry;
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.opts.schema.fields().len());
@@ -475,32 +552,89 @@ impl Operator for SlicedWindowAggregate {
     }
 
     fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
-        // The range delete of the freed slices first; the changed slices are all above it and
-        // go straight into the epoch's batch (no overlay: this table is only read at restore).
+        // The range delete of the freed runs first; the new runs are all above it and go
+        // straight into the epoch's batch (no overlay: this table is only read at restore).
         self.slices_table.flush(writes);
-        self.meta.flush(writes);
-        let table = self.slices_table.id();
-        let mut key = Vec::new();
-        let mut value = Vec::new();
-        for (g, abs, idx) in std::mem::take(&mut self.dirty) {
-            let Some(group) = self.groups.get_mut(g as usize).and_then(|g| g.as_mut()) else { continue };
-            key.clear();
-            put_slice_key(&mut key, &self.geometry, idx, &group.key);
-            let Some(slice) = group.slice_mut(abs, idx) else { continue };
-            if !slice.dirty {
-                continue;
-            }
-            slice.dirty = false;
-            value.clear();
-            encode_accs(&mut value, &slice.accs);
-            writes.put(table, &key, &value);
+        let mut dirty = std::mem::take(&mut self.dirty);
+        if !dirty.is_empty() {
+            self.seq += 1;
+            self.meta.put(SEQ_KEY.to_vec(), self.seq.to_be_bytes().to_vec());
+            self.write_runs(&mut dirty, writes);
         }
+        self.dirty = dirty;
+        self.meta.flush(writes);
         Ok(())
     }
 }
 
-/// Appends the state key of slice `idx` of group `key`: the slice's end (memcomparable), the
-/// key.
+impl SlicedWindowAggregate {
+    /// Writes the `dirty` slices as runs of sequence number `self.seq`, one per group and
+    /// block, and empties `dirty`.
+    fn write_runs(&mut self, dirty: &mut Vec<(u32, u64, i64)>, writes: &mut EpochWrites) {
+        dirty.sort_unstable_by_key(|(g, _, idx)| (*g, *idx));
+        let table = self.slices_table.id();
+        let geometry = self.geometry;
+        let mut key = Vec::new();
+        let mut value = Vec::new();
+        let mut rest = dirty.as_slice();
+        while let Some(&(g, _, first)) = rest.first() {
+            let block = geometry.block(first);
+            let len = rest.iter().position(|(h, _, idx)| *h != g || geometry.block(*idx) != block).unwrap_or(rest.len());
+            let (run, next) = rest.split_at(len);
+            rest = next;
+            let Some(group) = self.groups.get_mut(g as usize).and_then(|g| g.as_mut()) else { continue };
+            value.clear();
+            let mut last = None;
+            for &(_, abs, idx) in run {
+                let Some(slice) = group.slice_mut(abs, idx) else { continue };
+                if !slice.dirty {
+                    continue;
+                }
+                slice.dirty = false;
+                // The first slice's index, then each one's distance from the one before.
+                put_varint(&mut value, idx as i128 - last.map_or(0, |l| l as i128));
+                encode_accs(&mut value, &slice.accs);
+                last = Some(idx);
+            }
+            let Some(last) = last else { continue };
+            key.clear();
+            put_slice_key(&mut key, &geometry, last, &group.key);
+            key.extend_from_slice(&self.seq.to_be_bytes());
+            writes.put(table, &key, &value);
+        }
+        dirty.clear();
+    }
+}
+
+/// The positions of `windows` (each in `[from, to)`) in window order, equal windows in their
+/// order in `windows`: a counting sort when the range is not much wider than the rows, else a
+/// stable comparison sort.
+fn window_order(windows: &[i64], from: i64, to: i64) -> Vec<u32> {
+    let n = windows.len();
+    let range = to.saturating_sub(from) as u64;
+    if range > 4 * n as u64 + 1024 {
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.sort_by_key(|i| windows[*i as usize]);
+        return order;
+    }
+    let mut starts = vec![0u32; range as usize + 1];
+    for w in windows {
+        starts[(w - from) as usize + 1] += 1;
+    }
+    for i in 1..starts.len() {
+        starts[i] += starts[i - 1];
+    }
+    let mut order = vec![0u32; n];
+    for (i, w) in windows.iter().enumerate() {
+        let slot = &mut starts[(w - from) as usize];
+        order[*slot as usize] = i as u32;
+        *slot += 1;
+    }
+    order
+}
+
+/// Appends the start of a run's state key: the end of its last slice `idx` (memcomparable),
+/// the group key `key`.
 fn put_slice_key(out: &mut Vec<u8>, g: &Geometry, idx: i64, key: &[u8]) {
     out.extend_from_slice(&encode_i64(g.ms(idx + 1)));
     out.extend_from_slice(key);
@@ -646,25 +780,26 @@ impl AggColumn {
     }
 }
 
-/// Appends a slice's state value: rows, then each accumulator (i64 and i128 little-endian; MIN/MAX a
-/// presence byte, a u32 length and the bytes).
+/// Appends a slice's state value: rows, then each accumulator, integers as varints
+/// ([`put_varint`]: a slice of few rows takes a few bytes), a float sum as f64 little-endian,
+/// MIN/MAX a presence byte, a varint length and the bytes.
 fn encode_accs(out: &mut Vec<u8>, accs: &Accs) {
-    out.extend_from_slice(&accs.rows.to_le_bytes());
+    put_varint(out, accs.rows as i128);
     for acc in &accs.accs {
         match acc {
-            Acc::Count(c) => out.extend_from_slice(&c.to_le_bytes()),
+            Acc::Count(c) => put_varint(out, *c as i128),
             Acc::SumInt(s, c) => {
-                out.extend_from_slice(&s.to_le_bytes());
-                out.extend_from_slice(&c.to_le_bytes());
+                put_varint(out, *s);
+                put_varint(out, *c as i128);
             }
             Acc::SumFloat(s, c) => {
                 out.extend_from_slice(&s.to_le_bytes());
-                out.extend_from_slice(&c.to_le_bytes());
+                put_varint(out, *c as i128);
             }
             Acc::Min(v) | Acc::Max(v) => match v {
                 Some(v) => {
                     out.push(1);
-                    out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                    put_varint(out, v.len() as i128);
                     out.extend_from_slice(v);
                 }
                 None => out.push(0),
@@ -673,35 +808,41 @@ fn encode_accs(out: &mut Vec<u8>, accs: &Accs) {
     }
 }
 
-/// The accumulators of [`encode_accs`], shaped like `shape`.
-fn decode_accs(bytes: &[u8], shape: &Accs) -> Result<Accs> {
+/// The accumulators of [`encode_accs`] at the start of `bytes`, shaped like `shape`, and the
+/// number of bytes they took.
+fn decode_accs(bytes: &[u8], shape: &Accs) -> Result<(Accs, usize)> {
     let corrupt = || WeirError::storage("corrupt sliced window aggregate slice");
     let mut pos = 0;
-    let mut read = |n: usize| -> Result<&[u8]> {
-        let s = bytes.get(pos..pos + n).ok_or_else(corrupt)?;
-        pos += n;
-        Ok(s)
+    let varint = |pos: &mut usize| -> Result<i128> {
+        let (v, len) = get_varint(&bytes[*pos..]).ok_or_else(corrupt)?;
+        *pos += len;
+        Ok(v)
     };
-    let i64_of = |b: &[u8]| i64::from_le_bytes(b.try_into().expect("8 bytes"));
-    let rows = i64_of(read(8)?);
+    let int = |v: i128| i64::try_from(v).map_err(|_| corrupt());
+    let rows = int(varint(&mut pos)?)?;
     let mut accs = Vec::with_capacity(shape.accs.len());
     for acc in &shape.accs {
         accs.push(match acc {
-            Acc::Count(_) => Acc::Count(i64_of(read(8)?)),
+            Acc::Count(_) => Acc::Count(int(varint(&mut pos)?)?),
             Acc::SumInt(..) => {
-                let s = i128::from_le_bytes(read(16)?.try_into().expect("16 bytes"));
-                Acc::SumInt(s, i64_of(read(8)?))
+                let s = varint(&mut pos)?;
+                Acc::SumInt(s, int(varint(&mut pos)?)?)
             }
             Acc::SumFloat(..) => {
-                let s = f64::from_le_bytes(read(8)?.try_into().expect("8 bytes"));
-                Acc::SumFloat(s, i64_of(read(8)?))
+                let s = f64::from_le_bytes(bytes.get(pos..pos + 8).ok_or_else(corrupt)?.try_into().expect("8 bytes"));
+                pos += 8;
+                Acc::SumFloat(s, int(varint(&mut pos)?)?)
             }
             Acc::Min(_) | Acc::Max(_) => {
-                let v = match read(1)?[0] {
+                let present = *bytes.get(pos).ok_or_else(corrupt)?;
+                pos += 1;
+                let v = match present {
                     0 => None,
                     1 => {
-                        let len = u32::from_le_bytes(read(4)?.try_into().expect("4 bytes")) as usize;
-                        Some(read(len)?.to_vec())
+                        let len = usize::try_from(varint(&mut pos)?).map_err(|_| corrupt())?;
+                        let v = bytes.get(pos..pos.checked_add(len).ok_or_else(corrupt)?).ok_or_else(corrupt)?.to_vec();
+                        pos += len;
+                        Some(v)
                     }
                     _ => return Err(corrupt()),
                 };
@@ -713,5 +854,5 @@ fn decode_accs(bytes: &[u8], shape: &Accs) -> Result<Accs> {
             }
         });
     }
-    Ok(Accs { rows, accs })
+    Ok((Accs { rows, accs }, pos))
 }

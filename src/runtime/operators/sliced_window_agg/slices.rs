@@ -13,7 +13,10 @@
 //! - for HOP, suffix merges of the older block (each slice's merge with the later slices of
 //!   its block), computed once per block and recomputed from the highest slice a row changed.
 //!
-//! So a window costs O(1) merges per group amortized, however many slices it spans.
+//! So a window costs O(1) merges per group amortized, however many slices it spans. A HOP
+//! over aggregates that can be subtracted exactly (COUNT, and SUM and AVG of integers and
+//! decimals) instead keeps one running merge per group: a slice is added as it enters a window
+//! and subtracted as it is freed, with no suffix merges.
 
 use std::collections::VecDeque;
 
@@ -55,6 +58,27 @@ impl Clone for Accs {
 }
 
 impl Accs {
+    /// Whether [`Accs::subtract`] undoes [`Accs::merge`] exactly: COUNT and integer sums only.
+    pub fn subtracts(&self) -> bool {
+        self.accs.iter().all(|a| matches!(a, Acc::Count(_) | Acc::SumInt(..)))
+    }
+
+    /// Takes `other`'s rows out of `self` (both of the same aggregates, which
+    /// [`Accs::subtracts`]).
+    pub fn subtract(&mut self, other: &Accs) {
+        self.rows -= other.rows;
+        for (a, b) in self.accs.iter_mut().zip(&other.accs) {
+            match (a, b) {
+                (Acc::Count(x), Acc::Count(y)) => *x -= y,
+                (Acc::SumInt(s, c), Acc::SumInt(t, d)) => {
+                    *s -= t;
+                    *c -= d;
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// Adds `other`'s rows into `self` (both of the same aggregates).
     pub fn merge(&mut self, other: &Accs) {
         self.rows += other.rows;
@@ -87,6 +111,9 @@ pub(super) struct Geometry {
     pub slide_ms: i64,
     /// Alignment offset, ms.
     pub offset_ms: i64,
+    /// HOP whose accumulators subtract exactly ([`Accs::subtract`]): windows slide by a
+    /// running merge.
+    pub subtract: bool,
 }
 
 impl Geometry {
@@ -144,6 +171,16 @@ struct Prefix {
     accs: Accs,
 }
 
+/// The merge of a group's slices before `hi` (HOP with [`Geometry::subtract`]): those of the
+/// last window asked for, as the slices before that window are freed.
+#[derive(Debug)]
+struct Running {
+    hi: i64,
+    /// Where the first slice at or after `hi` is in the deque (checked before use).
+    pos: usize,
+    accs: Accs,
+}
+
 /// The slices of one group; see the module docs.
 #[derive(Debug)]
 pub(super) struct GroupSlices {
@@ -159,11 +196,33 @@ pub(super) struct GroupSlices {
     suffix_block: Option<i64>,
     /// The highest slice of that block a row changed since its suffixes were computed.
     suffix_stale: Option<i64>,
+    /// HOP with [`Geometry::subtract`]: the running merge, instead of prefix and suffixes.
+    running: Option<Running>,
+}
+
+/// What [`GroupSlices::window`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Window {
+    /// The group has no slices left.
+    NoSlices,
+    /// The group has no slice in the window; `next` is the first window that holds one.
+    Empty { next: i64 },
+    /// The window's accumulators were assembled; the windows up to `until` (exclusive) hold
+    /// the same slices, so the same result.
+    Assembled { until: i64 },
 }
 
 impl GroupSlices {
     pub fn new(key: Vec<u8>) -> Self {
-        Self { key, slices: VecDeque::new(), freed: 0, prefix: None, suffix_block: None, suffix_stale: None }
+        Self {
+            key,
+            slices: VecDeque::new(),
+            freed: 0,
+            prefix: None,
+            suffix_block: None,
+            suffix_stale: None,
+            running: None,
+        }
     }
 
     /// Appends a slice restored from state (slices come in index order).
@@ -194,6 +253,11 @@ impl GroupSlices {
                 apply(&mut p.accs);
             }
         }
+        if let Some(r) = &mut self.running {
+            if idx < r.hi {
+                apply(&mut r.accs);
+            }
+        }
         if self.suffix_block == Some(block) {
             self.suffix_stale = Some(self.suffix_stale.map_or(idx, |s| s.max(idx)));
         }
@@ -217,6 +281,11 @@ impl GroupSlices {
                 p.pos += 1;
             }
         }
+        if let Some(r) = &mut self.running {
+            if idx < r.hi {
+                r.pos += 1;
+            }
+        }
         pos
     }
 
@@ -225,7 +294,13 @@ impl GroupSlices {
     pub fn free_before(&mut self, first: i64) -> usize {
         let mut freed = 0;
         while self.slices.front().is_some_and(|s| s.idx < first) {
-            self.slices.pop_front();
+            let slice = self.slices.pop_front().expect("checked");
+            if let Some(r) = &mut self.running {
+                if slice.idx < r.hi {
+                    r.accs.subtract(&slice.accs);
+                    r.pos = r.pos.saturating_sub(1);
+                }
+            }
             freed += 1;
         }
         self.freed += freed as u64;
@@ -236,11 +311,17 @@ impl GroupSlices {
     }
 
     /// Window `e` of this group into `out`, once its slices before the window's first are
-    /// freed (see [`GroupSlices::free_before`]); false when the group has no slice in it.
-    pub fn window(&mut self, g: &Geometry, e: i64, out: &mut Accs) -> bool {
-        let Some(front) = self.slices.front() else { return false };
+    /// freed (see [`GroupSlices::free_before`]), and how far the same result holds: up to the
+    /// next window a slice enters (slice `i` enters window `i + 1`) or, HOP, leaves (slice `i`
+    /// leaves window `i + n + 1`) or, CUMULATE, the next block.
+    pub fn window(&mut self, g: &Geometry, e: i64, out: &mut Accs) -> Window {
+        let Some(front) = self.slices.front() else { return Window::NoSlices };
         if front.idx >= e {
-            return false;
+            return Window::Empty { next: front.idx + 1 };
+        }
+        let front_idx = front.idx;
+        if g.subtract {
+            return self.running_window(g, e, out);
         }
         let block = g.block(e - 1);
         let block_start = block * g.n;
@@ -257,14 +338,41 @@ impl GroupSlices {
         }
         p.upto = e;
         p.pos = pos;
+        let entering = self.slices.get(pos).map_or(i64::MAX, |s| s.idx + 1);
+        let until = entering.min(match g.kind {
+            WindowKind::Hop => front_idx + g.n + 1,
+            _ => block_start + g.n + 1,
+        });
         out.clone_from(&p.accs);
-        if g.kind == WindowKind::Hop && g.first_slice(e) < block_start && self.slices[0].idx < block_start {
+        if g.kind == WindowKind::Hop && g.first_slice(e) < block_start && front_idx < block_start {
             self.refresh_suffixes(g, block - 1);
             if let Some(suffix) = &self.slices[0].suffix {
                 out.merge(suffix);
             }
         }
-        true
+        Window::Assembled { until }
+    }
+
+    /// [`GroupSlices::window`] by the running merge: the slices entering since the last window
+    /// are added (the freed ones were subtracted by [`GroupSlices::free_before`]).
+    fn running_window(&mut self, g: &Geometry, e: i64, out: &mut Accs) -> Window {
+        let front = self.slices.front().expect("checked by window");
+        let front_idx = front.idx;
+        if self.running.as_ref().is_none_or(|r| r.hi > e) {
+            // First window since a restart (or asked out of order): start from no slices.
+            self.running = Some(Running { hi: front_idx, pos: 0, accs: empty_like(&front.accs) });
+        }
+        let r = self.running.as_mut().expect("set above");
+        let mut pos = position(&self.slices, r.pos, r.hi);
+        while let Some(slice) = self.slices.get(pos).filter(|s| s.idx < e) {
+            r.accs.merge(&slice.accs);
+            pos += 1;
+        }
+        r.hi = e;
+        r.pos = pos;
+        out.clone_from(&r.accs);
+        let entering = self.slices.get(pos).map_or(i64::MAX, |s| s.idx + 1);
+        Window::Assembled { until: entering.min(front_idx + g.n + 1) }
     }
 
     /// Makes the suffix merges of `block` (the front slices) current.

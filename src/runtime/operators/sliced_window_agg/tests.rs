@@ -411,3 +411,11 @@ fn randomized_retractions_match_window_assign_and_group_aggregate() -> Result<()
     }
     Ok(())
 }
+
+#[test]
+fn window_order_is_stable_by_window_with_either_sort() {
+    let windows = [5, 3, 5, 4, 3];
+    // Counting sort (a narrow range) and comparison sort (a range far wider than the rows).
+    assert_eq!(window_order(&windows, 3, 6), vec![1, 4, 3, 0, 2]);
+    assert_eq!(window_order(&windows, 3, 1_000_000_000), vec![1, 4, 3, 0, 2]);
+}
