@@ -331,11 +331,7 @@ impl GroupSlices {
             self.prefix = Some(Prefix { block, upto: block_start, pos, accs: empty_like(&front.accs) });
         }
         let p = self.prefix.as_mut().expect("set above");
-        let mut pos = position(&self.slices, p.pos, p.upto);
-        while let Some(slice) = self.slices.get(pos).filter(|s| s.idx < e) {
-            p.accs.merge(&slice.accs);
-            pos += 1;
-        }
+        let pos = merge_until(&self.slices, p.pos, p.upto, e, &mut p.accs);
         p.upto = e;
         p.pos = pos;
         let entering = self.slices.get(pos).map_or(i64::MAX, |s| s.idx + 1);
@@ -363,11 +359,7 @@ impl GroupSlices {
             self.running = Some(Running { hi: front_idx, pos: 0, accs: empty_like(&front.accs) });
         }
         let r = self.running.as_mut().expect("set above");
-        let mut pos = position(&self.slices, r.pos, r.hi);
-        while let Some(slice) = self.slices.get(pos).filter(|s| s.idx < e) {
-            r.accs.merge(&slice.accs);
-            pos += 1;
-        }
+        let pos = merge_until(&self.slices, r.pos, r.hi, e, &mut r.accs);
         r.hi = e;
         r.pos = pos;
         out.clone_from(&r.accs);
@@ -412,6 +404,18 @@ fn position(slices: &VecDeque<Slice>, guess: usize, idx: i64) -> usize {
     } else {
         slices.partition_point(|s| s.idx < idx)
     }
+}
+
+/// Merges the slices in `[from, e)` into `accs`, the first found at deque position `hint`
+/// when that is right (see [`position`]); returns the position of the first slice at or after
+/// `e`.
+fn merge_until(slices: &VecDeque<Slice>, hint: usize, from: i64, e: i64, accs: &mut Accs) -> usize {
+    let mut pos = position(slices, hint, from);
+    while let Some(slice) = slices.get(pos).filter(|s| s.idx < e) {
+        accs.merge(&slice.accs);
+        pos += 1;
+    }
+    pos
 }
 
 /// Accumulators of no rows, shaped like `like`.
