@@ -235,7 +235,7 @@ async fn avro_confluent_in_and_out_through_a_schema_registry() {
         if decoded == expected {
             break;
         }
-        assert!(Instant::now() < deadline, "the compacted sink topic never equalled the view: {decoded:?}");
+        assert!(Instant::now() < deadline, "the compacted sink topic never equalled the view: {decoded:?}, expected {expected:?}");
     }
 }
 
