@@ -367,7 +367,12 @@ impl Engine {
     /// Starts a new job: lets its operators emit their first rows, pushes every row its
     /// sources hold now (plain tables, materialized views) as inserts, then the sources'
     /// watermarks, which close the windows the backfill left behind.
-    pub(crate) fn backfill(&self, job: &mut crate::runtime::Job, plan: &crate::plan::StreamPlan) -> Result<()> {
+    ///
+    /// The epoch in flight is committed first: the rows are read from the store, and a view's
+    /// changes not yet committed have already gone to the jobs that existed, not to this one
+    /// (without the commit a job created over a view fed by a Kafka source lost them).
+    pub(crate) fn backfill(&mut self, job: &mut crate::runtime::Job, plan: &crate::plan::StreamPlan) -> Result<()> {
+        self.commit(EpochWrites::default(), None)?;
         job.on_create(&self.store)?;
         for source in plan.sources() {
             let src = self.catalog.get(&source).ok_or_else(|| WeirError::unknown_table(&source))?;
