@@ -393,8 +393,9 @@ impl SlicedWindowAggregate {
         Ok(out)
     }
 
-    /// Frees every slice before `first`, in memory and in the state table (one range delete:
-    /// state keys start with the slice end), and the groups left without slices.
+    /// Frees every slice before `first`, in memory and in the state table (one range delete of
+    /// the runs whose last slice is before `first`: run keys start with that slice's end), and
+    /// the groups left without slices.
     fn free_slices(&mut self, first: i64) {
         let mut emptied = Vec::new();
         for g in &self.live {
@@ -417,6 +418,42 @@ impl SlicedWindowAggregate {
         }
         let groups = &self.groups;
         self.live.retain(|g| groups[*g as usize].is_some());
+    }
+
+    /// Writes the `dirty` slices as runs of sequence number `self.seq`, one per group and
+    /// block, and empties `dirty`.
+    fn write_runs(&mut self, dirty: &mut Vec<(u32, u64, i64)>, writes: &mut EpochWrites) {
+        dirty.sort_unstable_by_key(|(g, _, idx)| (*g, *idx));
+        let table = self.slices_table.id();
+        let geometry = self.geometry;
+        let mut key = Vec::new();
+        let mut value = Vec::new();
+        let mut rest = dirty.as_slice();
+        while let Some(&(g, _, first)) = rest.first() {
+            let block = geometry.block(first);
+            let len = rest.iter().position(|(h, _, idx)| *h != g || geometry.block(*idx) != block).unwrap_or(rest.len());
+            let (run, next) = rest.split_at(len);
+            rest = next;
+            let Some(group) = self.groups.get_mut(g as usize).and_then(|g| g.as_mut()) else { continue };
+            value.clear();
+            let mut last = None;
+            for &(_, abs, idx) in run {
+                let Some(slice) = group.slice_mut(abs, idx) else { continue };
+                if !slice.dirty {
+                    continue;
+                }
+                slice.dirty = false;
+                // The first slice's index, then each one's distance from the one before.
+                put_varint(&mut value, idx as i128 - last.map_or(0, |l| l as i128));
+                encode_accs(&mut value, &slice.accs);
+                last = Some(idx);
+            }
+            let Some(last) = last else { continue };
+            key.clear();
+            put_run_key(&mut key, &geometry, last, &group.key, self.seq);
+            writes.put(table, &key, &value);
+        }
+        dirty.clear();
     }
 
     /// The output chunk of the emitted (group, window) pairs and their aggregates (output row
@@ -450,15 +487,10 @@ impl SlicedWindowAggregate {
         }
         let mut key_cols = keys.finish()?.into_iter().map(|c| take(&c, &indices, None));
         let agg_types = self.opts.schema.fields()[self.opts.group_exprs.len()..].iter().map(|f| f.data_type());
-        let in_order = distinct_values == n && values.iter().enumerate().all(|(i, v)| *v as usize == i);
-        let value_indices = (!in_order).then(|| UInt32Array::from(values.to_vec()));
+        let value_indices = UInt32Array::from(values.to_vec());
         let mut agg_cols = Vec::with_capacity(agg_columns.len());
         for ((column, codec), t) in agg_columns.into_iter().zip(&self.value_codecs).zip(agg_types) {
-            let column = column.finish(codec.as_ref(), distinct_values, t)?;
-            agg_cols.push(match &value_indices {
-                Some(indices) => take(&column, indices, None)?,
-                None => column,
-            });
+            agg_cols.push(take(&column.finish(codec.as_ref(), distinct_values, t)?, &value_indices, None)?);
         }
         let g = &self.geometry;
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.opts.schema.fields().len());
@@ -567,44 +599,6 @@ impl Operator for SlicedWindowAggregate {
     }
 }
 
-impl SlicedWindowAggregate {
-    /// Writes the `dirty` slices as runs of sequence number `self.seq`, one per group and
-    /// block, and empties `dirty`.
-    fn write_runs(&mut self, dirty: &mut Vec<(u32, u64, i64)>, writes: &mut EpochWrites) {
-        dirty.sort_unstable_by_key(|(g, _, idx)| (*g, *idx));
-        let table = self.slices_table.id();
-        let geometry = self.geometry;
-        let mut key = Vec::new();
-        let mut value = Vec::new();
-        let mut rest = dirty.as_slice();
-        while let Some(&(g, _, first)) = rest.first() {
-            let block = geometry.block(first);
-            let len = rest.iter().position(|(h, _, idx)| *h != g || geometry.block(*idx) != block).unwrap_or(rest.len());
-            let (run, next) = rest.split_at(len);
-            rest = next;
-            let Some(group) = self.groups.get_mut(g as usize).and_then(|g| g.as_mut()) else { continue };
-            value.clear();
-            let mut last = None;
-            for &(_, abs, idx) in run {
-                let Some(slice) = group.slice_mut(abs, idx) else { continue };
-                if !slice.dirty {
-                    continue;
-                }
-                slice.dirty = false;
-                // The first slice's index, then each one's distance from the one before.
-                put_varint(&mut value, idx as i128 - last.map_or(0, |l| l as i128));
-                encode_accs(&mut value, &slice.accs);
-                last = Some(idx);
-            }
-            let Some(last) = last else { continue };
-            key.clear();
-            put_slice_key(&mut key, &geometry, last, &group.key);
-            key.extend_from_slice(&self.seq.to_be_bytes());
-            writes.put(table, &key, &value);
-        }
-        dirty.clear();
-    }
-}
 
 /// The positions of `windows` (each in `[from, to)`) in window order, equal windows in their
 /// order in `windows`: a counting sort when the range is not much wider than the rows, else a
@@ -633,11 +627,12 @@ fn window_order(windows: &[i64], from: i64, to: i64) -> Vec<u32> {
     order
 }
 
-/// Appends the start of a run's state key: the end of its last slice `idx` (memcomparable),
-/// the group key `key`.
-fn put_slice_key(out: &mut Vec<u8>, g: &Geometry, idx: i64, key: &[u8]) {
+/// Appends a run's state key: the end of its last slice `idx` (memcomparable), the group key
+/// `key`, the run's sequence number `seq` (big-endian).
+fn put_run_key(out: &mut Vec<u8>, g: &Geometry, idx: i64, key: &[u8], seq: u64) {
     out.extend_from_slice(&encode_i64(g.ms(idx + 1)));
     out.extend_from_slice(key);
+    out.extend_from_slice(&seq.to_be_bytes());
 }
 
 /// Adds row `row` of the arguments, with `sign`, to `accs`.
