@@ -149,6 +149,18 @@ enum Bench {
         #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-kafka")]
         data_dir: PathBuf,
     },
+    /// Times `SELECT count(*)` on a two-row view, one query every 10 ms: --idle-seconds with
+    /// nothing else running, then --seconds while Nexmark q20 reads an unbounded generator at
+    /// full speed in the same database; prints p50/p99/max latency and the job's rows/s.
+    Reads {
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        #[arg(long, default_value_t = 3)]
+        idle_seconds: u64,
+        /// Scratch directory for the database (emptied first).
+        #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-reads")]
+        data_dir: PathBuf,
+    },
     /// Writes the built-in Nexmark generator's person, auction and bid rows for events
     /// 0..--events as JSON lines files (person.json, auction.json, bid.json) in --out.
     NexmarkGen {
@@ -228,6 +240,18 @@ fn main() -> ExitCode {
                 println!(
                     "kafka JSON source + filter into a blackhole ({partitions} partitions): {report}; CPU {cpu:.2} s = {:.0} records per CPU second",
                     records as f64 / cpu
+                );
+                Ok(())
+            }
+            Some(Command::Bench(Bench::Reads { seconds, idle_seconds, data_dir })) => {
+                let report =
+                    weir::bench::reads::run(&data_dir, idle_seconds, seconds).await.map_err(|e| e.to_string())?;
+                println!("SELECT count(*) on a two-row view, idle: {}", report.idle);
+                println!(
+                    "SELECT count(*) on a two-row view, while q20 reads {:.0} rows/s: {}{}",
+                    report.job_rows_per_second,
+                    report.busy,
+                    if cfg!(debug_assertions) { " (debug build)" } else { "" }
                 );
                 Ok(())
             }

@@ -4,6 +4,7 @@ pub mod insert;
 pub mod kafka;
 pub mod nexmark;
 pub mod nexmark_gen;
+pub mod reads;
 pub mod window;
 
 use std::fmt;

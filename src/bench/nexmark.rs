@@ -145,7 +145,7 @@ pub fn query_text(name: &str) -> Result<&'static str> {
 }
 
 /// The CREATE TABLE statements of person, auction and bid for `run`.
-fn source_ddl(run: &NexmarkRun) -> Vec<String> {
+pub(crate) fn source_ddl(run: &NexmarkRun) -> Vec<String> {
     let columns = [
         ("person", "id BIGINT, name VARCHAR, email_address VARCHAR, credit_card VARCHAR, city VARCHAR, state VARCHAR, date_time TIMESTAMP(3), extra VARCHAR"),
         ("auction", "id BIGINT, item_name VARCHAR, description VARCHAR, initial_bid BIGINT, reserve BIGINT, date_time TIMESTAMP(3), expires TIMESTAMP(3), seller BIGINT, category BIGINT, extra VARCHAR"),
