@@ -16,7 +16,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use crate::error::{Result, WeirError};
 use crate::runtime::changelog::{Op, StreamChunk};
-use crate::state::{EpochWrites, RowCodec, Store};
+use crate::state::{EpochWrites, RowCodec, ScanState, Store};
 
 /// The name of the hidden column that carries a row's storage key in DML scans.
 pub const KEY_COLUMN: &str = "_weir_key";
@@ -230,7 +230,7 @@ impl TableStore {
 /// the row) or [`RowLayout::Multiset`] (keyless views: the key is the row, the value its count).
 /// With `with_key`, the storage key is appended as the binary column [`KEY_COLUMN`].
 pub fn scan_rows(
-    store: &Store,
+    store: &dyn ScanState,
     id: u32,
     schema: &SchemaRef,
     layout: RowLayout,
@@ -259,7 +259,7 @@ pub fn scan_rows(
             &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
         )?)
     };
-    store.scan(id, |k, v| {
+    store.scan_table(id, &mut |k, v| {
         match layout {
             RowLayout::Rows => {
                 decoder.append(v)?;

@@ -16,11 +16,11 @@ use sqlparser::ast::Statement;
 use tokio::sync::RwLock;
 
 use crate::error::{Result, WeirError};
-use crate::sql::engine::Engine;
+use crate::sql::engine::{CommittedSlot, Engine};
 use crate::sql::parser::{self, object_name, WeirStatement};
-use crate::sql::relations::session_context;
+use crate::sql::relations::{session_context, Snapshot, SystemLoader, SystemTables};
 use crate::sql::show::{self, text_rows, DEFAULT_SETTINGS};
-use crate::state::Store;
+use crate::state::{ScanState, Store};
 
 /// Per-connection settings (`SET` / `SHOW` / `RESET`).
 #[derive(Debug, Default, Clone)]
@@ -45,7 +45,43 @@ fn command(tag: &str) -> StatementResult {
 
 /// The database shared by all connections.
 pub struct Database {
-    engine: RwLock<Engine>,
+    engine: Arc<RwLock<Engine>>,
+    /// The last committed epoch, which reads use without taking the engine's lock.
+    committed: CommittedSlot,
+    /// Where reads run their query plans: worker threads of their own, so a heavy `SELECT`
+    /// never occupies the threads that accept connections and run the other statements.
+    queries: QueryRuntime,
+}
+
+/// A Tokio runtime for query execution, shut down without waiting when the database is dropped
+/// (a runtime may not be dropped from async code, where the database usually is).
+struct QueryRuntime(Option<tokio::runtime::Runtime>);
+
+impl QueryRuntime {
+    fn new() -> Result<Self> {
+        let workers = std::thread::available_parallelism().map_or(2, usize::from);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .thread_name("weir-query")
+            .enable_all()
+            .build()
+            .map_err(|e| WeirError::internal(format!("cannot start the query threads: {e}")))?;
+        Ok(Self(Some(runtime)))
+    }
+
+    /// Runs `future` on the query threads and waits for it.
+    async fn run<T: Send + 'static>(&self, future: impl std::future::Future<Output = Result<T>> + Send + 'static) -> Result<T> {
+        let runtime = self.0.as_ref().ok_or_else(|| WeirError::internal("the query threads are shut down"))?;
+        runtime.spawn(future).await.map_err(|e| WeirError::internal(format!("a query task failed: {e}")))?
+    }
+}
+
+impl Drop for QueryRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 impl Database {
@@ -80,7 +116,8 @@ impl Database {
             data_dir.display()
         );
         // From here on the idle-watermark task and the source thread take the lock.
-        let db = Arc::new(Self { engine: RwLock::new(engine) });
+        let committed = Arc::clone(engine.committed());
+        let db = Arc::new(Self { engine: Arc::new(RwLock::new(engine)), committed, queries: QueryRuntime::new()? });
         // Idle tables' watermarks advance with processing time: checked every 100 ms.
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             let weak = Arc::downgrade(&db);
@@ -128,11 +165,11 @@ impl Database {
         let stmt = parser::parse_statement(sql)?;
         match &stmt {
             WeirStatement::Sql(s) if matches!(s.as_ref(), Statement::Query(_)) => {
-                let engine = self.engine.read().await;
-                if let Some(StatementResult::Rows { schema, .. }) = crate::sql::pg_catalog::answer(&engine.catalog, sql)? {
+                let snapshot = self.read_snapshot();
+                if let Some(StatementResult::Rows { schema, .. }) = crate::sql::pg_catalog::answer(&snapshot.catalog, sql)? {
                     return Ok(Some(schema));
                 }
-                let ctx = session_context(engine.snapshot(None));
+                let ctx = session_context(snapshot);
                 let plan = ctx.state().statement_to_plan(DfStatement::Statement(s.clone())).await?;
                 Ok(Some(Arc::new(plan.schema().as_arrow().clone())))
             }
@@ -161,12 +198,29 @@ impl Database {
         ) {
             return Ok(vec![]);
         }
-        let engine = self.engine.read().await;
-        let ctx = session_context(engine.snapshot(None));
+        let ctx = session_context(self.read_snapshot());
         let plan = ctx.state().statement_to_plan(DfStatement::Statement(stmt)).await?;
         let types = plan.get_parameter_types()?;
         let n = types.keys().filter_map(|k| k.trim_start_matches('$').parse::<usize>().ok()).max().unwrap_or(0);
         Ok((1..=n).map(|i| types.get(&format!("${i}")).cloned().flatten()).collect())
+    }
+
+    /// What a read plans against: the last committed epoch (its catalog and a store snapshot
+    /// of it), with the system tables loaded from the engine only if the statement reads one.
+    fn read_snapshot(&self) -> Arc<Snapshot> {
+        let committed = Arc::clone(&self.committed.read().unwrap_or_else(std::sync::PoisonError::into_inner));
+        let engine = Arc::clone(&self.engine);
+        let load: SystemLoader = Arc::new(move || {
+            let engine = Arc::clone(&engine);
+            Box::pin(async move { engine.read().await.system_state() })
+        });
+        let reader: Arc<dyn ScanState> = Arc::clone(&committed.state) as Arc<dyn ScanState>;
+        Arc::new(Snapshot {
+            catalog: Arc::clone(&committed.catalog),
+            reader,
+            keyed_table: None,
+            system: SystemTables::lazy(load),
+        })
     }
 
     async fn execute_parsed(&self, session: &mut Session, stmt: WeirStatement, sql: &str) -> Result<StatementResult> {
@@ -223,8 +277,8 @@ impl Database {
                     .collect();
                 show::show_list(&engine.catalog, list, &late, &engine.failed)
             }
-            WeirStatement::ShowCreate(name) => show::show_create(&self.engine.read().await.catalog, &name),
-            WeirStatement::Describe(name) => show::describe(&self.engine.read().await.catalog, &name),
+            WeirStatement::ShowCreate(name) => show::show_create(&self.read_snapshot().catalog, &name),
+            WeirStatement::Describe(name) => show::describe(&self.read_snapshot().catalog, &name),
             WeirStatement::Set { key, value } => {
                 crate::sql::settings::validate(&key.to_lowercase(), &value)?;
                 session.settings.insert(key.to_lowercase(), value);
@@ -305,17 +359,23 @@ impl Database {
     async fn execute_sql(&self, stmt: Statement, sql: &str, settings: &BTreeMap<String, String>) -> Result<StatementResult> {
         match &stmt {
             Statement::Query(_) => {
-                let engine = self.engine.read().await;
+                // The last committed epoch, read without the engine's lock: a job or a write
+                // statement running meanwhile neither waits for this read nor changes what it
+                // sees (README, "Design notes").
+                let snapshot = self.read_snapshot();
                 // psql's `\d` commands query pg_catalog, which DataFusion cannot plan.
-                if let Some(result) = crate::sql::pg_catalog::answer(&engine.catalog, sql)? {
+                if let Some(result) = crate::sql::pg_catalog::answer(&snapshot.catalog, sql)? {
                     return Ok(result);
                 }
-                let ctx = session_context(engine.snapshot(None));
-                let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt.clone()))).await?;
-                let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
-                let batches = DataFrame::new(ctx.state(), plan).collect().await?;
-                drop(engine);
-                Ok(StatementResult::Rows { schema, batches })
+                self.queries
+                    .run(async move {
+                        let ctx = session_context(snapshot);
+                        let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
+                        let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
+                        let batches = DataFrame::new(ctx.state(), plan).collect().await?;
+                        Ok(StatementResult::Rows { schema, batches })
+                    })
+                    .await
             }
             Statement::Insert(insert) => {
                 let n = self.engine.write().await.insert(&stmt, insert, settings).await?;

@@ -377,7 +377,7 @@ impl Engine {
         for source in plan.sources() {
             let src = self.catalog.get(&source).ok_or_else(|| WeirError::unknown_table(&source))?;
             let (Some(id), schema) = (src.state_table, relation_schema(src)?) else { continue };
-            for batch in scan_rows(&self.store, id, &schema, layout_of(src), false)? {
+            for batch in scan_rows(&*self.store, id, &schema, layout_of(src), false)? {
                 job.push(&source, &StreamChunk::inserts(batch), &self.store)?;
             }
         }

@@ -19,8 +19,8 @@ use crate::plan::{ChangelogMode, SourceCatalog, SourceInfo, StreamPlan};
 use crate::runtime::operators::materialize::StorageMode;
 use crate::runtime::table::TableStore;
 use crate::runtime::{Job, StreamChunk};
-use crate::sql::relations::{connector_of, relation_schema, session_context, Snapshot, SystemState};
-use crate::state::{EpochWrites, Store};
+use crate::sql::relations::{connector_of, relation_schema, session_context, Snapshot, SystemState, SystemTables};
+use crate::state::{EpochWrites, Store, StoreSnapshot};
 
 /// The catalog, jobs and sequences of a database.
 pub struct Engine {
@@ -52,7 +52,24 @@ pub struct Engine {
     /// Producers of the `'dead-letter.topic'` of connector tables, by table, opened at their
     /// first dead letter.
     pub dead_letter_writers: HashMap<String, weir_connectors::kafka::KafkaWriter>,
+    /// The last committed epoch as readers see it, replaced at each commit.
+    committed: CommittedSlot,
 }
+
+/// What readers see: the last committed epoch's catalog and a snapshot of the store as of that
+/// commit, so every relation a query reads is of the same epoch. [`Engine::commit`] replaces
+/// it after each commit; a reader clones the `Arc` out of the slot (a lock held for that clone
+/// only) and then holds nothing a job or statement waits for.
+pub struct Committed {
+    /// The epoch's number.
+    pub epoch: u64,
+    pub catalog: Arc<Catalog>,
+    /// The store as of the epoch's commit.
+    pub state: Arc<StoreSnapshot>,
+}
+
+/// The slot that holds the last [`Committed`] epoch, shared by the engine and its readers.
+pub type CommittedSlot = Arc<std::sync::RwLock<Arc<Committed>>>;
 
 impl Engine {
     /// Loads the engine from the last committed state of `store`.
@@ -62,6 +79,7 @@ impl Engine {
             None => Catalog::default(),
         };
         let epoch = store.committed_epoch()?;
+        let store_for_readers = Arc::clone(&store);
         let mut engine = Engine {
             store,
             catalog: Arc::new(catalog),
@@ -76,6 +94,11 @@ impl Engine {
             sink_rows: Default::default(),
             failed: BTreeMap::new(),
             dead_letter_writers: HashMap::new(),
+            committed: Arc::new(std::sync::RwLock::new(Arc::new(Committed {
+                epoch,
+                catalog: Arc::new(Catalog::default()),
+                state: Arc::new(StoreSnapshot::of(&store_for_readers)),
+            }))),
         };
         for rel in engine.catalog.relations.values().filter(|r| r.job.is_some()) {
             if let Some(error) = engine.store.get_meta(&failed_key(&rel.name))? {
@@ -89,12 +112,17 @@ impl Engine {
             }
         }
         engine.start_jobs()?;
+        engine.publish();
         Ok(engine)
     }
 
-    /// Drops in-memory state and reloads everything from the last commit.
+    /// Drops in-memory state and reloads everything from the last commit. Readers keep the
+    /// slot they hold: it gets the reloaded epoch.
     pub fn reload(&mut self) -> Result<()> {
+        let slot = Arc::clone(&self.committed);
         *self = Engine::load(Arc::clone(&self.store))?;
+        self.committed = slot;
+        self.publish();
         Ok(())
     }
 
@@ -160,6 +188,17 @@ impl Engine {
 
     /// A snapshot of the current catalog for planning.
     pub fn snapshot(&self, keyed_table: Option<String>) -> Arc<Snapshot> {
+        let store: Arc<Store> = Arc::clone(&self.store);
+        Arc::new(Snapshot {
+            catalog: Arc::clone(&self.catalog),
+            reader: store,
+            keyed_table,
+            system: SystemTables::ready(self.system_state()),
+        })
+    }
+
+    /// What the system tables show now.
+    pub fn system_state(&self) -> Arc<SystemState> {
         let operators: Vec<_> = self
             .jobs
             .iter()
@@ -170,7 +209,7 @@ impl Engine {
                     .map(move |(i, op, wm, n)| (view.clone(), job_id.clone(), i as u64, op.to_string(), wm, n))
             })
             .collect();
-        let system = Arc::new(SystemState {
+        Arc::new(SystemState {
             watermarks: self.watermarks.iter().map(|(k, v)| (k.clone(), *v)).collect(),
             late_rows: operators.iter().map(|o| (o.0.clone(), o.1.clone(), o.2, o.3.clone(), o.5)).collect(),
             operator_watermarks: operators.iter().map(|o| (o.0.clone(), o.1.clone(), o.2, o.3.clone(), o.4)).collect(),
@@ -190,8 +229,22 @@ impl Engine {
                     })
                 })
                 .collect(),
+        })
+    }
+
+    /// The reader's slot, holding the last committed epoch: see [`Committed`].
+    pub fn committed(&self) -> &CommittedSlot {
+        &self.committed
+    }
+
+    /// Puts the current (just committed or loaded) epoch into the readers' slot.
+    fn publish(&self) {
+        let committed = Arc::new(Committed {
+            epoch: self.epoch,
+            catalog: Arc::clone(&self.catalog),
+            state: Arc::new(StoreSnapshot::of(&self.store)),
         });
-        Arc::new(Snapshot { catalog: Arc::clone(&self.catalog), store: Arc::clone(&self.store), keyed_table, system })
+        *self.committed.write().unwrap_or_else(std::sync::PoisonError::into_inner) = committed;
     }
 
     /// Plans `query` (SQL text) as a stream over the current catalog; with
@@ -436,6 +489,7 @@ impl Engine {
             self.catalog = Arc::new(c);
             self.refresh_job_order();
         }
+        self.publish();
         Ok(())
     }
 }
@@ -577,6 +631,33 @@ mod tests {
         // 1 000 Nexmark events are 20 blocks of 50, each 46 bids (NEXMARK.md 1.3).
         assert_eq!(rows(&db, &mut s, "SELECT n FROM bids_again").await, ["| 920 |"]);
         assert_eq!(rows(&db, &mut s, "SELECT n FROM bids").await, ["| 920 |"]);
+        Ok(())
+    }
+
+    /// A read takes the last committed epoch without the engine's lock: it is answered while
+    /// the engine is held with an epoch in flight, and it sees none of that epoch's rows.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_neither_waits_for_the_engine_nor_sees_the_epoch_in_flight() -> crate::error::Result<()> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = Database::open_with(dir.path(), false)?;
+        let mut s = Session::default();
+        for sql in [
+            "CREATE TABLE b (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,
+                 date_time TIMESTAMP(3), extra VARCHAR)
+             WITH ('connector' = 'nexmark', 'nexmark.table' = 'bid', 'nexmark.events' = '1000')",
+            "CREATE MATERIALIZED VIEW bids AS SELECT auction, COUNT(*) AS n FROM b GROUP BY auction",
+        ] {
+            db.execute(&mut s, sql).await?;
+        }
+        let total = "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) AS total FROM bids";
+        let mut engine = db.engine().await;
+        while !engine.poll_sources(std::time::Duration::from_millis(100))?.all_finished {}
+        let read = tokio::time::timeout(std::time::Duration::from_secs(30), rows(&db, &mut s, total)).await;
+        assert_eq!(read.expect("the read waited for the engine"), ["| 0 |"], "the epoch in flight is not committed");
+        engine.commit(EpochWrites::default(), None)?;
+        drop(engine);
+        // 1 000 Nexmark events are 20 blocks of 50, each 46 bids (NEXMARK.md 1.3).
+        assert_eq!(rows(&db, &mut s, total).await, ["| 920 |"]);
         Ok(())
     }
 

@@ -23,7 +23,7 @@ use weir_catalog::{Catalog, Relation, RelationKind};
 
 use crate::error::{Result, WeirError};
 use crate::runtime::table::{scan_rows, RowLayout};
-use crate::state::Store;
+use crate::state::ScanState;
 
 /// The default catalog and schema names, as psql and drivers expect.
 pub const CATALOG_NAME: &str = "weir";
@@ -32,11 +32,52 @@ pub const SCHEMA_NAME: &str = "public";
 /// What one statement plans against.
 pub struct Snapshot {
     pub catalog: Arc<Catalog>,
-    pub store: Arc<Store>,
+    /// Where tables' and materialized views' rows are read: the store itself for statements
+    /// that hold the engine (DML, DDL), a [`crate::state::StoreSnapshot`] of the last committed
+    /// epoch for reads, which hold nothing.
+    pub reader: Arc<dyn ScanState>,
     /// A table whose scans carry the hidden storage-key column (UPDATE and DELETE).
     pub keyed_table: Option<String>,
-    /// Event-time progress for the system tables, as of the statement's start.
-    pub system: Arc<SystemState>,
+    /// Event-time progress and job state for the system tables.
+    pub system: SystemTables,
+}
+
+/// A loader of [`SystemState`], run at most once per statement.
+pub type SystemLoader = Arc<dyn Fn() -> futures::future::BoxFuture<'static, Arc<SystemState>> + Send + Sync>;
+
+/// The rows of the system tables for one statement: made when the statement started (statements
+/// that hold the engine), or loaded at the first system table the statement reads, so a read
+/// that touches none never waits for the engine.
+#[derive(Clone)]
+pub struct SystemTables {
+    state: Arc<tokio::sync::OnceCell<Arc<SystemState>>>,
+    load: Option<SystemLoader>,
+}
+
+impl SystemTables {
+    /// System tables showing `state`.
+    pub fn ready(state: Arc<SystemState>) -> Self {
+        Self { state: Arc::new(tokio::sync::OnceCell::new_with(Some(state))), load: None }
+    }
+
+    /// System tables whose rows `load` fetches when first read.
+    pub fn lazy(load: SystemLoader) -> Self {
+        Self { state: Arc::new(tokio::sync::OnceCell::new()), load: Some(load) }
+    }
+
+    async fn get(&self) -> Arc<SystemState> {
+        let load = self.load.clone();
+        let state = self
+            .state
+            .get_or_init(|| async move {
+                match load {
+                    Some(load) => load().await,
+                    None => Arc::new(SystemState::default()),
+                }
+            })
+            .await;
+        Arc::clone(state)
+    }
 }
 
 /// What the system tables show; see [`SYSTEM_TABLES`].
@@ -292,7 +333,10 @@ impl SchemaProvider for WeirSchema {
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>, DataFusionError> {
         let to_df = |e: WeirError| DataFusionError::External(Box::new(e));
         let Some(rel) = self.snapshot.catalog.get(name).filter(|r| r.kind != RelationKind::SinkJob) else {
-            return system_table(name, &self.snapshot.system).map_err(to_df);
+            if !SYSTEM_TABLES.contains(&name) {
+                return Ok(None);
+            }
+            return system_table(name, &*self.snapshot.system.get().await).map_err(to_df);
         };
         let schema = relation_schema(rel).map_err(to_df)?;
         match rel.kind {
@@ -300,9 +344,9 @@ impl SchemaProvider for WeirSchema {
                 let query = rel.query.clone().unwrap_or_default();
                 let ctx = session_context(Arc::new(Snapshot {
                     catalog: Arc::clone(&self.snapshot.catalog),
-                    store: Arc::clone(&self.snapshot.store),
+                    reader: Arc::clone(&self.snapshot.reader),
                     keyed_table: None,
-                    system: Arc::clone(&self.snapshot.system),
+                    system: self.snapshot.system.clone(),
                 }));
                 let plan = ctx.state().create_logical_plan(&query).await?;
                 Ok(Some(Arc::new(ViewTable::new(plan, Some(query)))))
@@ -326,7 +370,7 @@ impl SchemaProvider for WeirSchema {
                     schema,
                     id,
                     layout: layout_of(rel),
-                    store: Arc::clone(&self.snapshot.store),
+                    reader: Arc::clone(&self.snapshot.reader),
                     with_key,
                 })))
             }
@@ -344,13 +388,13 @@ struct StoredRelation {
     schema: SchemaRef,
     id: u32,
     layout: RowLayout,
-    store: Arc<Store>,
+    reader: Arc<dyn ScanState>,
     with_key: bool,
 }
 
-impl std::fmt::Debug for Store {
+impl std::fmt::Debug for dyn ScanState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Store")
+        f.write_str("ScanState")
     }
 }
 
@@ -378,7 +422,7 @@ impl TableProvider for StoredRelation {
         _filters: &[Expr],
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>, DataFusionError> {
-        let batches = scan_rows(&self.store, self.id, &self.schema, self.layout, self.with_key)
+        let batches = scan_rows(&*self.reader, self.id, &self.schema, self.layout, self.with_key)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let exec = MemorySourceConfig::try_new_exec(&[batches], self.schema(), projection.cloned())?;
         Ok(exec)

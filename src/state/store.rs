@@ -13,7 +13,9 @@
 
 use std::path::Path;
 
-use rocksdb::{Direction, IteratorMode, Options, ReadOptions, WriteBatch, WriteOptions, DB};
+use std::sync::Arc;
+
+use rocksdb::{DBIterator, Direction, IteratorMode, Options, ReadOptions, WriteBatch, WriteOptions, DB};
 
 use crate::error::{Result, WeirError};
 
@@ -136,19 +138,10 @@ impl Store {
     pub fn scan(
         &self,
         table: u32,
-        mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>,
+        f: impl FnMut(&[u8], &[u8]) -> Result<bool>,
     ) -> Result<()> {
         let prefix = data_prefix(table);
-        let mut ro = ReadOptions::default();
-        ro.set_iterate_upper_bound(data_prefix(table + 1).to_vec());
-        let iter = self.db.iterator_opt(IteratorMode::From(&prefix, Direction::Forward), ro);
-        for item in iter {
-            let (k, v) = item?;
-            if !f(&k[5..], &v)? {
-                break;
-            }
-        }
-        Ok(())
+        scan_entries(self.db.iterator_opt(IteratorMode::From(&prefix, Direction::Forward), table_read_options(table)), f)
     }
 
     /// Writes an epoch's changes and its number atomically, synced to disk.
@@ -170,5 +163,107 @@ impl Store {
             ),
             None => 0,
         })
+    }
+}
+
+/// Read options that end an iteration at the end of state table `table`.
+fn table_read_options(table: u32) -> ReadOptions {
+    let mut ro = ReadOptions::default();
+    ro.set_iterate_upper_bound(data_prefix(table + 1).to_vec());
+    ro
+}
+
+/// Calls `f(key within its table, value)` for each entry of `iter` until it returns false.
+fn scan_entries(iter: DBIterator<'_>, mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()> {
+    for item in iter {
+        let (k, v) = item?;
+        if !f(&k[5..], &v)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// A consistent read view of the store as of one commit: a RocksDB snapshot, so later commits
+/// do not change what it reads, and holding it blocks no writer (RocksDB keeps the versions it
+/// needs until the snapshot is dropped). Readers of the last committed epoch (`SELECT`) scan
+/// through one without any lock (DESIGN.md, "State and progress").
+#[ouroboros::self_referencing]
+pub struct StoreSnapshot {
+    store: Arc<Store>,
+    #[borrows(store)]
+    #[covariant]
+    snapshot: rocksdb::Snapshot<'this>,
+}
+
+impl StoreSnapshot {
+    /// A snapshot of everything `store` has committed so far.
+    pub fn of(store: &Arc<Store>) -> Self {
+        StoreSnapshotBuilder { store: Arc::clone(store), snapshot_builder: |store: &Arc<Store>| store.db.snapshot() }
+            .build()
+    }
+}
+
+/// Reads the entries of a state table in key order: the latest commit ([`Store`]) or one
+/// commit held still ([`StoreSnapshot`]).
+pub trait ScanState: Send + Sync {
+    /// Calls `f(key, value)` for every entry of state table `table` in key order; stops early
+    /// when `f` returns `Ok(false)`.
+    ///
+    /// # Errors
+    /// `Storage` when RocksDB fails to read; `f`'s errors.
+    fn scan_table(&self, table: u32, f: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()>;
+}
+
+impl ScanState for Store {
+    fn scan_table(&self, table: u32, f: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()> {
+        self.scan(table, f)
+    }
+}
+
+impl ScanState for StoreSnapshot {
+    fn scan_table(&self, table: u32, f: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()> {
+        let prefix = data_prefix(table);
+        let iter = self
+            .borrow_snapshot()
+            .iterator_opt(IteratorMode::From(&prefix, Direction::Forward), table_read_options(table));
+        scan_entries(iter, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(state: &dyn ScanState, table: u32) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        state.scan_table(table, &mut |k, v| {
+            out.push((k.to_vec(), v.to_vec()));
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    /// A snapshot keeps reading the commit it was taken after, whatever is committed later;
+    /// the store reads the latest.
+    #[test]
+    fn a_snapshot_reads_the_commit_it_was_taken_at() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let store = Arc::new(Store::open(dir.path())?);
+        let mut writes = EpochWrites::default();
+        writes.put(1, b"a", b"1");
+        writes.put(2, b"x", b"9");
+        store.commit(writes, 1)?;
+        let snapshot = StoreSnapshot::of(&store);
+        let mut writes = EpochWrites::default();
+        writes.delete(1, b"a");
+        writes.put(1, b"b", b"2");
+        writes.delete_table(2);
+        store.commit(writes, 2)?;
+        assert_eq!(entries(&snapshot, 1)?, [(b"a".to_vec(), b"1".to_vec())]);
+        assert_eq!(entries(&snapshot, 2)?, [(b"x".to_vec(), b"9".to_vec())]);
+        assert_eq!(entries(&*store, 1)?, [(b"b".to_vec(), b"2".to_vec())]);
+        assert_eq!(entries(&*store, 2)?, []);
+        Ok(())
     }
 }
