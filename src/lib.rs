@@ -1,11 +1,14 @@
 //! Weir: a streaming SQL database with a Postgres front door.
 //!
 //! Stages, each a module, dependencies pointing downstream (DESIGN.md):
-//! `frontend` (pgwire) → `sql` (dialect, statements) → `plan` (stream plans) →
-//! `runtime` (operators, changelogs) → `state` (RocksDB state tables, epoch commits).
+//! `frontend` (pgwire) → `sql` (dialect, statements into plans and commands) → `engine` (jobs,
+//! scheduling, watermark routing, the epoch commit, source and sink wiring) → `plan` (stream
+//! plans), `runtime` (operators, changelogs), `source` (source readers) → `state` (RocksDB
+//! state tables, snapshots, epoch commits). Nothing below `sql` imports it.
 #![deny(clippy::clone_on_ref_ptr)]
 
 pub mod bench;
+pub mod engine;
 pub mod error;
 pub mod frontend;
 pub mod plan;

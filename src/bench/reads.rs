@@ -2,7 +2,7 @@
 //! database.
 //!
 //! The database is opened as `weir serve` opens it (its source thread reads the connector
-//! sources and commits every [`crate::sql::database::CHECKPOINT_INTERVAL`]). A plain table of
+//! sources and commits every [`crate::engine::driver::CHECKPOINT_INTERVAL`]). A plain table of
 //! two rows feeds a `GROUP BY` materialized view; `SELECT count(*)` on that view is timed, one
 //! query every 10 ms, first for `idle_seconds` with nothing else running, then for
 //! `busy_seconds` while Nexmark q20 (bid joined with auction) reads an unbounded `nexmark`

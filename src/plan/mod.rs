@@ -1,4 +1,7 @@
-//! Planning: DataFusion logical plans rewritten into stream plans.
+//! Planning: DataFusion logical plans rewritten into stream plans, and the scalar functions
+//! every DataFusion context of Weir registers.
+pub mod duration;
+pub mod functions;
 pub mod join;
 pub mod planner;
 pub mod rank;

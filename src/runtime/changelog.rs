@@ -4,53 +4,15 @@
 //! is an adjacent `-U`/`+U` pair in one chunk. Downstream of a materialization every operator
 //! treats `-U`/`-D` as "remove one copy of this row" and `+U`/`+I` as "add one copy".
 
-use std::fmt;
-
 use arrow::array::{ArrayRef, RecordBatch, UInt32Array};
 use arrow::compute::{concat_batches, take_record_batch};
 use arrow::datatypes::SchemaRef;
 
 use crate::error::Result;
 
-/// The operation of one changelog row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Op {
-    /// `+I`
-    Insert,
-    /// `-D`
-    Delete,
-    /// `-U`
-    UpdateBefore,
-    /// `+U`
-    UpdateAfter,
-}
-
-impl Op {
-    /// Whether the row adds to the result (`+I`, `+U`).
-    pub fn is_insert(self) -> bool {
-        matches!(self, Op::Insert | Op::UpdateAfter)
-    }
-
-    /// `+1` for `+I`/`+U`, `-1` for `-D`/`-U`.
-    pub fn sign(self) -> i64 {
-        if self.is_insert() {
-            1
-        } else {
-            -1
-        }
-    }
-}
-
-impl fmt::Display for Op {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Op::Insert => "+I",
-            Op::Delete => "-D",
-            Op::UpdateBefore => "-U",
-            Op::UpdateAfter => "+U",
-        })
-    }
-}
+/// The operation of one changelog row, defined once for the whole project in the connectors
+/// crate (the lowest layer: formats decode and encode it too).
+pub use weir_connectors::format::Op;
 
 /// A batch of changelog rows: `ops[i]` is the operation of row `i` of `batch`.
 #[derive(Debug, Clone)]

@@ -3,6 +3,7 @@ pub mod changelog;
 pub mod job;
 pub mod operator;
 pub mod operators;
+pub mod relation;
 pub mod table;
 
 pub use changelog::{Op, StreamChunk};

@@ -76,7 +76,7 @@ impl KafkaSource {
     /// `InvalidOption` for bad options or a format that cannot decode the columns; `Execution`
     /// when the brokers cannot be reached or the topic does not exist.
     pub fn open(rel: &Relation, physical: SchemaRef, positions: Option<&[u64]>) -> Result<Self> {
-        let upsert = crate::sql::relations::connector_of(rel) == "upsert-kafka";
+        let upsert = crate::runtime::relation::connector_of(rel) == "upsert-kafka";
         let mut options = rel.options.clone();
         if upsert {
             options.entry("scan.startup.mode".into()).or_insert_with(|| "earliest-offset".into());
@@ -195,22 +195,13 @@ impl KafkaSource {
             };
             columns.push(column);
         }
-        let ops = decoded.ops.map(|ops| ops.into_iter().map(runtime_op).collect());
+        let ops = decoded.ops;
         let batch = RecordBatch::try_new_with_options(
             Arc::clone(&self.schema),
             columns,
             &RecordBatchOptions::new().with_row_count(Some(rows.len())),
         )?;
         Ok(Some((batch, ops)))
-    }
-}
-
-fn runtime_op(op: weir_connectors::format::Op) -> Op {
-    match op {
-        weir_connectors::format::Op::Insert => Op::Insert,
-        weir_connectors::format::Op::Delete => Op::Delete,
-        weir_connectors::format::Op::UpdateBefore => Op::UpdateBefore,
-        weir_connectors::format::Op::UpdateAfter => Op::UpdateAfter,
     }
 }
 

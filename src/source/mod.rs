@@ -10,7 +10,7 @@
 //! # Positions and epochs
 //! A task keeps, per source partition, the position after the last row it pushed and the
 //! largest value of the table's WATERMARK expression seen there. Every epoch commit
-//! ([`crate::sql::engine::Engine::commit`]) writes all tasks' positions with the jobs' state in
+//! ([`crate::engine::Engine::commit`]) writes all tasks' positions with the jobs' state in
 //! the same atomic RocksDB write (meta key `src/<job>/<table>`), so after a crash a restarted
 //! task resumes exactly after the rows whose effects were committed: no loss, no duplicates.
 //!
@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use weir_catalog::Relation;
 
 use crate::error::{Result, WeirError};
-use crate::sql::relations::{connector_of, relation_schema};
+use crate::runtime::relation::{connector_of, relation_schema};
 
 /// The watermark of a bounded source whose every partition has ended: 9999-12-31
 /// 23:59:59.999 in ms, later than any event time, yet a valid TIMESTAMP(3) to show in SQL.
@@ -274,7 +274,7 @@ impl SourceTask {
             .collect();
         let physical = Arc::new(arrow::datatypes::Schema::new(physical_fields));
         let ctx = SessionContext::new();
-        crate::sql::functions::register(&ctx);
+        crate::plan::functions::register(&ctx);
         let physical_df = DFSchema::try_from(physical.as_ref().clone())?;
         let computed = rel
             .columns
@@ -291,7 +291,7 @@ impl SourceTask {
         progress.partitions.resize(reader.num_partitions(), PartitionProgress::default());
         let idle_timeout = match rel.options.get(IDLE_TIMEOUT) {
             Some(v) => Some(std::time::Duration::from_millis(
-                crate::sql::settings::parse_duration_ms(IDLE_TIMEOUT, v)?.max(0) as u64,
+                crate::plan::duration::parse_duration_ms(IDLE_TIMEOUT, v)?.max(0) as u64,
             )),
             None => None,
         };

@@ -16,8 +16,10 @@ use sqlparser::ast::Statement;
 use tokio::sync::RwLock;
 
 use crate::error::{Result, WeirError};
-use crate::sql::engine::{CommittedSlot, Engine};
-use crate::sql::parser::{self, object_name, WeirStatement};
+use crate::engine::{CommittedSlot, Engine};
+use crate::sql::parser::{self, object_name, DropKind, WeirStatement};
+use crate::sql::planning::{plan_job, JobKind, SqlPlanner};
+use crate::sql::{ddl, dml};
 use crate::sql::relations::{session_context, Snapshot, SystemLoader, SystemTables};
 use crate::sql::show::{self, text_rows, DEFAULT_SETTINGS};
 use crate::state::{ScanState, Store};
@@ -107,7 +109,7 @@ impl Database {
     /// As [`Database::open`].
     pub fn open_with(data_dir: &std::path::Path, read_sources: bool) -> Result<Arc<Self>> {
         let store = Arc::new(Store::open(data_dir)?);
-        let engine = Engine::load(store)?;
+        let engine = Engine::load(store, Arc::new(SqlPlanner))?;
         tracing::info!(
             epoch = engine.epoch,
             relations = engine.catalog.relations.len(),
@@ -118,33 +120,7 @@ impl Database {
         // From here on the idle-watermark task and the source thread take the lock.
         let committed = Arc::clone(engine.committed());
         let db = Arc::new(Self { engine: Arc::new(RwLock::new(engine)), committed, queries: QueryRuntime::new()? });
-        // Idle tables' watermarks advance with processing time: checked every 100 ms.
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let weak = Arc::downgrade(&db);
-            handle.spawn(async move {
-                let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
-                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                loop {
-                    tick.tick().await;
-                    let Some(db) = weak.upgrade() else { break };
-                    let mut engine = db.engine.write().await;
-                    if engine.idle_base.is_empty() {
-                        continue;
-                    }
-                    if let Err(e) = engine.advance_idle_watermarks() {
-                        tracing::error!("advancing idle watermarks: {e}");
-                    }
-                }
-            });
-        }
-        // Connector sources are read by one thread, a slice at a time under the write lock.
-        if read_sources {
-            let weak = Arc::downgrade(&db);
-            std::thread::Builder::new()
-                .name("weir-sources".into())
-                .spawn(move || source_loop(weak))
-                .map_err(|e| WeirError::internal(format!("cannot start the source thread: {e}")))?;
-        }
+        crate::engine::driver::start(&db.engine, read_sources)?;
         Ok(db)
     }
 
@@ -226,18 +202,22 @@ impl Database {
     async fn execute_parsed(&self, session: &mut Session, stmt: WeirStatement, sql: &str) -> Result<StatementResult> {
         match stmt {
             WeirStatement::CreateTable(t) => {
-                self.engine.write().await.create_table(&t, sql).await?;
+                ddl::create_table(&mut *self.engine.write().await, &t, sql).await?;
                 Ok(command("CREATE TABLE"))
             }
             WeirStatement::CreateMaterializedView { name, if_not_exists, query, emit_on_window_close } => {
                 let mut engine = self.engine.write().await;
-                engine
-                    .create_materialized_view(&name, &query, if_not_exists, emit_on_window_close, &session.settings, sql)
+                ddl::create_materialized_view(&mut engine, &name, &query, if_not_exists, emit_on_window_close, &session.settings, sql)
                     .await?;
                 Ok(command("CREATE MATERIALIZED VIEW"))
             }
             WeirStatement::Drop { kind, names, if_exists, cascade } => {
-                self.engine.write().await.drop_relations(kind, &names, if_exists, cascade)?;
+                let relation_kind = match kind {
+                    DropKind::Table => weir_catalog::RelationKind::Table,
+                    DropKind::View => weir_catalog::RelationKind::View,
+                    DropKind::MaterializedView => weir_catalog::RelationKind::MaterializedView,
+                };
+                self.engine.write().await.drop_relations(relation_kind, &names, if_exists, cascade)?;
                 Ok(command(match kind {
                     parser::DropKind::Table => "DROP TABLE",
                     parser::DropKind::View => "DROP VIEW",
@@ -251,7 +231,7 @@ impl Database {
                 let mut engine = self.engine.write().await;
                 let deadline = std::time::Instant::now() + FLUSH_TIMEOUT;
                 loop {
-                    let step = engine.poll_sources(crate::sql::sources::SOURCE_SLICE)?;
+                    let step = engine.poll_sources(crate::engine::SOURCE_SLICE)?;
                     if engine.bounded_sources_finished() {
                         break;
                     }
@@ -347,12 +327,8 @@ impl Database {
             },
             _ => return Err(WeirError::unsupported("EXPLAIN of this statement")),
         };
-        let mut plan = engine.plan_stream_query(&query, eowc).await?;
         let options = crate::sql::settings::job_options(settings)?;
-        if let Some(v) = options.get(crate::sql::settings::ALLOW_LATENESS) {
-            plan.set_allowed_lateness(crate::sql::settings::parse_duration_ms(crate::sql::settings::ALLOW_LATENESS, v)?);
-        }
-        plan.set_state_ttl(&crate::sql::settings::state_ttl_of(&options, &query)?)?;
+        let plan = plan_job(&engine, &query, JobKind::View { emit_on_window_close: eowc }, &options).await?;
         text_rows(&["QUERY PLAN"], plan.explain().into_iter().map(|l| vec![Some(l)]).collect())
     }
 
@@ -378,28 +354,28 @@ impl Database {
                     .await
             }
             Statement::Insert(insert) => {
-                let n = self.engine.write().await.insert(&stmt, insert, settings).await?;
+                let n = dml::insert(&mut *self.engine.write().await, &stmt, insert, settings).await?;
                 Ok(StatementResult::Command { tag: "INSERT".into(), rows: Some(n) })
             }
             Statement::Update(update) => {
-                let n = self.engine.write().await.update(update).await?;
+                let n = dml::update(&mut *self.engine.write().await, update).await?;
                 Ok(StatementResult::Command { tag: "UPDATE".into(), rows: Some(n) })
             }
             Statement::Delete(delete) => {
-                let n = self.engine.write().await.delete(delete).await?;
+                let n = dml::delete(&mut *self.engine.write().await, delete).await?;
                 Ok(StatementResult::Command { tag: "DELETE".into(), rows: Some(n) })
             }
             Statement::CreateView(v) => {
                 let name = object_name(&v.name);
                 let mut engine = self.engine.write().await;
                 if v.materialized {
-                    engine.create_materialized_view(&name, &v.query, v.if_not_exists, false, settings, sql).await?;
+                    ddl::create_materialized_view(&mut engine, &name, &v.query, v.if_not_exists, false, settings, sql).await?;
                     return Ok(command("CREATE MATERIALIZED VIEW"));
                 }
                 if !v.columns.is_empty() {
                     return Err(WeirError::unsupported("a column list in CREATE VIEW; alias the columns in the query"));
                 }
-                engine.create_view(&name, &v.query, v.or_replace, sql).await?;
+                ddl::create_view(&mut engine, &name, &v.query, v.or_replace, sql).await?;
                 Ok(command("CREATE VIEW"))
             }
             Statement::StartTransaction { .. } => Ok(command("BEGIN")),
@@ -417,53 +393,110 @@ impl Database {
 /// How long FLUSH waits for bounded sources to reach their end.
 pub const FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// How often the source loop commits an epoch while sources deliver rows (Flink's
-/// 'execution.checkpointing.interval'); a source that goes quiet is committed at once.
-pub const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
+#[cfg(test)]
+mod tests {
+    use super::{Database, Session, StatementResult};
+    use crate::state::EpochWrites;
 
-/// Reads the connector sources until the database is dropped: a slice of reading under the
-/// write lock, an epoch commit every [`CHECKPOINT_INTERVAL`] (or when the sources go quiet),
-/// and a short pause when nothing is available. A failure reloads the engine from the last
-/// commit, so the sources resume from their committed positions.
-fn source_loop(db: std::sync::Weak<Database>) {
-    use crate::sql::sources::SOURCE_SLICE;
-    let mut last_commit = std::time::Instant::now();
-    let mut dirty = false;
-    loop {
-        let Some(db) = db.upgrade() else { return };
-        let mut engine = db.engine.blocking_write();
-        if engine.sources.is_empty() {
-            drop(engine);
-            drop(db);
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            continue;
+    /// The rows of `sql` as text, sorted.
+    async fn rows(db: &Database, session: &mut Session, sql: &str) -> Vec<String> {
+        let StatementResult::Rows { batches, .. } = db.execute(session, sql).await.expect(sql) else { panic!("{sql}: no rows") };
+        let text = arrow::util::pretty::pretty_format_batches(&batches).expect("format").to_string();
+        let mut lines: Vec<String> =
+            text.lines().filter(|l| l.starts_with('|')).skip(1).map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+        lines.sort();
+        lines
+    }
+
+    /// A view created while the epoch is in flight (a source's rows have reached the views
+    /// it feeds but are not committed yet, as between two checkpoints) starts from those rows
+    /// too: they went to the jobs that existed, so its backfill must not read an older commit.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_view_created_mid_epoch_sees_the_uncommitted_rows_of_its_source() -> crate::error::Result<()> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // No background source loop: the test reads the source itself, without committing.
+        let db = Database::open_with(dir.path(), false)?;
+        let mut s = Session::default();
+        for sql in [
+            "CREATE TABLE b (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,
+                 date_time TIMESTAMP(3), extra VARCHAR)
+             WITH ('connector' = 'nexmark', 'nexmark.table' = 'bid', 'nexmark.events' = '1000')",
+            "CREATE MATERIALIZED VIEW bids AS SELECT COUNT(*) AS n FROM b",
+        ] {
+            db.execute(&mut s, sql).await?;
         }
-        let mut quiet = false;
-        let step = engine.poll_sources(SOURCE_SLICE).and_then(|step| {
-            dirty |= step.rows > 0 || step.watermark_moved;
-            quiet = step.rows == 0 && !step.watermark_moved;
-            if dirty && (quiet || step.all_finished || last_commit.elapsed() >= CHECKPOINT_INTERVAL) {
-                engine.commit(crate::state::EpochWrites::default(), None)?;
-                dirty = false;
-                last_commit = std::time::Instant::now();
-            }
-            Ok(step)
-        });
-        if let Err(e) = step {
-            tracing::error!("reading connector sources: {e}; resuming from the last commit");
-            dirty = false;
-            if let Err(e) = engine.reload() {
-                tracing::error!("reloading after a source failure: {e}");
-            }
-            drop(engine);
-            drop(db);
-            std::thread::sleep(std::time::Duration::from_secs(1));
-            continue;
+        {
+            let mut engine = db.engine().await;
+            while !engine.poll_sources(std::time::Duration::from_millis(100))?.all_finished {}
         }
+        db.execute(&mut s, "CREATE MATERIALIZED VIEW bids_again AS SELECT n FROM bids").await?;
+        // 1 000 Nexmark events are 20 blocks of 50, each 46 bids (NEXMARK.md 1.3).
+        assert_eq!(rows(&db, &mut s, "SELECT n FROM bids_again").await, ["| 920 |"]);
+        assert_eq!(rows(&db, &mut s, "SELECT n FROM bids").await, ["| 920 |"]);
+        Ok(())
+    }
+
+    /// A read takes the last committed epoch without the engine's lock: it is answered while
+    /// the engine is held with an epoch in flight, and it sees none of that epoch's rows.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_neither_waits_for_the_engine_nor_sees_the_epoch_in_flight() -> crate::error::Result<()> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = Database::open_with(dir.path(), false)?;
+        let mut s = Session::default();
+        for sql in [
+            "CREATE TABLE b (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,
+                 date_time TIMESTAMP(3), extra VARCHAR)
+             WITH ('connector' = 'nexmark', 'nexmark.table' = 'bid', 'nexmark.events' = '1000')",
+            "CREATE MATERIALIZED VIEW bids AS SELECT auction, COUNT(*) AS n FROM b GROUP BY auction",
+        ] {
+            db.execute(&mut s, sql).await?;
+        }
+        let total = "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) AS total FROM bids";
+        let mut engine = db.engine().await;
+        while !engine.poll_sources(std::time::Duration::from_millis(100))?.all_finished {}
+        let read = tokio::time::timeout(std::time::Duration::from_secs(30), rows(&db, &mut s, total)).await;
+        assert_eq!(read.expect("the read waited for the engine"), ["| 0 |"], "the epoch in flight is not committed");
+        engine.commit(EpochWrites::default(), None)?;
         drop(engine);
-        drop(db);
-        if quiet {
-            std::thread::sleep(std::time::Duration::from_millis(20));
+        // 1 000 Nexmark events are 20 blocks of 50, each 46 bids (NEXMARK.md 1.3).
+        assert_eq!(rows(&db, &mut s, total).await, ["| 920 |"]);
+        Ok(())
+    }
+
+    /// A view whose plan no longer matches its state tables (as after an upgrade that changed
+    /// how its query is planned) is FAILED at restart; the database opens, the other views run,
+    /// the failed one keeps its committed rows, and dropping it clears the failure.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_view_that_cannot_restart_fails_alone() -> crate::error::Result<()> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = Database::open(dir.path())?;
+        let mut s = Session::default();
+        for sql in [
+            "CREATE TABLE t (k BIGINT, v BIGINT)",
+            "INSERT INTO t VALUES (1, 10), (1, 5), (2, 7)",
+            "CREATE MATERIALIZED VIEW v AS SELECT k, SUM(v) AS s FROM t GROUP BY k",
+            "CREATE MATERIALIZED VIEW w AS SELECT k, COUNT(*) AS n FROM t GROUP BY k",
+        ] {
+            db.execute(&mut s, sql).await?;
         }
+        {
+            let mut engine = db.engine().await;
+            let mut catalog = (*engine.catalog).clone();
+            let state = &mut catalog.relations.get_mut("v").expect("v").operator_state;
+            let first = state.keys().next().cloned().expect("v has operator state");
+            state.remove(&first);
+            engine.commit(EpochWrites::default(), Some(catalog))?;
+            engine.reload()?;
+            assert!(engine.failed.get("v").is_some_and(|e| e.contains("cannot restart v")), "{:?}", engine.failed);
+            assert!(!engine.failed.contains_key("w"));
+        }
+        db.execute(&mut s, "INSERT INTO t VALUES (2, 1)").await?;
+        assert_eq!(rows(&db, &mut s, "SELECT k, s FROM v").await, ["| 1 | 15 |", "| 2 | 7 |"], "as committed");
+        assert_eq!(rows(&db, &mut s, "SELECT k, n FROM w").await, ["| 1 | 2 |", "| 2 | 2 |"], "still running");
+        db.execute(&mut s, "DROP MATERIALIZED VIEW v").await?;
+        db.execute(&mut s, "CREATE MATERIALIZED VIEW v AS SELECT k, SUM(v) AS s FROM t GROUP BY k").await?;
+        assert!(db.engine().await.failed.is_empty());
+        assert_eq!(rows(&db, &mut s, "SELECT k, s FROM v").await, ["| 1 | 15 |", "| 2 | 8 |"]);
+        Ok(())
     }
 }

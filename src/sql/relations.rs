@@ -6,7 +6,6 @@
 //! half an epoch); views are planned from their stored query; connector tables whose runtime is
 //! not built yet plan but refuse to scan.
 
-use std::str::FromStr;
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -19,9 +18,11 @@ use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use weir_catalog::{Catalog, Relation, RelationKind};
+use weir_catalog::{Catalog, RelationKind};
 
 use crate::error::{Result, WeirError};
+use crate::engine::SystemState;
+use crate::runtime::relation::{connector_of, layout_of, relation_schema};
 use crate::runtime::table::{scan_rows, RowLayout};
 use crate::state::ScanState;
 
@@ -78,38 +79,6 @@ impl SystemTables {
             .await;
         Arc::clone(state)
     }
-}
-
-/// What the system tables show; see [`SYSTEM_TABLES`].
-#[derive(Debug, Default)]
-pub struct SystemState {
-    /// Each table's watermark, ms.
-    pub watermarks: Vec<(String, i64)>,
-    /// Late rows per event-time operator: (view, job id, operator index, operator, count).
-    pub late_rows: Vec<(String, String, u64, String, u64)>,
-    /// Watermark per event-time operator: (view, job id, operator index, operator, ms).
-    pub operator_watermarks: Vec<(String, String, u64, String, Option<i64>)>,
-    /// Source partitions.
-    pub sources: Vec<crate::sql::sources::SourceRow>,
-    /// Operator state tables.
-    pub state_tables: Vec<StateTableRow>,
-}
-
-/// One row of `weir_state_tables`.
-#[derive(Debug)]
-pub struct StateTableRow {
-    /// The view, or the `INSERT INTO` job's id.
-    pub job: String,
-    pub operator_index: u64,
-    pub operator: String,
-    /// The table's stable name within its operator (`groups`, `left`, `values/0`, ...).
-    pub name: String,
-    /// The state table id (its RocksDB key prefix).
-    pub id: u32,
-    /// Entries and bytes (keys plus values as stored) of a table held in memory.
-    pub size: Option<(u64, u64)>,
-    /// State TTL, ms.
-    pub ttl_ms: Option<i64>,
 }
 
 /// The system tables, read-only, queryable like any table:
@@ -240,37 +209,6 @@ fn system_table(name: &str, state: &SystemState) -> Result<Option<Arc<dyn TableP
     Ok(Some(Arc::new(datafusion::datasource::MemTable::try_new(schema, vec![vec![batch]])?)))
 }
 
-/// The Arrow schema of a relation's columns.
-///
-/// # Errors
-/// `Internal` when a stored type string does not parse (a corrupt catalog).
-pub fn relation_schema(rel: &Relation) -> Result<SchemaRef> {
-    let fields = rel
-        .columns
-        .iter()
-        .map(|c| {
-            let t = DataType::from_str(&c.arrow_type).map_err(|e| {
-                WeirError::internal(format!("stored type {} of {}.{}: {e}", c.arrow_type, rel.name, c.name))
-            })?;
-            Ok(Field::new(&c.name, t, c.nullable))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Arc::new(Schema::new(fields)))
-}
-
-/// The connector of a table (`table` for plain tables).
-pub fn connector_of(rel: &Relation) -> &str {
-    rel.options.get("connector").map(String::as_str).unwrap_or("table")
-}
-
-/// How a relation's state table holds its rows.
-pub fn layout_of(rel: &Relation) -> RowLayout {
-    match (rel.kind, &rel.stream_key) {
-        (RelationKind::MaterializedView, None) => RowLayout::Multiset,
-        _ => RowLayout::Rows,
-    }
-}
-
 /// A DataFusion context for one statement over `snapshot`.
 pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
     let mut config = SessionConfig::new()
@@ -292,7 +230,7 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
         .with_optimizer_rules(optimizer_rules)
         .build();
     let ctx = SessionContext::new_with_state(state);
-    crate::sql::functions::register(&ctx);
+    crate::plan::functions::register(&ctx);
     let schema = Arc::new(WeirSchema { snapshot });
     let lookup_schema = Arc::clone(&schema);
     // The lookup runs inside DataFusion's planning, itself run by `block_on` when jobs restart,
@@ -460,28 +398,5 @@ impl TableProvider for ConnectorTable {
             "reading table {}: the '{}' connector's source is not built yet in this version",
             self.name, self.connector
         )))))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::str::FromStr;
-
-    use arrow::datatypes::{DataType, IntervalUnit, TimeUnit};
-
-    #[test]
-    fn stored_type_strings_round_trip() {
-        for t in [
-            DataType::Int64,
-            DataType::Decimal128(12, 2),
-            DataType::Timestamp(TimeUnit::Millisecond, None),
-            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
-            DataType::Utf8,
-            DataType::Date32,
-            DataType::Interval(IntervalUnit::MonthDayNano),
-            DataType::List(std::sync::Arc::new(arrow::datatypes::Field::new("item", DataType::Int32, true))),
-        ] {
-            assert_eq!(DataType::from_str(&t.to_string()).expect("parses"), t, "{t}");
-        }
     }
 }

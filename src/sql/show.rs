@@ -76,7 +76,7 @@ pub fn show_list(
                             Some(match r.kind {
                                 RelationKind::SinkJob => format!(
                                     "INSERT INTO {}",
-                                    r.options.get(crate::sql::sink_jobs::SINK_OPTION).map(String::as_str).unwrap_or("?")
+                                    r.options.get(crate::engine::SINK_OPTION).map(String::as_str).unwrap_or("?")
                                 ),
                                 _ => r.name.clone(),
                             }),

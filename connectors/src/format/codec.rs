@@ -4,7 +4,9 @@ use arrow::array::RecordBatch;
 
 use crate::ConnectorError;
 
-/// The operation of one changelog row (Flink's row kinds; the engine's `Op`).
+/// The operation of one changelog row: Flink's row kinds `+I` insert, `-D` delete, `-U`
+/// update-before, `+U` update-after. One type for the whole project: the engine's changelog
+/// chunks (`weir::runtime::changelog`) carry it, formats decode and encode it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
     /// `+I`: a new row (for an upsert source: the new value of its key).
@@ -15,6 +17,34 @@ pub enum Op {
     UpdateBefore,
     /// `+U`: the new row of an update.
     UpdateAfter,
+}
+
+impl Op {
+    /// Whether the row adds to the result (`+I`, `+U`).
+    pub fn is_insert(self) -> bool {
+        matches!(self, Op::Insert | Op::UpdateAfter)
+    }
+
+    /// `+1` for `+I`/`+U`, `-1` for `-D`/`-U`.
+    pub fn sign(self) -> i64 {
+        if self.is_insert() {
+            1
+        } else {
+            -1
+        }
+    }
+}
+
+/// `+I`, `-D`, `-U`, `+U`.
+impl std::fmt::Display for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Op::Insert => "+I",
+            Op::Delete => "-D",
+            Op::UpdateBefore => "-U",
+            Op::UpdateAfter => "+U",
+        })
+    }
 }
 
 /// One record that did not decode. It is not in [`Decoded::batch`]; the caller routes it to a

@@ -166,16 +166,6 @@ impl KafkaSink {
     }
 }
 
-fn connector_op(op: crate::runtime::changelog::Op) -> weir_connectors::format::Op {
-    use crate::runtime::changelog::Op;
-    match op {
-        Op::Insert => weir_connectors::format::Op::Insert,
-        Op::Delete => weir_connectors::format::Op::Delete,
-        Op::UpdateBefore => weir_connectors::format::Op::UpdateBefore,
-        Op::UpdateAfter => weir_connectors::format::Op::UpdateAfter,
-    }
-}
-
 fn sink_error(e: weir_connectors::ConnectorError) -> WeirError {
     WeirError::execution(format!("kafka sink: {e}"))
 }
@@ -194,15 +184,14 @@ impl Operator for KafkaSink {
             .map(|(c, f)| if c.data_type() == f.data_type() { Ok(Arc::clone(c)) } else { arrow::compute::cast(c, f.data_type()) })
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
-        let ops: Vec<weir_connectors::format::Op> = chunk.ops.iter().map(|o| connector_op(*o)).collect();
         match &mut self.encoding {
             KafkaEncoding::Value(encoder) => {
-                for payload in encoder.encode(&batch, Some(&ops)).map_err(sink_error)? {
+                for payload in encoder.encode(&batch, Some(&chunk.ops)).map_err(sink_error)? {
                     self.writer.send(None, payload.as_deref(), &[], None).map_err(sink_error)?;
                 }
             }
             KafkaEncoding::Upsert(encoder) => {
-                for m in encoder.encode(&batch, Some(&ops)).map_err(sink_error)? {
+                for m in encoder.encode(&batch, Some(&chunk.ops)).map_err(sink_error)? {
                     self.writer.send(m.key.as_deref(), m.value.as_deref(), &[], None).map_err(sink_error)?;
                 }
             }

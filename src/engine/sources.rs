@@ -11,8 +11,8 @@ use crate::runtime::StreamChunk;
 use arrow::array::{BinaryArray, Int32Array, Int64Array, StringArray};
 
 use crate::source::{has_source, progress_key, SourceProgress, SourceTask, DEAD_LETTER_TABLE, DEAD_LETTER_TOPIC};
-use crate::sql::engine::Engine;
-use crate::sql::relations::connector_of;
+use super::Engine;
+use crate::runtime::relation::connector_of;
 use crate::state::EpochWrites;
 
 /// Rows per source batch.

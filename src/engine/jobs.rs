@@ -1,26 +1,31 @@
-//! The engine: the catalog, the running jobs, and the epoch commit of every write statement.
+//! The engine: the catalog, the running jobs, and the epoch commit.
 //!
-//! One engine per server, behind the database's write lock: DDL and DML statements run one at
-//! a time. Each write statement is one epoch: its table changes are pushed through every job
-//! that reads them (in dependency order, so a view's changes reach the views built on it), every
-//! operator hands its writes to the epoch, and the store commits them with the catalog and the
-//! epoch number in one atomic write. If anything fails before the commit, the engine drops all
-//! in-memory state and reloads it from the last commit, so a failed statement leaves nothing.
+//! One engine per server, behind the database's write lock: DDL and DML statements and the
+//! source driver ([`super::driver`]) run one at a time. Each write statement is one epoch: its
+//! table changes are pushed through every job that reads them (in dependency order, so a view's
+//! changes reach the views built on it), every operator hands its writes to the epoch, and the
+//! store commits them with the catalog and the epoch number in one atomic write. If anything
+//! fails before the commit, the engine drops all in-memory state and reloads it from the last
+//! commit, so a failed statement leaves nothing.
+//!
+//! The engine takes plans, never SQL: statements are planned by `sql/`, and a restart plans
+//! each stored view and job again through the [`JobPlanner`] the engine was loaded with.
 
 use std::collections::{BTreeMap, HashMap};
 
-use arrow::array::Array;
 use std::sync::Arc;
 
 use weir_catalog::{Catalog, Relation, RelationKind};
 
 use crate::error::{Result, WeirError};
-use crate::plan::{ChangelogMode, SourceCatalog, SourceInfo, StreamPlan};
+use crate::plan::StreamPlan;
 use crate::runtime::operators::materialize::StorageMode;
 use crate::runtime::table::TableStore;
 use crate::runtime::{Job, StreamChunk};
-use crate::sql::relations::{connector_of, relation_schema, session_context, Snapshot, SystemState, SystemTables};
-use crate::state::{EpochWrites, Store, StoreSnapshot};
+use crate::engine::committed::{Committed, CommittedSlot};
+use crate::runtime::relation::{connector_of, layout_of, relation_schema};
+use crate::runtime::table::scan_rows;
+use crate::state::{EpochWrites, Store};
 
 /// The catalog, jobs and sequences of a database.
 pub struct Engine {
@@ -53,27 +58,30 @@ pub struct Engine {
     /// first dead letter.
     pub dead_letter_writers: HashMap<String, weir_connectors::kafka::KafkaWriter>,
     /// The last committed epoch as readers see it, replaced at each commit.
-    committed: CommittedSlot,
+    pub(super) committed: CommittedSlot,
+    /// Plans stored views and jobs again when they restart.
+    planner: Arc<dyn JobPlanner>,
 }
 
-/// What readers see: the last committed epoch's catalog and a snapshot of the store as of that
-/// commit, so every relation a query reads is of the same epoch. [`Engine::commit`] replaces
-/// it after each commit; a reader clones the `Arc` out of the slot (a lock held for that clone
-/// only) and then holds nothing a job or statement waits for.
-pub struct Committed {
-    /// The epoch's number.
-    pub epoch: u64,
-    pub catalog: Arc<Catalog>,
-    /// The store as of the epoch's commit.
-    pub state: Arc<StoreSnapshot>,
+/// Plans a view's or job's stored query again when it restarts: the sql layer's planner, handed
+/// to the engine when it loads, so that the engine never imports `sql/`.
+pub trait JobPlanner: Send + Sync {
+    /// The stream plan of `rel` (a materialized view or an `INSERT INTO` job) over `engine`'s
+    /// catalog, with the allowed lateness and state TTL it was created with.
+    ///
+    /// # Errors
+    /// The planner's: the stored query no longer plans.
+    fn plan_job(&self, engine: &Engine, rel: &Relation) -> Result<StreamPlan>;
 }
-
-/// The slot that holds the last [`Committed`] epoch, shared by the engine and its readers.
-pub type CommittedSlot = Arc<std::sync::RwLock<Arc<Committed>>>;
 
 impl Engine {
-    /// Loads the engine from the last committed state of `store`.
-    pub fn load(store: Arc<Store>) -> Result<Self> {
+    /// Loads the engine from the last committed state of `store`, restarting every view and
+    /// job with plans from `planner`.
+    ///
+    /// # Errors
+    /// `Storage` when the stored catalog or metadata cannot be read. A view or job that cannot
+    /// restart is FAILED alone (see [`Engine::failed`]), not an error.
+    pub fn load(store: Arc<Store>, planner: Arc<dyn JobPlanner>) -> Result<Self> {
         let catalog = match store.get_meta("catalog")? {
             Some(bytes) => Catalog::from_bytes(&bytes).map_err(|e| WeirError::storage(e.to_string()))?,
             None => Catalog::default(),
@@ -97,8 +105,9 @@ impl Engine {
             committed: Arc::new(std::sync::RwLock::new(Arc::new(Committed {
                 epoch,
                 catalog: Arc::new(Catalog::default()),
-                state: Arc::new(StoreSnapshot::of(&store_for_readers)),
+                state: Arc::new(crate::state::StoreSnapshot::of(&store_for_readers)),
             }))),
+            planner,
         };
         for rel in engine.catalog.relations.values().filter(|r| r.job.is_some()) {
             if let Some(error) = engine.store.get_meta(&failed_key(&rel.name))? {
@@ -120,7 +129,7 @@ impl Engine {
     /// slot they hold: it gets the reloaded epoch.
     pub fn reload(&mut self) -> Result<()> {
         let slot = Arc::clone(&self.committed);
-        *self = Engine::load(Arc::clone(&self.store))?;
+        *self = Engine::load(Arc::clone(&self.store), Arc::clone(&self.planner))?;
         self.committed = slot;
         self.publish();
         Ok(())
@@ -158,18 +167,7 @@ impl Engine {
     /// # Errors
     /// The planner's; `Internal` when the plan needs state tables the view was not created with.
     fn restart_job(&self, rel: &Relation) -> Result<Job> {
-        let query = rel.query.clone().unwrap_or_default();
-        let lateness = match rel.options.get(crate::sql::settings::ALLOW_LATENESS) {
-            Some(v) => crate::sql::settings::parse_duration_ms(crate::sql::settings::ALLOW_LATENESS, v)?,
-            None => 0,
-        };
-        let mut plan = if rel.kind == RelationKind::SinkJob {
-            futures::executor::block_on(self.plan_sink_job(&query))?
-        } else {
-            futures::executor::block_on(self.plan_stream_query(&query, rel.emit_on_window_close))?
-        };
-        plan.set_allowed_lateness(lateness);
-        plan.set_state_ttl(&crate::sql::settings::state_ttl_of(&rel.options, &query)?)?;
+        let plan = self.planner.plan_job(self, rel)?;
         let mut catalog = (*self.catalog).clone();
         let job = self.build_job(rel, &plan, &mut catalog)?;
         if catalog != *self.catalog {
@@ -186,101 +184,49 @@ impl Engine {
         self.job_order = self.catalog.jobs_in_dependency_order().iter().map(|r| r.name.clone()).collect();
     }
 
-    /// A snapshot of the current catalog for planning.
-    pub fn snapshot(&self, keyed_table: Option<String>) -> Arc<Snapshot> {
-        let store: Arc<Store> = Arc::clone(&self.store);
-        Arc::new(Snapshot {
-            catalog: Arc::clone(&self.catalog),
-            reader: store,
-            keyed_table,
-            system: SystemTables::ready(self.system_state()),
-        })
-    }
-
-    /// What the system tables show now.
-    pub fn system_state(&self) -> Arc<SystemState> {
-        let operators: Vec<_> = self
-            .jobs
-            .iter()
-            .flat_map(|(view, job)| {
-                let job_id = self.catalog.get(view).and_then(|r| r.job.clone()).unwrap_or_default();
-                job.event_time_operators()
-                    .into_iter()
-                    .map(move |(i, op, wm, n)| (view.clone(), job_id.clone(), i as u64, op.to_string(), wm, n))
-            })
-            .collect();
-        Arc::new(SystemState {
-            watermarks: self.watermarks.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-            late_rows: operators.iter().map(|o| (o.0.clone(), o.1.clone(), o.2, o.3.clone(), o.5)).collect(),
-            operator_watermarks: operators.iter().map(|o| (o.0.clone(), o.1.clone(), o.2, o.3.clone(), o.4)).collect(),
-            sources: self.source_rows(),
-            state_tables: self
-                .jobs
-                .iter()
-                .flat_map(|(job, j)| {
-                    j.state_tables().into_iter().map(move |(i, op, name, t)| crate::sql::relations::StateTableRow {
-                        job: job.clone(),
-                        operator_index: i as u64,
-                        operator: op.to_string(),
-                        name,
-                        id: t.id(),
-                        size: t.size(),
-                        ttl_ms: t.ttl_ms(),
-                    })
-                })
-                .collect(),
-        })
-    }
-
-    /// The reader's slot, holding the last committed epoch: see [`Committed`].
-    pub fn committed(&self) -> &CommittedSlot {
-        &self.committed
-    }
-
-    /// Puts the current (just committed or loaded) epoch into the readers' slot.
-    fn publish(&self) {
-        let committed = Arc::new(Committed {
-            epoch: self.epoch,
-            catalog: Arc::clone(&self.catalog),
-            state: Arc::new(StoreSnapshot::of(&self.store)),
-        });
-        *self.committed.write().unwrap_or_else(std::sync::PoisonError::into_inner) = committed;
-    }
-
-    /// Plans `query` (SQL text) as a stream over the current catalog; with
-    /// `emit_on_window_close`, its window aggregation emits each window once, when it closes.
-    pub async fn plan_stream_query(&self, query: &str, emit_on_window_close: bool) -> Result<StreamPlan> {
-        let ctx = session_context(self.snapshot(None));
-        let plan = ctx.state().create_logical_plan(query).await?;
-        crate::plan::temporal::mark_lookup_joins(&plan);
-        let plan = ctx.state().optimize(&plan)?;
-        let mut stream = crate::plan::plan_stream(&plan, &CatalogSources(&self.catalog))?;
-        if emit_on_window_close {
-            stream.set_emit_on_window_close()?;
+    /// Starts job `rel`, a new materialized view or `INSERT INTO` job already in `catalog`, from
+    /// `plan`: builds it (allocating its state tables in `catalog`), backfills it, opens its
+    /// sources and commits it with `catalog` in one epoch. Nothing is kept if a step fails.
+    ///
+    /// # Errors
+    /// The operators' (a state table that cannot be read), the sources' (a connector that
+    /// cannot be opened), the commit's.
+    pub fn start_job(&mut self, rel: &Relation, plan: &StreamPlan, mut catalog: Catalog) -> Result<()> {
+        let mut job = self.build_job(rel, plan, &mut catalog)?;
+        self.backfill(&mut job, plan)?;
+        self.jobs.insert(rel.name.clone(), job);
+        let result =
+            self.open_sources(&rel.name, &plan.sources()).and_then(|()| self.commit(EpochWrites::default(), Some(catalog)));
+        if result.is_err() {
+            self.jobs.remove(&rel.name);
+            self.sources.retain(|(job, _), _| *job != rel.name);
         }
-        Ok(stream)
+        result
     }
 
-    /// The watermark table `table` reaches with `rows` (its schema): the largest value of its
-    /// WATERMARK expression over them, in ms; `None` without a WATERMARK or rows.
-    pub async fn watermark_of_rows(&self, table: &str, rows: &[arrow::array::RecordBatch]) -> Result<Option<i64>> {
-        let Some(wm) = self.catalog.get(table).and_then(|r| r.watermark.clone()) else { return Ok(None) };
-        let Some(first) = rows.first() else { return Ok(None) };
-        if rows.iter().all(|b| b.num_rows() == 0) {
-            return Ok(None);
+    /// Starts a new job: lets its operators emit their first rows, pushes every row its
+    /// sources hold now (plain tables, materialized views) as inserts, then the sources'
+    /// watermarks, which close the windows the backfill left behind.
+    ///
+    /// The epoch in flight is committed first: the rows are read from the store, and a view's
+    /// changes not yet committed have already gone to the jobs that existed, not to this one
+    /// (without the commit a job created over a view fed by a Kafka source lost them).
+    fn backfill(&mut self, job: &mut crate::runtime::Job, plan: &crate::plan::StreamPlan) -> Result<()> {
+        self.commit(EpochWrites::default(), None)?;
+        job.on_create(&self.store)?;
+        for source in plan.sources() {
+            let src = self.catalog.get(&source).ok_or_else(|| WeirError::unknown_table(&source))?;
+            let (Some(id), schema) = (src.state_table, relation_schema(src)?) else { continue };
+            for batch in scan_rows(&*self.store, id, &schema, layout_of(src), false)? {
+                job.push(&source, &StreamChunk::inserts(batch), &self.store)?;
+            }
         }
-        let ctx = datafusion::prelude::SessionContext::new();
-        crate::sql::functions::register(&ctx);
-        let mem = datafusion::datasource::MemTable::try_new(first.schema(), vec![rows.to_vec()])?;
-        ctx.register_table("t", Arc::new(mem))?;
-        let sql = format!("SELECT CAST(CAST(MAX({}) AS TIMESTAMP(3)) AS BIGINT) FROM t", wm.expr);
-        let batches = ctx.sql(&sql).await?.collect().await?;
-        let value = batches.first().and_then(|b| {
-            let col = b.column(0);
-            let a = col.as_any().downcast_ref::<arrow::array::Int64Array>()?;
-            (!a.is_empty() && a.is_valid(0)).then(|| a.value(0))
-        });
-        Ok(value)
+        for source in plan.sources() {
+            if let Some(wm) = self.watermarks.get(&source) {
+                job.on_watermark(&source, *wm, &self.store)?;
+            }
+        }
+        Ok(())
     }
 
     /// Instantiates the job of materialized view `rel` from `plan`, allocating its operator
@@ -499,44 +445,6 @@ fn failed_key(job: &str) -> String {
     format!("failed/{job}")
 }
 
-/// The catalog as the stream planner sees it.
-pub struct CatalogSources<'a>(pub &'a Catalog);
-
-impl SourceCatalog for CatalogSources<'_> {
-    fn source_info(&self, name: &str) -> Result<SourceInfo> {
-        let rel = self.0.get(name).ok_or_else(|| WeirError::unknown_table(name))?;
-        let schema = relation_schema(rel)?;
-        let pk = || -> Option<Vec<usize>> {
-            if rel.primary_key.is_empty() {
-                return None;
-            }
-            rel.primary_key.iter().map(|k| schema.index_of(k).ok()).collect()
-        };
-        Ok(match rel.kind {
-            RelationKind::Table => match connector_of(rel) {
-                "table" => SourceInfo { changelog: ChangelogMode::Retract, stream_key: pk() },
-                "upsert-kafka" => SourceInfo { changelog: ChangelogMode::Upsert, stream_key: pk() },
-                // Debezium's envelopes carry deletes and updates (Flink: a changelog source).
-                "kafka" if rel.options.get("format").map(String::as_str) == Some("debezium-json") => {
-                    SourceInfo { changelog: ChangelogMode::Retract, stream_key: pk() }
-                }
-                _ => SourceInfo { changelog: ChangelogMode::AppendOnly, stream_key: pk() },
-            },
-            RelationKind::MaterializedView => {
-                SourceInfo { changelog: ChangelogMode::Retract, stream_key: rel.stream_key.clone() }
-            }
-            RelationKind::View => return Err(WeirError::internal(format!("view {name} was not inlined"))),
-            RelationKind::SinkJob => return Err(WeirError::unknown_table(name)),
-        })
-    }
-
-    fn event_time_column(&self, name: &str) -> Result<Option<usize>> {
-        let rel = self.0.get(name).ok_or_else(|| WeirError::unknown_table(name))?;
-        let Some(wm) = &rel.watermark else { return Ok(None) };
-        Ok(relation_schema(rel)?.index_of(&wm.column).ok())
-    }
-}
-
 /// The table option that lets an idle table's watermark advance with processing time.
 pub const IDLE_ADVANCE: &str = "watermark.idle-advance";
 
@@ -549,7 +457,7 @@ impl Engine {
         let mut moves = Vec::new();
         for (table, (last, wm)) in &self.idle_base {
             let Some(option) = self.catalog.get(table).and_then(|r| r.options.get(IDLE_ADVANCE)) else { continue };
-            let idle_ms = crate::sql::settings::parse_duration_ms(IDLE_ADVANCE, option)?;
+            let idle_ms = crate::plan::duration::parse_duration_ms(IDLE_ADVANCE, option)?;
             let quiet_ms = now.duration_since(*last).as_millis() as i64;
             if quiet_ms > idle_ms {
                 let target = wm + (quiet_ms - idle_ms);
@@ -589,112 +497,4 @@ pub const LATE_ROWS_TABLE: &str = "late-rows.table";
 /// The metadata key of a table's watermark.
 pub fn watermark_key(table: &str) -> String {
     format!("wm/{table}")
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::sql::{Database, Session, StatementResult};
-    use crate::state::EpochWrites;
-
-    /// The rows of `sql` as text, sorted.
-    async fn rows(db: &Database, session: &mut Session, sql: &str) -> Vec<String> {
-        let StatementResult::Rows { batches, .. } = db.execute(session, sql).await.expect(sql) else { panic!("{sql}: no rows") };
-        let text = arrow::util::pretty::pretty_format_batches(&batches).expect("format").to_string();
-        let mut lines: Vec<String> =
-            text.lines().filter(|l| l.starts_with('|')).skip(1).map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
-        lines.sort();
-        lines
-    }
-
-    /// A view created while the epoch is in flight (a source's rows have reached the views
-    /// it feeds but are not committed yet, as between two checkpoints) starts from those rows
-    /// too: they went to the jobs that existed, so its backfill must not read an older commit.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_view_created_mid_epoch_sees_the_uncommitted_rows_of_its_source() -> crate::error::Result<()> {
-        let dir = tempfile::tempdir().expect("temp dir");
-        // No background source loop: the test reads the source itself, without committing.
-        let db = Database::open_with(dir.path(), false)?;
-        let mut s = Session::default();
-        for sql in [
-            "CREATE TABLE b (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,
-                 date_time TIMESTAMP(3), extra VARCHAR)
-             WITH ('connector' = 'nexmark', 'nexmark.table' = 'bid', 'nexmark.events' = '1000')",
-            "CREATE MATERIALIZED VIEW bids AS SELECT COUNT(*) AS n FROM b",
-        ] {
-            db.execute(&mut s, sql).await?;
-        }
-        {
-            let mut engine = db.engine().await;
-            while !engine.poll_sources(std::time::Duration::from_millis(100))?.all_finished {}
-        }
-        db.execute(&mut s, "CREATE MATERIALIZED VIEW bids_again AS SELECT n FROM bids").await?;
-        // 1 000 Nexmark events are 20 blocks of 50, each 46 bids (NEXMARK.md 1.3).
-        assert_eq!(rows(&db, &mut s, "SELECT n FROM bids_again").await, ["| 920 |"]);
-        assert_eq!(rows(&db, &mut s, "SELECT n FROM bids").await, ["| 920 |"]);
-        Ok(())
-    }
-
-    /// A read takes the last committed epoch without the engine's lock: it is answered while
-    /// the engine is held with an epoch in flight, and it sees none of that epoch's rows.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_read_neither_waits_for_the_engine_nor_sees_the_epoch_in_flight() -> crate::error::Result<()> {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let db = Database::open_with(dir.path(), false)?;
-        let mut s = Session::default();
-        for sql in [
-            "CREATE TABLE b (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,
-                 date_time TIMESTAMP(3), extra VARCHAR)
-             WITH ('connector' = 'nexmark', 'nexmark.table' = 'bid', 'nexmark.events' = '1000')",
-            "CREATE MATERIALIZED VIEW bids AS SELECT auction, COUNT(*) AS n FROM b GROUP BY auction",
-        ] {
-            db.execute(&mut s, sql).await?;
-        }
-        let total = "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) AS total FROM bids";
-        let mut engine = db.engine().await;
-        while !engine.poll_sources(std::time::Duration::from_millis(100))?.all_finished {}
-        let read = tokio::time::timeout(std::time::Duration::from_secs(30), rows(&db, &mut s, total)).await;
-        assert_eq!(read.expect("the read waited for the engine"), ["| 0 |"], "the epoch in flight is not committed");
-        engine.commit(EpochWrites::default(), None)?;
-        drop(engine);
-        // 1 000 Nexmark events are 20 blocks of 50, each 46 bids (NEXMARK.md 1.3).
-        assert_eq!(rows(&db, &mut s, total).await, ["| 920 |"]);
-        Ok(())
-    }
-
-    /// A view whose plan no longer matches its state tables (as after an upgrade that changed
-    /// how its query is planned) is FAILED at restart; the database opens, the other views run,
-    /// the failed one keeps its committed rows, and dropping it clears the failure.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_view_that_cannot_restart_fails_alone() -> crate::error::Result<()> {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let db = Database::open(dir.path())?;
-        let mut s = Session::default();
-        for sql in [
-            "CREATE TABLE t (k BIGINT, v BIGINT)",
-            "INSERT INTO t VALUES (1, 10), (1, 5), (2, 7)",
-            "CREATE MATERIALIZED VIEW v AS SELECT k, SUM(v) AS s FROM t GROUP BY k",
-            "CREATE MATERIALIZED VIEW w AS SELECT k, COUNT(*) AS n FROM t GROUP BY k",
-        ] {
-            db.execute(&mut s, sql).await?;
-        }
-        {
-            let mut engine = db.engine().await;
-            let mut catalog = (*engine.catalog).clone();
-            let state = &mut catalog.relations.get_mut("v").expect("v").operator_state;
-            let first = state.keys().next().cloned().expect("v has operator state");
-            state.remove(&first);
-            engine.commit(EpochWrites::default(), Some(catalog))?;
-            engine.reload()?;
-            assert!(engine.failed.get("v").is_some_and(|e| e.contains("cannot restart v")), "{:?}", engine.failed);
-            assert!(!engine.failed.contains_key("w"));
-        }
-        db.execute(&mut s, "INSERT INTO t VALUES (2, 1)").await?;
-        assert_eq!(rows(&db, &mut s, "SELECT k, s FROM v").await, ["| 1 | 15 |", "| 2 | 7 |"], "as committed");
-        assert_eq!(rows(&db, &mut s, "SELECT k, n FROM w").await, ["| 1 | 2 |", "| 2 | 2 |"], "still running");
-        db.execute(&mut s, "DROP MATERIALIZED VIEW v").await?;
-        db.execute(&mut s, "CREATE MATERIALIZED VIEW v AS SELECT k, SUM(v) AS s FROM t GROUP BY k").await?;
-        assert!(db.engine().await.failed.is_empty());
-        assert_eq!(rows(&db, &mut s, "SELECT k, s FROM v").await, ["| 1 | 15 |", "| 2 | 8 |"]);
-        Ok(())
-    }
 }

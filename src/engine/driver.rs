@@ -1,0 +1,99 @@
+//! What drives the engine between statements: the thread that reads the connector sources
+//! and commits their epochs, and the task that advances idle tables' watermarks. Both take the
+//! engine's write lock for a slice of work at a time and stop when the engine is dropped.
+
+use std::sync::{Arc, Weak};
+
+use tokio::sync::RwLock;
+
+use super::sources::SOURCE_SLICE;
+use super::Engine;
+use crate::error::{Result, WeirError};
+use crate::state::EpochWrites;
+
+/// Starts the drivers of `engine`: the idle-watermark task (on the current Tokio runtime, if
+/// any) and, with `read_sources`, the source thread; without it the caller drives the sources
+/// with [`Engine::poll_sources`] (benchmarks, tests).
+///
+/// # Errors
+/// `Internal` when the source thread cannot be started.
+pub fn start(engine: &Arc<RwLock<Engine>>, read_sources: bool) -> Result<()> {
+    // Idle tables' watermarks advance with processing time: checked every 100 ms.
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        let weak = Arc::downgrade(engine);
+        handle.spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(shared) = weak.upgrade() else { break };
+                let mut engine = shared.write().await;
+                if engine.idle_base.is_empty() {
+                    continue;
+                }
+                if let Err(e) = engine.advance_idle_watermarks() {
+                    tracing::error!("advancing idle watermarks: {e}");
+                }
+            }
+        });
+    }
+    // Connector sources are read by one thread, a slice at a time under the write lock.
+    if read_sources {
+        let weak = Arc::downgrade(engine);
+        std::thread::Builder::new()
+            .name("weir-sources".into())
+            .spawn(move || source_loop(weak))
+            .map_err(|e| WeirError::internal(format!("cannot start the source thread: {e}")))?;
+    }
+    Ok(())
+}
+
+/// How often the source loop commits an epoch while sources deliver rows (Flink's
+/// 'execution.checkpointing.interval'); a source that goes quiet is committed at once.
+pub const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Reads the connector sources until the engine is dropped: a slice of reading under the
+/// write lock, an epoch commit every [`CHECKPOINT_INTERVAL`] (or when the sources go quiet),
+/// and a short pause when nothing is available. A failure reloads the engine from the last
+/// commit, so the sources resume from their committed positions.
+fn source_loop(engine: Weak<RwLock<Engine>>) {
+    let mut last_commit = std::time::Instant::now();
+    let mut dirty = false;
+    loop {
+        let Some(shared) = engine.upgrade() else { return };
+        let mut engine = shared.blocking_write();
+        if engine.sources.is_empty() {
+            drop(engine);
+            drop(shared);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            continue;
+        }
+        let mut quiet = false;
+        let step = engine.poll_sources(SOURCE_SLICE).and_then(|step| {
+            dirty |= step.rows > 0 || step.watermark_moved;
+            quiet = step.rows == 0 && !step.watermark_moved;
+            if dirty && (quiet || step.all_finished || last_commit.elapsed() >= CHECKPOINT_INTERVAL) {
+                engine.commit(EpochWrites::default(), None)?;
+                dirty = false;
+                last_commit = std::time::Instant::now();
+            }
+            Ok(step)
+        });
+        if let Err(e) = step {
+            tracing::error!("reading connector sources: {e}; resuming from the last commit");
+            dirty = false;
+            if let Err(e) = engine.reload() {
+                tracing::error!("reloading after a source failure: {e}");
+            }
+            drop(engine);
+            drop(shared);
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            continue;
+        }
+        drop(engine);
+        drop(shared);
+        if quiet {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! The engine: the running jobs of a database, the scheduling between them, watermark routing,
+//! the epoch commit, and the wiring of sources and sinks.
+//!
+//! It sits below `sql/`, which turns statements into stream plans and commands and calls down
+//! (`Engine::start_job`, `Engine::drop_relations`, `Engine::commit`, ...), and above the
+//! operators (`runtime/`), the source readers (`source/`) and the store (`state/`). Nothing here
+//! imports `sql/`: a restart re-plans stored queries through the [`JobPlanner`] the engine is
+//! loaded with, and readers see the last commit through [`Committed`].
+//!
+//! | file | what |
+//! |---|---|
+//! | `jobs.rs` | [`Engine`]: load and restart, starting a job, change and watermark propagation, the epoch commit, idle watermarks |
+//! | `committed.rs` | the last committed epoch as readers see it |
+//! | `sources.rs` | connector source tasks: opening, polling, progress, dead letters |
+//! | `sinks.rs` | the sink operators of `INSERT INTO` jobs, `STOP JOB` |
+//! | `drop.rs` | `DROP` of relations with their jobs and state |
+//! | `system.rs` | the rows of the system tables |
+//! | `driver.rs` | the source thread and the idle-watermark task |
+pub mod committed;
+pub mod driver;
+pub mod drop;
+pub mod jobs;
+pub mod sinks;
+pub mod sources;
+pub mod system;
+
+pub use committed::{Committed, CommittedSlot};
+pub use jobs::{watermark_key, Engine, JobPlanner, IDLE_ADVANCE, LATE_ROWS_TABLE};
+pub use sinks::SINK_OPTION;
+pub use sources::{SourceRow, SourceStep, SOURCE_BATCH_ROWS, SOURCE_SLICE};
+pub use system::{StateTableRow, SystemState};

@@ -1,0 +1,117 @@
+//! The one planning entry point: a query (SQL text) to the stream plan of a job, with its
+//! allowed lateness and state TTL applied. It serves `CREATE MATERIALIZED VIEW`, `INSERT INTO`
+//! jobs, `EXPLAIN` and the restart of every stored view and job (as the engine's
+//! [`JobPlanner`]), so a job restarts with exactly the plan it was created with.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use weir_catalog::{Catalog, Relation, RelationKind};
+
+use crate::engine::{Engine, JobPlanner};
+use crate::error::{Result, WeirError};
+use crate::plan::duration::parse_duration_ms;
+use crate::plan::{ChangelogMode, SourceCatalog, SourceInfo, StreamPlan};
+use crate::runtime::relation::{connector_of, relation_schema};
+use crate::sql::relations::{session_context, Snapshot, SystemTables};
+use crate::sql::settings::{state_ttl_of, ALLOW_LATENESS};
+
+/// What a query is planned for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobKind {
+    /// A materialized view; with `emit_on_window_close` its window aggregation emits each
+    /// window once, when it closes.
+    View { emit_on_window_close: bool },
+    /// An `INSERT INTO` job: every window aggregation emits each window once, final, when it
+    /// closes (Flink's window TVF aggregation), also under a join.
+    Sink,
+}
+
+/// The stream plan of `query` for a job of `kind` over `engine`'s catalog, with the allowed
+/// lateness and state TTL of `options` (a job's catalog options: [`crate::sql::settings::job_options`]
+/// of the session's settings when it is created, as stored afterwards).
+///
+/// # Errors
+/// The planner's: unknown relations and columns, query shapes the stream planner refuses (by
+/// name), a bad duration in `options`.
+pub async fn plan_job(engine: &Engine, query: &str, kind: JobKind, options: &BTreeMap<String, String>) -> Result<StreamPlan> {
+    let ctx = session_context(planning_snapshot(engine, None));
+    let plan = ctx.state().create_logical_plan(query).await?;
+    crate::plan::temporal::mark_lookup_joins(&plan);
+    let plan = ctx.state().optimize(&plan)?;
+    let mut stream = crate::plan::plan_stream(&plan, &CatalogSources(&engine.catalog))?;
+    match kind {
+        JobKind::View { emit_on_window_close: true } => stream.set_emit_on_window_close()?,
+        JobKind::View { emit_on_window_close: false } => {}
+        JobKind::Sink => stream.set_window_aggregations_final(),
+    }
+    let lateness = options.get(ALLOW_LATENESS).map(|v| parse_duration_ms(ALLOW_LATENESS, v)).transpose()?;
+    stream.set_allowed_lateness(lateness.unwrap_or(0));
+    stream.set_state_ttl(&state_ttl_of(options, query)?)?;
+    Ok(stream)
+}
+
+/// What a statement that holds the engine plans against: its current catalog, the store's
+/// latest commit, and the system tables as they are now.
+pub fn planning_snapshot(engine: &Engine, keyed_table: Option<String>) -> Arc<Snapshot> {
+    Arc::new(Snapshot {
+        catalog: Arc::clone(&engine.catalog),
+        reader: Arc::clone(&engine.store) as Arc<dyn crate::state::ScanState>,
+        keyed_table,
+        system: SystemTables::ready(engine.system_state()),
+    })
+}
+
+/// The engine's [`JobPlanner`]: [`plan_job`] over a relation's stored query and options.
+pub struct SqlPlanner;
+
+impl JobPlanner for SqlPlanner {
+    fn plan_job(&self, engine: &Engine, rel: &Relation) -> Result<StreamPlan> {
+        let query = rel.query.clone().unwrap_or_default();
+        let kind = match rel.kind {
+            RelationKind::SinkJob => JobKind::Sink,
+            _ => JobKind::View { emit_on_window_close: rel.emit_on_window_close },
+        };
+        // DataFusion's planning completes without waiting on anything (the catalog is in
+        // memory), so the restart, itself not async, runs it to the end here.
+        futures::executor::block_on(plan_job(engine, &query, kind, &rel.options))
+    }
+}
+
+/// The catalog as the stream planner sees it.
+pub struct CatalogSources<'a>(pub &'a Catalog);
+
+impl SourceCatalog for CatalogSources<'_> {
+    fn source_info(&self, name: &str) -> Result<SourceInfo> {
+        let rel = self.0.get(name).ok_or_else(|| WeirError::unknown_table(name))?;
+        let schema = relation_schema(rel)?;
+        let pk = || -> Option<Vec<usize>> {
+            if rel.primary_key.is_empty() {
+                return None;
+            }
+            rel.primary_key.iter().map(|k| schema.index_of(k).ok()).collect()
+        };
+        Ok(match rel.kind {
+            RelationKind::Table => match connector_of(rel) {
+                "table" => SourceInfo { changelog: ChangelogMode::Retract, stream_key: pk() },
+                "upsert-kafka" => SourceInfo { changelog: ChangelogMode::Upsert, stream_key: pk() },
+                // Debezium's envelopes carry deletes and updates (Flink: a changelog source).
+                "kafka" if rel.options.get("format").map(String::as_str) == Some("debezium-json") => {
+                    SourceInfo { changelog: ChangelogMode::Retract, stream_key: pk() }
+                }
+                _ => SourceInfo { changelog: ChangelogMode::AppendOnly, stream_key: pk() },
+            },
+            RelationKind::MaterializedView => {
+                SourceInfo { changelog: ChangelogMode::Retract, stream_key: rel.stream_key.clone() }
+            }
+            RelationKind::View => return Err(WeirError::internal(format!("view {name} was not inlined"))),
+            RelationKind::SinkJob => return Err(WeirError::unknown_table(name)),
+        })
+    }
+
+    fn event_time_column(&self, name: &str) -> Result<Option<usize>> {
+        let rel = self.0.get(name).ok_or_else(|| WeirError::unknown_table(name))?;
+        let Some(wm) = &rel.watermark else { return Ok(None) };
+        Ok(relation_schema(rel)?.index_of(&wm.column).ok())
+    }
+}
