@@ -149,6 +149,20 @@ enum Bench {
         #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-kafka")]
         data_dir: PathBuf,
     },
+    /// Runs one Nexmark --query job over --events events alone, then --jobs identical ones
+    /// together (each reading its own source tasks) in a fresh database; prints the wall and
+    /// CPU time of each run and the ratio of the wall times (1.0: the jobs ran side by side).
+    Jobs {
+        #[arg(long, default_value = "q5")]
+        query: String,
+        #[arg(long, default_value_t = 3_000_000)]
+        events: u64,
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+        /// Scratch directory for the database (emptied first).
+        #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-jobs")]
+        data_dir: PathBuf,
+    },
     /// Times `SELECT count(*)` on a two-row view, one query every 10 ms: --idle-seconds with
     /// nothing else running, then --seconds while Nexmark q20 reads an unbounded generator at
     /// full speed in the same database; prints p50/p99/max latency and the job's rows/s.
@@ -240,6 +254,17 @@ fn main() -> ExitCode {
                 println!(
                     "kafka JSON source + filter into a blackhole ({partitions} partitions): {report}; CPU {cpu:.2} s = {:.0} records per CPU second",
                     records as f64 / cpu
+                );
+                Ok(())
+            }
+            Some(Command::Bench(Bench::Jobs { query, events, jobs, data_dir })) => {
+                let alone = weir::bench::jobs::run(&data_dir, &query, events, 1).await.map_err(|e| e.to_string())?;
+                println!("{query} over {events} events, {alone}");
+                let together = weir::bench::jobs::run(&data_dir, &query, events, jobs).await.map_err(|e| e.to_string())?;
+                println!(
+                    "{query} over {events} events, {together}: {:.2}x the wall time of one job alone{}",
+                    together.seconds / alone.seconds,
+                    if cfg!(debug_assertions) { " (debug build)" } else { "" }
                 );
                 Ok(())
             }

@@ -64,7 +64,7 @@ pub async fn run(data_dir: &std::path::Path, brokers: &str, records: u64, partit
     let cpu_before = crate::bench::cpu_seconds();
     db.execute(&mut session, "INSERT INTO sink SELECT id, customer, amount FROM src WHERE amount > 50").await?;
     {
-        let mut engine = db.engine().await;
+        let mut engine = db.engine().await?;
         let mut last_commit = Instant::now();
         let deadline = Instant::now() + Duration::from_secs(600);
         loop {

@@ -1,6 +1,7 @@
 //! Benchmarks run by `weir bench ...`: they drive a database in-process through the same
 //! statement path the Postgres frontend uses, and report rates.
 pub mod insert;
+pub mod jobs;
 pub mod kafka;
 pub mod nexmark;
 pub mod nexmark_gen;

@@ -199,7 +199,7 @@ pub async fn run_query(name: &str, run: &NexmarkRun) -> Result<QueryReport> {
     }
     // Drive the sources to their end, committing every second like a checkpoint interval.
     let sink_rows = {
-        let mut engine = db.engine().await;
+        let mut engine = db.engine().await?;
         let mut last_commit = Instant::now();
         loop {
             let step = engine.poll_sources(Duration::from_millis(200))?;

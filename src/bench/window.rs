@@ -131,7 +131,7 @@ pub async fn run(data_dir: &std::path::Path, window: WindowBench, sink: Sink, in
 
 /// Committed entries in the operator state tables of the view or job (not the view's rows).
 async fn operator_state_entries(db: &Database) -> Result<u64> {
-    let engine = db.engine().await;
+    let engine = db.engine().await?;
     let mut n = 0;
     let jobs = engine.catalog.relations.values().filter(|r| r.job.is_some() || r.name == VIEW);
     for id in jobs.flat_map(|r| r.operator_state.values()) {

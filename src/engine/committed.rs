@@ -1,23 +1,25 @@
-//! What readers see of the engine: the last committed epoch, published by every commit.
+//! Epochs: their numbering, their atomic write, and the last one as readers see it.
 //!
-//! A commit ends with [`Engine::publish`]: the epoch's catalog and a RocksDB snapshot taken
-//! right after its write (no other write can come between: commits run under the engine's
-//! lock) go into the [`CommittedSlot`]. A `SELECT` clones the `Arc` out of the slot and plans
-//! and scans against it with no lock held, so it never waits for a job or a statement, and a
-//! commit never waits for it (DESIGN.md, "State and progress": reads through a snapshot of the
+//! Every epoch goes through [`Commits::commit`], whether the engine commits it (a statement, the
+//! source thread) or a job running on a thread of its own ([`super::runner`]): under one mutex
+//! it takes the next epoch number, writes the epoch's changes in one atomic RocksDB write, and
+//! publishes the epoch: its catalog and a RocksDB snapshot taken right after the write (nothing
+//! can be written between the two, as every write takes the same mutex). A `SELECT` clones the
+//! published [`Committed`] out of its slot and plans and scans against it with no lock held, so
+//! it never waits for a job or a statement, a commit never waits for it, and every relation it
+//! reads is of the same epoch (DESIGN.md, "State and progress": reads through a snapshot of the
 //! last committed epoch).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use weir_catalog::Catalog;
 
-use super::Engine;
-use crate::state::StoreSnapshot;
+use crate::error::Result;
+use crate::state::{EpochWrites, Store, StoreSnapshot};
 
 /// What readers see: the last committed epoch's catalog and a snapshot of the store as of that
-/// commit, so every relation a query reads is of the same epoch. [`super::Engine::commit`] replaces
-/// it after each commit; a reader clones the `Arc` out of the slot (a lock held for that clone
-/// only) and then holds nothing a job or statement waits for.
+/// commit. A reader clones the `Arc` out of the slot (a lock held for that clone only) and then
+/// holds nothing a job or statement waits for.
 pub struct Committed {
     /// The epoch's number.
     pub epoch: u64,
@@ -27,21 +29,59 @@ pub struct Committed {
 }
 
 /// The slot that holds the last [`Committed`] epoch, shared by the engine and its readers.
-pub type CommittedSlot = Arc<std::sync::RwLock<Arc<Committed>>>;
+pub type CommittedSlot = Arc<RwLock<Arc<Committed>>>;
 
-impl Engine {
-    /// The reader's slot, holding the last committed epoch: see [`Committed`].
-    pub fn committed(&self) -> &CommittedSlot {
-        &self.committed
+/// The epoch counter and the readers' slot of one store, shared by the engine and its job
+/// runners.
+pub struct Commits {
+    store: Arc<Store>,
+    /// The last committed epoch's number, locked while an epoch is written and published.
+    epoch: Mutex<u64>,
+    slot: CommittedSlot,
+}
+
+impl Commits {
+    /// The commits of `store`, whose last epoch `epoch` has `catalog`; publishes it.
+    pub fn new(store: Arc<Store>, epoch: u64, catalog: Arc<Catalog>) -> Self {
+        let committed = Arc::new(Committed { epoch, catalog, state: Arc::new(StoreSnapshot::of(&store)) });
+        Self { store, epoch: Mutex::new(epoch), slot: Arc::new(RwLock::new(committed)) }
     }
 
-    /// Puts the current (just committed or loaded) epoch into the readers' slot.
-    pub(super) fn publish(&self) {
-        let committed = Arc::new(Committed {
-            epoch: self.epoch,
-            catalog: Arc::clone(&self.catalog),
-            state: Arc::new(StoreSnapshot::of(&self.store)),
-        });
-        *self.committed.write().unwrap_or_else(std::sync::PoisonError::into_inner) = committed;
+    /// The readers' slot.
+    pub fn slot(&self) -> &CommittedSlot {
+        &self.slot
+    }
+
+    /// The last committed epoch's number.
+    pub fn epoch(&self) -> u64 {
+        *self.epoch.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Publishes the store's state as loaded again (after a reload): epoch `epoch` with
+    /// `catalog`.
+    pub fn reset(&self, epoch: u64, catalog: Arc<Catalog>) {
+        let mut last = self.epoch.lock().unwrap_or_else(PoisonError::into_inner);
+        *last = epoch;
+        self.publish(epoch, catalog);
+    }
+
+    /// Writes `writes` as the next epoch, atomically and synced, and publishes it with
+    /// `catalog` (`None`: the catalog readers see now, unchanged). Returns the epoch's number.
+    ///
+    /// # Errors
+    /// `Storage` when RocksDB refuses the write; nothing is published then.
+    pub fn commit(&self, writes: EpochWrites, catalog: Option<Arc<Catalog>>) -> Result<u64> {
+        let mut last = self.epoch.lock().unwrap_or_else(PoisonError::into_inner);
+        let epoch = *last + 1;
+        self.store.commit(writes, epoch)?;
+        *last = epoch;
+        let catalog = catalog.unwrap_or_else(|| Arc::clone(&self.slot.read().unwrap_or_else(PoisonError::into_inner).catalog));
+        self.publish(epoch, catalog);
+        Ok(epoch)
+    }
+
+    fn publish(&self, epoch: u64, catalog: Arc<Catalog>) {
+        let committed = Arc::new(Committed { epoch, catalog, state: Arc::new(StoreSnapshot::of(&self.store)) });
+        *self.slot.write().unwrap_or_else(PoisonError::into_inner) = committed;
     }
 }

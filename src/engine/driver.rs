@@ -62,6 +62,12 @@ fn source_loop(engine: Weak<RwLock<Engine>>) {
     loop {
         let Some(shared) = engine.upgrade() else { return };
         let mut engine = shared.blocking_write();
+        // Jobs running on threads of their own that stopped on a failure come back here;
+        // independent jobs the engine holds (after a reload, say) go back to threads of their own.
+        if let Err(e) = engine.reap_runners() {
+            tracing::error!("taking back a failed job: {e}");
+        }
+        engine.detach_jobs();
         if engine.sources.is_empty() {
             drop(engine);
             drop(shared);

@@ -22,7 +22,8 @@ use crate::plan::StreamPlan;
 use crate::runtime::operators::materialize::StorageMode;
 use crate::runtime::table::TableStore;
 use crate::runtime::{Job, StreamChunk};
-use crate::engine::committed::{Committed, CommittedSlot};
+use crate::engine::committed::{Commits, CommittedSlot};
+use crate::engine::runner::Runner;
 use crate::runtime::relation::{connector_of, layout_of, relation_schema};
 use crate::runtime::table::scan_rows;
 use crate::state::{EpochWrites, Store};
@@ -35,8 +36,6 @@ pub struct Engine {
     pub jobs: BTreeMap<String, Job>,
     /// Materialized view names, each after everything it reads.
     pub job_order: Vec<String>,
-    /// The last committed epoch.
-    pub epoch: u64,
     /// Next row id of keyless tables, by state table id.
     pub row_ids: HashMap<u32, u64>,
     /// The watermark (ms) of each table with a WATERMARK that has seen rows.
@@ -57,10 +56,25 @@ pub struct Engine {
     /// Producers of the `'dead-letter.topic'` of connector tables, by table, opened at their
     /// first dead letter.
     pub dead_letter_writers: HashMap<String, weir_connectors::kafka::KafkaWriter>,
-    /// The last committed epoch as readers see it, replaced at each commit.
-    pub(super) committed: CommittedSlot,
+    /// Epoch numbers, the atomic write of each epoch, and the last one as readers see it;
+    /// shared with the job runners.
+    pub(super) commits: Arc<Commits>,
     /// Plans stored views and jobs again when they restart.
     planner: Arc<dyn JobPlanner>,
+    /// Jobs running on threads of their own, by name; see [`super::runner`].
+    pub(super) runners: BTreeMap<String, Runner>,
+    /// Whether independent jobs run on threads of their own (set when the engine reads its
+    /// sources itself: [`Engine::run_jobs_detached`]).
+    pub(super) run_detached: bool,
+    /// Set when a job was lost while it was handed to a thread: the next take-back reloads.
+    pub(super) runners_lost: bool,
+}
+
+/// Stops the jobs running on threads of their own: nothing commits after the engine is gone.
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.stop_runners();
+    }
 }
 
 /// Plans a view's or job's stored query again when it restarts: the sql layer's planner, handed
@@ -82,18 +96,29 @@ impl Engine {
     /// `Storage` when the stored catalog or metadata cannot be read. A view or job that cannot
     /// restart is FAILED alone (see [`Engine::failed`]), not an error.
     pub fn load(store: Arc<Store>, planner: Arc<dyn JobPlanner>) -> Result<Self> {
+        Self::load_with(store, planner, None)
+    }
+
+    /// [`Engine::load`] with the epochs and readers' slot of an engine being reloaded.
+    fn load_with(store: Arc<Store>, planner: Arc<dyn JobPlanner>, commits: Option<Arc<Commits>>) -> Result<Self> {
         let catalog = match store.get_meta("catalog")? {
             Some(bytes) => Catalog::from_bytes(&bytes).map_err(|e| WeirError::storage(e.to_string()))?,
             None => Catalog::default(),
         };
         let epoch = store.committed_epoch()?;
-        let store_for_readers = Arc::clone(&store);
+        let catalog = Arc::new(catalog);
+        let commits = match commits {
+            Some(commits) => {
+                commits.reset(epoch, Arc::clone(&catalog));
+                commits
+            }
+            None => Arc::new(Commits::new(Arc::clone(&store), epoch, Arc::clone(&catalog))),
+        };
         let mut engine = Engine {
             store,
-            catalog: Arc::new(catalog),
+            catalog,
             jobs: BTreeMap::new(),
             job_order: Vec::new(),
-            epoch,
             row_ids: HashMap::new(),
             watermarks: BTreeMap::new(),
             pending_late: Vec::new(),
@@ -102,12 +127,11 @@ impl Engine {
             sink_rows: Default::default(),
             failed: BTreeMap::new(),
             dead_letter_writers: HashMap::new(),
-            committed: Arc::new(std::sync::RwLock::new(Arc::new(Committed {
-                epoch,
-                catalog: Arc::new(Catalog::default()),
-                state: Arc::new(crate::state::StoreSnapshot::of(&store_for_readers)),
-            }))),
+            commits,
             planner,
+            runners: BTreeMap::new(),
+            run_detached: false,
+            runners_lost: false,
         };
         for rel in engine.catalog.relations.values().filter(|r| r.job.is_some()) {
             if let Some(error) = engine.store.get_meta(&failed_key(&rel.name))? {
@@ -121,18 +145,39 @@ impl Engine {
             }
         }
         engine.start_jobs()?;
-        engine.publish();
         Ok(engine)
     }
 
-    /// Drops in-memory state and reloads everything from the last commit. Readers keep the
-    /// slot they hold: it gets the reloaded epoch.
+    /// Drops in-memory state and reloads everything from the last commit: the jobs running on
+    /// threads of their own are stopped first (what they did since their last commit is
+    /// dropped too), and all jobs come back held by the engine. Readers keep the slot they
+    /// hold: it gets the reloaded epoch.
+    ///
+    /// # Errors
+    /// As [`Engine::load`].
     pub fn reload(&mut self) -> Result<()> {
-        let slot = Arc::clone(&self.committed);
-        *self = Engine::load(Arc::clone(&self.store), Arc::clone(&self.planner))?;
-        self.committed = slot;
-        self.publish();
+        self.stop_runners();
+        let run_detached = self.run_detached;
+        *self = Engine::load_with(Arc::clone(&self.store), Arc::clone(&self.planner), Some(Arc::clone(&self.commits)))?;
+        self.run_detached = run_detached;
         Ok(())
+    }
+
+    /// From now on, independent jobs run on threads of their own between statements (see
+    /// [`super::runner`]); for an engine whose sources [`super::driver`] reads.
+    pub fn run_jobs_detached(&mut self) {
+        self.run_detached = true;
+        self.detach_jobs();
+    }
+
+    /// The last committed epoch's number.
+    pub fn epoch(&self) -> u64 {
+        self.commits.epoch()
+    }
+
+    /// The readers' slot, holding the last committed epoch: see [`super::Committed`].
+    pub fn committed(&self) -> &CommittedSlot {
+        self.commits.slot()
     }
 
     /// Restarts every view and job of the catalog from its committed state. One that cannot
@@ -426,16 +471,15 @@ impl Engine {
         if let Some(c) = &catalog {
             writes.put_meta("catalog", &c.to_bytes());
         }
-        self.store.commit(writes, self.epoch + 1)?;
-        self.epoch += 1;
+        let changed = catalog.map(Arc::new);
+        self.commits.commit(writes, Some(Arc::clone(changed.as_ref().unwrap_or(&self.catalog))))?;
         for task in self.sources.values_mut() {
             task.on_committed();
         }
-        if let Some(c) = catalog {
-            self.catalog = Arc::new(c);
+        if let Some(c) = changed {
+            self.catalog = c;
             self.refresh_job_order();
         }
-        self.publish();
         Ok(())
     }
 }

@@ -10,9 +10,10 @@
 //! | file | what |
 //! |---|---|
 //! | `jobs.rs` | [`Engine`]: load and restart, starting a job, change and watermark propagation, the epoch commit, idle watermarks |
-//! | `committed.rs` | the last committed epoch as readers see it |
+//! | `committed.rs` | epoch numbers, the atomic write of each epoch, the last one as readers see it |
 //! | `sources.rs` | connector source tasks: opening, polling, progress, dead letters |
 //! | `sinks.rs` | the sink operators of `INSERT INTO` jobs, `STOP JOB` |
+//! | `runner.rs` | independent jobs on threads of their own, committing their own epochs |
 //! | `drop.rs` | `DROP` of relations with their jobs and state |
 //! | `system.rs` | the rows of the system tables |
 //! | `driver.rs` | the source thread and the idle-watermark task |
@@ -20,12 +21,13 @@ pub mod committed;
 pub mod driver;
 pub mod drop;
 pub mod jobs;
+pub mod runner;
 pub mod sinks;
 pub mod sources;
 pub mod system;
 
-pub use committed::{Committed, CommittedSlot};
+pub use committed::{Commits, Committed, CommittedSlot};
 pub use jobs::{watermark_key, Engine, JobPlanner, IDLE_ADVANCE, LATE_ROWS_TABLE};
 pub use sinks::SINK_OPTION;
 pub use sources::{SourceRow, SourceStep, SOURCE_BATCH_ROWS, SOURCE_SLICE};
-pub use system::{StateTableRow, SystemState};
+pub use system::{JobStats, StateTableRow, SystemState};

@@ -155,28 +155,9 @@ impl Engine {
         Ok(())
     }
 
-    /// Rows of `weir_sources`, one per partition of each task.
+    /// Rows of `weir_sources`, one per partition of each task the engine holds.
     pub fn source_rows(&self) -> Vec<SourceRow> {
-        let mut out = Vec::new();
-        for ((job, table), task) in &self.sources {
-            let high = task.high_watermarks();
-            for (p, part) in task.progress.partitions.iter().enumerate() {
-                let high_watermark = high.get(p).copied().flatten();
-                out.push(SourceRow {
-                    job: job.clone(),
-                    relation: table.clone(),
-                    partition: p as u64,
-                    position: part.position,
-                    high_watermark,
-                    lag: high_watermark.map(|h| (h - part.position as i64).max(0)),
-                    watermark: part.watermark,
-                    finished: part.finished,
-                    rows_read: task.progress.rows,
-                    dead_letters: task.progress.dead_letters,
-                });
-            }
-        }
-        out
+        self.sources.iter().flat_map(|((job, table), task)| source_rows_of(job, table, task)).collect()
     }
 
     /// Writes the dead letters read since the last commit into their tables'
@@ -254,6 +235,31 @@ impl Engine {
         }
         writer.flush(std::time::Duration::from_secs(30)).map_err(kafka)
     }
+}
+
+/// The rows of `weir_sources` of task `task` of job `job` reading `table`, one per partition.
+pub fn source_rows_of(job: &str, table: &str, task: &SourceTask) -> Vec<SourceRow> {
+    let high = task.high_watermarks();
+    task.progress
+        .partitions
+        .iter()
+        .enumerate()
+        .map(|(p, part)| {
+            let high_watermark = high.get(p).copied().flatten();
+            SourceRow {
+                job: job.to_string(),
+                relation: table.to_string(),
+                partition: p as u64,
+                position: part.position,
+                high_watermark,
+                lag: high_watermark.map(|h| (h - part.position as i64).max(0)),
+                watermark: part.watermark,
+                finished: part.finished,
+                rows_read: task.progress.rows,
+                dead_letters: task.progress.dead_letters,
+            }
+        })
+        .collect()
 }
 
 /// One row of `weir_sources`.

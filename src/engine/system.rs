@@ -2,10 +2,12 @@
 //! `weir_sources`, `weir_state_tables`) show: the live state of the running jobs, gathered
 //! under the engine's lock when a statement reads one of them.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::sources::SourceRow;
 use super::Engine;
+use crate::runtime::Job;
 
 /// The rows of the system tables at one moment.
 #[derive(Debug, Default)]
@@ -39,36 +41,72 @@ pub struct StateTableRow {
     pub ttl_ms: Option<i64>,
 }
 
+/// What the system tables show of one job's operators.
+#[derive(Debug, Clone, Default)]
+pub struct JobStats {
+    /// Its event-time operators: (operator index, operator, watermark ms, late rows).
+    pub event_time_operators: Vec<(usize, &'static str, Option<i64>, u64)>,
+    /// Its operators' state tables: (operator index, operator, table name, table id, entries
+    /// and bytes of a table held in memory, TTL ms).
+    pub state_tables: Vec<(usize, &'static str, String, u32, Option<(u64, u64)>, Option<i64>)>,
+}
+
+impl JobStats {
+    /// The stats of `job` now.
+    pub fn of(job: &Job) -> Self {
+        Self {
+            event_time_operators: job.event_time_operators(),
+            state_tables: job.state_tables().into_iter().map(|(i, op, name, t)| (i, op, name, t.id(), t.size(), t.ttl_ms())).collect(),
+        }
+    }
+
+    /// The rows the job's operators dropped as late, in all.
+    pub fn late_rows(&self) -> u64 {
+        self.event_time_operators.iter().map(|o| o.3).sum()
+    }
+}
+
 impl Engine {
+    /// The stats of every job, by name: those the engine holds now, those running on threads
+    /// of their own as of their last commit.
+    pub fn job_stats(&self) -> BTreeMap<String, JobStats> {
+        let (mut stats, _) = self.detached_stats();
+        stats.extend(self.jobs.iter().map(|(name, job)| (name.clone(), JobStats::of(job))));
+        stats
+    }
+
     /// What the system tables show now.
     pub fn system_state(&self) -> Arc<SystemState> {
-        let operators: Vec<_> = self
-            .jobs
+        let (_, detached_sources) = self.detached_stats();
+        let stats = self.job_stats();
+        let operators: Vec<_> = stats
             .iter()
             .flat_map(|(view, job)| {
                 let job_id = self.catalog.get(view).and_then(|r| r.job.clone()).unwrap_or_default();
-                job.event_time_operators()
-                    .into_iter()
-                    .map(move |(i, op, wm, n)| (view.clone(), job_id.clone(), i as u64, op.to_string(), wm, n))
+                job.event_time_operators
+                    .iter()
+                    .map(move |(i, op, wm, n)| (view.clone(), job_id.clone(), *i as u64, op.to_string(), *wm, *n))
             })
             .collect();
+        let mut sources = self.source_rows();
+        sources.extend(detached_sources);
+        sources.sort_by(|a, b| (&a.job, &a.relation, a.partition).cmp(&(&b.job, &b.relation, b.partition)));
         Arc::new(SystemState {
             watermarks: self.watermarks.iter().map(|(k, v)| (k.clone(), *v)).collect(),
             late_rows: operators.iter().map(|o| (o.0.clone(), o.1.clone(), o.2, o.3.clone(), o.5)).collect(),
             operator_watermarks: operators.iter().map(|o| (o.0.clone(), o.1.clone(), o.2, o.3.clone(), o.4)).collect(),
-            sources: self.source_rows(),
-            state_tables: self
-                .jobs
+            sources,
+            state_tables: stats
                 .iter()
-                .flat_map(|(job, j)| {
-                    j.state_tables().into_iter().map(move |(i, op, name, t)| StateTableRow {
+                .flat_map(|(job, s)| {
+                    s.state_tables.iter().map(move |(i, op, name, id, size, ttl_ms)| StateTableRow {
                         job: job.clone(),
-                        operator_index: i as u64,
+                        operator_index: *i as u64,
                         operator: op.to_string(),
-                        name,
-                        id: t.id(),
-                        size: t.size(),
-                        ttl_ms: t.ttl_ms(),
+                        name: name.clone(),
+                        id: *id,
+                        size: *size,
+                        ttl_ms: *ttl_ms,
                     })
                 })
                 .collect(),

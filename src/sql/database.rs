@@ -55,6 +55,31 @@ pub struct Database {
     queries: QueryRuntime,
 }
 
+/// The engine held for a write statement: the jobs running on threads of their own are taken
+/// back when it is taken ([`Engine::attach_jobs`]), so the statement sees and commits every job,
+/// and run on their own again when it is dropped ([`Engine::detach_jobs`]).
+pub struct EngineWrite<'a>(tokio::sync::RwLockWriteGuard<'a, Engine>);
+
+impl std::ops::Deref for EngineWrite<'_> {
+    type Target = Engine;
+
+    fn deref(&self) -> &Engine {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for EngineWrite<'_> {
+    fn deref_mut(&mut self) -> &mut Engine {
+        &mut self.0
+    }
+}
+
+impl Drop for EngineWrite<'_> {
+    fn drop(&mut self) {
+        self.0.detach_jobs();
+    }
+}
+
 /// A Tokio runtime for query execution, shut down without waiting when the database is dropped
 /// (a runtime may not be dropped from async code, where the database usually is).
 struct QueryRuntime(Option<tokio::runtime::Runtime>);
@@ -98,8 +123,11 @@ impl Database {
     }
 
     /// The engine, for in-process drivers (benchmarks) that run the sources themselves.
-    pub async fn engine(&self) -> tokio::sync::RwLockWriteGuard<'_, Engine> {
-        self.engine.write().await
+    ///
+    /// # Errors
+    /// As [`Engine::attach_jobs`].
+    pub async fn engine(&self) -> Result<EngineWrite<'_>> {
+        self.write_engine().await
     }
 
     /// [`Database::open`]; with `read_sources` false no thread reads the connector sources and
@@ -111,17 +139,33 @@ impl Database {
         let store = Arc::new(Store::open(data_dir)?);
         let engine = Engine::load(store, Arc::new(SqlPlanner))?;
         tracing::info!(
-            epoch = engine.epoch,
+            epoch = engine.epoch(),
             relations = engine.catalog.relations.len(),
             jobs = engine.jobs.len(),
             "opened {}",
             data_dir.display()
         );
+        let mut engine = engine;
+        if read_sources {
+            engine.run_jobs_detached();
+        }
         // From here on the idle-watermark task and the source thread take the lock.
         let committed = Arc::clone(engine.committed());
         let db = Arc::new(Self { engine: Arc::new(RwLock::new(engine)), committed, queries: QueryRuntime::new()? });
         crate::engine::driver::start(&db.engine, read_sources)?;
         Ok(db)
+    }
+
+    /// The engine for a write statement; see [`EngineWrite`].
+    async fn write_engine(&self) -> Result<EngineWrite<'_>> {
+        let mut engine = self.engine.write().await;
+        engine.attach_jobs()?;
+        Ok(EngineWrite(engine))
+    }
+
+    /// The jobs running on threads of their own now, by name (see [`crate::engine::runner`]).
+    pub async fn detached_jobs(&self) -> Vec<String> {
+        self.engine.read().await.detached_jobs()
     }
 
     /// Splits a query string into statements at top-level semicolons; empty ones are dropped.
@@ -202,11 +246,11 @@ impl Database {
     async fn execute_parsed(&self, session: &mut Session, stmt: WeirStatement, sql: &str) -> Result<StatementResult> {
         match stmt {
             WeirStatement::CreateTable(t) => {
-                ddl::create_table(&mut *self.engine.write().await, &t, sql).await?;
+                ddl::create_table(&mut *self.write_engine().await?, &t, sql).await?;
                 Ok(command("CREATE TABLE"))
             }
             WeirStatement::CreateMaterializedView { name, if_not_exists, query, emit_on_window_close } => {
-                let mut engine = self.engine.write().await;
+                let mut engine = self.write_engine().await?;
                 ddl::create_materialized_view(&mut engine, &name, &query, if_not_exists, emit_on_window_close, &session.settings, sql)
                     .await?;
                 Ok(command("CREATE MATERIALIZED VIEW"))
@@ -217,7 +261,7 @@ impl Database {
                     DropKind::View => weir_catalog::RelationKind::View,
                     DropKind::MaterializedView => weir_catalog::RelationKind::MaterializedView,
                 };
-                self.engine.write().await.drop_relations(relation_kind, &names, if_exists, cascade)?;
+                self.write_engine().await?.drop_relations(relation_kind, &names, if_exists, cascade)?;
                 Ok(command(match kind {
                     parser::DropKind::Table => "DROP TABLE",
                     parser::DropKind::View => "DROP VIEW",
@@ -228,7 +272,7 @@ impl Database {
                 // Every write statement commits before it returns; taking the write lock waits
                 // for the ones in flight. Bounded sources are then read to their end, and what
                 // the sources read is committed.
-                let mut engine = self.engine.write().await;
+                let mut engine = self.write_engine().await?;
                 let deadline = std::time::Instant::now() + FLUSH_TIMEOUT;
                 loop {
                     let step = engine.poll_sources(crate::engine::SOURCE_SLICE)?;
@@ -250,11 +294,8 @@ impl Database {
             }
             WeirStatement::Show(list) => {
                 let engine = self.engine.read().await;
-                let late: BTreeMap<String, u64> = engine
-                    .jobs
-                    .iter()
-                    .map(|(name, job)| (name.clone(), job.late_rows().iter().map(|(_, _, n)| n).sum()))
-                    .collect();
+                let late: BTreeMap<String, u64> =
+                    engine.job_stats().into_iter().map(|(name, stats)| (name, stats.late_rows())).collect();
                 show::show_list(&engine.catalog, list, &late, &engine.failed)
             }
             WeirStatement::ShowCreate(name) => show::show_create(&self.read_snapshot().catalog, &name),
@@ -299,7 +340,7 @@ impl Database {
                 Ok(command("RESET"))
             }
             WeirStatement::StopJob { id, .. } => {
-                self.engine.write().await.stop_job(&id)?;
+                self.write_engine().await?.stop_job(&id)?;
                 Ok(command("STOP JOB"))
             }
             WeirStatement::Explain(inner) => self.explain(*inner, &session.settings).await,
@@ -354,20 +395,20 @@ impl Database {
                     .await
             }
             Statement::Insert(insert) => {
-                let n = dml::insert(&mut *self.engine.write().await, &stmt, insert, settings).await?;
+                let n = dml::insert(&mut *self.write_engine().await?, &stmt, insert, settings).await?;
                 Ok(StatementResult::Command { tag: "INSERT".into(), rows: Some(n) })
             }
             Statement::Update(update) => {
-                let n = dml::update(&mut *self.engine.write().await, update).await?;
+                let n = dml::update(&mut *self.write_engine().await?, update).await?;
                 Ok(StatementResult::Command { tag: "UPDATE".into(), rows: Some(n) })
             }
             Statement::Delete(delete) => {
-                let n = dml::delete(&mut *self.engine.write().await, delete).await?;
+                let n = dml::delete(&mut *self.write_engine().await?, delete).await?;
                 Ok(StatementResult::Command { tag: "DELETE".into(), rows: Some(n) })
             }
             Statement::CreateView(v) => {
                 let name = object_name(&v.name);
-                let mut engine = self.engine.write().await;
+                let mut engine = self.write_engine().await?;
                 if v.materialized {
                     ddl::create_materialized_view(&mut engine, &name, &v.query, v.if_not_exists, false, settings, sql).await?;
                     return Ok(command("CREATE MATERIALIZED VIEW"));
@@ -426,7 +467,7 @@ mod tests {
             db.execute(&mut s, sql).await?;
         }
         {
-            let mut engine = db.engine().await;
+            let mut engine = db.engine().await?;
             while !engine.poll_sources(std::time::Duration::from_millis(100))?.all_finished {}
         }
         db.execute(&mut s, "CREATE MATERIALIZED VIEW bids_again AS SELECT n FROM bids").await?;
@@ -452,7 +493,7 @@ mod tests {
             db.execute(&mut s, sql).await?;
         }
         let total = "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) AS total FROM bids";
-        let mut engine = db.engine().await;
+        let mut engine = db.engine().await?;
         while !engine.poll_sources(std::time::Duration::from_millis(100))?.all_finished {}
         let read = tokio::time::timeout(std::time::Duration::from_secs(30), rows(&db, &mut s, total)).await;
         assert_eq!(read.expect("the read waited for the engine"), ["| 0 |"], "the epoch in flight is not committed");
@@ -460,6 +501,67 @@ mod tests {
         drop(engine);
         // 1 000 Nexmark events are 20 blocks of 50, each 46 bids (NEXMARK.md 1.3).
         assert_eq!(rows(&db, &mut s, total).await, ["| 920 |"]);
+        Ok(())
+    }
+
+    /// Polls `sql` (one BIGINT) until it returns `want`, for at most 60 s.
+    async fn poll_until(db: &Database, s: &mut Session, sql: &str, want: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let got = rows(db, s, sql).await;
+            if got == [want] {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "{sql}: {got:?}, still not {want} after 60 s");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Independent jobs (every input a connector source of their own, no job reading them) run
+    /// on threads of their own and commit their own epochs: their results and source positions
+    /// are committed (readable, and kept through a restart), and a job that gets a reader comes
+    /// back to the engine, which backfills the reader from its committed rows.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn independent_jobs_run_on_threads_of_their_own() -> crate::error::Result<()> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let bids = |name: &str| {
+            format!(
+                "CREATE TABLE {name} (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,
+                     date_time TIMESTAMP(3), extra VARCHAR)
+                 WITH ('connector' = 'nexmark', 'nexmark.table' = 'bid', 'nexmark.events' = '1000')"
+            )
+        };
+        {
+            let db = Database::open(dir.path())?;
+            let mut s = Session::default();
+            for sql in [
+                bids("b"),
+                "CREATE MATERIALIZED VIEW n1 AS SELECT CAST(COUNT(*) AS BIGINT) AS n FROM b".to_string(),
+                "CREATE MATERIALIZED VIEW n2 AS SELECT CAST(SUM(price) AS BIGINT) AS total FROM b".to_string(),
+            ] {
+                db.execute(&mut s, &sql).await?;
+            }
+            // 1 000 Nexmark events are 20 blocks of 50, each 46 bids (NEXMARK.md 1.3).
+            poll_until(&db, &mut s, "SELECT n FROM n1", "| 920 |").await;
+            poll_until(&db, &mut s, "SELECT CAST(COUNT(*) AS BIGINT) FROM weir_sources WHERE NOT finished", "| 0 |").await;
+            let total = rows(&db, &mut s, "SELECT total FROM n2").await;
+            assert_eq!(db.engine().await?.jobs.len(), 2, "taken back for the statement");
+            db.execute(&mut s, "CREATE MATERIALIZED VIEW twice AS SELECT n * 2 AS n2 FROM n1").await?;
+            assert_eq!(rows(&db, &mut s, "SELECT n2 FROM twice").await, ["| 1840 |"]);
+            let engine = db.engine().await?;
+            drop(engine);
+            assert_eq!(db.detached_jobs().await, ["n2"], "n1 has a reader now; twice reads a view");
+            assert_eq!(rows(&db, &mut s, "SELECT total FROM n2").await, total);
+        }
+        let db = Database::open(dir.path())?;
+        let mut s = Session::default();
+        assert_eq!(rows(&db, &mut s, "SELECT n FROM n1").await, ["| 920 |"], "committed by its thread");
+        assert_eq!(rows(&db, &mut s, "SELECT n2 FROM twice").await, ["| 1840 |"]);
+        assert_eq!(
+            rows(&db, &mut s, "SELECT job, CAST(rows_read AS BIGINT), finished FROM weir_sources ORDER BY job").await,
+            ["| n1 | 920 | true |", "| n2 | 920 | true |"],
+            "positions committed with the results: nothing is read again"
+        );
         Ok(())
     }
 
@@ -480,7 +582,7 @@ mod tests {
             db.execute(&mut s, sql).await?;
         }
         {
-            let mut engine = db.engine().await;
+            let mut engine = db.engine().await?;
             let mut catalog = (*engine.catalog).clone();
             let state = &mut catalog.relations.get_mut("v").expect("v").operator_state;
             let first = state.keys().next().cloned().expect("v has operator state");
@@ -495,7 +597,7 @@ mod tests {
         assert_eq!(rows(&db, &mut s, "SELECT k, n FROM w").await, ["| 1 | 2 |", "| 2 | 2 |"], "still running");
         db.execute(&mut s, "DROP MATERIALIZED VIEW v").await?;
         db.execute(&mut s, "CREATE MATERIALIZED VIEW v AS SELECT k, SUM(v) AS s FROM t GROUP BY k").await?;
-        assert!(db.engine().await.failed.is_empty());
+        assert!(db.engine().await?.failed.is_empty());
         assert_eq!(rows(&db, &mut s, "SELECT k, s FROM v").await, ["| 1 | 15 |", "| 2 | 8 |"]);
         Ok(())
     }

@@ -1,0 +1,307 @@
+//! Independent jobs run on threads of their own.
+//!
+//! A job is *independent* when every relation it reads is a connector table, read by source
+//! tasks of its own, no other job reads its output, it is not FAILED, and its sources route
+//! nothing into other relations (no `'dead-letter.table'`, `'dead-letter.topic'` or
+//! `'late-rows.table'` option). Between two of its checkpoints such a job needs nothing from the
+//! rest of the engine, so while no statement holds the engine it runs on a thread of its own
+//! (a *runner*): it reads its source tasks, pushes their batches and watermarks through its
+//! operators and, every [`CHECKPOINT_INTERVAL`] or when its sources go quiet or end, commits an
+//! epoch of its own: its operators' writes and its source positions in one atomic write,
+//! numbered and published to readers by the same [`Commits`] as the engine's epochs. Two
+//! independent jobs use two cores, and neither waits for the other's work.
+//!
+//! A write statement takes the jobs back first ([`Engine::attach_jobs`]): each runner stops at
+//! the end of its current slice of reading and hands back its job and source tasks with their
+//! uncommitted state, which the statement's own epoch then commits with the rest. After the
+//! statement the engine lets them run again ([`Engine::detach_jobs`]). A runner that stops on
+//! its own hands back its job with the reason: a source whose `'decode.on-error' = 'fail'` met
+//! a bad record (the job is FAILED, as on the engine's thread), or an error, after which the
+//! engine reloads from the last commit as it does for a failure of its own source thread.
+//!
+//! While a job runs detached, the system tables show what its runner published at its last
+//! commit ([`JobStats`], [`SourceRow`]s).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use weir_catalog::RelationKind;
+
+use super::committed::Commits;
+use super::driver::CHECKPOINT_INTERVAL;
+use super::sources::{source_rows_of, SourceRow, SOURCE_BATCH_ROWS, SOURCE_SLICE};
+use super::system::JobStats;
+use super::Engine;
+use crate::error::{Result, WeirError};
+use crate::runtime::relation::connector_of;
+use crate::runtime::Job;
+use crate::source::{progress_key, SourceTask, DEAD_LETTER_TABLE, DEAD_LETTER_TOPIC};
+use crate::state::{EpochWrites, Store};
+
+/// A job's source tasks, by (job, table).
+type Tasks = Vec<((String, String), SourceTask)>;
+
+/// What a runner publishes for the system tables: the job's operators and its sources' rows.
+type Published = Arc<Mutex<(JobStats, Vec<SourceRow>)>>;
+
+/// A job running on a thread of its own.
+pub struct Runner {
+    /// Set to make the runner stop at the end of its current slice.
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<Handback>,
+    /// What the job showed at its last commit.
+    published: Published,
+}
+
+/// What a runner hands back when it stops.
+struct Handback {
+    job: Job,
+    tasks: Tasks,
+    why: Stopped,
+}
+
+/// Why a runner stopped.
+enum Stopped {
+    /// The engine asked.
+    Asked,
+    /// A source with `'decode.on-error' = 'fail'` met a record it cannot decode.
+    Failed(String),
+    /// Reading, an operator or the commit failed; the job's state is not to be trusted.
+    Error(WeirError),
+}
+
+impl Runner {
+    /// Whether the runner's thread has stopped on its own (failed or erred).
+    fn finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+
+    /// Stops the runner and takes its job back.
+    fn join(self) -> Handback {
+        self.stop.store(true, Ordering::Release);
+        match self.thread.join() {
+            Ok(handback) => handback,
+            // The runner's code catches its errors; a panic in it is a bug, not user input.
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+impl Engine {
+    /// Whether job `name` can run on a thread of its own; see the module docs.
+    fn independent(&self, name: &str) -> bool {
+        let Some(job) = self.jobs.get(name) else { return false };
+        if self.failed.contains_key(name) || self.job_order.iter().any(|other| {
+            other != name && self.jobs.get(other).is_some_and(|j| j.reads().contains(&name))
+        }) {
+            return false;
+        }
+        job.reads().iter().all(|relation| {
+            self.catalog.get(relation).is_some_and(|rel| {
+                rel.kind == RelationKind::Table
+                    && connector_of(rel) != "table"
+                    && [DEAD_LETTER_TABLE, DEAD_LETTER_TOPIC, super::LATE_ROWS_TABLE].iter().all(|o| !rel.options.contains_key(*o))
+                    && self.sources.contains_key(&(name.to_string(), relation.to_string()))
+            })
+        })
+    }
+
+    /// Lets every independent job run on a thread of its own, if the engine runs its sources
+    /// itself ([`super::driver::start`]); a no-op otherwise, and for jobs already running so.
+    pub fn detach_jobs(&mut self) {
+        if !self.run_detached {
+            return;
+        }
+        let names: Vec<String> = self.jobs.keys().filter(|n| self.independent(n)).cloned().collect();
+        for name in names {
+            let Some(job) = self.jobs.remove(&name) else { continue };
+            let keys: Vec<(String, String)> = self.sources.keys().filter(|(j, _)| *j == name).cloned().collect();
+            let tasks: Tasks = keys.into_iter().filter_map(|k| self.sources.remove(&k).map(|t| (k, t))).collect();
+            let published: Published = Arc::new(Mutex::new((JobStats::of(&job), rows_of(&tasks))));
+            let stop = Arc::new(AtomicBool::new(false));
+            let (store, commits) = (Arc::clone(&self.store), Arc::clone(&self.commits));
+            let (flag, shown) = (Arc::clone(&stop), Arc::clone(&published));
+            let spawned = std::thread::Builder::new()
+                .name(format!("weir-job-{name}"))
+                .spawn(move || run(job, tasks, &store, &commits, &flag, &shown));
+            match spawned {
+                Ok(thread) => {
+                    self.runners.insert(name, Runner { stop, thread, published });
+                }
+                // The job and its tasks moved into the closure that failed to start: reload
+                // them from the last commit.
+                Err(e) => {
+                    tracing::error!(job = %name, "cannot start the job's thread: {e}; reloading");
+                    self.runners_lost = true;
+                }
+            }
+        }
+    }
+
+    /// Takes every running job back from its thread (see the module docs), so the engine holds
+    /// all jobs with their uncommitted state. A job whose runner failed is FAILED; one whose
+    /// runner erred makes the engine reload from the last commit.
+    ///
+    /// # Errors
+    /// The reload's, when it fails.
+    pub fn attach_jobs(&mut self) -> Result<()> {
+        let names: Vec<String> = self.runners.keys().cloned().collect();
+        self.take_back(names)
+    }
+
+    /// Takes back the jobs whose runners stopped on their own (failed or erred), and commits a
+    /// failure so that it survives a restart. The source thread calls it between slices.
+    ///
+    /// # Errors
+    /// The reload's or the commit's.
+    pub fn reap_runners(&mut self) -> Result<()> {
+        let names: Vec<String> = self.runners.iter().filter(|(_, r)| r.finished()).map(|(n, _)| n.clone()).collect();
+        if names.is_empty() {
+            return Ok(());
+        }
+        self.take_back(names)?;
+        self.commit(EpochWrites::default(), None)
+    }
+
+    fn take_back(&mut self, names: Vec<String>) -> Result<()> {
+        let mut reload = std::mem::take(&mut self.runners_lost);
+        for name in names {
+            let Some(runner) = self.runners.remove(&name) else { continue };
+            let Handback { job, tasks, why } = runner.join();
+            self.jobs.insert(name.clone(), job);
+            self.sources.extend(tasks);
+            match why {
+                Stopped::Asked => {}
+                Stopped::Failed(error) => self.fail_job(&name, error),
+                Stopped::Error(e) => {
+                    tracing::error!(job = %name, "job failed: {e}; resuming from the last commit");
+                    reload = true;
+                }
+            }
+        }
+        if reload {
+            self.reload()?;
+        }
+        Ok(())
+    }
+
+    /// Stops every runner and drops what it held (a reload or the engine's end: the last
+    /// commit is what counts).
+    pub(super) fn stop_runners(&mut self) {
+        for (_, runner) in std::mem::take(&mut self.runners) {
+            drop(runner.join());
+        }
+    }
+
+    /// The jobs running on threads of their own, by name.
+    pub fn detached_jobs(&self) -> Vec<String> {
+        self.runners.keys().cloned().collect()
+    }
+
+    /// What the system tables show of the jobs running detached: their stats by job, and
+    /// their sources' rows.
+    pub(super) fn detached_stats(&self) -> (BTreeMap<String, JobStats>, Vec<SourceRow>) {
+        let mut stats = BTreeMap::new();
+        let mut rows = Vec::new();
+        for (name, runner) in &self.runners {
+            let published = runner.published.lock().unwrap_or_else(PoisonError::into_inner);
+            stats.insert(name.clone(), published.0.clone());
+            rows.extend(published.1.iter().cloned());
+        }
+        (stats, rows)
+    }
+}
+
+/// The rows of `weir_sources` for `tasks`.
+fn rows_of(tasks: &Tasks) -> Vec<SourceRow> {
+    tasks.iter().flat_map(|((job, table), task)| source_rows_of(job, table, task)).collect()
+}
+
+/// The runner's loop: slices of reading, a commit every [`CHECKPOINT_INTERVAL`] (or when the
+/// sources go quiet or end), a short pause when nothing is available, until asked to stop.
+fn run(mut job: Job, mut tasks: Tasks, store: &Store, commits: &Commits, stop: &AtomicBool, published: &Published) -> Handback {
+    let mut last_commit = Instant::now();
+    let mut dirty = false;
+    let why = loop {
+        if stop.load(Ordering::Acquire) {
+            break Stopped::Asked;
+        }
+        let step = match read_slice(&mut job, &mut tasks, store) {
+            Ok(step) => step,
+            Err(e) => break Stopped::Error(e),
+        };
+        if let Some(error) = tasks.iter().find_map(|(_, t)| t.failure.clone()) {
+            break Stopped::Failed(error);
+        }
+        dirty |= step.moved;
+        if dirty && (!step.moved || step.finished || last_commit.elapsed() >= CHECKPOINT_INTERVAL) {
+            if let Err(e) = commit(&mut job, &mut tasks, commits) {
+                break Stopped::Error(e);
+            }
+            dirty = false;
+            last_commit = Instant::now();
+            *published.lock().unwrap_or_else(PoisonError::into_inner) = (JobStats::of(&job), rows_of(&tasks));
+        }
+        if !step.moved {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    Handback { job, tasks, why }
+}
+
+/// What one slice of reading did.
+struct Slice {
+    /// Whether rows or a watermark went into the job.
+    moved: bool,
+    /// Whether every task has read all of its (bounded) input.
+    finished: bool,
+}
+
+/// Reads the tasks round-robin for up to [`SOURCE_SLICE`] (as [`Engine::poll_sources`] does for
+/// the jobs the engine holds), pushing batches and watermarks into `job`. Late rows are counted
+/// by their operators; an independent job has no side table to send them to.
+fn read_slice(job: &mut Job, tasks: &mut Tasks, store: &Store) -> Result<Slice> {
+    let start = Instant::now();
+    let mut moved = false;
+    let mut progressed = true;
+    while progressed && start.elapsed() < SOURCE_SLICE {
+        progressed = false;
+        for ((_, table), task) in tasks.iter_mut() {
+            let next = task.next(SOURCE_BATCH_ROWS)?;
+            if task.failure.is_some() {
+                return Ok(Slice { moved, finished: false });
+            }
+            let Some((batch, watermark)) = next else { continue };
+            progressed = true;
+            moved = true;
+            if let Some(chunk) = batch {
+                job.push(table, &chunk, store)?;
+            }
+            if let Some(wm) = watermark {
+                job.on_watermark(table, wm, store)?;
+            }
+            drop(job.take_late_rows());
+        }
+    }
+    Ok(Slice { moved, finished: tasks.iter().all(|(_, t)| t.bounded() && t.finished()) })
+}
+
+/// Commits the job's epoch: its operators' writes and its tasks' positions, atomically.
+fn commit(job: &mut Job, tasks: &mut Tasks, commits: &Commits) -> Result<()> {
+    let mut writes = EpochWrites::default();
+    job.on_barrier(&mut writes)?;
+    for ((name, table), task) in tasks.iter_mut() {
+        let bytes = serde_json::to_vec(&task.progress).expect("progress serializes");
+        writes.put_meta(&progress_key(name, table), &bytes);
+        // Counted in the progress; an independent job's tables have no dead-letter place.
+        task.dead_letters.clear();
+    }
+    commits.commit(writes, None)?;
+    for (_, task) in tasks.iter_mut() {
+        task.on_committed();
+    }
+    Ok(())
+}
