@@ -11,12 +11,10 @@
 
 use std::time::{Duration, Instant};
 
-use arrow::array::{Array, Int64Array};
-
-use crate::bench::cpu_seconds;
+use crate::bench::{cpu_seconds, single_i64};
 use crate::bench::nexmark::{query_text, source_ddl, NexmarkRun, NexmarkSource};
 use crate::error::{Result, WeirError};
-use crate::sql::{Database, Session, StatementResult};
+use crate::sql::{Database, Session};
 
 /// What one run measured.
 #[derive(Debug, Clone)]
@@ -65,13 +63,7 @@ pub async fn run(data_dir: &std::path::Path, query: &str, events: u64, jobs: usi
     let deadline = start + Duration::from_secs(1800);
     loop {
         let result = db.execute(&mut session, "SELECT CAST(COUNT(*) AS BIGINT) FROM weir_sources WHERE NOT finished").await?;
-        let unfinished = match &result {
-            StatementResult::Rows { batches, .. } => batches
-                .iter()
-                .find(|b| b.num_rows() > 0)
-                .and_then(|b| b.column(0).as_any().downcast_ref::<Int64Array>().map(|a| a.value(0))),
-            StatementResult::Command { .. } => None,
-        };
+        let unfinished = single_i64(&result);
         if unfinished == Some(0) {
             break;
         }

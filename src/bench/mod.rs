@@ -76,3 +76,16 @@ pub fn cpu_seconds() -> Option<f64> {
     let stime: f64 = fields.get(12)?.parse().ok()?;
     Some((utime + stime) / 100.0)
 }
+
+/// The value of a one-row, one-BIGINT result (`SELECT CAST(COUNT(*) AS BIGINT) ...`), if it is
+/// one.
+pub fn single_i64(result: &crate::sql::StatementResult) -> Option<i64> {
+    use arrow::array::{Array, Int64Array};
+    match result {
+        crate::sql::StatementResult::Rows { batches, .. } => batches
+            .iter()
+            .find(|b| b.num_rows() > 0)
+            .and_then(|b| b.column(0).as_any().downcast_ref::<Int64Array>().filter(|a| a.is_valid(0)).map(|a| a.value(0))),
+        crate::sql::StatementResult::Command { .. } => None,
+    }
+}

@@ -11,11 +11,10 @@
 
 use std::time::{Duration, Instant};
 
-use arrow::array::{Array, Int64Array};
-
 use crate::bench::nexmark::{query_text, source_ddl, NexmarkRun, NexmarkSource};
+use crate::bench::single_i64;
 use crate::error::{Result, WeirError};
-use crate::sql::{Database, Session, StatementResult};
+use crate::sql::{Database, Session};
 
 /// Latencies of one phase, milliseconds.
 #[derive(Debug, Clone)]
@@ -103,13 +102,7 @@ async fn time_reads(db: &Database, phase: Duration) -> Result<Latencies> {
         let start = Instant::now();
         let result = db.execute(&mut session, "SELECT count(*) FROM small_counts").await?;
         samples.push(start.elapsed());
-        let n = match &result {
-            StatementResult::Rows { batches, .. } => batches
-                .iter()
-                .find(|b| b.num_rows() > 0)
-                .and_then(|b| b.column(0).as_any().downcast_ref::<Int64Array>().map(|a| a.value(0))),
-            StatementResult::Command { .. } => None,
-        };
+        let n = single_i64(&result);
         if n != Some(2) {
             return Err(WeirError::internal(format!("SELECT count(*) FROM small_counts returned {result:?}, not 2")));
         }
@@ -122,12 +115,5 @@ async fn time_reads(db: &Database, phase: Duration) -> Result<Latencies> {
 async fn rows_read(db: &Database) -> Result<u64> {
     let mut session = Session::default();
     let result = db.execute(&mut session, "SELECT CAST(COALESCE(SUM(rows_read), 0) AS BIGINT) FROM weir_sources").await?;
-    match &result {
-        StatementResult::Rows { batches, .. } => Ok(batches
-            .iter()
-            .find(|b| b.num_rows() > 0)
-            .and_then(|b| b.column(0).as_any().downcast_ref::<Int64Array>().map(|a| a.value(0)))
-            .unwrap_or(0) as u64),
-        StatementResult::Command { .. } => Err(WeirError::internal("SELECT from weir_sources returned no rows")),
-    }
+    single_i64(&result).map(|n| n as u64).ok_or_else(|| WeirError::internal("SELECT from weir_sources returned no number"))
 }

@@ -122,7 +122,9 @@ impl Database {
         Self::open_with(data_dir, true)
     }
 
-    /// The engine, for in-process drivers (benchmarks) that run the sources themselves.
+    /// The engine, for in-process drivers (benchmarks that run the sources themselves, tests).
+    /// While it is held, the jobs that run on threads of their own are taken back, as for a
+    /// write statement ([`EngineWrite`]).
     ///
     /// # Errors
     /// As [`Engine::attach_jobs`].
@@ -449,6 +451,16 @@ mod tests {
         lines
     }
 
+    /// `CREATE TABLE name` over the bids of 1 000 Nexmark events (920 bids: 20 blocks of 50
+    /// events, each 46 bids, NEXMARK.md 1.3), a bounded source.
+    fn nexmark_bids(name: &str) -> String {
+        format!(
+            "CREATE TABLE {name} (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,
+                 date_time TIMESTAMP(3), extra VARCHAR)
+             WITH ('connector' = 'nexmark', 'nexmark.table' = 'bid', 'nexmark.events' = '1000')"
+        )
+    }
+
     /// A view created while the epoch is in flight (a source's rows have reached the views
     /// it feeds but are not committed yet, as between two checkpoints) starts from those rows
     /// too: they went to the jobs that existed, so its backfill must not read an older commit.
@@ -459,9 +471,7 @@ mod tests {
         let db = Database::open_with(dir.path(), false)?;
         let mut s = Session::default();
         for sql in [
-            "CREATE TABLE b (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,
-                 date_time TIMESTAMP(3), extra VARCHAR)
-             WITH ('connector' = 'nexmark', 'nexmark.table' = 'bid', 'nexmark.events' = '1000')",
+            nexmark_bids("b").as_str(),
             "CREATE MATERIALIZED VIEW bids AS SELECT COUNT(*) AS n FROM b",
         ] {
             db.execute(&mut s, sql).await?;
@@ -485,9 +495,7 @@ mod tests {
         let db = Database::open_with(dir.path(), false)?;
         let mut s = Session::default();
         for sql in [
-            "CREATE TABLE b (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,
-                 date_time TIMESTAMP(3), extra VARCHAR)
-             WITH ('connector' = 'nexmark', 'nexmark.table' = 'bid', 'nexmark.events' = '1000')",
+            nexmark_bids("b").as_str(),
             "CREATE MATERIALIZED VIEW bids AS SELECT auction, COUNT(*) AS n FROM b GROUP BY auction",
         ] {
             db.execute(&mut s, sql).await?;
@@ -524,18 +532,11 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn independent_jobs_run_on_threads_of_their_own() -> crate::error::Result<()> {
         let dir = tempfile::tempdir().expect("temp dir");
-        let bids = |name: &str| {
-            format!(
-                "CREATE TABLE {name} (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,
-                     date_time TIMESTAMP(3), extra VARCHAR)
-                 WITH ('connector' = 'nexmark', 'nexmark.table' = 'bid', 'nexmark.events' = '1000')"
-            )
-        };
         {
             let db = Database::open(dir.path())?;
             let mut s = Session::default();
             for sql in [
-                bids("b"),
+                nexmark_bids("b"),
                 "CREATE MATERIALIZED VIEW n1 AS SELECT CAST(COUNT(*) AS BIGINT) AS n FROM b".to_string(),
                 "CREATE MATERIALIZED VIEW n2 AS SELECT CAST(SUM(price) AS BIGINT) AS total FROM b".to_string(),
             ] {
