@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use crate::bench::{cpu_seconds, single_i64};
-use crate::bench::nexmark::{query_text, source_ddl, NexmarkRun, NexmarkSource};
+use crate::bench::nexmark::{create_generator_tables, query_text};
 use crate::error::{Result, WeirError};
 use crate::sql::{Database, Session};
 
@@ -43,18 +43,7 @@ pub async fn run(data_dir: &std::path::Path, query: &str, events: u64, jobs: usi
     let _ = std::fs::remove_dir_all(data_dir);
     let db = Database::open(data_dir)?;
     let mut session = Session::default();
-    let run = NexmarkRun {
-        events,
-        event_rate: 100_000.0,
-        source: NexmarkSource::Generator,
-        partitions: 1,
-        check: false,
-        data_dir: data_dir.to_path_buf(),
-    };
-    for ddl in source_ddl(&run) {
-        db.execute(&mut session, &ddl).await?;
-    }
-    db.execute(&mut session, "CREATE TABLE nexmark_sink (ignored INT) WITH ('connector' = 'blackhole')").await?;
+    create_generator_tables(&db, &mut session, events).await?;
     let cpu_before = cpu_seconds();
     let start = Instant::now();
     for _ in 0..jobs {

@@ -145,7 +145,7 @@ pub fn query_text(name: &str) -> Result<&'static str> {
 }
 
 /// The CREATE TABLE statements of person, auction and bid for `run`.
-pub(crate) fn source_ddl(run: &NexmarkRun) -> Vec<String> {
+fn source_ddl(run: &NexmarkRun) -> Vec<String> {
     let columns = [
         ("person", "id BIGINT, name VARCHAR, email_address VARCHAR, credit_card VARCHAR, city VARCHAR, state VARCHAR, date_time TIMESTAMP(3), extra VARCHAR"),
         ("auction", "id BIGINT, item_name VARCHAR, description VARCHAR, initial_bid BIGINT, reserve BIGINT, date_time TIMESTAMP(3), expires TIMESTAMP(3), seller BIGINT, category BIGINT, extra VARCHAR"),
@@ -169,6 +169,28 @@ pub(crate) fn source_ddl(run: &NexmarkRun) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// Creates person, auction and bid over the built-in generator (`events` events over the three
+/// tables, 0: unbounded, at 100 000 events/s of event time, one partition) and a blackhole
+/// table `nexmark_sink`, for benchmarks that start their own jobs.
+///
+/// # Errors
+/// The statements'.
+pub(crate) async fn create_generator_tables(db: &Database, session: &mut Session, events: u64) -> Result<()> {
+    let run = NexmarkRun {
+        events,
+        event_rate: 100_000.0,
+        source: NexmarkSource::Generator,
+        partitions: 1,
+        check: false,
+        data_dir: PathBuf::new(),
+    };
+    for ddl in source_ddl(&run) {
+        db.execute(session, &ddl).await?;
+    }
+    db.execute(session, "CREATE TABLE nexmark_sink (ignored INT) WITH ('connector' = 'blackhole')").await?;
+    Ok(())
 }
 
 /// Runs query `name` once in a fresh database under `run.data_dir`.

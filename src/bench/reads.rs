@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::bench::nexmark::{query_text, source_ddl, NexmarkRun, NexmarkSource};
+use crate::bench::nexmark::{create_generator_tables, query_text};
 use crate::bench::single_i64;
 use crate::error::{Result, WeirError};
 use crate::sql::{Database, Session};
@@ -71,18 +71,7 @@ pub async fn run(data_dir: &std::path::Path, idle_seconds: u64, busy_seconds: u6
     }
     let idle = time_reads(&db, Duration::from_secs(idle_seconds)).await?;
 
-    let run = NexmarkRun {
-        events: 0,
-        event_rate: 100_000.0,
-        source: NexmarkSource::Generator,
-        partitions: 1,
-        check: false,
-        data_dir: data_dir.to_path_buf(),
-    };
-    for ddl in source_ddl(&run) {
-        db.execute(&mut session, &ddl).await?;
-    }
-    db.execute(&mut session, "CREATE TABLE nexmark_sink (ignored INT) WITH ('connector' = 'blackhole')").await?;
+    create_generator_tables(&db, &mut session, 0).await?;
     db.execute(&mut session, &format!("INSERT INTO nexmark_sink {}", query_text("q20")?)).await?;
     let rows_before = rows_read(&db).await?;
     let start = Instant::now();
