@@ -274,32 +274,9 @@ impl Engine {
         Ok(())
     }
 
-    /// Instantiates the job of materialized view `rel` from `plan`, allocating its operator
-    /// state tables in `catalog` where they are new.
+    /// Instantiates the job of materialized view or `INSERT INTO` job `rel` from `plan`,
+    /// allocating its operator state tables in `catalog` where they are new.
     pub fn build_job(&self, rel: &Relation, plan: &StreamPlan, catalog: &mut Catalog) -> Result<Job> {
-        if rel.kind == RelationKind::SinkJob {
-            let mut operator_state = catalog.get(&rel.name).map(|r| r.operator_state.clone()).unwrap_or_default();
-            let mut allocate = |name: &str| -> u32 {
-                if let Some(id) = operator_state.get(name) {
-                    return *id;
-                }
-                let id = catalog.allocate_state_table();
-                operator_state.insert(name.to_string(), id);
-                id
-            };
-            let job = self.build_sink_job(rel, plan, &mut allocate)?;
-            if let Some(r) = catalog.relations.get_mut(&rel.name) {
-                r.operator_state = operator_state;
-            }
-            return Ok(job);
-        }
-        let mode = match &rel.stream_key {
-            Some(key) => StorageMode::Keyed(key.clone()),
-            None => StorageMode::Multiset,
-        };
-        let rows_table = rel
-            .state_table
-            .ok_or_else(|| WeirError::internal(format!("{} has no state table", rel.name)))?;
         let mut operator_state = catalog.get(&rel.name).map(|r| r.operator_state.clone()).unwrap_or_default();
         let mut allocate = |name: &str| -> u32 {
             if let Some(id) = operator_state.get(name) {
@@ -309,7 +286,18 @@ impl Engine {
             operator_state.insert(name.to_string(), id);
             id
         };
-        let job = Job::build(plan, mode, rows_table, &mut allocate, &self.store)?;
+        let job = if rel.kind == RelationKind::SinkJob {
+            self.build_sink_job(rel, plan, &mut allocate)?
+        } else {
+            let mode = match &rel.stream_key {
+                Some(key) => StorageMode::Keyed(key.clone()),
+                None => StorageMode::Multiset,
+            };
+            let rows_table = rel
+                .state_table
+                .ok_or_else(|| WeirError::internal(format!("{} has no state table", rel.name)))?;
+            Job::build(plan, mode, rows_table, &mut allocate, &self.store)?
+        };
         if let Some(r) = catalog.relations.get_mut(&rel.name) {
             r.operator_state = operator_state;
         }
