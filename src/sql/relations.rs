@@ -1,10 +1,11 @@
 //! The catalog as DataFusion sees it: a schema provider whose tables read Weir's state tables.
 //!
-//! Every statement plans against a [`Snapshot`]: the catalog as of the statement's start and
-//! the store. Tables and materialized views are scanned from their state tables (the last
-//! committed epoch: statements that write hold the database's write lock, so a reader never sees
-//! half an epoch); views are planned from their stored query; connector tables whose runtime is
-//! not built yet plan but refuse to scan.
+//! Every statement plans against a [`Snapshot`]: a catalog and a reader of the state tables. A
+//! read (`SELECT`) gets the last committed epoch's catalog and a RocksDB snapshot of that commit
+//! ([`crate::engine::Committed`]), so it never sees half an epoch nor waits for one; a statement
+//! that holds the engine (DML, DDL) gets the engine's catalog and the store's latest commit.
+//! Tables and materialized views are scanned from their state tables; views are planned from
+//! their stored query; connector tables plan but refuse to scan.
 
 use std::sync::Arc;
 
