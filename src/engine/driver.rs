@@ -27,11 +27,13 @@ pub fn start(engine: &Arc<RwLock<Engine>>, read_sources: bool) -> Result<()> {
             loop {
                 tick.tick().await;
                 let Some(shared) = weak.upgrade() else { break };
-                let mut engine = shared.write().await;
-                if engine.idle_base.is_empty() {
+                // Most databases have no table whose watermark advances when idle: look under the
+                // read lock, and take the write lock only when there is one.
+                if shared.read().await.idle_base.is_empty() {
                     continue;
                 }
-                if let Err(e) = engine.advance_idle_watermarks() {
+                let advanced = shared.write().await.advance_idle_watermarks();
+                if let Err(e) = advanced {
                     tracing::error!("advancing idle watermarks: {e}");
                 }
             }
