@@ -12,20 +12,18 @@
 //! each stored view and job again through the [`JobPlanner`] the engine was loaded with.
 
 use std::collections::{BTreeMap, HashMap};
-
 use std::sync::Arc;
 
 use weir_catalog::{Catalog, Relation, RelationKind};
 
+use super::committed::{Commits, CommittedSlot};
+use super::runner::Runner;
 use crate::error::{Result, WeirError};
 use crate::plan::StreamPlan;
 use crate::runtime::operators::materialize::StorageMode;
-use crate::runtime::table::TableStore;
-use crate::runtime::{Job, StreamChunk};
-use crate::engine::committed::{Commits, CommittedSlot};
-use crate::engine::runner::Runner;
 use crate::runtime::relation::{connector_of, layout_of, relation_schema};
-use crate::runtime::table::scan_rows;
+use crate::runtime::table::{scan_rows, TableStore};
+use crate::runtime::{Job, StreamChunk};
 use crate::state::{EpochWrites, Store};
 
 /// The catalog, jobs and sequences of a database.

@@ -4,15 +4,14 @@
 
 use std::time::{Duration, Instant};
 
+use arrow::array::{BinaryArray, Int32Array, Int64Array, StringArray};
 use weir_catalog::RelationKind;
 
-use crate::error::{Result, WeirError};
-use crate::runtime::StreamChunk;
-use arrow::array::{BinaryArray, Int32Array, Int64Array, StringArray};
-
-use crate::source::{has_source, progress_key, SourceProgress, SourceTask, DEAD_LETTER_TABLE, DEAD_LETTER_TOPIC};
 use super::Engine;
+use crate::error::{Result, WeirError};
 use crate::runtime::relation::connector_of;
+use crate::runtime::StreamChunk;
+use crate::source::{has_source, progress_key, SourceProgress, SourceTask, DEAD_LETTER_TABLE, DEAD_LETTER_TOPIC};
 use crate::state::EpochWrites;
 
 /// Rows per source batch.
