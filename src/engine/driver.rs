@@ -66,8 +66,16 @@ fn source_loop(engine: Weak<RwLock<Engine>>) {
         let mut engine = shared.blocking_write();
         // Jobs running on threads of their own that stopped on a failure come back here;
         // independent jobs the engine holds (after a reload, say) go back to threads of their own.
-        if let Err(e) = engine.reap_runners() {
-            tracing::error!("taking back a failed job: {e}");
+        match engine.reap_runners() {
+            Ok(false) => {}
+            // A job erred and the engine reloaded: back off as after a failure of this thread.
+            Ok(true) => {
+                drop(engine);
+                drop(shared);
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                continue;
+            }
+            Err(e) => tracing::error!("taking back a failed job: {e}"),
         }
         engine.detach_jobs();
         if engine.sources.is_empty() {

@@ -149,24 +149,28 @@ impl Engine {
     /// The reload's, when it fails.
     pub fn attach_jobs(&mut self) -> Result<()> {
         let names: Vec<String> = self.runners.keys().cloned().collect();
-        self.take_back(names)
+        self.take_back(names).map(drop)
     }
 
     /// Takes back the jobs whose runners stopped on their own (failed or erred), and commits a
     /// failure so that it survives a restart. The source thread calls it between slices.
+    /// Returns whether a runner's error made the engine reload (the caller backs off, as after
+    /// a failure of its own, before the jobs run again).
     ///
     /// # Errors
     /// The reload's or the commit's.
-    pub fn reap_runners(&mut self) -> Result<()> {
+    pub fn reap_runners(&mut self) -> Result<bool> {
         let names: Vec<String> = self.runners.iter().filter(|(_, r)| r.finished()).map(|(n, _)| n.clone()).collect();
         if names.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
-        self.take_back(names)?;
-        self.commit(EpochWrites::default(), None)
+        let reloaded = self.take_back(names)?;
+        self.commit(EpochWrites::default(), None)?;
+        Ok(reloaded)
     }
 
-    fn take_back(&mut self, names: Vec<String>) -> Result<()> {
+    /// Takes the jobs of runners `names` back; returns whether the engine reloaded.
+    fn take_back(&mut self, names: Vec<String>) -> Result<bool> {
         let mut reload = std::mem::take(&mut self.runners_lost);
         for name in names {
             let Some(runner) = self.runners.remove(&name) else { continue };
@@ -185,7 +189,7 @@ impl Engine {
         if reload {
             self.reload()?;
         }
-        Ok(())
+        Ok(reload)
     }
 
     /// Stops every runner and drops what it held (a reload or the engine's end: the last

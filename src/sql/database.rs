@@ -139,7 +139,7 @@ impl Database {
     /// As [`Database::open`].
     pub fn open_with(data_dir: &std::path::Path, read_sources: bool) -> Result<Arc<Self>> {
         let store = Arc::new(Store::open(data_dir)?);
-        let engine = Engine::load(store, Arc::new(SqlPlanner))?;
+        let mut engine = Engine::load(store, Arc::new(SqlPlanner))?;
         tracing::info!(
             epoch = engine.epoch(),
             relations = engine.catalog.relations.len(),
@@ -147,7 +147,6 @@ impl Database {
             "opened {}",
             data_dir.display()
         );
-        let mut engine = engine;
         if read_sources {
             engine.run_jobs_detached();
         }
