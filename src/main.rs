@@ -19,11 +19,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use bytesize::ByteSize;
 use clap::{Args, Parser, Subcommand};
 use tracing::{error, info};
 use tracing_subscriber::EnvFilter;
 use weir::frontend;
-use weir::sql::database::Database;
+use weir::sql::database::{Database, OpenOptions};
+use weir::state::StoreOptions;
 
 /// mimalloc: the state layer allocates a key and a value per row; glibc's malloc took ~40% of
 /// Nexmark q4's cycles in a profile (bench/README.md).
@@ -133,6 +135,27 @@ enum Bench {
         /// Scratch directory for the database (emptied first).
         #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-nexmark")]
         data_dir: PathBuf,
+        /// The state cache's size, as `weir serve --state-cache-size`.
+        #[arg(long, value_name = "SIZE", default_value = "256MiB")]
+        state_cache_size: ByteSize,
+        /// Leave the database in --data-dir after the run (one query only).
+        #[arg(long)]
+        keep: bool,
+    },
+    /// Runs a Nexmark query (as `bench nexmark`, into a blackhole) in a child process and keeps
+    /// its database, then opens that database in this process as a restarted server would and
+    /// prints the time until it answers its first query and this process's peak RSS.
+    Restart {
+        #[arg(long, default_value = "q20")]
+        query: String,
+        #[arg(long, default_value_t = 10_000_000)]
+        events: u64,
+        /// The state cache's size, as `weir serve --state-cache-size`.
+        #[arg(long, value_name = "SIZE", default_value = "256MiB")]
+        state_cache_size: ByteSize,
+        /// Scratch directory for the database (emptied first).
+        #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-restart")]
+        data_dir: PathBuf,
     },
     /// Produces --records JSON records into a new topic on --brokers (not timed), then runs a
     /// Kafka JSON source plus a filter job into a blackhole until every record is read; prints
@@ -200,6 +223,10 @@ struct ServeArgs {
     /// Directory holding the database's state; created if missing.
     #[arg(long, value_name = "DIR", default_value = "./weir-data")]
     data_dir: PathBuf,
+    /// Memory for the state cache shared by every job's state tables (e.g. 512MiB, 2GiB).
+    /// State beyond it stays in RocksDB and is read back on demand.
+    #[arg(long, value_name = "SIZE", default_value = "256MiB")]
+    state_cache_size: ByteSize,
 }
 
 fn main() -> ExitCode {
@@ -245,8 +272,28 @@ fn main() -> ExitCode {
             Some(Command::Bench(Bench::Nexmark { parallelism, .. })) if parallelism != 1 => Err(format!(
                 "--parallelism {parallelism}: this version runs each job on one core; only --parallelism 1 is supported (--partitions splits the source)"
             )),
-            Some(Command::Bench(Bench::Nexmark { query, all, events, source, partitions, event_rate, check, data_dir, .. })) => {
-                bench_nexmark(query, all, events, &source, partitions, event_rate, check, data_dir).await
+            Some(Command::Bench(Bench::Nexmark {
+                query,
+                all,
+                events,
+                source,
+                partitions,
+                event_rate,
+                check,
+                data_dir,
+                state_cache_size,
+                keep,
+                ..
+            })) => {
+                let run = NexmarkArgs { events, source, partitions, event_rate, check, data_dir, state_cache_size, keep };
+                bench_nexmark(query, all, run).await
+            }
+            Some(Command::Bench(Bench::Restart { query, events, state_cache_size, data_dir })) => {
+                let report = weir::bench::restart::run(&data_dir, &query, events, state_cache_size.as_u64())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                println!("{report}");
+                Ok(())
             }
             Some(Command::Bench(Bench::Kafka { brokers, records, partitions, data_dir })) => {
                 let (report, cpu) =
@@ -298,7 +345,11 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     // Installed before the server listens, so a signal right after "listening on" is ours.
     let shutdown =
         shutdown_signal().map_err(|err| format!("cannot install signal handlers: {err}"))?;
-    let db = Database::open(&args.data_dir).map_err(|err| {
+    let options = OpenOptions {
+        store: StoreOptions { state_cache_bytes: args.state_cache_size.as_u64() },
+        ..OpenOptions::default()
+    };
+    let db = Database::open_with(&args.data_dir, options).map_err(|err| {
         format!(
             "cannot open the database in {}: {err}",
             args.data_dir.display()
@@ -350,18 +401,22 @@ async fn bench_window(
 
 /// `weir bench nexmark`: one query's figures, or the table of all of them.
 #[allow(clippy::too_many_arguments)]
-async fn bench_nexmark(
-    query: Option<String>,
-    all: bool,
+/// The options of `weir bench nexmark` besides which queries.
+struct NexmarkArgs {
     events: Option<u64>,
-    source: &str,
+    source: String,
     partitions: usize,
     event_rate: Option<f64>,
     check: bool,
     data_dir: PathBuf,
-) -> Result<(), String> {
+    state_cache_size: ByteSize,
+    keep: bool,
+}
+
+async fn bench_nexmark(query: Option<String>, all: bool, args: NexmarkArgs) -> Result<(), String> {
     use weir::bench::nexmark::{self, NexmarkRun, NexmarkSource, QueryReport};
-    let source_arg = source.to_string();
+    let NexmarkArgs { events, source, partitions, event_rate, check, data_dir, state_cache_size, keep } = args;
+    let source_arg = source.clone();
     let source = match source.split_once(':') {
         None if source == "generator" => NexmarkSource::Generator,
         Some(("files", dir)) => NexmarkSource::Files(PathBuf::from(dir)),
@@ -381,11 +436,16 @@ async fn bench_nexmark(
         partitions,
         check,
         data_dir,
+        state_cache_bytes: state_cache_size.as_u64(),
+        keep,
     };
     let names: Vec<String> = match query {
         Some(q) if !all => vec![q],
         _ => nexmark::QUERIES.iter().map(|(n, _)| n.to_string()).collect(),
     };
+    if keep && names.len() > 1 {
+        return Err("--keep keeps one query's database: give --query, not --all".into());
+    }
     println!("{}", QueryReport::HEADER);
     let mut failed = Vec::new();
     if names.len() > 1 {
@@ -396,7 +456,8 @@ async fn bench_nexmark(
             cmd.args(["bench", "nexmark", "--query", name, "--source", &source_arg, "--partitions"])
                 .arg(run.partitions.to_string())
                 .arg("--data-dir")
-                .arg(&run.data_dir);
+                .arg(&run.data_dir)
+                .args(["--state-cache-size", &state_cache_size.as_u64().to_string()]);
             if run.check {
                 cmd.arg("--check");
             } else {

@@ -12,7 +12,7 @@ use weir_connectors::kafka::{create_topic, KafkaSinkConfig, KafkaWriter};
 
 use crate::bench::Report;
 use crate::error::{Result, WeirError};
-use crate::sql::{Database, Session};
+use crate::sql::{Database, OpenOptions, Session};
 use crate::state::EpochWrites;
 
 /// Runs the benchmark against `brokers` in a fresh database under `data_dir`.
@@ -47,7 +47,7 @@ pub async fn run(data_dir: &std::path::Path, brokers: &str, records: u64, partit
     writer.flush(Duration::from_secs(120)).map_err(|e| WeirError::execution(e.to_string()))?;
 
     let _ = std::fs::remove_dir_all(data_dir);
-    let db = Database::open_with(data_dir, false)?;
+    let db = Database::open_with(data_dir, OpenOptions { read_sources: false, ..OpenOptions::default() })?;
     let mut session = Session::default();
     db.execute(
         &mut session,

@@ -6,6 +6,7 @@ pub mod kafka;
 pub mod nexmark;
 pub mod nexmark_gen;
 pub mod reads;
+pub mod restart;
 pub mod window;
 
 use std::fmt;

@@ -23,7 +23,8 @@ use sha2::{Digest, Sha256};
 
 use crate::bench::cpu_seconds;
 use crate::error::{Result, WeirError};
-use crate::sql::{Database, Session, StatementResult};
+use crate::sql::{Database, OpenOptions, Session, StatementResult};
+use crate::state::StoreOptions;
 use crate::state::EpochWrites;
 
 /// The queries, by name, as stored in bench/nexmark/queries.
@@ -83,6 +84,10 @@ pub struct NexmarkRun {
     pub partitions: usize,
     pub check: bool,
     pub data_dir: PathBuf,
+    /// The state cache's size, bytes.
+    pub state_cache_bytes: u64,
+    /// Leave the database in `data_dir` after the run (for `weir bench restart`).
+    pub keep: bool,
 }
 
 /// What one query's run measured.
@@ -185,6 +190,8 @@ pub(crate) async fn create_generator_tables(db: &Database, session: &mut Session
         partitions: 1,
         check: false,
         data_dir: PathBuf::new(),
+        state_cache_bytes: crate::state::DEFAULT_STATE_CACHE_BYTES,
+        keep: false,
     };
     for ddl in source_ddl(&run) {
         db.execute(session, &ddl).await?;
@@ -200,7 +207,11 @@ pub(crate) async fn create_generator_tables(db: &Database, session: &mut Session
 pub async fn run_query(name: &str, run: &NexmarkRun) -> Result<QueryReport> {
     let query = query_text(name)?;
     let _ = std::fs::remove_dir_all(&run.data_dir);
-    let db = Database::open_with(&run.data_dir, false)?;
+    let options = OpenOptions {
+        read_sources: false,
+        store: StoreOptions { state_cache_bytes: run.state_cache_bytes },
+    };
+    let db = Database::open_with(&run.data_dir, options)?;
     let mut session = Session::default();
     for ddl in source_ddl(run) {
         db.execute(&mut session, &ddl).await?;
@@ -233,6 +244,15 @@ pub async fn run_query(name: &str, run: &NexmarkRun) -> Result<QueryReport> {
                 break;
             }
         }
+        for row in &engine.system_state().state_tables {
+            if let Some(c) = row.cache {
+                let rate = c.hits as f64 / (c.hits + c.misses).max(1) as f64;
+                tracing::info!(
+                    "state table {} {}: cache hit rate {rate:.3} ({} hits, {} misses), {} entries / {} MiB cached, {} MiB on disk",
+                    row.operator, row.name, c.hits, c.misses, c.entries, c.bytes >> 20, row.disk_bytes >> 20
+                );
+            }
+        }
         let counters = engine.sink_rows.lock().expect("sink counters");
         counters.values().map(|c| c.load(std::sync::atomic::Ordering::Relaxed)).sum::<u64>()
     };
@@ -256,7 +276,9 @@ pub async fn run_query(name: &str, run: &NexmarkRun) -> Result<QueryReport> {
         report.check = Some(compare_with_manifest(name, &text, &run.data_dir));
     }
     drop(db);
-    let _ = std::fs::remove_dir_all(&run.data_dir);
+    if !run.keep {
+        let _ = std::fs::remove_dir_all(&run.data_dir);
+    }
     Ok(report)
 }
 

@@ -439,7 +439,7 @@ impl Engine {
         self.flush_dead_letters(&mut writes)?;
         self.write_source_progress(&mut writes);
         for job in self.jobs.values_mut() {
-            job.on_barrier(&mut writes)?;
+            job.on_barrier(&self.store, &mut writes)?;
         }
         for (id, next) in &self.row_ids {
             writes.put_meta(&format!("seq/{id}"), &next.to_be_bytes());

@@ -242,7 +242,7 @@ fn run(mut job: Job, mut tasks: Tasks, store: &Store, commits: &Commits, stop: &
         }
         dirty |= step.moved;
         if dirty && (!step.moved || step.finished || last_commit.elapsed() >= CHECKPOINT_INTERVAL) {
-            if let Err(e) = commit(&mut job, &mut tasks, commits) {
+            if let Err(e) = commit(&mut job, &mut tasks, store, commits) {
                 break Stopped::Error(e);
             }
             dirty = false;
@@ -294,9 +294,9 @@ fn read_slice(job: &mut Job, tasks: &mut Tasks, store: &Store) -> Result<Slice> 
 }
 
 /// Commits the job's epoch: its operators' writes and its tasks' positions, atomically.
-fn commit(job: &mut Job, tasks: &mut Tasks, commits: &Commits) -> Result<()> {
+fn commit(job: &mut Job, tasks: &mut Tasks, store: &Store, commits: &Commits) -> Result<()> {
     let mut writes = EpochWrites::default();
-    job.on_barrier(&mut writes)?;
+    job.on_barrier(store, &mut writes)?;
     for ((name, table), task) in tasks.iter_mut() {
         let bytes = serde_json::to_vec(&task.progress).expect("progress serializes");
         writes.put_meta(&progress_key(name, table), &bytes);

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::sources::SourceRow;
 use super::Engine;
 use crate::runtime::Job;
+use crate::state::state_table::CacheStats;
 
 /// The rows of the system tables at one moment.
 #[derive(Debug, Default)]
@@ -35,8 +36,11 @@ pub struct StateTableRow {
     pub name: String,
     /// The state table id (its RocksDB key prefix).
     pub id: u32,
-    /// Entries and bytes (keys plus values as stored) of a table held in memory.
-    pub size: Option<(u64, u64)>,
+    /// The table's state cache now (`None`: a table read from RocksDB without one).
+    pub cache: Option<CacheStats>,
+    /// The approximate bytes of the table in RocksDB's files (compressed; rows still only in
+    /// the memtable not counted).
+    pub disk_bytes: u64,
     /// State TTL, ms.
     pub ttl_ms: Option<i64>,
 }
@@ -46,9 +50,9 @@ pub struct StateTableRow {
 pub struct JobStats {
     /// Its event-time operators: (operator index, operator, watermark ms, late rows).
     pub event_time_operators: Vec<(usize, &'static str, Option<i64>, u64)>,
-    /// Its operators' state tables: (operator index, operator, table name, table id, entries
-    /// and bytes of a table held in memory, TTL ms).
-    pub state_tables: Vec<(usize, &'static str, String, u32, Option<(u64, u64)>, Option<i64>)>,
+    /// Its operators' state tables: (operator index, operator, table name, table id, its
+    /// cache's figures, TTL ms).
+    pub state_tables: Vec<(usize, &'static str, String, u32, Option<CacheStats>, Option<i64>)>,
 }
 
 impl JobStats {
@@ -56,7 +60,7 @@ impl JobStats {
     pub fn of(job: &Job) -> Self {
         Self {
             event_time_operators: job.event_time_operators(),
-            state_tables: job.state_tables().into_iter().map(|(i, op, name, t)| (i, op, name, t.id(), t.size(), t.ttl_ms())).collect(),
+            state_tables: job.state_tables().into_iter().map(|(i, op, name, t)| (i, op, name, t.id(), t.cache_stats(), t.ttl_ms())).collect(),
         }
     }
 
@@ -99,13 +103,14 @@ impl Engine {
             state_tables: stats
                 .iter()
                 .flat_map(|(job, s)| {
-                    s.state_tables.iter().map(move |(i, op, name, id, size, ttl_ms)| StateTableRow {
+                    s.state_tables.iter().map(move |(i, op, name, id, cache, ttl_ms)| StateTableRow {
                         job: job.clone(),
                         operator_index: *i as u64,
                         operator: op.to_string(),
                         name: name.clone(),
                         id: *id,
-                        size: *size,
+                        cache: *cache,
+                        disk_bytes: self.store.approximate_bytes(*id),
                         ttl_ms: *ttl_ms,
                     })
                 })

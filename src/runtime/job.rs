@@ -362,10 +362,12 @@ impl Job {
             .collect()
     }
 
-    /// Hands every operator's epoch writes to `writes`.
-    pub fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
+    /// Hands every operator's epoch writes to `writes`; operators read `store` for what a
+    /// barrier does besides (a state TTL sweep).
+    pub fn on_barrier(&mut self, store: &Store, writes: &mut EpochWrites) -> Result<()> {
+        let ctx = OpContext { store };
         for node in &mut self.nodes {
-            node.op.on_barrier(writes)?;
+            node.op.on_barrier(writes, &ctx)?;
         }
         Ok(())
     }

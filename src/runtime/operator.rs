@@ -91,7 +91,7 @@ pub trait Operator: Send + Sync {
     }
 
     /// Hands this epoch's state writes to `writes` (never to RocksDB directly).
-    fn on_barrier(&mut self, _writes: &mut EpochWrites) -> Result<()> {
+    fn on_barrier(&mut self, _writes: &mut EpochWrites, _ctx: &OpContext<'_>) -> Result<()> {
         Ok(())
     }
 }

@@ -22,7 +22,7 @@ use crate::sql::planning::{plan_job, JobKind, SqlPlanner};
 use crate::sql::{ddl, dml};
 use crate::sql::relations::{session_context, Snapshot, SystemLoader, SystemTables};
 use crate::sql::show::{self, text_rows, DEFAULT_SETTINGS};
-use crate::state::{ScanState, Store};
+use crate::state::{ScanState, Store, StoreOptions};
 
 /// Per-connection settings (`SET` / `SHOW` / `RESET`).
 #[derive(Debug, Default, Clone)]
@@ -111,6 +111,22 @@ impl Drop for QueryRuntime {
     }
 }
 
+/// How a [`Database`] is opened.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenOptions {
+    /// Whether a thread reads the connector sources (`false`: the caller drives them with
+    /// [`Engine::poll_sources`], as in-process benchmarks do).
+    pub read_sources: bool,
+    /// The store's options: the state cache size.
+    pub store: StoreOptions,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        Self { read_sources: true, store: StoreOptions::default() }
+    }
+}
+
 impl Database {
     /// Opens (or creates) the database in `data_dir`, restarting every materialized view's job
     /// from the last committed epoch.
@@ -119,7 +135,7 @@ impl Database {
     /// `Storage` when the directory cannot be opened (another server holds it, permissions) or
     /// the stored state cannot be read.
     pub fn open(data_dir: &std::path::Path) -> Result<Arc<Self>> {
-        Self::open_with(data_dir, true)
+        Self::open_with(data_dir, OpenOptions::default())
     }
 
     /// The engine, for in-process drivers (benchmarks that run the sources themselves, tests).
@@ -132,13 +148,13 @@ impl Database {
         self.write_engine().await
     }
 
-    /// [`Database::open`]; with `read_sources` false no thread reads the connector sources and
-    /// the caller drives them with [`Engine::poll_sources`].
+    /// [`Database::open`] with `options`.
     ///
     /// # Errors
     /// As [`Database::open`].
-    pub fn open_with(data_dir: &std::path::Path, read_sources: bool) -> Result<Arc<Self>> {
-        let store = Arc::new(Store::open(data_dir)?);
+    pub fn open_with(data_dir: &std::path::Path, options: OpenOptions) -> Result<Arc<Self>> {
+        let OpenOptions { read_sources, store } = options;
+        let store = Arc::new(Store::open_with(data_dir, store)?);
         let mut engine = Engine::load(store, Arc::new(SqlPlanner))?;
         tracing::info!(
             epoch = engine.epoch(),
@@ -437,7 +453,7 @@ pub const FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(12
 
 #[cfg(test)]
 mod tests {
-    use super::{Database, Session, StatementResult};
+    use super::{Database, OpenOptions, Session, StatementResult};
     use crate::state::EpochWrites;
 
     /// The rows of `sql` as text, sorted.
@@ -467,7 +483,7 @@ mod tests {
     async fn a_view_created_mid_epoch_sees_the_uncommitted_rows_of_its_source() -> crate::error::Result<()> {
         let dir = tempfile::tempdir().expect("temp dir");
         // No background source loop: the test reads the source itself, without committing.
-        let db = Database::open_with(dir.path(), false)?;
+        let db = Database::open_with(dir.path(), OpenOptions { read_sources: false, ..OpenOptions::default() })?;
         let mut s = Session::default();
         for sql in [
             nexmark_bids("b").as_str(),
@@ -491,7 +507,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_read_neither_waits_for_the_engine_nor_sees_the_epoch_in_flight() -> crate::error::Result<()> {
         let dir = tempfile::tempdir().expect("temp dir");
-        let db = Database::open_with(dir.path(), false)?;
+        let db = Database::open_with(dir.path(), OpenOptions { read_sources: false, ..OpenOptions::default() })?;
         let mut s = Session::default();
         for sql in [
             nexmark_bids("b").as_str(),

@@ -96,15 +96,18 @@ impl SystemTables {
 ///   `filesystem`, the next offset for `kafka`), Kafka's high watermark and the lag behind it,
 ///   the partition's watermark (the largest WATERMARK expression value of its rows), whether it
 ///   has ended, and the rows and undecodable records the task has read in all.
-/// - `weir_state_tables (job, operator_index, operator, state_table, table_id, entries, bytes,
-///   ttl_ms)`: each state table of each running job's operators, with its number of entries
-///   (keys) and bytes (keys plus values as stored) for the tables operators keep in memory
-///   (NULL for those read from RocksDB on demand: a view's own rows, window slices), and its
+/// - `weir_state_tables (job, operator_index, operator, state_table, table_id, entries,
+///   disk_bytes, cache_entries, cache_bytes, cache_hit_rate, ttl_ms)`: each state table of each
+///   running job's operators: its entries (keys) as of the last committed epoch (counted when
+///   the table is read), its approximate bytes in RocksDB's files (compressed; 0 while all of
+///   it is still in the memtable), what its state cache holds now (entries, estimated bytes;
+///   NULL for tables read from RocksDB without a cache: a view's own rows, window slices), the
+///   fraction of its reads the cache served since the job started (NULL before any), and its
 ///   state TTL in ms (NULL: none).
 pub const SYSTEM_TABLES: &[&str] =
     &["weir_watermarks", "weir_late_rows", "weir_operator_watermarks", "weir_sources", "weir_state_tables"];
 
-fn system_table(name: &str, state: &SystemState) -> Result<Option<Arc<dyn TableProvider>>> {
+fn system_table(name: &str, state: &SystemState, reader: &dyn ScanState) -> Result<Option<Arc<dyn TableProvider>>> {
     use arrow::array::{ArrayRef, RecordBatch, StringArray, TimestampMillisecondArray, UInt64Array};
     let (schema, columns): (SchemaRef, Vec<ArrayRef>) = match name {
         "weir_watermarks" => (
@@ -181,6 +184,15 @@ fn system_table(name: &str, state: &SystemState) -> Result<Option<Arc<dyn TableP
         }
         "weir_state_tables" => {
             let rows = &state.state_tables;
+            let mut entries = Vec::with_capacity(rows.len());
+            for row in rows {
+                let mut n = 0u64;
+                reader.scan_table(row.id, &mut |_, _| {
+                    n += 1;
+                    Ok(true)
+                })?;
+                entries.push(n);
+            }
             (
                 Arc::new(Schema::new(vec![
                     Field::new("job", DataType::Utf8, false),
@@ -188,8 +200,11 @@ fn system_table(name: &str, state: &SystemState) -> Result<Option<Arc<dyn TableP
                     Field::new("operator", DataType::Utf8, false),
                     Field::new("state_table", DataType::Utf8, false),
                     Field::new("table_id", DataType::UInt64, false),
-                    Field::new("entries", DataType::UInt64, true),
-                    Field::new("bytes", DataType::UInt64, true),
+                    Field::new("entries", DataType::UInt64, false),
+                    Field::new("disk_bytes", DataType::UInt64, false),
+                    Field::new("cache_entries", DataType::UInt64, true),
+                    Field::new("cache_bytes", DataType::UInt64, true),
+                    Field::new("cache_hit_rate", DataType::Float64, true),
                     Field::new("ttl_ms", DataType::Int64, true),
                 ])),
                 vec![
@@ -198,8 +213,15 @@ fn system_table(name: &str, state: &SystemState) -> Result<Option<Arc<dyn TableP
                     Arc::new(StringArray::from_iter_values(rows.iter().map(|s| s.operator.as_str()))),
                     Arc::new(StringArray::from_iter_values(rows.iter().map(|s| s.name.as_str()))),
                     Arc::new(UInt64Array::from_iter_values(rows.iter().map(|s| u64::from(s.id)))),
-                    Arc::new(UInt64Array::from(rows.iter().map(|s| s.size.map(|x| x.0)).collect::<Vec<_>>())),
-                    Arc::new(UInt64Array::from(rows.iter().map(|s| s.size.map(|x| x.1)).collect::<Vec<_>>())),
+                    Arc::new(UInt64Array::from(entries)),
+                    Arc::new(UInt64Array::from_iter_values(rows.iter().map(|s| s.disk_bytes))),
+                    Arc::new(UInt64Array::from(rows.iter().map(|s| s.cache.map(|c| c.entries)).collect::<Vec<_>>())),
+                    Arc::new(UInt64Array::from(rows.iter().map(|s| s.cache.map(|c| c.bytes)).collect::<Vec<_>>())),
+                    Arc::new(arrow::array::Float64Array::from(
+                        rows.iter()
+                            .map(|s| s.cache.filter(|c| c.hits + c.misses > 0).map(|c| c.hits as f64 / (c.hits + c.misses) as f64))
+                            .collect::<Vec<_>>(),
+                    )),
                     Arc::new(arrow::array::Int64Array::from(rows.iter().map(|s| s.ttl_ms).collect::<Vec<_>>())),
                 ],
             )
@@ -275,7 +297,8 @@ impl SchemaProvider for WeirSchema {
             if !SYSTEM_TABLES.contains(&name) {
                 return Ok(None);
             }
-            return system_table(name, &*self.snapshot.system.get().await).map_err(to_df);
+            let state = self.snapshot.system.get().await;
+            return system_table(name, &state, &*self.snapshot.reader).map_err(to_df);
         };
         let schema = relation_schema(rel).map_err(to_df)?;
         match rel.kind {

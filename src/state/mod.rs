@@ -5,4 +5,4 @@ pub mod store;
 
 pub use codec::RowCodec;
 pub use state_table::StateTable;
-pub use store::{EpochWrites, ScanState, Store, StoreSnapshot};
+pub use store::{EpochWrites, ScanState, Store, StoreOptions, StoreSnapshot, DEFAULT_STATE_CACHE_BYTES};

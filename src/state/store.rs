@@ -25,6 +25,85 @@ const DATA: u8 = b'd';
 /// The RocksDB database of one Weir server.
 pub struct Store {
     db: DB,
+    /// The memory budget the state tables of every job opened over this store share.
+    cache: Arc<CacheBudget>,
+}
+
+/// How a [`Store`] is opened.
+#[derive(Debug, Clone, Copy)]
+pub struct StoreOptions {
+    /// Bytes of the state cache shared by all state tables (`weir serve --state-cache-size`).
+    pub state_cache_bytes: u64,
+}
+
+/// The default state cache: 256 MiB. With RocksDB's memtables and block cache beside it, a
+/// server stays well under 1 GB whatever its state size (issue 14's target).
+pub const DEFAULT_STATE_CACHE_BYTES: u64 = 256 << 20;
+
+/// RocksDB's block cache (data blocks), bytes; the OS page cache holds the files besides.
+const BLOCK_CACHE_BYTES: usize = 32 << 20;
+
+/// RocksDB's memtable size, bytes (at most two per column family: one filling, one flushing).
+const WRITE_BUFFER_BYTES: usize = 32 << 20;
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self { state_cache_bytes: DEFAULT_STATE_CACHE_BYTES }
+    }
+}
+
+/// The memory budget of the state cache, shared by every [`StateTable`](super::StateTable)
+/// opened over one store; each table evicts its own least recently used entries when the
+/// total is over the budget and its share is above its fair share (the budget divided by the
+/// number of open tables).
+#[derive(Debug)]
+pub struct CacheBudget {
+    /// The budget, bytes.
+    capacity: u64,
+    /// Bytes cached by all tables now (estimated: keys, values and per-entry overhead).
+    used: std::sync::atomic::AtomicU64,
+    /// Open tables with a cache.
+    tables: std::sync::atomic::AtomicU64,
+}
+
+impl CacheBudget {
+    /// A budget of `capacity` bytes.
+    pub fn new(capacity: u64) -> Self {
+        Self { capacity, used: 0.into(), tables: 0.into() }
+    }
+
+    /// The budget, bytes.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Bytes cached by all tables now.
+    pub fn used(&self) -> u64 {
+        self.used.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether a table holding `own` bytes must evict: the total is over the budget and the
+    /// table holds more than its fair share.
+    pub(super) fn must_evict(&self, own: u64) -> bool {
+        let tables = self.tables.load(std::sync::atomic::Ordering::Relaxed).max(1);
+        self.used() > self.capacity && own > self.capacity / tables
+    }
+
+    pub(super) fn add(&self, bytes: u64) {
+        self.used.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub(super) fn sub(&self, bytes: u64) {
+        self.used.fetch_sub(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub(super) fn open_table(&self) {
+        self.tables.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub(super) fn close_table(&self) {
+        self.tables.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// The writes of one epoch, committed atomically by [`Store::commit`].
@@ -103,15 +182,67 @@ impl Store {
     /// `Storage` when RocksDB cannot open the directory (permissions, another process holds
     /// its lock).
     pub fn open(dir: &Path) -> Result<Self> {
+        Self::open_with(dir, StoreOptions::default())
+    }
+
+    /// [`Store::open`] with `options`.
+    ///
+    /// RocksDB is set up for state reads that miss the state cache, as Flink's RocksDB backend
+    /// and RisingWave do: a bounded block cache for data blocks, and bloom filters (10 bits,
+    /// about 1.25 bytes, per key) so a point read of an absent key seldom touches a file. Index
+    /// and filter blocks stay outside the block cache, held by the open files (a whole-file
+    /// filter evicted from the cache would be read back, megabytes, on every lookup).
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    pub fn open_with(dir: &Path, options: StoreOptions) -> Result<Self> {
         std::fs::create_dir_all(dir)?;
         let mut opts = Options::default();
         opts.create_if_missing(true);
-        opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+        // The first two levels, rewritten most often by compaction, stay uncompressed (RocksDB's
+        // tuning guide); the rest, most of the data, is LZ4.
+        let lz4 = rocksdb::DBCompressionType::Lz4;
+        let none = rocksdb::DBCompressionType::None;
+        opts.set_compression_per_level(&[none, none, lz4, lz4, lz4, lz4, lz4]);
         opts.increase_parallelism(2);
+        opts.set_write_buffer_size(WRITE_BUFFER_BYTES);
+        let mut table = rocksdb::BlockBasedOptions::default();
+        table.set_block_cache(&rocksdb::Cache::new_lru_cache(BLOCK_CACHE_BYTES));
+        table.set_bloom_filter(10.0, false);
+        opts.set_block_based_table_factory(&table);
         let db = DB::open(&opts, dir.join("state")).map_err(|e| {
             WeirError::storage(format!("cannot open state in {}: {e}", dir.display()))
         })?;
-        Ok(Self { db })
+        Ok(Self { db, cache: Arc::new(CacheBudget::new(options.state_cache_bytes)) })
+    }
+
+    /// The state cache budget the state tables over this store share.
+    pub fn cache_budget(&self) -> &Arc<CacheBudget> {
+        &self.cache
+    }
+
+    /// The approximate bytes state table `table` takes in RocksDB's files (compressed; what is
+    /// still only in the memtable is not counted).
+    pub fn approximate_bytes(&self, table: u32) -> u64 {
+        let (start, end) = (data_prefix(table), data_prefix(table + 1));
+        self.db.get_approximate_sizes(&[rocksdb::Range::new(&start, &end)]).first().copied().unwrap_or(0)
+    }
+
+    /// Calls `f(key, value)` for every entry of state table `table` whose key starts with
+    /// `prefix`, in key order, as last committed; stops early when `f` returns `Ok(false)`.
+    pub fn scan_prefix(
+        &self,
+        table: u32,
+        prefix: &[u8],
+        f: impl FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let start = data_key(table, prefix);
+        let mut ro = ReadOptions::default();
+        match prefix_successor(&start) {
+            Some(end) => ro.set_iterate_upper_bound(end),
+            None => ro.set_iterate_upper_bound(data_prefix(table + 1).to_vec()),
+        }
+        scan_entries(self.db.iterator_opt(IteratorMode::From(&start, Direction::Forward), ro), f)
     }
 
     /// A metadata entry.
@@ -164,6 +295,18 @@ impl Store {
             None => 0,
         })
     }
+}
+
+/// The smallest byte string greater than every string starting with `prefix`, if any.
+pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xFF {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
 }
 
 /// Read options that end an iteration at the end of state table `table`.

@@ -174,7 +174,15 @@ impl GroupAggregate {
             if needs_values {
                 value_codecs.push(Some(RowCodec::try_new(vec![agg.arg_type.clone()])?));
                 let id = state_table(&format!("{VALUES}/{i}"));
-                values.push(Some(StateTable::cached(id, store)?));
+                let table = if agg.kind == AggKind::Count {
+                    // COUNT DISTINCT reads one value at a time; its groups can be huge.
+                    StateTable::point(id, store)
+                } else {
+                    // MIN/MAX read a group's values in order: cached a group at a time.
+                    let codec = key_codec.clone();
+                    StateTable::grouped(id, store, Box::new(move |k: &[u8]| codec.encoded_len(k)))
+                };
+                values.push(Some(table));
             } else {
                 value_codecs.push(None);
                 values.push(None);
@@ -183,12 +191,12 @@ impl GroupAggregate {
                 accumulator_kind(&agg.arg_type)?;
             }
         }
-        let groups = StateTable::cached(state_table(GROUPS), store)?;
-        let meta = match window {
+        let groups = StateTable::point(state_table(GROUPS), store);
+        let mut meta = match window {
             Some(_) => Some(StateTable::new(state_table(WATERMARK))),
             None => None,
         };
-        let watermark_ms = match &meta {
+        let watermark_ms = match &mut meta {
             Some(m) => m
                 .get(store, b"")?
                 .map(|v| v.as_slice().try_into().map(i64::from_le_bytes))
@@ -212,7 +220,7 @@ impl GroupAggregate {
             meta,
             open_windows: Default::default(),
         };
-        op.index_open_windows()?;
+        op.index_open_windows(store)?;
         Ok(op)
     }
 
@@ -224,19 +232,21 @@ impl GroupAggregate {
     }
 
     /// Deletes the value multiset entries of group `key` (MIN/MAX/COUNT DISTINCT).
-    fn free_values(&mut self, key: &[u8]) {
+    fn free_values(&mut self, store: &Store, key: &[u8]) -> Result<()> {
         for table in self.values.iter_mut().flatten() {
-            let entries: Vec<Vec<u8>> = table.prefix_iter(key).map(|(k, _)| k.clone()).collect();
-            for e in entries {
-                table.delete(e);
-            }
+            table.delete_prefix(store, key)?;
         }
+        Ok(())
     }
 
     /// Rebuilds the window index from the groups held in state.
-    fn index_open_windows(&mut self) -> Result<()> {
+    fn index_open_windows(&mut self, store: &Store) -> Result<()> {
         let Some(k) = self.window_end_key else { return Ok(()) };
-        let keys: Vec<Vec<u8>> = self.groups.prefix_iter(&[]).map(|(key, _)| key.clone()).collect();
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        self.groups.scan(store, |key, _| {
+            keys.push(key.to_vec());
+            Ok(true)
+        })?;
         if keys.is_empty() {
             return Ok(());
         }
@@ -252,9 +262,9 @@ impl GroupAggregate {
     }
 
     /// Deletes every state entry of group `key`.
-    fn free_group(&mut self, key: &[u8]) {
+    fn free_group(&mut self, store: &Store, key: &[u8]) -> Result<()> {
         self.groups.delete(key.to_vec());
-        self.free_values(key);
+        self.free_values(store, key)
     }
 
     fn is_global(&self) -> bool {
@@ -307,7 +317,7 @@ impl GroupAggregate {
     }
 
     /// The encoded output row of a group in state `state`.
-    fn output_row(&self, key: &[u8], state: &GroupState) -> Result<Vec<u8>> {
+    fn output_row(&mut self, store: &Store, key: &[u8], state: &GroupState) -> Result<Vec<u8>> {
         let mut out = key.to_vec();
         for (i, (agg, acc)) in self.aggs.iter().zip(&state.accs).enumerate() {
             match acc {
@@ -322,8 +332,8 @@ impl GroupAggregate {
                     put_number(&mut out, &agg.output_type, v, None)?
                 }
                 Acc::Values => {
-                    let table = self.values[i].as_ref().expect("MIN/MAX have a value table");
-                    let mut entries = table.prefix_iter(key);
+                    let table = self.values[i].as_mut().expect("MIN/MAX have a value table");
+                    let mut entries = table.prefix_iter(store, key)?;
                     let entry = if agg.kind == AggKind::Min { entries.next() } else { entries.next_back() };
                     match entry {
                         Some((k, _)) => out.extend_from_slice(&k[key.len()..]),
@@ -347,7 +357,7 @@ impl Operator for GroupAggregate {
             return Ok(None);
         }
         let state = self.empty_state();
-        let row = self.output_row(&[], &state)?;
+        let row = self.output_row(ctx.store, &[], &state)?;
         self.groups.put(Vec::new(), encode_state(&state));
         let mut decoder = self.out_codec.decoder(1);
         decoder.append(&row)?;
@@ -418,12 +428,12 @@ impl Operator for GroupAggregate {
             let (old_out, state) = match self.groups.get(ctx.store, key)? {
                 Some(bytes) => {
                     let state = decode_state(&bytes, &self.empty_state())?;
-                    (Some(self.output_row(key, &state)?), state)
+                    (Some(self.output_row(ctx.store, key, &state)?), state)
                 }
                 None => {
                     if self.groups.has_ttl() {
                         // What an expired group left in the value tables, if anything.
-                        self.free_values(key);
+                        self.free_values(ctx.store, key)?;
                     }
                     (None, self.empty_state())
                 }
@@ -507,7 +517,7 @@ impl Operator for GroupAggregate {
             if state.rows < 0 {
                 if self.groups.has_ttl() {
                     // Retractions of rows whose group expired.
-                    self.free_group(&key);
+                    self.free_group(ctx.store, &key)?;
                     continue;
                 }
                 return Err(WeirError::internal("group aggregate: more retractions than rows"));
@@ -518,11 +528,11 @@ impl Operator for GroupAggregate {
                 if exists {
                     self.groups.put(key, encode_state(&state));
                 } else {
-                    self.free_group(&key);
+                    self.free_group(ctx.store, &key)?;
                 }
                 continue;
             }
-            let new_out = if exists { Some(self.output_row(&key, &state)?) } else { None };
+            let new_out = if exists { Some(self.output_row(ctx.store, &key, &state)?) } else { None };
             match (old_out, new_out) {
                 (None, Some(new)) => {
                     ops.push(Op::Insert);
@@ -582,7 +592,7 @@ impl Operator for GroupAggregate {
                 let Some(bytes) = self.groups.get(ctx.store, &key)? else { continue };
                 let state = decode_state(&bytes, &self.empty_state())?;
                 if state.rows > 0 {
-                    rows.push(self.output_row(&key, &state)?);
+                    rows.push(self.output_row(ctx.store, &key, &state)?);
                 }
             }
         }
@@ -591,7 +601,7 @@ impl Operator for GroupAggregate {
         let still_open = self.open_windows.split_off(&cut);
         let expired = std::mem::replace(&mut self.open_windows, still_open);
         for key in expired.into_values().flatten() {
-            self.free_group(&key);
+            self.free_group(ctx.store, &key)?;
         }
         if rows.is_empty() {
             return Ok((None, Some(watermark_ms)));
@@ -604,9 +614,9 @@ impl Operator for GroupAggregate {
         Ok((Some(StreamChunk::new(vec![Op::Insert; rows.len()], batch)), Some(watermark_ms)))
     }
 
-    fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
-        for key in self.groups.sweep_expired() {
-            self.free_values(&key);
+    fn on_barrier(&mut self, writes: &mut EpochWrites, ctx: &OpContext<'_>) -> Result<()> {
+        for key in self.groups.sweep_expired(ctx.store)? {
+            self.free_values(ctx.store, &key)?;
         }
         self.groups.flush(writes);
         if let Some(meta) = &mut self.meta {

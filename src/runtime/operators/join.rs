@@ -169,6 +169,11 @@ impl Join {
         let key_types =
             opts.left_keys.iter().map(|e| Ok(e.data_type(&opts.left_schema)?)).collect::<Result<Vec<_>>>()?;
         let key_codec = RowCodec::try_new(key_types)?;
+        // Each input's rows are cached a join key at a time.
+        let key_len = {
+            let codec = key_codec.clone();
+            move |k: &[u8]| codec.encoded_len(k)
+        };
         let side = |keys, schema: SchemaRef, outer, table: u32| -> Result<Side> {
             let types = schema.fields().iter().map(|f| f.data_type().clone()).collect();
             Ok(Side {
@@ -176,7 +181,7 @@ impl Join {
                 row_codec: RowCodec::try_new(types)?,
                 schema,
                 outer,
-                rows: StateTable::cached(table, store)?,
+                rows: StateTable::grouped(table, store, Box::new(key_len.clone())),
                 by_time: BTreeSet::new(),
             })
         };
@@ -191,7 +196,7 @@ impl Join {
                 .map(|f| Field::new(f.name(), f.data_type().clone(), true))
                 .collect::<Vec<_>>(),
         ));
-        let meta = StateTable::new(state_table(WATERMARK));
+        let mut meta = StateTable::new(state_table(WATERMARK));
         let (watermarks, num_late_rows) = decode_meta(meta.get(store, b"")?.as_deref())?;
         let mut op = Self {
             sides: [left, right],
@@ -206,8 +211,8 @@ impl Join {
             meta,
             lookup: opts.lookup,
         };
-        op.index_times(0)?;
-        op.index_times(1)?;
+        op.index_times(0, store)?;
+        op.index_times(1, store)?;
         Ok(op)
     }
 
@@ -227,10 +232,14 @@ impl Join {
     }
 
     /// Rebuilds the time index of input `s` from its stored rows.
-    fn index_times(&mut self, s: usize) -> Result<()> {
+    fn index_times(&mut self, s: usize, store: &Store) -> Result<()> {
         let Some(time) = self.time else { return Ok(()) };
         let side = &mut self.sides[s];
-        let keys: Vec<Vec<u8>> = side.rows.prefix_iter(&[]).map(|(k, _)| k.clone()).collect();
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        side.rows.scan(store, |k, _| {
+            keys.push(k.to_vec());
+            Ok(true)
+        })?;
         if keys.is_empty() {
             return Ok(());
         }
@@ -352,10 +361,10 @@ impl Operator for Join {
                     Some(r) => *r,
                     None => {
                         let start = entries.len();
-                        for (state_key, value) in self.sides[o].rows.prefix_iter(key) {
+                        for (state_key, value) in self.sides[o].rows.prefix_iter(ctx.store, key)? {
                             let (count, degree) = decode_entry(value)?;
                             entries.push(Entry {
-                                state_key: state_key.clone(),
+                                state_key: state_key.to_vec(),
                                 key_len: key.len(),
                                 count,
                                 degree,
@@ -505,9 +514,9 @@ impl Operator for Join {
         self.num_late_rows
     }
 
-    fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
+    fn on_barrier(&mut self, writes: &mut EpochWrites, ctx: &OpContext<'_>) -> Result<()> {
         for side in &mut self.sides {
-            side.rows.sweep_expired();
+            side.rows.sweep_expired(ctx.store)?;
             side.rows.flush(writes);
         }
         self.meta.flush(writes);
@@ -730,13 +739,15 @@ mod tests {
 
         /// Distinct rows held for input `side`.
         fn held(&self, side: usize) -> usize {
-            self.op.sides[side].rows.prefix_iter(&[]).count()
+            let mut n = 0;
+            self.op.sides[side].rows.scan(&self.store, |_, _| Ok({ n += 1; true })).expect("scan");
+            n
         }
 
         /// Commits the epoch and reopens the operator from the store.
         fn restart(&mut self) {
             let mut writes = EpochWrites::default();
-            self.op.on_barrier(&mut writes).expect("barrier");
+            self.op.on_barrier(&mut writes, &OpContext { store: &self.store }).expect("barrier");
             self.epoch += 1;
             self.store.commit(writes, self.epoch).expect("commit");
             self.op = open(&self.store, self.join_type, self.with_filter, self.time);

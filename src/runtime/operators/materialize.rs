@@ -114,7 +114,7 @@ impl Operator for Materialize {
         Ok(Some(chunk))
     }
 
-    fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
+    fn on_barrier(&mut self, writes: &mut EpochWrites, _ctx: &OpContext<'_>) -> Result<()> {
         self.rows.flush(writes);
         Ok(())
     }

@@ -55,7 +55,7 @@ impl ChangelogNormalize {
         let types: Vec<_> = schema.fields().iter().map(|f| f.data_type().clone()).collect();
         let key_codec = RowCodec::try_new(key.iter().map(|k| types[*k].clone()).collect())?;
         let row_codec = RowCodec::try_new(types)?;
-        let rows = StateTable::cached(state_table(ROWS), store)?.with_ttl(ttl_ms);
+        let rows = StateTable::point(state_table(ROWS), store).with_ttl(ttl_ms);
         Ok(Self { key, key_codec, row_codec, rows })
     }
 }
@@ -126,8 +126,8 @@ impl Operator for ChangelogNormalize {
         Ok(Some(StreamChunk::new(out.into_iter().map(|(op, _)| op).collect(), batch)))
     }
 
-    fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
-        self.rows.sweep_expired();
+    fn on_barrier(&mut self, writes: &mut EpochWrites, ctx: &OpContext<'_>) -> Result<()> {
+        self.rows.sweep_expired(ctx.store)?;
         self.rows.flush(writes);
         Ok(())
     }

@@ -22,7 +22,7 @@ impl Progress {
     /// # Errors
     /// `Storage` for an entry that is not 17 bytes.
     pub fn load(id: u32, store: &Store) -> Result<Self> {
-        let table = StateTable::new(id);
+        let mut table = StateTable::new(id);
         let (watermark_ms, num_late_rows) = match table.get(store, b"")? {
             Some(v) if v.len() == 17 => (
                 (v[0] == 1).then(|| i64::from_le_bytes(v[1..9].try_into().expect("8 bytes"))),

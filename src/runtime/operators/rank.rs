@@ -187,15 +187,24 @@ impl Rank {
         }
         let out_codec = RowCodec::try_new(out_types)?;
         let table = if spec.keep_first { SEEN } else { ROWS };
-        let state = StateTable::cached(state_table(table), store)?.with_ttl(spec.state_ttl_ms);
+        let state = if spec.keep_first {
+            // Keep-first deduplication reads one key (the partition) per row.
+            StateTable::point(state_table(table), store)
+        } else {
+            // Top-N reads a partition's rows in order: cached a partition at a time.
+            let codec = partition_codec.clone();
+            StateTable::grouped(state_table(table), store, Box::new(move |k: &[u8]| codec.encoded_len(k)))
+        }
+        .with_ttl(spec.state_ttl_ms);
         let next_seq = if spec.keep_first {
             0
         } else {
             let invert = spec.arrival == Some(false);
             let mut next = 0;
-            for (key, _) in state.prefix_iter(&[]) {
+            state.scan(store, |key, _| {
                 next = next.max(seq_of(key, invert)? + 1);
-            }
+                Ok(true)
+            })?;
             next
         };
         Ok(Self {
@@ -282,7 +291,7 @@ impl Operator for Rank {
         let mut out = Vec::new();
         let (mut retracts, mut inserts): (Vec<Vec<u8>>, Vec<Vec<u8>>) = (Vec::new(), Vec::new());
         for (partition, rows_of) in groups {
-            let before = self.ranked(partition);
+            let before = self.ranked(ctx.store, partition)?;
             for &row in &rows_of {
                 let mut key = partition.to_vec();
                 key.extend_from_slice(&order[row]);
@@ -295,10 +304,10 @@ impl Operator for Rank {
                     let wanted = matches.as_ref().map_or(&rows[row], |m| &m[row]);
                     let found = self
                         .state
-                        .prefix_iter(&key)
+                        .prefix_iter(ctx.store, &key)?
                         .rev()
                         .find(|(_, stored)| stored.starts_with(wanted))
-                        .map(|(k, _)| k.clone());
+                        .map(|(k, _)| k.to_vec());
                     match found {
                         Some(k) => self.state.delete(k),
                         // A row whose state expired (state TTL).
@@ -312,9 +321,9 @@ impl Operator for Rank {
                 }
             }
             if self.append_only_input {
-                self.trim(partition);
+                self.trim(ctx.store, partition)?;
             }
-            let after = self.ranked(partition);
+            let after = self.ranked(ctx.store, partition)?;
             let (gone, came) = difference(before, after);
             if self.pair_by_rank {
                 emit_by_rank(gone, came, &mut ops, &mut out);
@@ -342,14 +351,15 @@ impl Operator for Rank {
         &mut self,
         _input: usize,
         watermark_ms: i64,
-        _ctx: &OpContext<'_>,
+        ctx: &OpContext<'_>,
     ) -> Result<(Option<StreamChunk>, Option<i64>)> {
         let Some(k) = self.window_end_partition else { return Ok((None, Some(watermark_ms))) };
         // Partition keys are self-delimiting: decode each entry's partition to read its end.
         let mut closed = Vec::new();
         let mut ends: HashMap<Vec<u8>, bool> = HashMap::new();
-        for (key, _) in self.state.prefix_iter(&[]) {
-            let mut decoder = self.partition_codec.decoder(1);
+        let codec = &self.partition_codec;
+        self.state.scan(ctx.store, |key, _| {
+            let mut decoder = codec.decoder(1);
             let len = decoder.append(key)?;
             let partition = &key[..len];
             let is_closed = match ends.get(partition) {
@@ -365,17 +375,18 @@ impl Operator for Rank {
                 }
             };
             if is_closed {
-                closed.push(key.clone());
+                closed.push(key.to_vec());
             }
-        }
+            Ok(true)
+        })?;
         for key in closed {
             self.state.delete(key);
         }
         Ok((None, Some(watermark_ms)))
     }
 
-    fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
-        self.state.sweep_expired();
+    fn on_barrier(&mut self, writes: &mut EpochWrites, ctx: &OpContext<'_>) -> Result<()> {
+        self.state.sweep_expired(ctx.store)?;
         self.state.flush(writes);
         Ok(())
     }
@@ -448,52 +459,60 @@ impl Rank {
     }
 
     /// The kept rows of `partition` whose rank is in `lo..=hi`, in rank order.
-    fn ranked(&self, partition: &[u8]) -> Vec<Ranked> {
+    fn ranked(&mut self, store: &Store, partition: &[u8]) -> Result<Vec<Ranked>> {
+        let (lo, hi, output_rank) = (self.lo, self.hi, self.output_rank);
         let mut out = Vec::new();
-        self.walk(partition, |_, stored, rank| {
-            if rank > self.hi {
+        self.walk(store, partition, |_, stored, rank| {
+            if rank > hi {
                 return false;
             }
-            if rank >= self.lo {
+            if rank >= lo {
                 let mut row = stored.to_vec();
-                if self.output_rank {
+                if output_rank {
                     put_u64(&mut row, rank);
                 }
                 out.push((row, rank));
             }
             true
-        });
-        out
+        })?;
+        Ok(out)
     }
 
     /// Over an append-only input: deletes the rows ranked after `hi`, which can never come back.
-    fn trim(&mut self, partition: &[u8]) {
+    fn trim(&mut self, store: &Store, partition: &[u8]) -> Result<()> {
         let hi = self.hi;
         let mut beyond = Vec::new();
-        self.walk(partition, |key, _, rank| {
+        self.walk(store, partition, |key, _, rank| {
             if rank > hi {
                 beyond.push(key.to_vec());
             }
             true
-        });
+        })?;
         for key in beyond {
             self.state.delete(key);
         }
+        Ok(())
     }
 
     /// Calls `visit(key, stored row, rank)` for the rows of `partition` in order while it
     /// returns true.
-    fn walk(&self, partition: &[u8], mut visit: impl FnMut(&[u8], &[u8], u64) -> bool) {
+    fn walk(
+        &mut self,
+        store: &Store,
+        partition: &[u8],
+        mut visit: impl FnMut(&[u8], &[u8], u64) -> bool,
+    ) -> Result<()> {
+        let (arrival, function) = (self.arrival, self.function);
         let mut previous: Option<&[u8]> = None;
         let mut rank = 0u64;
-        for (position, (key, stored)) in self.state.prefix_iter(partition).enumerate() {
+        for (position, (key, stored)) in self.state.prefix_iter(store, partition)?.enumerate() {
             // With arrival in the order, no two rows tie.
-            let tie_part = match self.arrival {
-                Some(_) => key.as_slice(),
+            let tie_part = match arrival {
+                Some(_) => key,
                 None => &key[..key.len().saturating_sub(SEQ_LEN)],
             };
             let tied = previous == Some(tie_part);
-            rank = match self.function {
+            rank = match function {
                 RankFunction::RowNumber => position as u64 + 1,
                 RankFunction::Rank if tied => rank,
                 RankFunction::Rank => position as u64 + 1,
@@ -505,6 +524,7 @@ impl Rank {
                 break;
             }
         }
+        Ok(())
     }
 
     /// Output rows from their bytes (stored columns, then the rank).
@@ -792,9 +812,14 @@ mod tests {
     fn append_only_input_keeps_only_the_top() -> Result<()> {
         let mut h = rank(RankFunction::RowNumber, true, 1, 2, false, true);
         assert_eq!(h.push("+I 1 30 a\n+I 1 20 b\n+I 1 10 c\n+I 1 40 d"), vec!["+I 1 10 c", "+I 1 20 b"]);
-        assert_eq!(h.op.state.prefix_iter(&[]).count(), 2);
+        let held = |h: &Harness| {
+            let mut n = 0;
+            h.op.state.scan(&h.store, |_, _| Ok({ n += 1; true })).expect("scan");
+            n
+        };
+        assert_eq!(held(&h), 2);
         assert_eq!(h.push("+I 1 15 e"), vec!["-U 1 20 b", "+U 1 15 e"]);
-        assert_eq!(h.op.state.prefix_iter(&[]).count(), 2);
+        assert_eq!(held(&h), 2);
         Ok(())
     }
 
@@ -864,7 +889,7 @@ mod tests {
         let mut h = harness(spec(), false, dir, store);
         assert_eq!(h.push("+I 1 10 a\n+I 1 10 b"), vec!["+I 1 10 a 1", "+I 1 10 b 2"]);
         let mut writes = EpochWrites::default();
-        h.op.on_barrier(&mut writes)?;
+        h.op.on_barrier(&mut writes, &OpContext { store: &h.store })?;
         h.store.commit(writes, 1)?;
         let Harness { store, _dir, .. } = h;
         let mut h = harness(spec(), false, _dir, store);

@@ -77,10 +77,19 @@ impl SessionAssign {
         } else {
             Some(RowCodec::try_new(spec.partition_by.iter().map(|i| types[*i].clone()).collect())?)
         };
+        // A partition's rows are cached a partition at a time (sessions are computed over all
+        // of them); without PARTITION BY, the whole table is one group.
+        let rows = match &key_codec {
+            Some(codec) => {
+                let codec = codec.clone();
+                StateTable::grouped(state_table(ROWS), store, Box::new(move |k: &[u8]| codec.encoded_len(k)))
+            }
+            None => StateTable::grouped(state_table(ROWS), store, Box::new(|_: &[u8]| 0)),
+        };
         let mut op = Self {
             row_codec: RowCodec::try_new(types)?,
             key_codec,
-            rows: StateTable::cached(state_table(ROWS), store)?,
+            rows,
             progress: Progress::load(state_table(WATERMARK), store)?,
             spec,
             schema,
@@ -90,13 +99,13 @@ impl SessionAssign {
         };
         // Rebuild the partition index from the stored rows.
         let mut entries = Vec::new();
-        for (k, _) in op.rows.prefix_iter(&[]) {
-            let len = match &op.key_codec {
-                Some(codec) => codec.decoder(1).append(k)?,
-                None => 0,
-            };
-            entries.push((k[..len].to_vec(), decode_i64(k[len..len + 8].try_into().expect("8 bytes"))));
-        }
+        let key_codec = &op.key_codec;
+        op.rows.scan(store, |k, _| {
+            let len = key_codec.as_ref().map_or(0, |codec| codec.encoded_len(k));
+            let time = k.get(len..len + 8).ok_or_else(|| WeirError::storage("corrupt session row key"))?;
+            entries.push((k[..len].to_vec(), decode_i64(time.try_into().expect("8 bytes"))));
+            Ok(true)
+        })?;
         for (key, time) in entries {
             op.note_row(&key, time);
         }
@@ -120,10 +129,10 @@ impl SessionAssign {
     }
 
     /// The rows of partition `key`, in time order, each with its session.
-    fn members(&self, key: &[u8]) -> (Vec<Member>, Vec<(i64, i64)>) {
+    fn members(&mut self, store: &Store, key: &[u8]) -> Result<(Vec<Member>, Vec<(i64, i64)>)> {
         let members: Vec<Member> = self
             .rows
-            .prefix_iter(key)
+            .prefix_iter(store, key)?
             .map(|(k, v)| Member {
                 time: decode_i64(k[key.len()..key.len() + 8].try_into().expect("8 bytes")),
                 row: k[key.len() + 8..].to_vec(),
@@ -132,7 +141,7 @@ impl SessionAssign {
             .collect();
         let times: Vec<i64> = members.iter().map(|m| m.time).collect();
         let sessions = sessions_of(&times, self.spec.size_ms);
-        (members, sessions)
+        Ok((members, sessions))
     }
 
     fn entry_key(key: &[u8], time: i64, row: &[u8]) -> Vec<u8> {
@@ -199,7 +208,7 @@ impl Operator for SessionAssign {
         let mut before: HashMap<Vec<u8>, BTreeMap<(i64, Vec<u8>), (i64, (i64, i64))>> = HashMap::new();
         for key in &keys {
             if !before.contains_key(key) {
-                let (members, sessions) = self.members(key);
+                let (members, sessions) = self.members(ctx.store, key)?;
                 let map = members
                     .into_iter()
                     .zip(sessions)
@@ -237,7 +246,7 @@ impl Operator for SessionAssign {
         // Diff each touched partition's (row, session) multiset.
         let mut out = Vec::new();
         for (key, old) in before {
-            let (members, sessions) = self.members(&key);
+            let (members, sessions) = self.members(ctx.store, &key)?;
             let new: BTreeMap<(i64, Vec<u8>), (i64, (i64, i64))> = members
                 .into_iter()
                 .zip(sessions)
@@ -277,7 +286,7 @@ impl Operator for SessionAssign {
         &mut self,
         _input: usize,
         watermark_ms: i64,
-        _ctx: &OpContext<'_>,
+        ctx: &OpContext<'_>,
     ) -> Result<(Option<StreamChunk>, Option<i64>)> {
         if !self.progress.advance(watermark_ms) {
             return Ok((None, Some(watermark_ms)));
@@ -298,7 +307,7 @@ impl Operator for SessionAssign {
         }
         let mut closed = Vec::new();
         for key in partitions {
-            let (members, sessions) = self.members(&key);
+            let (members, sessions) = self.members(ctx.store, &key)?;
             let mut earliest_open = None;
             for (m, s) in members.iter().zip(sessions) {
                 if s.1 - 1 <= threshold {
@@ -325,7 +334,7 @@ impl Operator for SessionAssign {
         self.progress.num_late_rows
     }
 
-    fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
+    fn on_barrier(&mut self, writes: &mut EpochWrites, _ctx: &OpContext<'_>) -> Result<()> {
         self.rows.flush(writes);
         self.progress.flush(writes);
         Ok(())

@@ -125,7 +125,7 @@ impl Operator for FileSink {
         Ok(None)
     }
 
-    fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
+    fn on_barrier(&mut self, writes: &mut EpochWrites, _ctx: &OpContext<'_>) -> Result<()> {
         if self.buffer.is_empty() {
             return Ok(());
         }
@@ -199,7 +199,7 @@ impl Operator for KafkaSink {
         Ok(None)
     }
 
-    fn on_barrier(&mut self, _writes: &mut EpochWrites) -> Result<()> {
+    fn on_barrier(&mut self, _writes: &mut EpochWrites, _ctx: &OpContext<'_>) -> Result<()> {
         self.writer.flush(std::time::Duration::from_secs(30)).map_err(sink_error)
     }
 }

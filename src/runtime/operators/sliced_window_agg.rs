@@ -191,7 +191,7 @@ impl SlicedWindowAggregate {
         }
         let empty = Accs { rows: 0, accs };
         geometry.subtract = spec.kind == WindowKind::Hop && empty.subtracts();
-        let meta = StateTable::new(state_table(WATERMARK));
+        let mut meta = StateTable::new(state_table(WATERMARK));
         let watermark_ms = match meta.get(store, b"")? {
             Some(v) => Some(i64::from_le_bytes(
                 v.as_slice().try_into().map_err(|_| WeirError::storage("corrupt sliced window aggregate watermark"))?,
@@ -583,7 +583,7 @@ impl Operator for SlicedWindowAggregate {
         Ok((self.fire(from, to)?, Some(watermark_ms)))
     }
 
-    fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
+    fn on_barrier(&mut self, writes: &mut EpochWrites, _ctx: &OpContext<'_>) -> Result<()> {
         // The range delete of the freed runs first; the new runs are all above it and go
         // straight into the epoch's batch (no overlay: this table is only read at restore).
         self.slices_table.flush(writes);

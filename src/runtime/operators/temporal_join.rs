@@ -122,16 +122,26 @@ impl TemporalJoin {
                 .map(|f| Field::new(f.name(), f.data_type().clone(), true))
                 .collect::<Vec<_>>(),
         ));
-        let versions = StateTable::cached(state_table(VERSIONS), store)?;
-        let dirty = versions.prefix_iter(&[]).map(|(k, _)| k[..k.len() - TIME_LEN].to_vec()).collect();
-        let meta = StateTable::new(state_table(WATERMARK));
+        let key_codec = RowCodec::try_new(key_types)?;
+        // Versions are cached a key at a time.
+        let key_len = {
+            let codec = key_codec.clone();
+            move |k: &[u8]| codec.encoded_len(k)
+        };
+        let versions = StateTable::grouped(state_table(VERSIONS), store, Box::new(key_len));
+        let mut dirty = BTreeSet::new();
+        versions.scan(store, |k, _| {
+            dirty.insert(k[..k.len() - TIME_LEN].to_vec());
+            Ok(true)
+        })?;
+        let mut meta = StateTable::new(state_table(WATERMARK));
         let (watermarks, num_late_rows) = decode_meta(meta.get(store, b"")?.as_deref())?;
         Ok(Self {
-            key_codec: RowCodec::try_new(key_types)?,
+            key_codec,
             left_codec: RowCodec::try_new(types(&opts.left_schema))?,
             right_codec: RowCodec::try_new(types(&opts.right_schema))?,
             pair_schema,
-            probes: StateTable::cached(state_table(PROBES), store)?,
+            probes: StateTable::point(state_table(PROBES), store),
             versions,
             dirty,
             watermarks,
@@ -246,14 +256,15 @@ impl TemporalJoin {
     }
 
     /// Emits the held probe rows at or before `w`, in time order, joined with their versions.
-    fn emit(&mut self, w: i64) -> Result<Option<StreamChunk>> {
+    fn emit(&mut self, w: i64, store: &Store) -> Result<Option<StreamChunk>> {
         let mut ripe: Vec<(Vec<u8>, i64)> = Vec::new();
-        for (k, v) in self.probes.prefix_iter(&[]) {
+        self.probes.scan(store, |k, v| {
             if probe_time_of(k)? > w {
-                break;
+                return Ok(false);
             }
-            ripe.push((k.clone(), crate::runtime::operators::materialize::decode_count(v)?));
-        }
+            ripe.push((k.to_vec(), crate::runtime::operators::materialize::decode_count(v)?));
+            Ok(true)
+        })?;
         if ripe.is_empty() {
             return Ok(None);
         }
@@ -278,7 +289,8 @@ impl TemporalJoin {
         let mut version_of: Vec<Option<u32>> = vec![None; n];
         for i in 0..n {
             let (Some(key), Some(t)) = (&keys[i], times[i]) else { continue };
-            let found = self.versions.prefix_iter(key).rev().find(|(k, _)| version_time_of(k).is_ok_and(|v| v <= t));
+            let found =
+                self.versions.prefix_iter(store, key)?.rev().find(|(k, _)| version_time_of(k).is_ok_and(|v| v <= t));
             if let Some((_, value)) = found {
                 if value.first() == Some(&1) {
                     version_of[i] = Some(version_rows.len() as u32);
@@ -330,12 +342,12 @@ impl TemporalJoin {
     }
 
     /// Drops the versions the watermark `w` made unreachable.
-    fn clean(&mut self, w: i64) -> Result<()> {
+    fn clean(&mut self, w: i64, store: &Store) -> Result<()> {
         for key in std::mem::take(&mut self.dirty) {
             let entries: Vec<(i64, Vec<u8>, bool)> = self
                 .versions
-                .prefix_iter(&key)
-                .map(|(k, v)| Ok((version_time_of(k)?, k.clone(), v.first() == Some(&1))))
+                .prefix_iter(store, &key)?
+                .map(|(k, v)| Ok((version_time_of(k)?, k.to_vec(), v.first() == Some(&1))))
                 .collect::<Result<_>>()?;
             let current = entries.iter().rposition(|(t, _, _)| *t <= w);
             if let Some(c) = current {
@@ -403,7 +415,7 @@ impl Operator for TemporalJoin {
         &mut self,
         input: usize,
         watermark_ms: i64,
-        _ctx: &OpContext<'_>,
+        ctx: &OpContext<'_>,
     ) -> Result<(Option<StreamChunk>, Option<i64>)> {
         let s = side_index(input)?;
         let before = self.watermark();
@@ -415,8 +427,8 @@ impl Operator for TemporalJoin {
         if before == Some(w) {
             return Ok((None, Some(w)));
         }
-        let out = self.emit(w)?;
-        self.clean(w)?;
+        let out = self.emit(w, ctx.store)?;
+        self.clean(w, ctx.store)?;
         Ok((out, Some(w)))
     }
 
@@ -428,7 +440,7 @@ impl Operator for TemporalJoin {
         self.num_late_rows
     }
 
-    fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
+    fn on_barrier(&mut self, writes: &mut EpochWrites, _ctx: &OpContext<'_>) -> Result<()> {
         self.probes.flush(writes);
         self.versions.flush(writes);
         self.meta.flush(writes);
@@ -525,7 +537,7 @@ mod tests {
 
         fn restart(&mut self) {
             let mut writes = EpochWrites::default();
-            self.op.on_barrier(&mut writes).expect("barrier");
+            self.op.on_barrier(&mut writes, &OpContext { store: &self.store }).expect("barrier");
             self.epoch += 1;
             self.store.commit(writes, self.epoch).expect("commit");
             self.op = open(&self.store);
@@ -561,9 +573,14 @@ mod tests {
         h.restart();
         assert_eq!(h.op.num_late_rows(), 2);
         assert_eq!(h.watermark(1, 20), lines(&[]));
-        assert_eq!(h.op.probes.prefix_iter(&[]).count(), 0);
+        let count = |t: &StateTable| {
+            let mut n = 0;
+            t.scan(&h.store, |_, _| Ok({ n += 1; true })).expect("scan");
+            n
+        };
+        assert_eq!(count(&h.op.probes), 0);
         // Only the version valid at the watermark (10) is left of key 1.
-        assert_eq!(h.op.versions.prefix_iter(&[]).count(), 1);
+        assert_eq!(count(&h.op.versions), 1);
     }
 
     #[test]

@@ -146,7 +146,7 @@ impl Operator for WindowAssign {
         std::mem::take(&mut self.late)
     }
 
-    fn on_barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
+    fn on_barrier(&mut self, writes: &mut EpochWrites, _ctx: &OpContext<'_>) -> Result<()> {
         self.progress.flush(writes);
         Ok(())
     }

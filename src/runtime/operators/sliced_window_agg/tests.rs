@@ -117,9 +117,10 @@ impl Pipeline {
         Ok(lines(out))
     }
 
-    fn barrier(&mut self, writes: &mut EpochWrites) -> Result<()> {
-        self.assign.on_barrier(writes)?;
-        self.agg.on_barrier(writes)
+    fn barrier(&mut self, store: &Store, writes: &mut EpochWrites) -> Result<()> {
+        let ctx = OpContext { store };
+        self.assign.on_barrier(writes, &ctx)?;
+        self.agg.on_barrier(writes, &ctx)
     }
 
     fn reopen(&self, store: &Store) -> Result<Self> {
@@ -154,7 +155,7 @@ impl Harness {
 
     fn commit(&mut self) -> Result<()> {
         let mut writes = EpochWrites::default();
-        self.pipeline.barrier(&mut writes)?;
+        self.pipeline.barrier(&self.store, &mut writes)?;
         self.epoch += 1;
         self.store.commit(writes, self.epoch)
     }
