@@ -353,9 +353,9 @@ impl StateTable {
                     None => {
                         // One key of a group not cached: a point read (with RocksDB's bloom
                         // filter), not the whole group. Reading the group instead raised the
-                        // join's hit rate from 0.06 to 0.88 on Nexmark q9 but made q7 many
-                        // times slower: its interval join's groups (bids by price) are long
-                        // runs of deleted rows until compaction, walked at every read.
+                        // join's hit rate from 0.06 to 0.88 on Nexmark q9 and made q4, q17 and
+                        // q20 faster, but q7 many times slower: a window's MAX group of about a
+                        // million values read back whole after each eviction (bench/README.md).
                         cache.misses += 1;
                         self.stored(store, key)?
                     }
