@@ -186,33 +186,16 @@ impl RowCodec {
     /// at most `bytes.len()` (a row cut short counts as the bytes there are). State tables use
     /// it to find the group prefix of a key (join key, partition, group) cheaply.
     pub fn encoded_len(&self, bytes: &[u8]) -> usize {
-        let mut pos = 0;
-        for kind in &self.kinds {
-            let Some(&flag) = bytes.get(pos) else { return bytes.len() };
-            pos += 1;
-            if flag != 1 {
-                continue;
-            }
-            pos += match kind {
-                Kind::Bool => 1,
-                Kind::I64 | Kind::U64 | Kind::F64 => 8,
-                Kind::Decimal(..) => 16,
-                Kind::Str | Kind::Bin => {
-                    let rest = bytes.get(pos..).unwrap_or_default();
-                    let mut i = 0;
-                    loop {
-                        match (rest.get(i), rest.get(i + 1)) {
-                            (Some(0), Some(0)) => break i + 2,
-                            (Some(0), Some(_)) => i += 2,
-                            (Some(_), _) => i += 1,
-                            (None, _) => break rest.len(),
-                        }
-                    }
-                }
-            };
-        }
-        pos.min(bytes.len())
+        encoded_len(&self.kinds, bytes)
     }
+
+    /// [`RowCodec::encoded_len`] as the group prefix of a grouped state table whose keys start
+    /// with a row of this codec ([`StateTable::grouped`](super::StateTable::grouped)).
+    pub fn group_len(&self) -> super::state_table::GroupLen {
+        let kinds = self.kinds.clone();
+        Box::new(move |key: &[u8]| encoded_len(&kinds, key))
+    }
+
 
     /// A decoder that builds columns of this codec's types.
     pub fn decoder(&self, capacity: usize) -> RowDecoder<'_> {
@@ -274,6 +257,37 @@ impl RowDecoder<'_> {
         }
         Ok(out)
     }
+}
+
+/// The bytes the encoded row of `kinds` at the front of `bytes` takes; see
+/// [`RowCodec::encoded_len`].
+fn encoded_len(kinds: &[Kind], bytes: &[u8]) -> usize {
+    let mut pos = 0;
+    for kind in kinds {
+        let Some(&flag) = bytes.get(pos) else { return bytes.len() };
+        pos += 1;
+        if flag != 1 {
+            continue;
+        }
+        pos += match kind {
+            Kind::Bool => 1,
+            Kind::I64 | Kind::U64 | Kind::F64 => 8,
+            Kind::Decimal(..) => 16,
+            Kind::Str | Kind::Bin => {
+                let rest = bytes.get(pos..).unwrap_or_default();
+                let mut i = 0;
+                loop {
+                    match (rest.get(i), rest.get(i + 1)) {
+                        (Some(0), Some(0)) => break i + 2,
+                        (Some(0), Some(_)) => i += 2,
+                        (Some(_), _) => i += 1,
+                        (None, _) => break rest.len(),
+                    }
+                }
+            }
+        };
+    }
+    pos.min(bytes.len())
 }
 
 fn encode_value(col: &ColRef, row: usize, out: &mut Vec<u8>) {

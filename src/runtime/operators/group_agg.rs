@@ -179,8 +179,7 @@ impl GroupAggregate {
                     StateTable::point(id, store)
                 } else {
                     // MIN/MAX read a group's values in order: cached a group at a time.
-                    let codec = key_codec.clone();
-                    StateTable::grouped(id, store, Box::new(move |k: &[u8]| codec.encoded_len(k)))
+                    StateTable::grouped(id, store, key_codec.group_len())
                 };
                 values.push(Some(table));
             } else {

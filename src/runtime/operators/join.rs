@@ -169,11 +169,6 @@ impl Join {
         let key_types =
             opts.left_keys.iter().map(|e| Ok(e.data_type(&opts.left_schema)?)).collect::<Result<Vec<_>>>()?;
         let key_codec = RowCodec::try_new(key_types)?;
-        // Each input's rows are cached a join key at a time.
-        let key_len = {
-            let codec = key_codec.clone();
-            move |k: &[u8]| codec.encoded_len(k)
-        };
         let side = |keys, schema: SchemaRef, outer, table: u32| -> Result<Side> {
             let types = schema.fields().iter().map(|f| f.data_type().clone()).collect();
             Ok(Side {
@@ -181,7 +176,8 @@ impl Join {
                 row_codec: RowCodec::try_new(types)?,
                 schema,
                 outer,
-                rows: StateTable::grouped(table, store, Box::new(key_len.clone())),
+                // Each input's rows are cached a join key at a time.
+                rows: StateTable::grouped(table, store, key_codec.group_len()),
                 by_time: BTreeSet::new(),
             })
         };

@@ -192,8 +192,7 @@ impl Rank {
             StateTable::point(state_table(table), store)
         } else {
             // Top-N reads a partition's rows in order: cached a partition at a time.
-            let codec = partition_codec.clone();
-            StateTable::grouped(state_table(table), store, Box::new(move |k: &[u8]| codec.encoded_len(k)))
+            StateTable::grouped(state_table(table), store, partition_codec.group_len())
         }
         .with_ttl(spec.state_ttl_ms);
         let next_seq = if spec.keep_first {

@@ -80,10 +80,7 @@ impl SessionAssign {
         // A partition's rows are cached a partition at a time (sessions are computed over all
         // of them); without PARTITION BY, the whole table is one group.
         let rows = match &key_codec {
-            Some(codec) => {
-                let codec = codec.clone();
-                StateTable::grouped(state_table(ROWS), store, Box::new(move |k: &[u8]| codec.encoded_len(k)))
-            }
+            Some(codec) => StateTable::grouped(state_table(ROWS), store, codec.group_len()),
             None => StateTable::grouped(state_table(ROWS), store, Box::new(|_: &[u8]| 0)),
         };
         let mut op = Self {

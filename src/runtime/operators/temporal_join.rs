@@ -124,11 +124,7 @@ impl TemporalJoin {
         ));
         let key_codec = RowCodec::try_new(key_types)?;
         // Versions are cached a key at a time.
-        let key_len = {
-            let codec = key_codec.clone();
-            move |k: &[u8]| codec.encoded_len(k)
-        };
-        let versions = StateTable::grouped(state_table(VERSIONS), store, Box::new(key_len));
+        let versions = StateTable::grouped(state_table(VERSIONS), store, key_codec.group_len());
         let mut dirty = BTreeSet::new();
         versions.scan(store, |k, _| {
             dirty.insert(k[..k.len() - TIME_LEN].to_vec());
