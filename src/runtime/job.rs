@@ -193,7 +193,11 @@ impl Job {
                     .collect::<Result<Vec<_>>>()?;
                 let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
                 let window = window_end.map(|k| (k, *emit_on_window_close, input.window_lateness()));
-                Box::new(GroupAggregate::try_new(group, aggs, schema, window, &mut prefixed, store)?.with_state_ttl(*state_ttl_ms))
+                let append_only = input.changelog == crate::plan::ChangelogMode::AppendOnly;
+                Box::new(
+                    GroupAggregate::try_new(group, aggs, schema, window, append_only, &mut prefixed, store)?
+                        .with_state_ttl(*state_ttl_ms),
+                )
             }
             StreamNode::SlicedWindowAggregate { input, spec } => {
                 let aggs = spec

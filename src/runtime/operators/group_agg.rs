@@ -9,11 +9,15 @@
 //! Aggregates: COUNT(*), COUNT(x), COUNT(DISTINCT x), SUM, AVG, MIN, MAX, each with an optional
 //! `FILTER (WHERE ...)`. NULL arguments are skipped (SQL). SUM and AVG keep a sum and a count
 //! of non-NULL values, so a retraction subtracts; MIN, MAX and COUNT(DISTINCT) keep the multiset
-//! of values per group, so deleting the current extreme brings back the next one.
+//! of values per group, so deleting the current extreme brings back the next one. Over an
+//! append-only input MIN and MAX keep only the current extreme in the group's state, with no
+//! value multiset (Flink: `MaxAggFunction` for insert-only input, `MaxWithRetractAggFunction`
+//! otherwise).
 //!
 //! # State
 //! - `groups`: group key → row count and accumulators (cached whole in memory).
-//! - `values/<i>`: for the i-th MIN, MAX or COUNT(DISTINCT): group key ++ value → count.
+//! - `values/<i>`: for the i-th MIN, MAX (over an updating input) or COUNT(DISTINCT): group key
+//!   ++ value → count.
 //!
 //! A group's entries are deleted when its row count reaches zero. With a state TTL
 //! ([`GroupAggregate::with_state_ttl`], unwindowed only) a group not written for that long
@@ -94,6 +98,9 @@ enum Acc {
     SumFloat(f64, i64),
     /// MIN/MAX: the values live in the `values/<i>` table.
     Values,
+    /// MIN/MAX over an append-only input: the extreme so far, encoded by the value codec
+    /// (memcomparable, so byte order is value order); `None` before the first non-NULL value.
+    Extreme(Option<Vec<u8>>),
     /// COUNT(DISTINCT): the number of distinct non-NULL values (they live in `values/<i>`).
     Distinct(i64),
 }
@@ -123,6 +130,8 @@ pub struct GroupAggregate {
     aggs: Vec<AggCall>,
     /// Codec of the group key.
     key_codec: RowCodec,
+    /// MIN and MAX keep only the extreme ([`Acc::Extreme`]): the input is append-only.
+    append_only_input: bool,
     /// Codec of each MIN/MAX/DISTINCT argument (one column).
     value_codecs: Vec<Option<RowCodec>>,
     /// Codec of an output row: group columns then aggregates.
@@ -148,7 +157,9 @@ impl GroupAggregate {
     /// A GROUP BY producing `schema` (group columns, then aggregates).
     ///
     /// `state_table(name)` returns the id of this operator's state table `name` (allocating it
-    /// when the job is created); tables are loaded from `store`.
+    /// when the job is created); tables are loaded from `store`. `append_only_input`: the input
+    /// never retracts (its changelog mode is append-only), so MIN and MAX keep no value
+    /// multiset.
     ///
     /// # Errors
     /// `Unsupported` for SUM/AVG(DISTINCT) and argument types the accumulators cannot hold.
@@ -157,6 +168,7 @@ impl GroupAggregate {
         aggs: Vec<AggCall>,
         schema: SchemaRef,
         window: Option<(usize, bool, i64)>,
+        append_only_input: bool,
         state_table: &mut dyn FnMut(&str) -> u32,
         store: &Store,
     ) -> Result<Self> {
@@ -166,13 +178,17 @@ impl GroupAggregate {
         let mut value_codecs = Vec::with_capacity(aggs.len());
         let mut values = Vec::with_capacity(aggs.len());
         for (i, agg) in aggs.iter().enumerate() {
-            let needs_values = matches!(agg.kind, AggKind::Min | AggKind::Max)
-                || (agg.kind == AggKind::Count && agg.distinct);
+            let extreme = matches!(agg.kind, AggKind::Min | AggKind::Max);
+            let needs_values = (extreme && !append_only_input) || (agg.kind == AggKind::Count && agg.distinct);
             if agg.distinct && matches!(agg.kind, AggKind::Sum | AggKind::Avg) {
                 return Err(WeirError::unsupported("SUM(DISTINCT) and AVG(DISTINCT) in a streaming aggregate"));
             }
-            if needs_values {
+            if extreme || needs_values {
                 value_codecs.push(Some(RowCodec::try_new(vec![agg.arg_type.clone()])?));
+            } else {
+                value_codecs.push(None);
+            }
+            if needs_values {
                 let id = state_table(&format!("{VALUES}/{i}"));
                 let table = if agg.kind == AggKind::Count {
                     // COUNT DISTINCT reads one value at a time; its groups can be huge.
@@ -183,7 +199,6 @@ impl GroupAggregate {
                 };
                 values.push(Some(table));
             } else {
-                value_codecs.push(None);
                 values.push(None);
             }
             if matches!(agg.kind, AggKind::Sum | AggKind::Avg) {
@@ -206,6 +221,7 @@ impl GroupAggregate {
         let mut op = Self {
             group_exprs,
             aggs,
+            append_only_input,
             key_codec,
             value_codecs,
             out_codec,
@@ -281,6 +297,7 @@ impl GroupAggregate {
                     Ok(SumKind::Float) => Acc::SumFloat(0.0, 0),
                     _ => Acc::SumInt(0, 0),
                 },
+                AggKind::Min | AggKind::Max if self.append_only_input => Acc::Extreme(None),
                 AggKind::Min | AggKind::Max => Acc::Values,
             })
             .collect();
@@ -330,6 +347,8 @@ impl GroupAggregate {
                     let v = if agg.kind == AggKind::Sum { *sum } else { sum / *n as f64 };
                     put_number(&mut out, &agg.output_type, v, None)?
                 }
+                Acc::Extreme(Some(v)) => out.extend_from_slice(v),
+                Acc::Extreme(None) => put_null(&mut out),
                 Acc::Values => {
                     let table = self.values[i].as_mut().expect("MIN/MAX have a value table");
                     let mut entries = table.prefix_iter(store, key)?;
@@ -475,6 +494,20 @@ impl Operator for GroupAggregate {
                         if a.is_valid(row) {
                             *s += sign as f64 * a.value(row);
                             *c += sign;
+                        }
+                    }
+                    (Acc::Extreme(extreme), ArgCol::Bytes(vals)) => {
+                        let Some(v) = &vals[row] else { continue };
+                        if sign < 0 {
+                            return Err(WeirError::internal("a retraction reached MIN/MAX over an append-only input"));
+                        }
+                        let better = match extreme {
+                            None => true,
+                            Some(e) if self.aggs[j].kind == AggKind::Min => v < e,
+                            Some(e) => v > e,
+                        };
+                        if better {
+                            *extreme = Some(v.clone());
                         }
                     }
                     (acc @ (Acc::Values | Acc::Distinct(_)), ArgCol::Bytes(vals)) => {
@@ -757,7 +790,21 @@ fn encode_state(state: &GroupState) -> Vec<u8> {
                 out.extend_from_slice(&s.to_le_bytes());
                 out.extend_from_slice(&c.to_le_bytes());
             }
-            Acc::Values => {}
+            Acc::Values | Acc::Extreme(_) => {}
+        }
+    }
+    // Variable-length extremes after the fixed-width accumulators: presence byte, then the
+    // length (u32 little-endian) and the value.
+    for acc in &state.accs {
+        if let Acc::Extreme(e) = acc {
+            match e {
+                None => out.push(0),
+                Some(v) => {
+                    out.push(1);
+                    out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                    out.extend_from_slice(v);
+                }
+            }
         }
     }
     out
@@ -787,7 +834,20 @@ fn decode_state(bytes: &[u8], shape: &GroupState) -> Result<GroupState> {
                 Acc::SumFloat(s, i64_of(read(8)?))
             }
             Acc::Values => Acc::Values,
+            Acc::Extreme(_) => Acc::Extreme(None),
         });
+    }
+    for acc in &mut accs {
+        if let Acc::Extreme(e) = acc {
+            if read(1)?[0] == 1 {
+                let len = u32::from_le_bytes(read(4)?.try_into().expect("4 bytes")) as usize;
+                *e = Some(read(len)?.to_vec());
+            }
+        }
+    }
+    // Every byte read: a state written for another shape (another build) fails loudly.
+    if pos != bytes.len() {
+        return Err(corrupt());
     }
     Ok(GroupState { rows, accs })
 }

@@ -95,6 +95,7 @@ impl Pipeline {
                 aggs(min_max),
                 output_schema(min_max),
                 Some((1, true, 0)),
+                min_max,
                 &mut |n| id(format!("g/{n}")),
                 store,
             )?)
