@@ -26,6 +26,12 @@
 //! Whole-table reads ([`StateTable::scan`]) stream from RocksDB merged with the overlay and
 //! cache nothing.
 //!
+//! A cache is **complete** while it holds every key (or group) the table has: from the moment a
+//! table opens empty in RocksDB (a new job) until its first eviction. A complete cache answers
+//! a miss itself (the key or group is absent) without reading RocksDB, so a job whose state
+//! fits in its share of the cache never reads RocksDB, as before the cache existed; a table
+//! reopened with state in RocksDB starts incomplete (nothing is loaded eagerly).
+//!
 //! # State TTL
 //! A table with a time-to-live ([`StateTable::with_ttl`], `table.exec.state.ttl`) stores each
 //! value behind an 8-byte header, the processing time of its last write (ms since the Unix
@@ -68,6 +74,9 @@ struct Cache {
     /// `None`: single keys; `Some`: whole groups.
     group_len: Option<GroupLen>,
     lru: LruCache<Vec<u8>, Cached>,
+    /// Whether the cache holds every key or group of the table (see the module docs): a miss
+    /// is then an absent key or an empty group.
+    complete: bool,
     /// Entries and estimated bytes held.
     entries: u64,
     bytes: u64,
@@ -92,6 +101,16 @@ const ENTRY_OVERHEAD: u64 = 96;
 /// 540 bytes, allocated whole even for one entry).
 const ITEM_OVERHEAD: u64 = 128;
 const GROUP_OVERHEAD: u64 = 640;
+
+/// [`GROUP_OVERHEAD`], or [`ITEM_OVERHEAD`] for an empty group (an empty map allocates nothing;
+/// a join caches many: the keys its other side probes in vain).
+fn group_overhead(group: &BTreeMap<Vec<u8>, Vec<u8>>) -> u64 {
+    if group.is_empty() {
+        ITEM_OVERHEAD
+    } else {
+        GROUP_OVERHEAD
+    }
+}
 
 fn entry_cost(key: &[u8], value: &[u8]) -> u64 {
     (key.len() + value.len()) as u64 + ENTRY_OVERHEAD
@@ -135,11 +154,12 @@ fn live_value(stored: &[u8], ttl_ms: i64, now: i64) -> Option<&[u8]> {
 }
 
 impl Cache {
-    fn new(budget: &Arc<CacheBudget>, group_len: Option<GroupLen>) -> Self {
+    fn new(budget: &Arc<CacheBudget>, group_len: Option<GroupLen>, complete: bool) -> Self {
         budget.open_table();
         Self {
             budget: Arc::clone(budget),
             group_len,
+            complete,
             lru: LruCache::unbounded(),
             entries: 0,
             bytes: 0,
@@ -174,7 +194,7 @@ impl Cache {
             Cached::Value(v) => (1, entry_cost(slot, v.as_deref().unwrap_or_default()) + ITEM_OVERHEAD),
             Cached::Group(g) => (
                 g.len() as u64,
-                g.iter().map(|(k, v)| entry_cost(k, v)).sum::<u64>() + slot.len() as u64 + GROUP_OVERHEAD,
+                g.iter().map(|(k, v)| entry_cost(k, v)).sum::<u64>() + slot.len() as u64 + group_overhead(g),
             ),
         }
     }
@@ -196,11 +216,13 @@ impl Cache {
             let Some((slot, item)) = self.lru.pop_lru() else { break };
             let (entries, bytes) = Self::cost(&slot, &item);
             self.shrink(entries, bytes);
+            self.complete = false;
         }
     }
 
     /// Records that `key` now holds `value` (`None`: deleted) where the cache holds its key or
-    /// group; a group not cached stays so (it is read whole when next asked for).
+    /// group; a group not cached stays so (it is read whole when next asked for), unless the
+    /// cache is complete: the group then holds only this write.
     fn write(&mut self, key: &[u8], value: Option<&[u8]>) {
         let slot = self.slot(key);
         let (added, removed) = match self.lru.peek_mut(slot) {
@@ -209,6 +231,7 @@ impl Cache {
                 (entry_cost(key, value.unwrap_or_default()), entry_cost(key, old.as_deref().unwrap_or_default()))
             }
             Some(Cached::Group(g)) => {
+                let overhead_before = group_overhead(g);
                 let old = match value {
                     Some(v) => g.insert(key.to_vec(), v.to_vec()),
                     None => g.remove(key),
@@ -216,10 +239,15 @@ impl Cache {
                 let added = value.map_or((0, 0), |v| (1, entry_cost(key, v)));
                 let removed = old.map_or((0, 0), |o| (1, entry_cost(key, &o)));
                 self.entries = self.entries + added.0 - removed.0;
-                (added.1, removed.1)
+                (added.1 + group_overhead(g), removed.1 + overhead_before)
             }
             None if self.group_len.is_none() => {
                 self.insert(key.to_vec(), Cached::Value(value.map(<[u8]>::to_vec)));
+                return;
+            }
+            None if self.complete => {
+                let group = value.map(|v| (key.to_vec(), v.to_vec())).into_iter().collect();
+                self.insert(slot.to_vec(), Cached::Group(group));
                 return;
             }
             None => return,
@@ -237,6 +265,17 @@ impl Drop for Cache {
     }
 }
 
+/// Whether table `id` holds no entry in RocksDB (a table a new job just allocated). A read
+/// error counts as not empty: the cache then reads RocksDB on a miss.
+fn is_empty(store: &Store, id: u32) -> bool {
+    let mut empty = true;
+    let read = store.scan_prefix(id, &[], |_, _| {
+        empty = false;
+        Ok(false)
+    });
+    empty && read.is_ok()
+}
+
 impl StateTable {
     /// A table with no cache: reads go to this epoch's writes and RocksDB.
     pub fn new(id: u32) -> Self {
@@ -247,14 +286,14 @@ impl StateTable {
     /// budget. Reads one key at a time ([`StateTable::get`]); whole-table reads with
     /// [`StateTable::scan`].
     pub fn point(id: u32, store: &Store) -> Self {
-        Self { cache: Some(Cache::new(store.cache_budget(), None)), ..Self::new(id) }
+        Self { cache: Some(Cache::new(store.cache_budget(), None, is_empty(store, id))), ..Self::new(id) }
     }
 
     /// A table whose keys are grouped by a prefix (`group_len(key)` leading bytes: a join key,
     /// a partition), read and cached a whole group at a time, within `store`'s state cache
     /// budget: [`StateTable::prefix_iter`] over a group or a prefix within one.
     pub fn grouped(id: u32, store: &Store, group_len: GroupLen) -> Self {
-        Self { cache: Some(Cache::new(store.cache_budget(), Some(group_len))), ..Self::new(id) }
+        Self { cache: Some(Cache::new(store.cache_budget(), Some(group_len), is_empty(store, id))), ..Self::new(id) }
     }
 
     /// Gives the table's entries a time-to-live of `ttl_ms` (`None` or 0: none); see the module
@@ -343,6 +382,10 @@ impl StateTable {
                         cache.hits += 1;
                         g.get(key).cloned()
                     }
+                    None if cache.complete => {
+                        cache.hits += 1;
+                        None
+                    }
                     None if cache.group_len.is_none() => {
                         cache.misses += 1;
                         let stored = self.stored(store, key)?;
@@ -404,6 +447,10 @@ impl StateTable {
             // from the store, which the range delete covers, when next asked for.
             let below: Vec<Vec<u8>> =
                 cache.lru.iter().filter(|(slot, _)| slot.as_slice() < bound).map(|(slot, _)| slot.clone()).collect();
+            if cache.group_len.is_some() && !below.is_empty() {
+                // A dropped group may hold keys at or above the bound, which stay.
+                cache.complete = false;
+            }
             for slot in below {
                 if let Some(item) = cache.lru.pop(&slot) {
                     let (entries, bytes) = Cache::cost(&slot, &item);
@@ -422,7 +469,17 @@ impl StateTable {
     /// # Errors
     /// `Storage` when RocksDB fails to read.
     pub fn delete_prefix(&mut self, store: &Store, prefix: &[u8]) -> Result<()> {
-        for key in self.read_group(store, prefix)?.into_keys() {
+        let keys: Vec<Vec<u8>> = match &self.cache {
+            // A whole group of a complete cache: its entries are the cached ones, if any.
+            Some(cache) if cache.complete && cache.group_len.is_some() && cache.slot(prefix) == prefix => {
+                match cache.lru.peek(prefix) {
+                    Some(Cached::Group(group)) => group.keys().cloned().collect(),
+                    _ => Vec::new(),
+                }
+            }
+            _ => self.read_group(store, prefix)?.into_keys().collect(),
+        };
+        for key in keys {
             self.delete(key);
         }
         Ok(())
@@ -443,15 +500,22 @@ impl StateTable {
         let slot = cache.slot(prefix).to_vec();
         if cache.lru.get(&slot).is_some() {
             cache.hits += 1;
+        } else if cache.complete {
+            // Nothing stored: the group is empty (a write would have cached it).
+            cache.hits += 1;
         } else {
             cache.misses += 1;
             let group = self.read_group(store, &slot)?;
             let cache = self.cache.as_mut().expect("cached table");
             cache.insert(slot.clone(), Cached::Group(group));
         }
+        /// The group of a complete cache's miss.
+        static EMPTY: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         let cache = self.cache.as_mut().expect("cached table");
-        let Some(Cached::Group(group)) = cache.lru.peek(&slot) else {
-            unreachable!("a grouped table caches groups, and the group was just read")
+        let group = match cache.lru.peek(&slot) {
+            Some(Cached::Group(group)) => group,
+            Some(Cached::Value(_)) => unreachable!("a grouped table caches groups"),
+            None => &EMPTY,
         };
         let upper = match prefix_successor(prefix) {
             Some(end) => Bound::Excluded(end),
@@ -685,6 +749,41 @@ mod tests {
         for (key, want) in [(&b"a1"[..], Some(b"old".to_vec())), (b"b1", None), (b"b2", None), (b"b3", None), (b"c1", Some(b"old".to_vec()))] {
             assert_eq!(t.get(&store, key)?, want, "{}", String::from_utf8_lossy(key));
         }
+        Ok(())
+    }
+
+    /// A table opened empty answers misses from its cache (no RocksDB read) until it evicts;
+    /// the same table reopened over its committed entries reads them from RocksDB.
+    #[test]
+    fn a_table_opened_empty_reads_nothing_from_rocksdb_until_it_evicts() -> Result<()> {
+        let (_dir, store) = store();
+        let mut groups = StateTable::grouped(1, &store, by_first_byte());
+        let mut points = StateTable::point(2, &store);
+        groups.put(b"a1".to_vec(), b"x".to_vec());
+        points.put(b"k".to_vec(), b"v".to_vec());
+        let mut writes = EpochWrites::default();
+        groups.flush(&mut writes);
+        points.flush(&mut writes);
+        store.commit(writes, 1)?;
+        groups.delete(b"a1".to_vec());
+        groups.put(b"b1".to_vec(), b"y".to_vec());
+        assert_eq!(entries(&mut groups, &store, b"a")?, pairs(&[]));
+        assert_eq!(entries(&mut groups, &store, b"b")?, pairs(&[(b"b1", b"y")]));
+        assert_eq!(entries(&mut groups, &store, b"c")?, pairs(&[]));
+        assert_eq!(groups.get(&store, b"c1")?, None);
+        assert_eq!(points.get(&store, b"k")?, Some(b"v".to_vec()));
+        assert_eq!(points.get(&store, b"absent")?, None);
+        for t in [&groups, &points] {
+            assert_eq!(t.cache_stats().map(|s| s.misses), Some(0));
+        }
+
+        let mut writes = EpochWrites::default();
+        groups.flush(&mut writes);
+        store.commit(writes, 2)?;
+        let mut reopened = StateTable::grouped(1, &store, by_first_byte());
+        assert_eq!(entries(&mut reopened, &store, b"b")?, pairs(&[(b"b1", b"y")]));
+        assert_eq!(entries(&mut reopened, &store, b"a")?, pairs(&[]));
+        assert_eq!(reopened.cache_stats().map(|s| s.misses), Some(2));
         Ok(())
     }
 
