@@ -9,9 +9,12 @@
 //!   contain `t` (Flink requires `size` to be a multiple of `slide`).
 //! - `CUMULATE(step, size)`: within the tumbling window `[b, b + size)` of `t`, the windows
 //!   `[b, b + k * step)` for every `k` with `b + k * step > t`.
-//! - `SESSION(gap)` (optionally `PARTITION BY` columns): rows closer than `gap` to each other
-//!   form one session `[first row, last row + gap)`; a row that bridges two sessions merges
-//!   them. Without PARTITION BY, sessions span all rows (SQL.md), even when grouped by a key.
+//! - `SESSION(gap)` (optionally `PARTITION BY` columns): rows at most `gap` apart form one
+//!   session `[first row, last row + gap)`; a row that bridges two sessions merges them. Rows
+//!   exactly `gap` apart are one session: their windows `[t, t + gap)` touch, and Flink merges
+//!   windows that intersect (`TimeWindow.intersects`: `start <= other.end && end >=
+//!   other.start`). Without PARTITION BY, sessions span all rows (SQL.md), even when grouped by
+//!   a key.
 //!
 //! All intervals are whole milliseconds and positive. A window is closed (Flink: it fires) once
 //! the watermark reaches its `window_time`.
@@ -280,13 +283,14 @@ impl WindowSpec {
     }
 }
 
-/// The session `(start, end)` of each of `times` (sorted ascending) with gap `gap_ms`.
+/// The session `(start, end)` of each of `times` (sorted ascending) with gap `gap_ms`: rows at
+/// most `gap_ms` apart share one (see the module docs on touching sessions).
 pub fn sessions_of(times: &[i64], gap_ms: i64) -> Vec<(i64, i64)> {
     let mut out = vec![(0, 0); times.len()];
     let mut i = 0;
     while i < times.len() {
         let mut j = i;
-        while j + 1 < times.len() && times[j + 1] < times[j] + gap_ms {
+        while j + 1 < times.len() && times[j + 1] <= times[j] + gap_ms {
             j += 1;
         }
         for o in &mut out[i..=j] {
@@ -327,6 +331,8 @@ mod tests {
             sessions_of(&[0, 10 * m, 40 * m], 20 * m),
             vec![(0, 30 * m), (0, 30 * m), (40 * m, 60 * m)]
         );
+        // Exactly one gap apart: the windows [0, 10) and [10, 20) touch and merge (Flink).
+        assert_eq!(sessions_of(&[0, 10 * m, 21 * m], 10 * m), vec![(0, 20 * m), (0, 20 * m), (21 * m, 31 * m)]);
     }
 
     const MIN: i64 = 60_000;
