@@ -23,6 +23,15 @@
 //! dropped (arrival has no ties). Rows whose order keys tie are ordered by arrival, so
 //! ROW_NUMBER is deterministic; RANK and DENSE_RANK give ties one rank (SQL).
 //!
+//! Which arrival wins a tie follows Flink. A Top-N keeps the earlier arrival at its boundary
+//! (Flink's AppendOnlyTopNFunction and RetractableTopNFunction put a row after the rows with
+//! an equal sort key). A deduplication, `ROW_NUMBER() ... ORDER BY t` with rank range `= 1`
+//! (or `<= 1`), the rank column not selected and `t` the one order key, an event-time
+//! attribute (Flink's `RankUtil.canConvertToDeduplicate`), keeps the first row when `t` is
+//! ascending (an equal time does not replace the kept row: the earlier arrival wins) and the
+//! last row when `t` is descending: a row whose time is equal or later replaces the kept one
+//! (Flink's `DeduplicateFunctionHelper.shouldKeepCurrentRow`), so the later arrival wins.
+//!
 //! # Changelog and stream key
 //! Keep-first by arrival (ORDER BY a processing-time attribute ASC, or no ORDER BY under
 //! ROW_NUMBER) over an append-only input is append-only: a first row never changes (Flink's
@@ -228,7 +237,11 @@ pub fn plan_top_n(
     };
 
     let input = plan_stream(&window.input, catalog)?;
-    let (order_by, arrival) = split_order(&params.order_by, &window.input);
+    let (order_by, mut arrival) = split_order(&params.order_by, &window.input);
+    if arrival.is_none() && keep_last_on_event_time(function, lo, hi, needed, &order_by, &input, catalog)? {
+        // Deduplication keeping the last row: the later arrival wins a tie (module docs).
+        arrival = Some(false);
+    }
     let arrival_columns = arrival_columns(&window.input);
     let spec_input = RankInput { function, partition_by: params.partition_by.clone(), order_by, arrival, lo, hi };
     let schema = if needed {
@@ -327,6 +340,27 @@ pub fn is_distinct_on(plan: &LogicalPlan) -> bool {
 }
 
 /// The rank function call and range, before the stream properties are derived.
+/// Whether a rank is Flink's keep-last deduplication on event time: ROW_NUMBER, rank range
+/// 1..=1, the rank not selected, one order key, descending, that is an event-time attribute of
+/// `input` (see the module docs on ties).
+fn keep_last_on_event_time(
+    function: RankFunction,
+    lo: u64,
+    hi: u64,
+    rank_selected: bool,
+    order_by: &[SortExpr],
+    input: &StreamPlan,
+    catalog: &dyn SourceCatalog,
+) -> Result<bool> {
+    let [key] = order_by else { return Ok(false) };
+    if function != RankFunction::RowNumber || (lo, hi) != (1, 1) || rank_selected || key.asc {
+        return Ok(false);
+    }
+    let Expr::Column(c) = unalias(&key.expr) else { return Ok(false) };
+    let Some(index) = input.schema.maybe_index_of_column(c) else { return Ok(false) };
+    Ok(crate::plan::join::time_columns(input, catalog)?.event_time.contains(&index))
+}
+
 struct RankInput {
     function: RankFunction,
     partition_by: Vec<Expr>,
