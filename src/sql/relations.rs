@@ -310,7 +310,12 @@ impl SchemaProvider for WeirSchema {
                     keyed_table: None,
                     system: self.snapshot.system.clone(),
                 }));
-                let plan = ctx.state().create_logical_plan(&query).await?;
+                let state = ctx.state();
+                let plan = state.create_logical_plan(&query).await?;
+                // Analyzed (type coercion, as DataFusion does for a whole query before running
+                // it): the stream planner plans a view from this plan, and an `id > 0` over an
+                // INT column must compare Int32 with Int32, not Int64.
+                let plan = state.analyzer().execute_and_check(plan, state.config_options(), |_, _| {})?;
                 Ok(Some(Arc::new(ViewTable::new(plan, Some(query)))))
             }
             RelationKind::Table if connector_of(rel) != "table" => Ok(Some(Arc::new(ConnectorTable {
