@@ -143,3 +143,60 @@ async fn decode_on_error_fail_stops_the_job_and_it_stays_failed_after_a_restart(
     let rows = client.simple_query("SHOW JOBS").await.expect("show jobs");
     assert!(!rows.iter().any(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(r) if r.get("job_name") == Some("df_strict_total"))));
 }
+
+/// A file source read to its end is not reopened after a restart, so deleting its file breaks
+/// nothing; a file source whose file is gone before it is read fails its own job (FAILED) and
+/// nothing else: FLUSH and the other views go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_gone_fails_only_the_job_that_still_has_to_read_it() {
+    let dir = common::scratch_dir("file-gone");
+    let data = dir.join("data");
+    let (read, unread, other) = (dir.join("read.json"), dir.join("unread.json"), dir.join("other.json"));
+    std::fs::write(&read, "{\"id\": 1}\n{\"id\": 2}\n{\"id\": 3}\n").expect("input file");
+    std::fs::write(&other, "{\"id\": 10}\n{\"id\": 20}\n").expect("input file");
+    let mut server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE fg_read (id BIGINT) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json');
+             CREATE MATERIALIZED VIEW fg_read_total AS SELECT COUNT(*) AS n, SUM(id) AS total FROM fg_read;
+             FLUSH;",
+            read.display()
+        ))
+        .await
+        .expect("pipeline");
+    let totals = |rows: Vec<tokio_postgres::Row>| (rows[0].get::<_, i64>(0), rows[0].get::<_, Option<i64>>(1));
+    let read_total = "SELECT n, CAST(total AS BIGINT) FROM fg_read_total";
+    assert_eq!(totals(client.query(read_total, &[]).await.expect("read")), (3, Some(6)));
+
+    // Restarted with the file gone: the finished source is not reopened.
+    server.kill9();
+    std::fs::remove_file(&read).expect("remove the file read");
+    let server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    client.batch_execute("FLUSH").await.expect("FLUSH after the restart");
+    assert_eq!(job_status(&client, "fg_read_total").await, ("RUNNING".to_string(), None));
+    assert_eq!(totals(client.query(read_total, &[]).await.expect("read")), (3, Some(6)));
+
+    // A source whose file does not exist fails its job alone.
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE fg_unread (id BIGINT) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json');
+             CREATE TABLE fg_other (id BIGINT) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json');
+             CREATE MATERIALIZED VIEW fg_unread_total AS SELECT COUNT(*) AS n, SUM(id) AS total FROM fg_unread;
+             CREATE MATERIALIZED VIEW fg_other_total AS SELECT COUNT(*) AS n, SUM(id) AS total FROM fg_other;
+             FLUSH;",
+            unread.display(),
+            other.display()
+        ))
+        .await
+        .expect("a missing file fails its job, not the statements");
+    let (status, error) = job_status(&client, "fg_unread_total").await;
+    assert_eq!(status, "FAILED");
+    let error = error.expect("the error is shown");
+    assert!(error.contains("fg_unread") && error.contains("unread.json"), "error names the table and the file: {error}");
+    let other_total = "SELECT n, CAST(total AS BIGINT) FROM fg_other_total";
+    assert_eq!(totals(client.query(other_total, &[]).await.expect("read")), (2, Some(30)));
+    client.batch_execute("FLUSH").await.expect("FLUSH with a failed job");
+    assert_eq!(job_status(&client, "fg_other_total").await, ("RUNNING".to_string(), None));
+}

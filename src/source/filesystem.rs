@@ -160,8 +160,12 @@ impl SourceReader for FileReader {
         let Some(p) = self.partitions.iter().position(|p| !p.finished) else { return Ok(SourcePoll::Finished) };
         let part = &mut self.partitions[p];
         if part.reader.is_none() {
-            let mut file =
-                File::open(&part.path).map_err(|e| WeirError::storage(format!("opening {}: {e}", part.path.display())))?;
+            let mut file = match File::open(&part.path) {
+                Ok(file) => file,
+                // The job cannot read on (the file was deleted or is not readable): it fails
+                // alone, as Flink's job fails on a FileNotFoundException.
+                Err(e) => return Ok(SourcePoll::Failed(format!("opening {}: {e}", part.path.display()))),
+            };
             file.seek(SeekFrom::Start(part.position))
                 .map_err(|e| WeirError::storage(format!("reading {}: {e}", part.path.display())))?;
             part.reader = Some(BufReader::with_capacity(1 << 20, file));
@@ -203,6 +207,10 @@ impl SourceReader for FileReader {
 
     fn partition_finished(&self, p: usize) -> bool {
         self.partitions[p].finished
+    }
+
+    fn resume_finished(&mut self, p: usize) {
+        self.partitions[p].finished = true;
     }
 
     fn bounded(&self) -> bool {

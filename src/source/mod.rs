@@ -60,6 +60,9 @@ pub enum SourcePoll {
     Pending,
     /// Every partition has ended (bounded input).
     Finished,
+    /// The source cannot go on (a file that cannot be opened): its job fails with this reason
+    /// (FAILED in `SHOW JOBS`), the rest of the database runs on.
+    Failed(String),
 }
 
 /// A connector's reader: partitions, positions, batches.
@@ -69,14 +72,18 @@ pub trait SourceReader: Send + Sync {
     /// The next batch of at most `max_rows` rows.
     ///
     /// # Errors
-    /// A source that cannot be read (a file gone, a broker refusing) returns the error; the
-    /// caller logs it and retries later from the last committed position.
+    /// A source that cannot be read for now (a broker refusing, a read failing) returns the
+    /// error; the caller logs it and retries later from the last committed position. One that
+    /// cannot go on at all (a file gone) returns [`SourcePoll::Failed`] instead.
     fn poll(&mut self, max_rows: usize) -> Result<SourcePoll>;
     /// The position after the last row returned, per partition (connector-defined: a row
     /// offset, a byte offset, a Kafka offset), to store at the next commit.
     fn positions(&self) -> Vec<u64>;
     /// Whether partition `p` has ended (bounded input read to its end).
     fn partition_finished(&self, p: usize) -> bool;
+    /// Partition `p` had ended at the last commit: it is not read again (a file read to its
+    /// end is not reopened after a restart, so it may be gone).
+    fn resume_finished(&mut self, _p: usize) {}
     /// Whether the input ends (a file, `nexmark.events` > 0) rather than runs forever.
     fn bounded(&self) -> bool;
     /// Records that did not decode since the last call.
@@ -286,9 +293,14 @@ impl SourceTask {
         let full_df = DFSchema::try_from(schema.as_ref().clone())?;
         let watermark_expr = rel.watermark.as_ref().map(|w| compile(&ctx, &w.expr, &full_df)).transpose()?;
         let positions: Option<Vec<u64>> = progress.as_ref().map(|p| p.partitions.iter().map(|p| p.position).collect());
-        let reader = open_reader(rel, physical, positions.as_deref())?;
+        let mut reader = open_reader(rel, physical, positions.as_deref())?;
         let mut progress = progress.unwrap_or_default();
         progress.partitions.resize(reader.num_partitions(), PartitionProgress::default());
+        for (p, partition) in progress.partitions.iter().enumerate() {
+            if partition.finished {
+                reader.resume_finished(p);
+            }
+        }
         let idle_timeout = match rel.options.get(IDLE_TIMEOUT) {
             Some(v) => Some(std::time::Duration::from_millis(
                 crate::plan::duration::parse_duration_ms(IDLE_TIMEOUT, v)?.max(0) as u64,
@@ -348,6 +360,12 @@ impl SourceTask {
         let (partition, batch, ops) = match polled {
             SourcePoll::Batch { partition, batch, ops } => (partition, batch, ops),
             SourcePoll::Pending => return Ok(self.advance_watermark().map(|w| (None, Some(w)))),
+            SourcePoll::Failed(error) => {
+                let error = format!("table {}: {error}", self.table);
+                tracing::error!(job = %self.job, "{error}");
+                self.failure = Some(error);
+                return Ok(None);
+            }
             SourcePoll::Finished => {
                 for (p, progress) in self.progress.partitions.iter_mut().enumerate() {
                     progress.finished = self.reader.partition_finished(p);
