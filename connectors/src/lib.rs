@@ -100,7 +100,9 @@ const FORMATS: &[&str] = &["json", "csv", "avro-confluent", "debezium-json", "ra
 /// # Errors
 /// [`ConnectorError::UnknownConnector`] for a name not in the list; `MissingOption` and
 /// `InvalidValue` for options a known connector requires (`topic` for Kafka, `format`'s values,
-/// the `nexmark.*` options); `UnknownOption` for a `nexmark.*` option that does not exist.
+/// the `nexmark.*` options, the Kafka source and sink options); `UnknownOption` for a
+/// `nexmark.*`, `scan.startup.*` or `sink.*` option that does not exist; `Unsupported` for a
+/// Kafka option value not built yet (`'sink.delivery-guarantee' = 'exactly-once'`).
 pub fn validate(options: &BTreeMap<String, String>) -> Result<(String, ConnectorKind), ConnectorError> {
     let name = options.get("connector").map(|s| s.to_lowercase()).unwrap_or_else(|| "table".into());
     let Some((_, kind)) = CONNECTORS.iter().find(|(n, _)| *n == name) else {
@@ -111,6 +113,14 @@ pub fn validate(options: &BTreeMap<String, String>) -> Result<(String, Connector
     };
     if name == "kafka" || name == "upsert-kafka" {
         require(&name, options, "topic")?;
+        // Every option, checked when the table is declared, as Flink checks them when it
+        // plans a table: a table is read, written, or both.
+        // A consumer group is needed only once a job reads the table (`group-offsets`, the
+        // default start): the rest of the source options are checked with a stand-in.
+        let mut as_source = options.clone();
+        as_source.entry("properties.group.id".into()).or_insert_with(|| "weir-validate".into());
+        kafka::KafkaSourceConfig::from_options(&as_source)?;
+        kafka::KafkaSinkConfig::from_options(options)?;
     }
     if name == "filesystem" {
         require(&name, options, "path")?;
@@ -143,9 +153,10 @@ fn require(connector: &str, options: &BTreeMap<String, String>, option: &str) ->
 /// Whether a sink with these options takes only inserts: `kafka` with an append-only format.
 /// `debezium-json` carries changelogs, so a `kafka` sink with it is not append-only.
 pub fn is_append_only_sink(options: &BTreeMap<String, String>) -> bool {
-    match validate(options) {
-        Ok((_, ConnectorKind::External { append_only_sink })) => {
-            append_only_sink && options.get("format").map(String::as_str) != Some("debezium-json")
+    let name = options.get("connector").map(|s| s.to_lowercase()).unwrap_or_else(|| "table".into());
+    match CONNECTORS.iter().find(|(n, _)| *n == name) {
+        Some((_, ConnectorKind::External { append_only_sink })) => {
+            *append_only_sink && options.get("format").map(String::as_str) != Some("debezium-json")
         }
         _ => false,
     }
@@ -169,6 +180,12 @@ mod tests {
         ));
         let kafka = opts(&[("connector", "kafka"), ("topic", "t"), ("format", "json")]);
         assert!(is_append_only_sink(&kafka));
+        // Kafka's source and sink options are checked too.
+        let mut bad = kafka.clone();
+        bad.insert("properties.bootstrap.servers".into(), "127.0.0.1:9092".into());
+        assert!(validate(&bad).is_ok(), "{:?}", validate(&bad));
+        bad.insert("sink.delivery-guarantee".into(), "bogus".into());
+        assert!(matches!(validate(&bad), Err(ConnectorError::InvalidValue { .. })));
         let upsert = opts(&[("connector", "upsert-kafka"), ("topic", "t")]);
         assert!(!is_append_only_sink(&upsert));
     }
