@@ -118,6 +118,10 @@ pub struct RankSpec {
     /// The time-to-live of the state of a rank over unwindowed input, ms
     /// ([`crate::plan::ttl`]).
     pub state_ttl_ms: Option<i64>,
+    /// Window Top-N and window deduplication only: emit each window's ranked rows once, `+I`,
+    /// when the watermark closes the window, and nothing before (`EMIT ON WINDOW CLOSE`, and
+    /// every `INSERT INTO` job: Flink's window Top-N and window deduplication are final).
+    pub emit_on_window_close: bool,
 }
 
 impl RankSpec {
@@ -147,7 +151,7 @@ impl RankSpec {
             self.hi,
             if self.output_rank { ", output_rank" } else { "" },
             if self.keep_first { ", keep_first" } else { "" },
-        )
+        ) + if self.emit_on_window_close { " emit=on-window-close" } else { "" }
     }
 }
 
@@ -417,6 +421,7 @@ fn rank_node(
         pair_by_rank,
         keep_first,
         state_ttl_ms: None,
+        emit_on_window_close: false,
     };
     Ok(StreamPlan { schema, changelog, stream_key, node: StreamNode::Rank { input: Box::new(input), spec } })
 }

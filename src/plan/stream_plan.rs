@@ -211,7 +211,7 @@ impl StreamPlan {
             Ok(())
         } else {
             Err(crate::error::WeirError::plan(
-                "EMIT ON WINDOW CLOSE needs a window aggregation: GROUP BY window_start, window_end over TUMBLE, HOP or CUMULATE",
+                "EMIT ON WINDOW CLOSE needs a windowed operator at the top of the query: a window aggregation (GROUP BY window_start, window_end over TUMBLE, HOP or CUMULATE), a window Top-N or a window deduplication (PARTITION BY window_start, window_end)",
             ))
         }
     }
@@ -223,6 +223,12 @@ impl StreamPlan {
                 true
             }
             StreamNode::SlicedWindowAggregate { .. } => true,
+            StreamNode::Rank { input, spec } if is_window_rank(input, spec) => {
+                spec.emit_on_window_close = true;
+                // The rows are kept until the window closes, also for keep-first.
+                spec.keep_first = false;
+                true
+            }
             StreamNode::Project { input, .. } | StreamNode::Filter { input, .. } => input.try_set_eowc(),
             _ => false,
         };
@@ -233,14 +239,18 @@ impl StreamPlan {
         set
     }
 
-    /// Makes every window aggregation of the plan emit each window once, final, when it closes,
-    /// wherever it sits (under joins too): Flink's window TVF aggregation, used by INSERT INTO
-    /// jobs. Projections, filters and unions over append-only inputs become append-only.
+    /// Makes every window aggregation, window Top-N and window deduplication of the plan emit
+    /// each window once, final, when it closes, wherever it sits (under joins too): Flink's
+    /// window TVF aggregation, Top-N and deduplication, used by INSERT INTO jobs. Projections, filters and unions over append-only inputs become append-only.
     pub fn set_window_aggregations_final(&mut self) {
         for input in self.inputs_mut() {
             input.set_window_aggregations_final();
         }
-        let is_window_agg = matches!(self.node, StreamNode::GroupAggregate { window_end: Some(_), .. });
+        let is_window_agg = match &self.node {
+            StreamNode::GroupAggregate { window_end: Some(_), .. } => true,
+            StreamNode::Rank { input, spec } => is_window_rank(input, spec),
+            _ => false,
+        };
         if is_window_agg {
             self.try_set_eowc();
         } else if matches!(self.node, StreamNode::Project { .. } | StreamNode::Filter { .. } | StreamNode::Union { .. })
@@ -330,4 +340,10 @@ impl StreamPlan {
 
 fn join(exprs: &[Expr]) -> String {
     exprs.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// Whether a rank over `input` is a window Top-N or window deduplication: its input carries
+/// window columns and it partitions by `window_end` (Flink's WindowRank).
+pub fn is_window_rank(input: &StreamPlan, spec: &RankSpec) -> bool {
+    input.has_window() && spec.partition_by.iter().any(|e| matches!(e, Expr::Column(c) if c.name == "window_end"))
 }

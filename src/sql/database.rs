@@ -369,16 +369,20 @@ impl Database {
     /// as a view created now would have them.
     async fn explain(&self, stmt: WeirStatement, settings: &BTreeMap<String, String>) -> Result<StatementResult> {
         let engine = self.engine.read().await;
-        let mut eowc = false;
+        let mut kind = JobKind::View { emit_on_window_close: false };
         let query = match &stmt {
             WeirStatement::CreateMaterializedView { query, emit_on_window_close, .. } => {
-                eowc = *emit_on_window_close;
+                kind = JobKind::View { emit_on_window_close: *emit_on_window_close };
                 query.to_string()
             }
             WeirStatement::Sql(s) => match s.as_ref() {
                 Statement::Query(q) => q.to_string(),
+                // Planned as the job it starts: windowed operators emit final rows.
                 Statement::Insert(i) => match &i.source {
-                    Some(q) => q.to_string(),
+                    Some(q) => {
+                        kind = JobKind::Sink;
+                        q.to_string()
+                    }
                     None => return Err(WeirError::unsupported("EXPLAIN of INSERT without a query")),
                 },
                 other => return Err(WeirError::unsupported(format!("EXPLAIN of {other}"))),
@@ -386,7 +390,7 @@ impl Database {
             _ => return Err(WeirError::unsupported("EXPLAIN of this statement")),
         };
         let options = crate::sql::settings::job_options(settings)?;
-        let plan = plan_job(&engine, &query, JobKind::View { emit_on_window_close: eowc }, &options).await?;
+        let plan = plan_job(&engine, &query, kind, &options).await?;
         text_rows(&["QUERY PLAN"], plan.explain().into_iter().map(|l| vec![Some(l)]).collect())
     }
 

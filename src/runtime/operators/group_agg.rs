@@ -678,8 +678,8 @@ pub(crate) fn accumulator_kind(t: &DataType) -> Result<SumKind> {
     })
 }
 
-/// Window ends of a timestamp column, in ms.
-fn window_ends(col: &ArrayRef) -> Result<Vec<i64>> {
+/// Window ends of a timestamp column, in ms (`i64::MIN` for NULL).
+pub(crate) fn window_ends(col: &ArrayRef) -> Result<Vec<i64>> {
     let ms = cast(col, &DataType::Timestamp(arrow::datatypes::TimeUnit::Millisecond, None))?;
     let ms = cast(&ms, &DataType::Int64)?;
     let ms = downcast::<Int64Array>(&ms)?;

@@ -30,7 +30,11 @@
 //! When a PARTITION BY column is a window's `window_end` (window Top-N, window dedup), the rows
 //! of a window leave state once the watermark reaches its `window_time` (`window_end - 1`):
 //! the window has fired, and rows for it are late and dropped before they get here. The view
-//! keeps the ranked rows already emitted.
+//! keeps the ranked rows already emitted. The open windows' partitions are indexed in memory by
+//! window end (rebuilt from state when the job restarts), so a watermark reads only the windows
+//! it closes. With `EMIT ON WINDOW CLOSE` (and in every `INSERT INTO` job) nothing is emitted
+//! while a window is open; when it closes, each of its partitions' ranked rows are emitted
+//! once, `+I`, final (append-only output; Flink's WindowRank and WindowDeduplicate).
 //!
 //! A retraction is matched with a kept row of the same partition and order key and equal
 //! columns, except processing-time ones (a retraction carries a new processing time); of equal
@@ -44,7 +48,7 @@
 //! LAST) and, for a value, its memcomparable bytes, inverted for DESC (the codec's encoding
 //! is prefix-free, so inverting reverses the order).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch, UInt64Array};
@@ -56,6 +60,7 @@ use crate::error::{Result, WeirError};
 use crate::plan::rank::{RankFunction, RankSpec};
 use crate::runtime::changelog::{Op, StreamChunk};
 use crate::runtime::operator::{OpContext, Operator};
+use crate::runtime::operators::group_agg::window_ends;
 use crate::state::codec::put_u64;
 use crate::state::{EpochWrites, RowCodec, StateTable, Store};
 
@@ -128,6 +133,10 @@ pub struct Rank {
     next_seq: u64,
     /// For window Top-N: the partition column that is `window_end`.
     window_end_partition: Option<usize>,
+    /// Window Top-N: emit each window's rows once, when it closes.
+    emit_on_window_close: bool,
+    /// Window Top-N: the partitions holding state, by window end (ms).
+    open_windows: BTreeMap<i64, BTreeSet<Vec<u8>>>,
 }
 
 /// A kept row in rank range: its output bytes (stored row, then rank if output) and rank.
@@ -195,17 +204,38 @@ impl Rank {
             StateTable::grouped(state_table(table), store, partition_codec.group_len())
         }
         .with_ttl(spec.state_ttl_ms);
-        let next_seq = if spec.keep_first {
-            0
-        } else {
+        // One pass over the state: the next arrival sequence, and the open windows' partitions.
+        let mut next_seq = 0;
+        let mut open_windows: BTreeMap<i64, BTreeSet<Vec<u8>>> = BTreeMap::new();
+        if !spec.keep_first || window_end_partition.is_some() {
             let invert = spec.arrival == Some(false);
-            let mut next = 0;
+            let mut partitions: BTreeSet<Vec<u8>> = BTreeSet::new();
             state.scan(store, |key, _| {
-                next = next.max(seq_of(key, invert)? + 1);
+                if !spec.keep_first {
+                    next_seq = next_seq.max(seq_of(key, invert)? + 1);
+                }
+                if window_end_partition.is_some() {
+                    let len = partition_codec.encoded_len(key);
+                    if partitions.last().is_none_or(|p| p.as_slice() != &key[..len]) {
+                        partitions.insert(key[..len].to_vec());
+                    }
+                }
                 Ok(true)
             })?;
-            next
-        };
+            if let Some(k) = window_end_partition {
+                let partitions: Vec<Vec<u8>> = partitions.into_iter().collect();
+                let mut decoder = partition_codec.decoder(partitions.len());
+                for p in &partitions {
+                    decoder.append(p)?;
+                }
+                if !partitions.is_empty() {
+                    let ends = window_ends(&decoder.finish()?[k])?;
+                    for (p, end) in partitions.into_iter().zip(ends) {
+                        open_windows.entry(end).or_default().insert(p);
+                    }
+                }
+            }
+        }
         Ok(Self {
             function: spec.function,
             lo: spec.lo,
@@ -229,6 +259,8 @@ impl Rank {
             state,
             next_seq,
             window_end_partition,
+            emit_on_window_close: spec.emit_on_window_close,
+            open_windows,
         })
     }
 }
@@ -263,6 +295,11 @@ impl Operator for Rank {
             .map(|e| Ok(e.evaluate(batch)?.into_array(n)?))
             .collect::<Result<Vec<_>>>()?;
         let partitions = self.partition_codec.encode_rows(&partition_cols, n)?;
+        if let Some(k) = self.window_end_partition {
+            for (p, end) in partitions.iter().zip(window_ends(&partition_cols[k])?) {
+                self.open_windows.entry(end).or_default().insert(p.clone());
+            }
+        }
         if self.keep_first {
             return self.keep_first_rows(&chunk, &partitions, ctx);
         }
@@ -290,7 +327,8 @@ impl Operator for Rank {
         let mut out = Vec::new();
         let (mut retracts, mut inserts): (Vec<Vec<u8>>, Vec<Vec<u8>>) = (Vec::new(), Vec::new());
         for (partition, rows_of) in groups {
-            let before = self.ranked(ctx.store, partition)?;
+            // Under EOWC a window's rows are emitted when it closes, not as they change.
+            let before = if self.emit_on_window_close { Vec::new() } else { self.ranked(ctx.store, partition)? };
             for &row in &rows_of {
                 let mut key = partition.to_vec();
                 key.extend_from_slice(&order[row]);
@@ -322,6 +360,9 @@ impl Operator for Rank {
             if self.append_only_input {
                 self.trim(ctx.store, partition)?;
             }
+            if self.emit_on_window_close {
+                continue;
+            }
             let after = self.ranked(ctx.store, partition)?;
             let (gone, came) = difference(before, after);
             if self.pair_by_rank {
@@ -345,43 +386,35 @@ impl Operator for Rank {
         Ok(Some(StreamChunk::new(ops, self.decode(&out)?)))
     }
 
-    /// Window Top-N: frees the rows of the windows the watermark closed.
+    /// Window Top-N: frees the state of the windows the watermark closed (their `window_time`,
+    /// `window_end - 1`, is at or below it); under EOWC emits their ranked rows first.
     fn on_watermark(
         &mut self,
         _input: usize,
         watermark_ms: i64,
         ctx: &OpContext<'_>,
     ) -> Result<(Option<StreamChunk>, Option<i64>)> {
-        let Some(k) = self.window_end_partition else { return Ok((None, Some(watermark_ms))) };
-        // Partition keys are self-delimiting: decode each entry's partition to read its end.
-        let mut closed = Vec::new();
-        let mut ends: HashMap<Vec<u8>, bool> = HashMap::new();
-        let codec = &self.partition_codec;
-        self.state.scan(ctx.store, |key, _| {
-            let mut decoder = codec.decoder(1);
-            let len = decoder.append(key)?;
-            let partition = &key[..len];
-            let is_closed = match ends.get(partition) {
-                Some(c) => *c,
-                None => {
-                    let cols = decoder.finish()?;
-                    let end = cast(&cols[k], &DataType::Timestamp(arrow::datatypes::TimeUnit::Millisecond, None))?;
-                    let end = cast(&end, &DataType::Int64)?;
-                    let end = end.as_any().downcast_ref::<arrow::array::Int64Array>().map(|a| a.value(0));
-                    let c = end.is_some_and(|e| e - 1 <= watermark_ms);
-                    ends.insert(partition.to_vec(), c);
-                    c
-                }
-            };
-            if is_closed {
-                closed.push(key.to_vec());
-            }
-            Ok(true)
-        })?;
-        for key in closed {
-            self.state.delete(key);
+        if self.window_end_partition.is_none() {
+            return Ok((None, Some(watermark_ms)));
         }
-        Ok((None, Some(watermark_ms)))
+        let still_open = self.open_windows.split_off(&watermark_ms.saturating_add(2));
+        let closed = std::mem::replace(&mut self.open_windows, still_open);
+        let mut out = Vec::new();
+        for partition in closed.into_values().flatten() {
+            if self.emit_on_window_close {
+                out.extend(self.ranked(ctx.store, &partition)?.into_iter().map(|(row, _)| row));
+            }
+            if self.keep_first {
+                self.state.delete(partition);
+            } else {
+                self.state.delete_prefix(ctx.store, &partition)?;
+            }
+        }
+        if out.is_empty() {
+            return Ok((None, Some(watermark_ms)));
+        }
+        let ops = vec![Op::Insert; out.len()];
+        Ok((Some(StreamChunk::new(ops, self.decode(&out)?)), Some(watermark_ms)))
     }
 
     fn on_barrier(&mut self, writes: &mut EpochWrites, ctx: &OpContext<'_>) -> Result<()> {
@@ -703,6 +736,7 @@ mod tests {
             pair_by_rank: output_rank && function == RankFunction::RowNumber,
             keep_first: false,
             state_ttl_ms: None,
+            emit_on_window_close: false,
         };
         harness(spec, append_only, dir, store)
     }
@@ -838,6 +872,7 @@ mod tests {
             pair_by_rank: true,
             keep_first: true,
             state_ttl_ms: None,
+            emit_on_window_close: false,
         };
         let mut h = harness(spec, true, dir, store);
         assert_eq!(h.push("+I 1 5 a\n+I 1 1 b\n+I 2 9 c"), vec!["+I 1 5 a 1", "+I 2 9 c 1"]);
@@ -861,6 +896,7 @@ mod tests {
             pair_by_rank: false,
             keep_first: false,
             state_ttl_ms: None,
+            emit_on_window_close: false,
         };
         let mut h = harness(spec, false, dir, store);
         assert_eq!(h.push("+I 1 100 a"), vec!["+I 1 100 a"]);
@@ -884,6 +920,7 @@ mod tests {
             pair_by_rank: true,
             keep_first: false,
             state_ttl_ms: None,
+            emit_on_window_close: false,
         };
         let mut h = harness(spec(), false, dir, store);
         assert_eq!(h.push("+I 1 10 a\n+I 1 10 b"), vec!["+I 1 10 a 1", "+I 1 10 b 2"]);
@@ -915,6 +952,7 @@ mod tests {
             pair_by_rank: true,
             keep_first: false,
             state_ttl_ms: None,
+            emit_on_window_close: false,
         };
         let mut fields: Vec<Field> = input.fields().iter().map(|f| f.as_ref().clone()).collect();
         fields.push(Field::new("rn", DataType::UInt64, false));
