@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | `table.exec.emit.allow-lateness` | a duration | window views created afterwards keep a fired window open that long (Flink) |
 //! | `table.exec.state.ttl` | a duration | views and jobs created afterwards let the state of their unbounded operators expire that long after its last write ([`crate::plan::ttl`]) |
+//! | `table.local-time-zone` | `UTC` | the zone TIMESTAMP_LTZ values are shown in (Flink's key); Weir shows them in UTC, so only UTC (`UTC`, `Etc/UTC`, `GMT`, `Z`, `+00:00`) is accepted |
 //!
 //! Both are fixed when the view or `INSERT INTO` job is created: they are kept in its catalog
 //! options ([`job_options`]) and a later `SET` does not change a running job (Flink: they are
@@ -101,10 +102,21 @@ fn parse_state_ttl_hints(text: &str) -> Result<Vec<(String, i64)>> {
     Ok(out)
 }
 
+/// The zone TIMESTAMP_LTZ values are shown in (Flink's key).
+pub const LOCAL_TIME_ZONE: &str = "table.local-time-zone";
+
 /// Checks a `SET` of a key Weir interprets.
+///
+/// # Errors
+/// `InvalidOption` for a duration that does not parse, or a local time zone other than UTC.
 pub fn validate(key: &str, value: &str) -> Result<()> {
     if key == ALLOW_LATENESS || key == STATE_TTL {
         parse_duration_ms(key, value)?;
+    }
+    if key == LOCAL_TIME_ZONE && !["utc", "etc/utc", "gmt", "z", "+00:00"].contains(&value.to_lowercase().as_str()) {
+        return Err(WeirError::option(format!(
+            "'{LOCAL_TIME_ZONE}' = '{value}' is not supported: Weir shows TIMESTAMP_LTZ values in UTC, so only 'UTC' is accepted"
+        )));
     }
     Ok(())
 }

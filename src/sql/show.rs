@@ -15,6 +15,7 @@ use crate::sql::parser::ShowList;
 pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("table.exec.state.ttl", "0 ms"),
     ("table.exec.emit.allow-lateness", "0 ms"),
+    ("table.local-time-zone", "UTC"),
     ("server_version", "16.0"),
     ("server_encoding", "UTF8"),
     ("client_encoding", "UTF8"),
