@@ -184,6 +184,10 @@ pub struct JoinSpec {
     /// row joins the right input's rows as they are when it arrives; changes of the right input
     /// emit nothing.
     pub lookup: bool,
+    /// A window join only: emit the join of each window once, `+I` (with its NULL-padded rows
+    /// for an outer join), when the watermark closes the window, and nothing before
+    /// (`EMIT ON WINDOW CLOSE`, and every `INSERT INTO` job: Flink's window join is final).
+    pub emit_on_window_close: bool,
 }
 
 impl JoinSpec {
@@ -208,6 +212,9 @@ impl JoinSpec {
         match self.time {
             Some(TimeBound::Interval { lower_ms, upper_ms, .. }) => {
                 out.push_str(&format!(", interval=[{lower_ms}ms, {upper_ms}ms]"))
+            }
+            Some(TimeBound::Window { .. }) if self.emit_on_window_close => {
+                out.push_str(", window=window_end, emit=on-window-close")
             }
             Some(TimeBound::Window { .. }) => out.push_str(", window=window_end"),
             Some(TimeBound::Temporal { probe_time, .. }) => out.push_str(&format!(", as_of=column {probe_time}")),
@@ -276,6 +283,7 @@ pub fn plan_join(j: &Join, catalog: &dyn SourceCatalog) -> Result<StreamPlan> {
         time,
         state_ttl_ms: [None, None],
         lookup: false,
+        emit_on_window_close: false,
     };
     Ok(StreamPlan {
         schema: std::sync::Arc::clone(&j.schema),
@@ -371,6 +379,7 @@ fn plan_temporal(j: &Join, versioned: &VersionedTable, catalog: &dyn SourceCatal
         time: Some(TimeBound::Temporal { probe_time, version_time, left_width, right_width }),
         state_ttl_ms: [None, None],
         lookup: false,
+        emit_on_window_close: false,
     };
     Ok(StreamPlan {
         schema: std::sync::Arc::clone(&j.schema),
@@ -399,6 +408,7 @@ fn plan_lookup(j: &Join, join_type: StreamJoinType, catalog: &dyn SourceCatalog)
         time: None,
         state_ttl_ms: [None, None],
         lookup: true,
+        emit_on_window_close: false,
     };
     Ok(StreamPlan {
         schema: std::sync::Arc::clone(&j.schema),

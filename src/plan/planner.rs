@@ -282,6 +282,12 @@ pub fn updating_operator(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Res
         LogicalPlan::Join(j) if crate::plan::temporal::versioned_input(&j.right).is_some() => {
             updating_operator(&j.left, catalog)
         }
+        // A window join and a window Top-N or deduplication emit final rows into a sink (Flink).
+        LogicalPlan::Join(j) if is_window_join(j) => match updating_operator(&j.left, catalog)? {
+            Some(op) => Ok(Some(op)),
+            None => updating_operator(&j.right, catalog),
+        },
+        LogicalPlan::Window(w) if is_window_rank(w) => updating_operator(&w.input, catalog),
         LogicalPlan::Join(j) if j.join_type != JoinType::Inner => Ok(Some(format!(
             "Join ({} JOIN), which emits a NULL-padded row and retracts it when a match arrives",
             join_name(j.join_type)
@@ -296,6 +302,21 @@ pub fn updating_operator(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Res
             Ok(None)
         }
     }
+}
+
+/// Whether join `j` is a window join: both inputs read window TVFs and it equates their
+/// `window_end` columns.
+fn is_window_join(j: &datafusion::logical_expr::Join) -> bool {
+    let window_end = |e: &Expr| matches!(unalias(e), Expr::Column(c) if c.name == "window_end");
+    j.on.iter().any(|(l, r)| window_end(l) && window_end(r)) && reads_window(&j.left) && reads_window(&j.right)
+}
+
+/// Whether window function node `w` is a window Top-N or deduplication: its one rank function
+/// partitions by `window_end` over a window TVF.
+fn is_window_rank(w: &datafusion::logical_expr::Window) -> bool {
+    let [Expr::WindowFunction(f)] = w.window_expr.iter().map(unalias).collect::<Vec<_>>()[..] else { return false };
+    f.params.partition_by.iter().any(|e| matches!(unalias(e), Expr::Column(c) if c.name == "window_end"))
+        && reads_window(&w.input)
 }
 
 /// Whether a window TVF feeds `plan`.

@@ -211,7 +211,7 @@ impl StreamPlan {
             Ok(())
         } else {
             Err(crate::error::WeirError::plan(
-                "EMIT ON WINDOW CLOSE needs a windowed operator at the top of the query: a window aggregation (GROUP BY window_start, window_end over TUMBLE, HOP or CUMULATE), a window Top-N or a window deduplication (PARTITION BY window_start, window_end)",
+                "EMIT ON WINDOW CLOSE needs a windowed operator at the top of the query: a window aggregation (GROUP BY window_start, window_end over TUMBLE, HOP or CUMULATE), a window Top-N or a window deduplication (PARTITION BY window_start, window_end), or a window join (ON window_start and window_end)",
             ))
         }
     }
@@ -229,6 +229,10 @@ impl StreamPlan {
                 spec.keep_first = false;
                 true
             }
+            StreamNode::Join { join, .. } if matches!(join.time, Some(TimeBound::Window { .. })) => {
+                join.emit_on_window_close = true;
+                true
+            }
             StreamNode::Project { input, .. } | StreamNode::Filter { input, .. } => input.try_set_eowc(),
             _ => false,
         };
@@ -239,9 +243,10 @@ impl StreamPlan {
         set
     }
 
-    /// Makes every window aggregation, window Top-N and window deduplication of the plan emit
-    /// each window once, final, when it closes, wherever it sits (under joins too): Flink's
-    /// window TVF aggregation, Top-N and deduplication, used by INSERT INTO jobs. Projections, filters and unions over append-only inputs become append-only.
+    /// Makes every window aggregation, window Top-N, window deduplication and window join of
+    /// the plan emit each window once, final, when it closes, wherever it sits (under joins
+    /// too): Flink's window TVF aggregation, Top-N, deduplication and join, used by INSERT INTO
+    /// jobs. Projections, filters and unions over append-only inputs become append-only.
     pub fn set_window_aggregations_final(&mut self) {
         for input in self.inputs_mut() {
             input.set_window_aggregations_final();
@@ -249,6 +254,7 @@ impl StreamPlan {
         let is_window_agg = match &self.node {
             StreamNode::GroupAggregate { window_end: Some(_), .. } => true,
             StreamNode::Rank { input, spec } => is_window_rank(input, spec),
+            StreamNode::Join { join, .. } => matches!(join.time, Some(TimeBound::Window { .. })),
             _ => false,
         };
         if is_window_agg {

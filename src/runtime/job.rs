@@ -157,6 +157,7 @@ impl Job {
                         null_equals_null: join.null_equals_null,
                         time: join.time,
                         lookup: join.lookup,
+                        emit_on_window_close: join.emit_on_window_close,
                         left_schema: Arc::new(left.schema.as_arrow().clone()),
                         right_schema: Arc::new(right.schema.as_arrow().clone()),
                         schema,

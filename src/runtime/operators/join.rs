@@ -25,6 +25,15 @@
 //! padded row is emitted again, after the retracted joined rows. So a view keyed by both
 //! sides' stream keys always sees a delete before an insert of the same key.
 //!
+//! # Window joins with EMIT ON WINDOW CLOSE
+//! A window join under `EMIT ON WINDOW CLOSE` (and in every `INSERT INTO` job) stores its
+//! inputs' rows and emits nothing while a window is open. When the watermark closes a window
+//! (its `window_time`, `window_end - 1`, is at or below it), it emits that window's join once,
+//! `+I`: every matching pair, then for an outer join each row of a padded side that matched
+//! nothing, NULL-padded, never retracted (Flink's WindowJoinOperator). The output is
+//! append-only. A row of a padded side whose key is NULL can never match: its padded row is
+//! emitted when it arrives.
+//!
 //! # NULL keys
 //! A row with a NULL in its join key never matches (SQL), unless the keys are compared with
 //! `IS NOT DISTINCT FROM`. Such a row is not stored: an outer side emits (or retracts) its
@@ -85,6 +94,8 @@ pub struct JoinOptions {
     /// A processing-time lookup join: left rows probe and are not stored, so right rows
     /// (kept) find nothing to join and emit nothing.
     pub lookup: bool,
+    /// A window join that emits each window's join once, when it closes (module docs).
+    pub emit_on_window_close: bool,
     pub left_schema: SchemaRef,
     pub right_schema: SchemaRef,
     /// Output schema: left columns then right columns.
@@ -151,6 +162,8 @@ pub struct Join {
     meta: StateTable,
     /// A processing-time lookup join ([`JoinOptions::lookup`]).
     lookup: bool,
+    /// A window join under EMIT ON WINDOW CLOSE ([`JoinOptions::emit_on_window_close`]).
+    emit_on_window_close: bool,
 }
 
 impl Join {
@@ -206,6 +219,7 @@ impl Join {
             num_late_rows,
             meta,
             lookup: opts.lookup,
+            emit_on_window_close: opts.emit_on_window_close && matches!(opts.time, Some(TimeBound::Window { .. })),
         };
         op.index_times(0, store)?;
         op.index_times(1, store)?;
@@ -283,6 +297,137 @@ impl Join {
         self.meta.put(Vec::new(), encode_meta(self.watermarks, self.num_late_rows));
     }
 
+    /// A window join under EOWC: stores the rows of a chunk of input `s` (their copy counts),
+    /// emitting nothing, except the NULL-padded rows of an outer side's rows with a NULL key,
+    /// which can never match: they are final at once.
+    fn store_until_close(
+        &mut self,
+        s: usize,
+        chunk: &StreamChunk,
+        classes: &[Class],
+        times: Option<&[Option<i64>]>,
+        ctx: &OpContext<'_>,
+    ) -> Result<Option<StreamChunk>> {
+        let n = chunk.len();
+        let rows = self.sides[s].row_codec.encode_rows(chunk.columns(), n)?;
+        let mut padded = Vec::new();
+        for (i, class) in classes.iter().enumerate() {
+            let sign = chunk.ops[i].sign();
+            let key = match class {
+                Class::Late => continue,
+                Class::Alone => {
+                    if self.sides[s].outer {
+                        padded.push((if sign > 0 { Op::Insert } else { Op::Delete }, Some(i as u32), None));
+                    }
+                    continue;
+                }
+                Class::Probe(key) => key,
+            };
+            let side = &mut self.sides[s];
+            let mut state_key = key.clone();
+            state_key.extend_from_slice(&rows[i]);
+            let count = match side.rows.get(ctx.store, &state_key)? {
+                Some(v) => decode_entry(&v)?.0,
+                None => 0,
+            } + sign;
+            let time = times.and_then(|t| t[i]);
+            if count < 0 {
+                return Err(WeirError::internal("join: retraction of a row the join does not hold"));
+            } else if count == 0 {
+                if let Some(t) = time {
+                    side.by_time.remove(&(t, state_key.clone()));
+                }
+                side.rows.delete(state_key);
+            } else {
+                if let Some(t) = time {
+                    side.by_time.insert((t, state_key.clone()));
+                }
+                side.rows.put(state_key, encode_entry(count, 0));
+            }
+        }
+        if padded.is_empty() {
+            return Ok(None);
+        }
+        let other_schema = &self.sides[1 - s].schema;
+        let other_cols: Vec<ArrayRef> = other_schema.fields().iter().map(|f| new_null_array(f.data_type(), 0)).collect();
+        self.output(s, &chunk.batch, &other_cols, padded).map(Some)
+    }
+
+    /// A window join under EOWC: the join of every window the watermark `w` closes, once: each
+    /// matching pair (one per pair of copies), then, for an outer join, each row of a padded
+    /// side that matched nothing, NULL-padded. `None` when no window closes.
+    fn close_windows(&mut self, w: i64, store: &Store) -> Result<Option<StreamChunk>> {
+        let Some(time) = self.time else { return Ok(None) };
+        // The join keys (each one window's: they hold window_end) with rows that close now.
+        let mut keys: BTreeSet<Vec<u8>> = BTreeSet::new();
+        for (s, side) in self.sides.iter().enumerate() {
+            let limit = w.saturating_add(time.keep_offset_ms(s));
+            for (_, state_key) in side.by_time.range(..(limit.saturating_add(1), Vec::new())) {
+                keys.insert(state_key[..self.key_codec.encoded_len(state_key)].to_vec());
+            }
+        }
+        if keys.is_empty() {
+            return Ok(None);
+        }
+        // Each side's rows of those keys (row bytes, copies), and the candidate pairs.
+        let mut rows: [Vec<(Vec<u8>, i64)>; 2] = [Vec::new(), Vec::new()];
+        let (mut cand_left, mut cand_right) = (Vec::<u32>::new(), Vec::<u32>::new());
+        for key in &keys {
+            let mut starts = [0; 2];
+            for (s, side) in self.sides.iter_mut().enumerate() {
+                starts[s] = rows[s].len();
+                for (state_key, value) in side.rows.prefix_iter(store, key)? {
+                    rows[s].push((state_key[key.len()..].to_vec(), decode_entry(value)?.0));
+                }
+            }
+            for l in starts[0]..rows[0].len() {
+                for r in starts[1]..rows[1].len() {
+                    cand_left.push(l as u32);
+                    cand_right.push(r as u32);
+                }
+            }
+        }
+        let decode = |codec: &RowCodec, rows: &[(Vec<u8>, i64)]| -> Result<Vec<ArrayRef>> {
+            let mut decoder = codec.decoder(rows.len());
+            for (row, _) in rows {
+                decoder.append(row)?;
+            }
+            decoder.finish()
+        };
+        let left_batch = RecordBatch::try_new_with_options(
+            Arc::clone(&self.sides[0].schema),
+            decode(&self.sides[0].row_codec, &rows[0])?,
+            &RecordBatchOptions::new().with_row_count(Some(rows[0].len())),
+        )?;
+        let right_cols = decode(&self.sides[1].row_codec, &rows[1])?;
+        let passes = self.eval_filter(0, &left_batch, &right_cols, &cand_left, &cand_right)?;
+        let mut out = Vec::new();
+        let mut matched = [vec![false; rows[0].len()], vec![false; rows[1].len()]];
+        for (j, pass) in passes.into_iter().enumerate() {
+            if pass {
+                let (l, r) = (cand_left[j] as usize, cand_right[j] as usize);
+                matched[0][l] = true;
+                matched[1][r] = true;
+                push_copies(&mut out, rows[0][l].1 * rows[1][r].1, (Op::Insert, Some(l as u32), Some(r as u32)));
+            }
+        }
+        for (s, side) in self.sides.iter().enumerate() {
+            if !side.outer {
+                continue;
+            }
+            for (i, (_, copies)) in rows[s].iter().enumerate() {
+                if !matched[s][i] {
+                    let row = if s == 0 { (Op::Insert, Some(i as u32), None) } else { (Op::Insert, None, Some(i as u32)) };
+                    push_copies(&mut out, *copies, row);
+                }
+            }
+        }
+        if out.is_empty() {
+            return Ok(None);
+        }
+        self.output(0, &left_batch, &right_cols, out).map(Some)
+    }
+
     /// Drops the stored rows that can no longer match, now that the watermark is `w`.
     fn clean(&mut self, w: i64) {
         let Some(time) = self.time else { return };
@@ -344,6 +489,13 @@ impl Operator for Join {
                 (Some(k), _) => Class::Probe(k),
             })
             .collect();
+        if self.emit_on_window_close {
+            if num_late > 0 {
+                self.num_late_rows += num_late;
+                self.save_meta();
+            }
+            return self.store_until_close(s, &chunk, &classes, times.as_deref(), ctx);
+        }
 
         // The other input's rows with the keys of this chunk, each once; and the candidate
         // pairs, grouped by input row: row i's are cand_end[i - 1]..cand_end[i].
@@ -486,7 +638,7 @@ impl Operator for Join {
         &mut self,
         input: usize,
         watermark_ms: i64,
-        _ctx: &OpContext<'_>,
+        ctx: &OpContext<'_>,
     ) -> Result<(Option<StreamChunk>, Option<i64>)> {
         let s = side_index(input)?;
         let before = self.watermark();
@@ -495,11 +647,15 @@ impl Operator for Join {
             self.save_meta();
         }
         let Some(w) = self.watermark() else { return Ok((None, None)) };
+        let mut closed = None;
         if before != Some(w) {
+            if self.emit_on_window_close {
+                closed = self.close_windows(w, ctx.store)?;
+            }
             self.clean(w);
         }
         let delay = self.time.map_or(0, |t| t.output_delay_ms());
-        Ok((None, Some(w.saturating_sub(delay))))
+        Ok((closed, Some(w.saturating_sub(delay))))
     }
 
     fn event_time_watermark(&self) -> Option<Option<i64>> {
@@ -708,6 +864,7 @@ mod tests {
             null_equals_null: false,
             time,
             lookup: false,
+            emit_on_window_close: false,
             left_schema: left,
             right_schema: right,
             schema,
