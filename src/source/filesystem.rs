@@ -3,7 +3,12 @@
 //! ends at the end of the file. A partition's position is the byte offset of its next line.
 //!
 //! Options (Flink's names): `'path'` (file or directory, required), `'format'` = `json`
-//! (default) or `csv`, `'csv.field-delimiter'` (one character, default `,`).
+//! (default), `csv` or `debezium-json`, `'csv.field-delimiter'` (one character, default `,`).
+//!
+//! `debezium-json` replays a change log from files: each line is a Debezium envelope (`op`
+//! `c`/`r` an insert, `u` an update as `-U`/`+U`, `d` a delete), decoded by the same decoder as
+//! a Kafka table's, so the table is a changelog source (Flink's filesystem connector takes
+//! the changelog formats too).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
@@ -22,6 +27,8 @@ use crate::error::{Result, WeirError};
 enum FileFormat {
     Json,
     Csv { delimiter: u8 },
+    /// A changelog format, decoded by [`FileReader::changelog`].
+    Changelog,
 }
 
 struct Partition {
@@ -41,6 +48,8 @@ pub struct FileReader {
     buffer: Vec<u8>,
     /// Lines that did not decode since the last [`SourceReader::take_dead_letters`].
     dead_letters: Vec<DeadLetter>,
+    /// The decoder of a changelog format (`debezium-json`), one record per line.
+    changelog: Option<Box<dyn weir_connectors::format::Decoder>>,
 }
 
 impl FileReader {
@@ -65,9 +74,10 @@ impl FileReader {
                 };
                 FileFormat::Csv { delimiter }
             }
+            "debezium-json" => FileFormat::Changelog,
             other => {
                 return Err(WeirError::option(format!(
-                    "table {}: the 'filesystem' connector reads format 'json' or 'csv', not '{other}'",
+                    "table {}: the 'filesystem' connector reads format 'json', 'csv' or 'debezium-json', not '{other}'",
                     rel.name
                 )))
             }
@@ -96,7 +106,39 @@ impl FileReader {
         let schema = Arc::new(arrow::datatypes::Schema::new(
             physical.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
         ));
-        Ok(FileReader { partitions, format, schema, buffer: Vec::new(), dead_letters: Vec::new() })
+        let changelog = match format {
+            FileFormat::Changelog => Some(
+                weir_connectors::format::decoder(&rel.options, "", Arc::clone(&schema))
+                    .map_err(|e| WeirError::option(format!("table {}: {e}", rel.name)))?,
+            ),
+            _ => None,
+        };
+        Ok(FileReader { partitions, format, schema, buffer: Vec::new(), dead_letters: Vec::new(), changelog })
+    }
+
+    /// Decodes `self.buffer` (whole lines) with a changelog format: the rows, their operations,
+    /// and the lines that fail as dead letters with their file and byte offset.
+    fn decode_changelog(&mut self, p: usize, start: u64) -> Result<(RecordBatch, Option<Vec<crate::runtime::changelog::Op>>)> {
+        let decoder = self.changelog.as_mut().ok_or_else(|| WeirError::internal("changelog format without a decoder"))?;
+        let mut records: Vec<&[u8]> = Vec::new();
+        let mut offsets: Vec<u64> = Vec::new();
+        let mut offset = start;
+        for line in self.buffer.split_inclusive(|b| *b == b'\n') {
+            records.push(line.strip_suffix(b"\n").unwrap_or(line));
+            offsets.push(offset);
+            offset += line.len() as u64;
+        }
+        let decoded = decoder.decode(&records).map_err(|e| WeirError::internal(e.to_string()))?;
+        for error in decoded.errors {
+            self.dead_letters.push(DeadLetter {
+                partition: p,
+                source: self.partitions[p].path.display().to_string(),
+                offset: offsets[error.index] as i64,
+                raw: records[error.index].to_vec(),
+                error: error.message,
+            });
+        }
+        Ok((decoded.batch, decoded.ops))
     }
 
     /// Decodes `self.buffer` (whole lines); on a decoding error, decodes line by line and
@@ -130,6 +172,7 @@ impl FileReader {
 fn decode_lines(format: FileFormat, schema: &SchemaRef, lines: &[u8]) -> Result<RecordBatch> {
     let mut batches = Vec::new();
     match format {
+        FileFormat::Changelog => return Err(WeirError::internal("a changelog format is decoded by its decoder")),
         FileFormat::Json => {
             let reader = arrow::json::ReaderBuilder::new(Arc::clone(schema))
                 .with_batch_size(usize::MAX.min(1 << 20))
@@ -196,6 +239,10 @@ impl SourceReader for FileReader {
         }
         if rows == 0 {
             return Ok(SourcePoll::Pending);
+        }
+        if self.format == FileFormat::Changelog {
+            let (batch, ops) = self.decode_changelog(p, start)?;
+            return Ok(SourcePoll::Batch { partition: p, batch, ops });
         }
         let batch = self.decode(p, start)?;
         Ok(SourcePoll::Batch { partition: p, batch, ops: None })

@@ -96,7 +96,7 @@ impl SourceCatalog for CatalogSources<'_> {
                 "table" => SourceInfo { changelog: ChangelogMode::Retract, stream_key: pk() },
                 "upsert-kafka" => SourceInfo { changelog: ChangelogMode::Upsert, stream_key: pk() },
                 // Debezium's envelopes carry deletes and updates (Flink: a changelog source).
-                "kafka" if rel.options.get("format").map(String::as_str) == Some("debezium-json") => {
+                "kafka" | "filesystem" if rel.options.get("format").map(String::as_str) == Some("debezium-json") => {
                     SourceInfo { changelog: ChangelogMode::Retract, stream_key: pk() }
                 }
                 _ => SourceInfo { changelog: ChangelogMode::AppendOnly, stream_key: pk() },
