@@ -51,6 +51,14 @@ pub enum StreamJoinType {
     Left,
     Right,
     Full,
+    /// LEFT SEMI (`IN (subquery)`, `EXISTS`): a left row, once, while it has a match.
+    Semi,
+    /// LEFT ANTI (`NOT EXISTS`): a left row while it has no match.
+    Anti,
+    /// Null-aware LEFT ANTI (`NOT IN (subquery)`): a left row while the right input is empty,
+    /// or while its key is not NULL, it has no match and no right key is NULL (SQL's three-valued
+    /// `NOT IN`).
+    NotIn,
 }
 
 impl StreamJoinType {
@@ -63,6 +71,11 @@ impl StreamJoinType {
     pub fn right_outer(self) -> bool {
         matches!(self, StreamJoinType::Right | StreamJoinType::Full)
     }
+
+    /// Whether the join outputs left rows only (SEMI, ANTI, NOT IN).
+    pub fn left_only(self) -> bool {
+        matches!(self, StreamJoinType::Semi | StreamJoinType::Anti | StreamJoinType::NotIn)
+    }
 }
 
 impl fmt::Display for StreamJoinType {
@@ -72,6 +85,9 @@ impl fmt::Display for StreamJoinType {
             StreamJoinType::Left => "LEFT",
             StreamJoinType::Right => "RIGHT",
             StreamJoinType::Full => "FULL",
+            StreamJoinType::Semi => "SEMI",
+            StreamJoinType::Anti => "ANTI",
+            StreamJoinType::NotIn => "ANTI (NOT IN)",
         })
     }
 }
@@ -236,8 +252,9 @@ pub struct TimeColumns {
 /// Plans join `j` and its inputs.
 ///
 /// # Errors
-/// `Unsupported` for SEMI, ANTI and MARK joins (`IN`/`EXISTS` subqueries); for temporal joins
-/// see [`plan_temporal`]; the inputs' planning errors.
+/// `Unsupported` for RIGHT SEMI/ANTI and MARK joins; for temporal joins see [`plan_temporal`];
+/// the inputs' planning errors. LEFT SEMI and LEFT ANTI joins (DataFusion's plans of `IN`,
+/// `EXISTS`, `NOT EXISTS` and `NOT IN` subqueries) are regular joins that output left rows.
 pub fn plan_join(j: &Join, catalog: &dyn SourceCatalog) -> Result<StreamPlan> {
     if let Some(provider) = versioned_input(&j.right) {
         let versioned = as_versioned(provider.as_ref()).expect("versioned_input returns versioned tables");
@@ -250,12 +267,18 @@ pub fn plan_join(j: &Join, catalog: &dyn SourceCatalog) -> Result<StreamPlan> {
         JoinType::Left => StreamJoinType::Left,
         JoinType::Right => StreamJoinType::Right,
         JoinType::Full => StreamJoinType::Full,
+        JoinType::LeftSemi => StreamJoinType::Semi,
+        JoinType::LeftAnti if j.null_aware => StreamJoinType::NotIn,
+        JoinType::LeftAnti => StreamJoinType::Anti,
         other => {
             return Err(WeirError::unsupported(format!(
-                "{other} join (IN, EXISTS or NOT IN subquery) in a materialized view; supported: INNER, LEFT, RIGHT and FULL joins"
+                "{other} join in a materialized view; supported: INNER, LEFT, RIGHT, FULL, LEFT SEMI (IN, EXISTS) and LEFT ANTI (NOT EXISTS, NOT IN) joins"
             )))
         }
     };
+    if join_type.left_only() {
+        return plan_semi_join(j, join_type, left, right);
+    }
     let left_times = time_columns(&left, catalog)?;
     let right_times = time_columns(&right, catalog)?;
     let time = window_bound(&j.on, &left, &right, &left_times, &right_times).or_else(|| {
@@ -385,6 +408,37 @@ fn plan_temporal(j: &Join, versioned: &VersionedTable, catalog: &dyn SourceCatal
         schema: std::sync::Arc::clone(&j.schema),
         changelog: ChangelogMode::AppendOnly,
         stream_key: None,
+        node: StreamNode::Join { left: Box::new(left), right: Box::new(right), join: spec },
+    })
+}
+
+/// Plans the SEMI or ANTI join `j` (`join_type`) over its planned inputs: a regular join whose
+/// output is the left input's rows (no time bound: its state is freed by retractions or a
+/// state TTL). A SEMI join of append-only inputs is append-only: a left row is emitted at its
+/// first match and no match ever goes away; everything else retracts.
+fn plan_semi_join(j: &Join, join_type: StreamJoinType, left: StreamPlan, right: StreamPlan) -> Result<StreamPlan> {
+    let changelog = if join_type == StreamJoinType::Semi
+        && left.changelog == ChangelogMode::AppendOnly
+        && right.changelog == ChangelogMode::AppendOnly
+    {
+        ChangelogMode::AppendOnly
+    } else {
+        ChangelogMode::Retract
+    };
+    let spec = JoinSpec {
+        join_type,
+        on: j.on.clone(),
+        filter: j.filter.clone(),
+        null_equals_null: j.null_equality == NullEquality::NullEqualsNull,
+        time: None,
+        state_ttl_ms: [None, None],
+        lookup: false,
+        emit_on_window_close: false,
+    };
+    Ok(StreamPlan {
+        schema: std::sync::Arc::clone(&j.schema),
+        changelog,
+        stream_key: left.stream_key.clone(),
         node: StreamNode::Join { left: Box::new(left), right: Box::new(right), join: spec },
     })
 }

@@ -149,11 +149,19 @@ impl Job {
                     };
                     Box::new(TemporalJoin::try_new(opts, &mut prefixed, store)?)
                 } else {
+                    // A SEMI/ANTI join outputs left columns, but its condition reads both inputs.
+                    let pairs;
+                    let filter_schema = if join.join_type.left_only() {
+                        pairs = left.schema.join(&right.schema)?;
+                        &pairs
+                    } else {
+                        plan.schema.as_ref()
+                    };
                     let opts = JoinOptions {
                         join_type: join.join_type,
                         left_keys: physical_exprs(&left_keys, &left.schema)?,
                         right_keys: physical_exprs(&right_keys, &right.schema)?,
-                        filter: join.filter.as_ref().map(|f| physical_expr(f, &plan.schema)).transpose()?,
+                        filter: join.filter.as_ref().map(|f| physical_expr(f, filter_schema)).transpose()?,
                         null_equals_null: join.null_equals_null,
                         time: join.time,
                         lookup: join.lookup,

@@ -78,6 +78,8 @@ pub const LEFT: &str = "left";
 pub const RIGHT: &str = "right";
 /// The stable name of the table holding the watermarks and the late-row count.
 pub const WATERMARK: &str = "watermark";
+/// The key, in the `watermark` table, of a NOT IN join's right-row counts.
+const NOT_IN_KEY: &[u8] = b"not_in";
 
 /// Everything a join needs, built from a [`crate::plan::join::JoinSpec`].
 pub struct JoinOptions {
@@ -132,6 +134,27 @@ struct Entry {
     touched: bool,
 }
 
+/// The other input's rows met by a chunk's probes, and the candidate pairs.
+struct Probe {
+    /// The other input's rows with the keys of the chunk, each once.
+    entries: Vec<Entry>,
+    /// The entry of each candidate pair; row i's pairs are `cand_end[i - 1]..cand_end[i]`.
+    cand_entries: Vec<u32>,
+    cand_end: Vec<usize>,
+    /// The entries' rows, decoded (the other input's columns).
+    other_cols: Vec<ArrayRef>,
+    /// Whether each candidate pair passes the residual condition.
+    passes: Vec<bool>,
+}
+
+impl Probe {
+    /// The entries row `i` of the chunk matches (the pairs that pass the condition).
+    fn matched(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        let first = if i == 0 { 0 } else { self.cand_end[i - 1] };
+        (first..self.cand_end[i]).filter(|c| self.passes[*c]).map(|c| self.cand_entries[c] as usize)
+    }
+}
+
 /// What to do with one input row.
 enum Class {
     /// Late: dropped and counted.
@@ -144,6 +167,10 @@ enum Class {
 
 /// The stream join; see the module docs.
 pub struct Join {
+    join_type: StreamJoinType,
+    /// NOT IN only: the right input's rows, and those with a NULL key (copies), persisted in
+    /// `meta` under [`NOT_IN_KEY`].
+    right_rows: [i64; 2],
     /// Left input then right input.
     sides: [Side; 2],
     /// Codec of the join key (the left keys' types; right keys are cast to them).
@@ -207,7 +234,17 @@ impl Join {
         ));
         let mut meta = StateTable::new(state_table(WATERMARK));
         let (watermarks, num_late_rows) = decode_meta(meta.get(store, b"")?.as_deref())?;
+        let right_rows = match meta.get(store, NOT_IN_KEY)? {
+            Some(v) if v.len() == 16 => [
+                i64::from_le_bytes(v[..8].try_into().expect("8 bytes")),
+                i64::from_le_bytes(v[8..].try_into().expect("8 bytes")),
+            ],
+            Some(_) => return Err(WeirError::storage("corrupt NOT IN join counts")),
+            None => [0, 0],
+        };
         let mut op = Self {
+            join_type: opts.join_type,
+            right_rows,
             sides: [left, right],
             key_codec,
             null_equals_null: opts.null_equals_null,
@@ -295,6 +332,177 @@ impl Join {
 
     fn save_meta(&mut self) {
         self.meta.put(Vec::new(), encode_meta(self.watermarks, self.num_late_rows));
+    }
+
+    /// Whether a left row is in the output of a SEMI, ANTI or NOT IN join: `null`, its key is
+    /// NULL; `degree`, the right rows it matches; `right_rows`, the right input's rows and
+    /// those with a NULL key (NOT IN only).
+    fn left_passes(join_type: StreamJoinType, right_rows: [i64; 2], null: bool, degree: i64) -> bool {
+        match join_type {
+            StreamJoinType::Semi => degree > 0,
+            StreamJoinType::NotIn => right_rows[0] == 0 || (!null && right_rows[1] == 0 && degree == 0),
+            _ => degree == 0,
+        }
+    }
+
+    /// A chunk of input `s` of a SEMI, ANTI or NOT IN join (module docs): the left rows that
+    /// enter or leave the output. Left rows are stored with their degree (the right rows they
+    /// match); right rows with their copies.
+    fn process_semi(
+        &mut self,
+        s: usize,
+        chunk: &StreamChunk,
+        classes: &[Class],
+        ctx: &OpContext<'_>,
+    ) -> Result<Option<StreamChunk>> {
+        let join_type = self.join_type;
+        let n = chunk.len();
+        let rows = self.sides[s].row_codec.encode_rows(chunk.columns(), n)?;
+        let mut probe = self.probe(s, &chunk.batch, classes, ctx)?;
+        let mut out: Vec<(Op, Vec<u8>)> = Vec::new();
+        let op_of = |sign: i64| if sign > 0 { Op::Insert } else { Op::Delete };
+        if s == 0 {
+            let null_key = match join_type {
+                StreamJoinType::NotIn => Some(self.null_key()),
+                _ => None,
+            };
+            for (i, class) in classes.iter().enumerate() {
+                let sign = chunk.ops[i].sign();
+                let (key, null) = match (class, &null_key) {
+                    (Class::Late, _) => continue,
+                    // A NULL key: NOT IN keeps the row (it passes while the right input is
+                    // empty); ANTI emits it (it never matches), SEMI drops it.
+                    (Class::Alone, Some(k)) => (k.clone(), true),
+                    (Class::Alone, None) => {
+                        if Self::left_passes(join_type, self.right_rows, true, 0) {
+                            out.push((op_of(sign), rows[i].clone()));
+                        }
+                        continue;
+                    }
+                    (Class::Probe(k), _) => (k.clone(), false),
+                };
+                let degree: i64 = if null { 0 } else { probe.matched(i).map(|e| probe.entries[e].count).sum() };
+                if Self::left_passes(join_type, self.right_rows, null, degree) {
+                    out.push((op_of(sign), rows[i].clone()));
+                }
+                let side = &mut self.sides[0];
+                let mut state_key = key;
+                state_key.extend_from_slice(&rows[i]);
+                let count = match side.rows.get(ctx.store, &state_key)? {
+                    Some(v) => decode_entry(&v)?.0,
+                    None => 0,
+                } + sign;
+                if count < 0 && !side.rows.has_ttl() {
+                    return Err(WeirError::internal("join: retraction of a row the join does not hold"));
+                } else if count <= 0 {
+                    side.rows.delete(state_key);
+                } else {
+                    let mut value = encode_entry(count, degree);
+                    value.push(null as u8);
+                    side.rows.put(state_key, value);
+                }
+            }
+        } else {
+            let before = self.right_rows;
+            for (i, class) in classes.iter().enumerate() {
+                let sign = chunk.ops[i].sign();
+                self.right_rows[0] += sign;
+                let key = match class {
+                    Class::Late => continue,
+                    Class::Alone => {
+                        self.right_rows[1] += sign;
+                        continue;
+                    }
+                    Class::Probe(k) => k,
+                };
+                let matched: Vec<usize> = probe.matched(i).collect();
+                for e in matched {
+                    let entry = &mut probe.entries[e];
+                    entry.degree += sign;
+                    entry.touched = true;
+                }
+                let side = &mut self.sides[1];
+                let mut state_key = key.clone();
+                state_key.extend_from_slice(&rows[i]);
+                let count = match side.rows.get(ctx.store, &state_key)? {
+                    Some(v) => decode_entry(&v)?.0,
+                    None => 0,
+                } + sign;
+                if count < 0 && !side.rows.has_ttl() {
+                    return Err(WeirError::internal("join: retraction of a row the join does not hold"));
+                } else if count <= 0 {
+                    side.rows.delete(state_key);
+                } else {
+                    side.rows.put(state_key, encode_entry(count, 0));
+                }
+            }
+            if join_type == StreamJoinType::NotIn {
+                self.meta.put(NOT_IN_KEY.to_vec(), [self.right_rows[0].to_le_bytes(), self.right_rows[1].to_le_bytes()].concat());
+            }
+            // The left rows whose degree changed, before and after.
+            let changed: HashMap<&[u8], i64> =
+                probe.entries.iter().filter(|e| e.touched).map(|e| (e.state_key.as_slice(), e.degree)).collect();
+            let mode = |r: [i64; 2]| (r[0] == 0, r[1] == 0);
+            if join_type == StreamJoinType::NotIn && mode(before) != mode(self.right_rows) {
+                // The right input became (non-)empty or gained (lost) its NULL keys: every
+                // left row may enter or leave.
+                let (after, key_codec) = (self.right_rows, &self.key_codec);
+                let mut flips = Vec::new();
+                self.sides[0].rows.scan(ctx.store, |k, v| {
+                    let (count, old_degree) = decode_entry(v)?;
+                    let null = v.get(16) == Some(&1);
+                    let new_degree = changed.get(k).copied().unwrap_or(old_degree);
+                    let was = Self::left_passes(join_type, before, null, old_degree);
+                    let is = Self::left_passes(join_type, after, null, new_degree);
+                    if was != is {
+                        flips.push((if is { 1 } else { -1 }, count, k[key_codec.encoded_len(k)..].to_vec()));
+                    }
+                    Ok(true)
+                })?;
+                for (sign, count, row) in flips {
+                    for _ in 0..count {
+                        out.push((op_of(sign), row.clone()));
+                    }
+                }
+            } else {
+                for e in probe.entries.iter().filter(|e| e.touched) {
+                    // The degree before this chunk is the one stored.
+                    let old = match self.sides[0].rows.get(ctx.store, &e.state_key)? {
+                        Some(v) => decode_entry(&v)?.1,
+                        None => continue,
+                    };
+                    let was = Self::left_passes(join_type, before, false, old);
+                    let is = Self::left_passes(join_type, self.right_rows, false, e.degree);
+                    if was != is {
+                        for _ in 0..e.count {
+                            out.push((op_of(if is { 1 } else { -1 }), e.state_key[e.key_len..].to_vec()));
+                        }
+                    }
+                }
+            }
+            for e in probe.entries.iter().filter(|e| e.touched) {
+                let mut value = encode_entry(e.count, e.degree);
+                value.push(0);
+                self.sides[0].rows.put(e.state_key.clone(), value);
+            }
+        }
+        if out.is_empty() {
+            return Ok(None);
+        }
+        let mut decoder = self.sides[0].row_codec.decoder(out.len());
+        for (_, row) in &out {
+            decoder.append(row)?;
+        }
+        let cols = conform(decoder.finish()?, &self.schema)?;
+        let batch = RecordBatch::try_new(Arc::clone(&self.schema), cols)?;
+        Ok(Some(StreamChunk::new(out.into_iter().map(|(op, _)| op).collect(), batch)))
+    }
+
+    /// The encoded join key of a row whose key is NULL (every key column NULL), under which
+    /// NOT IN keeps its left rows with a NULL key.
+    fn null_key(&self) -> Vec<u8> {
+        let nulls: Vec<ArrayRef> = self.key_codec.types().iter().map(|t| new_null_array(t, 1)).collect();
+        self.key_codec.encode_rows(&nulls, 1).map(|mut k| k.remove(0)).unwrap_or_default()
     }
 
     /// A window join under EOWC: stores the rows of a chunk of input `s` (their copy counts),
@@ -441,6 +649,54 @@ impl Join {
     }
 }
 
+impl Join {
+    /// Reads the other input's rows for the keys of the rows of `batch` (input `s`) that probe,
+    /// and evaluates the residual condition on every candidate pair.
+    fn probe(&mut self, s: usize, batch: &RecordBatch, classes: &[Class], ctx: &OpContext<'_>) -> Result<Probe> {
+        let o = 1 - s;
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut ranges: HashMap<&[u8], (usize, usize)> = HashMap::new();
+        let (mut cand_rows, mut cand_entries) = (Vec::<u32>::new(), Vec::<u32>::new());
+        let mut cand_end = Vec::with_capacity(classes.len());
+        for (i, class) in classes.iter().enumerate() {
+            if let Class::Probe(key) = class {
+                let (start, end) = match ranges.get(key.as_slice()) {
+                    Some(r) => *r,
+                    None => {
+                        let start = entries.len();
+                        for (state_key, value) in self.sides[o].rows.prefix_iter(ctx.store, key)? {
+                            let (count, degree) = decode_entry(value)?;
+                            entries.push(Entry {
+                                state_key: state_key.to_vec(),
+                                key_len: key.len(),
+                                count,
+                                degree,
+                                touched: false,
+                            });
+                        }
+                        ranges.insert(key, (start, entries.len()));
+                        (start, entries.len())
+                    }
+                };
+                for e in start..end {
+                    cand_rows.push(i as u32);
+                    cand_entries.push(e as u32);
+                }
+            }
+            cand_end.push(cand_rows.len());
+        }
+        let other_cols = {
+            let mut decoder = self.sides[o].row_codec.decoder(entries.len());
+            for e in &entries {
+                decoder.append(&e.state_key[e.key_len..])?;
+            }
+            decoder.finish()?
+        };
+        let passes = self.eval_filter(s, batch, &other_cols, &cand_rows, &cand_entries)?;
+        Ok(Probe { entries, cand_entries, cand_end, other_cols, passes })
+    }
+}
+
 impl Operator for Join {
     fn name(&self) -> &'static str {
         match self.time {
@@ -496,48 +752,12 @@ impl Operator for Join {
             }
             return self.store_until_close(s, &chunk, &classes, times.as_deref(), ctx);
         }
-
-        // The other input's rows with the keys of this chunk, each once; and the candidate
-        // pairs, grouped by input row: row i's are cand_end[i - 1]..cand_end[i].
-        let mut entries: Vec<Entry> = Vec::new();
-        let mut ranges: HashMap<&[u8], (usize, usize)> = HashMap::new();
-        let (mut cand_rows, mut cand_entries) = (Vec::<u32>::new(), Vec::<u32>::new());
-        let mut cand_end = Vec::with_capacity(n);
-        for (i, class) in classes.iter().enumerate() {
-            if let Class::Probe(key) = class {
-                let (start, end) = match ranges.get(key.as_slice()) {
-                    Some(r) => *r,
-                    None => {
-                        let start = entries.len();
-                        for (state_key, value) in self.sides[o].rows.prefix_iter(ctx.store, key)? {
-                            let (count, degree) = decode_entry(value)?;
-                            entries.push(Entry {
-                                state_key: state_key.to_vec(),
-                                key_len: key.len(),
-                                count,
-                                degree,
-                                touched: false,
-                            });
-                        }
-                        ranges.insert(key, (start, entries.len()));
-                        (start, entries.len())
-                    }
-                };
-                for e in start..end {
-                    cand_rows.push(i as u32);
-                    cand_entries.push(e as u32);
-                }
-            }
-            cand_end.push(cand_rows.len());
+        if self.join_type.left_only() {
+            return self.process_semi(s, &chunk, &classes, ctx);
         }
-        let other_cols = {
-            let mut decoder = self.sides[o].row_codec.decoder(entries.len());
-            for e in &entries {
-                decoder.append(&e.state_key[e.key_len..])?;
-            }
-            decoder.finish()?
-        };
-        let passes = self.eval_filter(s, &chunk.batch, &other_cols, &cand_rows, &cand_entries)?;
+
+        let Probe { mut entries, cand_entries, cand_end, other_cols, passes } =
+            self.probe(s, &chunk.batch, &classes, ctx)?;
 
         // Output rows: (op, row of this chunk, entry of the other input); None is NULL-padded.
         let mut out: Vec<(Op, Option<u32>, Option<u32>)> = Vec::new();
@@ -856,6 +1076,8 @@ mod tests {
             binary(Arc::new(Column::new("ls", 1)), BinaryOp::Lt, Arc::new(Column::new("rs", 4)), &schema)
                 .expect("filter")
         });
+        // A SEMI/ANTI join outputs the left columns; its condition reads both.
+        let schema = if join_type.left_only() { Arc::clone(&left) } else { schema };
         let opts = JoinOptions {
             join_type,
             left_keys: key("lk"),
@@ -1031,8 +1253,18 @@ mod tests {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             (seed >> 33) % n
         };
-        for join_type in [StreamJoinType::Inner, StreamJoinType::Left, StreamJoinType::Right, StreamJoinType::Full] {
-            for with_filter in [false, true] {
+        let types = [
+            StreamJoinType::Inner,
+            StreamJoinType::Left,
+            StreamJoinType::Right,
+            StreamJoinType::Full,
+            StreamJoinType::Semi,
+            StreamJoinType::Anti,
+            StreamJoinType::NotIn,
+        ];
+        for join_type in types {
+            // NOT IN (a null-aware anti join) has no residual condition in SQL.
+            for with_filter in [false, true].into_iter().filter(|f| !*f || join_type != StreamJoinType::NotIn) {
                 let mut h = harness(join_type, with_filter, None);
                 let mut rows: [Vec<(Option<i64>, String)>; 2] = [vec![], vec![]];
                 let mut view: HashMap<String, i64> = HashMap::new();
@@ -1083,6 +1315,23 @@ mod tests {
             l.0.is_some() && l.0 == r.0 && (!with_filter || l.1 < r.1)
         };
         let mut out: HashMap<String, i64> = HashMap::new();
+        if join_type.left_only() {
+            let right_null = rows[1].iter().any(|r| r.0.is_none());
+            for l in &rows[0] {
+                let matched = rows[1].iter().any(|r| matches(l, r));
+                let passes = match join_type {
+                    StreamJoinType::Semi => matched,
+                    StreamJoinType::Anti => !matched,
+                    // SQL: `l NOT IN (rights)` is true for an empty set, else only for a non-NULL
+                    // l equal to none of them when none is NULL.
+                    _ => rows[1].is_empty() || (l.0.is_some() && !right_null && !matched),
+                };
+                if passes {
+                    *out.entry(text(Some(l))).or_default() += 1;
+                }
+            }
+            return out;
+        }
         for l in &rows[0] {
             let mut matched = false;
             for r in rows[1].iter().filter(|r| matches(l, r)) {
