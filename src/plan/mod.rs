@@ -3,6 +3,7 @@
 pub mod duration;
 pub mod functions;
 pub mod join;
+pub mod over;
 pub mod planner;
 pub mod rank;
 pub mod slicing;

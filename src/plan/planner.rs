@@ -210,6 +210,7 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
             })
         }
         LogicalPlan::Join(j) => crate::plan::join::plan_join(j, catalog),
+        LogicalPlan::Window(w) if crate::plan::over::is_over_aggregate(plan) => crate::plan::over::plan_over(w, catalog),
         LogicalPlan::Window(_) => Err(WeirError::unsupported(
             "this window function (OVER) in a materialized view; supported: ROW_NUMBER(), RANK() or DENSE_RANK() OVER (PARTITION BY .. ORDER BY ..) in a subquery whose outer WHERE bounds it from above (rn = 1, rn <= N, rn < N, rn BETWEEN 1 AND N)",
         )),
@@ -292,7 +293,9 @@ pub fn updating_operator(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Res
             "Join ({} JOIN), which emits a NULL-padded row and retracts it when a match arrives",
             join_name(j.join_type)
         ))),
-        LogicalPlan::Window(_) => Ok(Some("OverAggregate/Rank (window function), which updates its results".into())),
+        // An OVER aggregate emits each row once (its input must be append-only).
+        LogicalPlan::Window(w) if crate::plan::over::is_over_aggregate(plan) => updating_operator(&w.input, catalog),
+        LogicalPlan::Window(_) => Ok(Some("Rank (window function), which updates its results".into())),
         other => {
             for input in other.inputs() {
                 if let Some(op) = updating_operator(input, catalog)? {

@@ -8,6 +8,7 @@ use datafusion::common::DFSchemaRef;
 use datafusion::logical_expr::Expr;
 
 use crate::plan::join::{JoinSpec, TimeBound};
+use crate::plan::over::OverSpec;
 use crate::plan::rank::RankSpec;
 use crate::plan::slicing::SlicedAggSpec;
 use crate::plan::window::WindowSpec;
@@ -77,6 +78,9 @@ pub enum StreamNode {
     /// A window aggregation with EMIT ON WINDOW CLOSE over HOP or CUMULATE slices
     /// ([`crate::plan::slicing`]): the output of the GroupAggregate it replaces.
     SlicedWindowAggregate { input: Box<StreamPlan>, spec: SlicedAggSpec },
+    /// `agg(x) OVER (PARTITION BY .. ORDER BY time [frame])` over an append-only input
+    /// ([`crate::plan::over`]): the input's columns, then one per aggregate.
+    OverAggregate { input: Box<StreamPlan>, spec: OverSpec },
 }
 
 /// A stream plan node with its properties.
@@ -122,6 +126,7 @@ impl StreamPlan {
             StreamNode::GroupAggregate { window_end: Some(_), .. } => "StreamWindowAggregate",
             StreamNode::GroupAggregate { .. } => "StreamGroupAggregate",
             StreamNode::SlicedWindowAggregate { .. } => crate::plan::slicing::NAME,
+            StreamNode::OverAggregate { .. } => crate::plan::over::NAME,
         }
     }
 
@@ -135,6 +140,7 @@ impl StreamPlan {
             | StreamNode::WindowAssign { input, .. }
             | StreamNode::Rank { input, .. }
             | StreamNode::GroupAggregate { input, .. }
+            | StreamNode::OverAggregate { input, .. }
             | StreamNode::SlicedWindowAggregate { input, .. } => vec![input],
             StreamNode::Union { inputs } => inputs.iter().collect(),
             StreamNode::Join { left, right, .. } => vec![left, right],
@@ -151,6 +157,7 @@ impl StreamPlan {
             | StreamNode::WindowAssign { input, .. }
             | StreamNode::Rank { input, .. }
             | StreamNode::GroupAggregate { input, .. }
+            | StreamNode::OverAggregate { input, .. }
             | StreamNode::SlicedWindowAggregate { input, .. } => vec![input.as_mut()],
             StreamNode::Union { inputs } => inputs.iter_mut().collect(),
             StreamNode::Join { left, right, .. } => vec![left.as_mut(), right.as_mut()],
@@ -293,6 +300,7 @@ impl StreamPlan {
             StreamNode::Join { join, .. } => join.explain(),
             StreamNode::Rank { spec, .. } => spec.explain(),
             StreamNode::SlicedWindowAggregate { spec, .. } => spec.explain(),
+            StreamNode::OverAggregate { spec, .. } => spec.explain(),
             StreamNode::WindowAssign { spec, .. } => format!(
                 "{}(table={}, time={}, size={}ms, slide={}ms, offset={}ms){}",
                 spec.kind.name(),

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::DFSchema;
 use datafusion::execution::context::ExecutionProps;
@@ -29,6 +29,8 @@ use crate::runtime::operators::join::{Join, JoinOptions};
 use crate::runtime::operators::temporal_join::{TemporalJoin, TemporalJoinOptions};
 use crate::runtime::operators::materialize::{Materialize, StorageMode};
 use crate::runtime::operators::normalize::ChangelogNormalize;
+use crate::runtime::operators::over_agg::{OverAggregate, AGG_PREFIX as OVER_AGG_PREFIX};
+use crate::plan::over::OverFrame;
 use crate::runtime::operators::project::Project;
 use crate::runtime::operators::rank::{Rank, RankOptions};
 use crate::plan::window::WindowKind;
@@ -208,6 +210,39 @@ impl Job {
                     GroupAggregate::try_new(group, aggs, schema, window, append_only, &mut prefixed, store)?
                         .with_state_ttl(*state_ttl_ms),
                 )
+            }
+            StreamNode::OverAggregate { input, spec } => {
+                let partition = physical_exprs(&spec.partition_by, &input.schema)?;
+                let num_inputs = input.schema.fields().len();
+                let input_schema: SchemaRef = Arc::new(input.schema.as_arrow().clone());
+                // The aggregates' group aggregate: partition columns, then one per aggregate.
+                let mut fields = Vec::with_capacity(partition.len() + spec.aggs.len());
+                for (i, p) in partition.iter().enumerate() {
+                    fields.push(Field::new(format!("p{i}"), p.data_type(&input_schema)?, true));
+                }
+                let mut aggs = Vec::with_capacity(spec.aggs.len());
+                for (i, e) in spec.aggs.iter().enumerate() {
+                    let output_type = plan.schema.field(num_inputs + i).data_type().clone();
+                    fields.push(Field::new(format!("a{i}"), output_type.clone(), true));
+                    aggs.push(agg_call(e, &input.schema, output_type)?);
+                }
+                let unbounded = matches!(spec.frame, OverFrame::Rows(None) | OverFrame::Range(None));
+                let inner = {
+                    let mut prefixed = |name: &str| state_table(&format!("{index}/{OVER_AGG_PREFIX}{name}"));
+                    let schema = Arc::new(Schema::new(fields));
+                    GroupAggregate::try_new(partition.clone(), aggs, schema, None, unbounded, &mut prefixed, store)?
+                };
+                let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
+                Box::new(OverAggregate::try_new(
+                    partition,
+                    spec.time_column,
+                    spec.frame,
+                    input_schema,
+                    schema,
+                    inner,
+                    &mut prefixed,
+                    store,
+                )?)
             }
             StreamNode::SlicedWindowAggregate { input, spec } => {
                 let aggs = spec

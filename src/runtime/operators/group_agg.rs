@@ -282,6 +282,22 @@ impl GroupAggregate {
         self.free_values(store, key)
     }
 
+    /// The encoded output row (group columns, then aggregates) of group `key` as it stands now,
+    /// or `None` when the group has no state (an OVER aggregate reads its frame's aggregates so).
+    ///
+    /// # Errors
+    /// `Storage` when RocksDB fails to read or the state is corrupt.
+    pub(crate) fn output_of(&mut self, store: &Store, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let Some(bytes) = self.groups.get(store, key)? else { return Ok(None) };
+        let state = decode_state(&bytes, &self.empty_state())?;
+        Ok(Some(self.output_row(store, key, &state)?))
+    }
+
+    /// The codec of [`GroupAggregate::output_of`]'s rows.
+    pub(crate) fn out_codec(&self) -> &RowCodec {
+        &self.out_codec
+    }
+
     fn is_global(&self) -> bool {
         self.group_exprs.is_empty()
     }

@@ -4,6 +4,7 @@ pub mod group_agg;
 pub mod join;
 pub mod materialize;
 pub mod normalize;
+pub mod over_agg;
 pub mod progress;
 pub mod project;
 pub mod rank;
