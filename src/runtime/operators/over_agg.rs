@@ -335,3 +335,107 @@ impl Operator for OverAggregate {
         self.aggs.on_barrier(writes, ctx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::operators::group_agg::{AggCall, AggKind};
+    use arrow::array::{Int64Array, StringArray, TimestampMillisecondArray};
+    use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+    use datafusion::physical_expr::expressions::Column;
+
+    /// Input: a partition key `k`, a value `v`, a time `t` (ms).
+    fn input_schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Utf8, true),
+            Field::new("v", DataType::Int64, true),
+            Field::new("t", DataType::Timestamp(TimeUnit::Millisecond, None), true),
+        ]))
+    }
+
+    /// `SUM(v) OVER (PARTITION BY k ORDER BY t ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)`.
+    fn open(store: &Store) -> OverAggregate {
+        let input = input_schema();
+        let key = || vec![Arc::new(Column::new("k", 0)) as Arc<dyn PhysicalExpr>];
+        let sum = AggCall {
+            kind: AggKind::Sum,
+            arg: Some(Arc::new(Column::new("v", 1))),
+            distinct: false,
+            filter: None,
+            arg_type: DataType::Int64,
+            output_type: DataType::Int64,
+        };
+        let agg_schema =
+            Arc::new(Schema::new(vec![Field::new("p0", DataType::Utf8, true), Field::new("a0", DataType::Int64, true)]));
+        let mut tables = |name: &str| match name {
+            PENDING => 1,
+            HISTORY => 2,
+            WATERMARK => 3,
+            "groups" => 4,
+            _ => 5,
+        };
+        let aggs = GroupAggregate::try_new(key(), vec![sum], agg_schema, None, false, &mut tables, store).expect("aggs");
+        let mut fields: Vec<Field> = input.fields().iter().map(|f| f.as_ref().clone()).collect();
+        fields.push(Field::new("s", DataType::Int64, true));
+        let schema = Arc::new(Schema::new(fields));
+        OverAggregate::try_new(key(), 2, OverFrame::Rows(Some(1)), input, schema, aggs, &mut tables, store).expect("op")
+    }
+
+    fn rows(items: &[(&str, i64, i64)]) -> StreamChunk {
+        let batch = RecordBatch::try_new(
+            input_schema(),
+            vec![
+                Arc::new(StringArray::from(items.iter().map(|r| r.0).collect::<Vec<_>>())),
+                Arc::new(Int64Array::from(items.iter().map(|r| r.1).collect::<Vec<_>>())),
+                Arc::new(TimestampMillisecondArray::from(items.iter().map(|r| r.2).collect::<Vec<_>>())),
+            ],
+        )
+        .expect("batch");
+        StreamChunk::inserts(batch)
+    }
+
+    /// (k, v, t, s) of the rows a watermark emits.
+    fn fired(op: &mut OverAggregate, store: &Store, w: i64) -> Vec<(String, i64, i64, i64)> {
+        let (out, wm) = op.on_watermark(0, w, &OpContext { store }).expect("watermark");
+        assert_eq!(wm, Some(w));
+        let Some(c) = out else { return vec![] };
+        let col = |i: usize| c.batch.column(i).clone();
+        let (k, v, t, s) = (col(0), col(1), col(2), col(3));
+        let k = k.as_any().downcast_ref::<StringArray>().expect("k");
+        let v = v.as_any().downcast_ref::<Int64Array>().expect("v");
+        let t = t.as_any().downcast_ref::<TimestampMillisecondArray>().expect("t");
+        let s = s.as_any().downcast_ref::<Int64Array>().expect("s");
+        (0..c.len()).map(|i| (k.value(i).to_string(), v.value(i), t.value(i), s.value(i))).collect()
+    }
+
+    fn commit(op: &mut OverAggregate, store: &Store, epoch: u64) {
+        let mut writes = EpochWrites::default();
+        op.on_barrier(&mut writes, &OpContext { store }).expect("barrier");
+        store.commit(writes, epoch).expect("commit");
+    }
+
+    /// Rows wait for the watermark and come out in time order with the sum of themselves and
+    /// the row before; the waiting rows, the frames and the watermark survive a restart; a row
+    /// at or below the watermark is late.
+    #[test]
+    fn rows_frames_fire_on_the_watermark_in_time_order_and_survive_a_restart() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::open(dir.path()).expect("store");
+        let mut op = open(&store);
+        let ctx = OpContext { store: &store };
+        assert!(op.process_batch(0, rows(&[("a", 1, 30), ("a", 2, 10), ("b", 5, 20), ("a", 4, 20)]), &ctx).expect("rows").is_none());
+        // Watermark 20: a@10 (2), a@20 (4: 2 + 4), b@20 (5); a@30 waits.
+        let mut got = fired(&mut op, &store, 20);
+        got.sort();
+        assert_eq!(got, vec![("a".into(), 2, 10, 2), ("a".into(), 4, 20, 6), ("b".into(), 5, 20, 5)]);
+        commit(&mut op, &store, 1);
+
+        let mut op = open(&store);
+        let ctx = OpContext { store: &store };
+        // Late: at or below the watermark 20.
+        op.process_batch(0, rows(&[("a", 100, 20), ("a", 8, 40)]), &ctx).expect("rows");
+        assert_eq!(op.num_late_rows(), 1);
+        // a@30 (1: 4 + 1), a@40 (8: 1 + 8).
+        assert_eq!(fired(&mut op, &store, 50), vec![("a".into(), 1, 30, 5), ("a".into(), 8, 40, 9)]);
+    }
+}
