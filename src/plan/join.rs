@@ -276,21 +276,25 @@ pub fn plan_join(j: &Join, catalog: &dyn SourceCatalog) -> Result<StreamPlan> {
             )))
         }
     };
-    if join_type.left_only() {
-        return plan_semi_join(j, join_type, left, right);
-    }
     let left_times = time_columns(&left, catalog)?;
     let right_times = time_columns(&right, catalog)?;
-    let time = window_bound(&j.on, &left, &right, &left_times, &right_times).or_else(|| {
-        let filter = j.filter.as_ref()?;
-        interval_bound(filter, &j.schema, left.schema.fields().len(), &left_times, &right_times)
-    });
+    // A SEMI or ANTI join outputs the left rows and has no time bound: its state is freed by
+    // retractions or a state TTL.
+    let time = window_bound(&j.on, &left, &right, &left_times, &right_times)
+        .or_else(|| {
+            let filter = j.filter.as_ref()?;
+            interval_bound(filter, &j.schema, left.schema.fields().len(), &left_times, &right_times)
+        })
+        .filter(|_| !join_type.left_only());
     let left_width = left.schema.fields().len();
     let stream_key = match (&left.stream_key, &right.stream_key) {
+        _ if join_type.left_only() => left.stream_key.clone(),
         (Some(l), Some(r)) => Some(l.iter().copied().chain(r.iter().map(|k| k + left_width)).collect()),
         _ => None,
     };
-    let changelog = if join_type == StreamJoinType::Inner
+    // An INNER or SEMI join of append-only inputs is append-only: a SEMI join emits a left
+    // row at its first match, and no match ever goes away.
+    let changelog = if matches!(join_type, StreamJoinType::Inner | StreamJoinType::Semi)
         && left.changelog == ChangelogMode::AppendOnly
         && right.changelog == ChangelogMode::AppendOnly
     {
@@ -408,37 +412,6 @@ fn plan_temporal(j: &Join, versioned: &VersionedTable, catalog: &dyn SourceCatal
         schema: std::sync::Arc::clone(&j.schema),
         changelog: ChangelogMode::AppendOnly,
         stream_key: None,
-        node: StreamNode::Join { left: Box::new(left), right: Box::new(right), join: spec },
-    })
-}
-
-/// Plans the SEMI or ANTI join `j` (`join_type`) over its planned inputs: a regular join whose
-/// output is the left input's rows (no time bound: its state is freed by retractions or a
-/// state TTL). A SEMI join of append-only inputs is append-only: a left row is emitted at its
-/// first match and no match ever goes away; everything else retracts.
-fn plan_semi_join(j: &Join, join_type: StreamJoinType, left: StreamPlan, right: StreamPlan) -> Result<StreamPlan> {
-    let changelog = if join_type == StreamJoinType::Semi
-        && left.changelog == ChangelogMode::AppendOnly
-        && right.changelog == ChangelogMode::AppendOnly
-    {
-        ChangelogMode::AppendOnly
-    } else {
-        ChangelogMode::Retract
-    };
-    let spec = JoinSpec {
-        join_type,
-        on: j.on.clone(),
-        filter: j.filter.clone(),
-        null_equals_null: j.null_equality == NullEquality::NullEqualsNull,
-        time: None,
-        state_ttl_ms: [None, None],
-        lookup: false,
-        emit_on_window_close: false,
-    };
-    Ok(StreamPlan {
-        schema: std::sync::Arc::clone(&j.schema),
-        changelog,
-        stream_key: left.stream_key.clone(),
         node: StreamNode::Join { left: Box::new(left), right: Box::new(right), join: spec },
     })
 }

@@ -385,22 +385,13 @@ impl Join {
                 if Self::left_passes(join_type, self.right_rows, null, degree) {
                     out.push((op_of(sign), rows[i].clone()));
                 }
-                let side = &mut self.sides[0];
                 let mut state_key = key;
                 state_key.extend_from_slice(&rows[i]);
-                let count = match side.rows.get(ctx.store, &state_key)? {
-                    Some(v) => decode_entry(&v)?.0,
-                    None => 0,
-                } + sign;
-                if count < 0 && !side.rows.has_ttl() {
-                    return Err(WeirError::internal("join: retraction of a row the join does not hold"));
-                } else if count <= 0 {
-                    side.rows.delete(state_key);
-                } else {
+                add_copies(&mut self.sides[0], ctx.store, state_key, sign, |count| {
                     let mut value = encode_entry(count, degree);
                     value.push(null as u8);
-                    side.rows.put(state_key, value);
-                }
+                    value
+                })?;
             }
         } else {
             let before = self.right_rows;
@@ -421,20 +412,9 @@ impl Join {
                     entry.degree += sign;
                     entry.touched = true;
                 }
-                let side = &mut self.sides[1];
                 let mut state_key = key.clone();
                 state_key.extend_from_slice(&rows[i]);
-                let count = match side.rows.get(ctx.store, &state_key)? {
-                    Some(v) => decode_entry(&v)?.0,
-                    None => 0,
-                } + sign;
-                if count < 0 && !side.rows.has_ttl() {
-                    return Err(WeirError::internal("join: retraction of a row the join does not hold"));
-                } else if count <= 0 {
-                    side.rows.delete(state_key);
-                } else {
-                    side.rows.put(state_key, encode_entry(count, 0));
-                }
+                add_copies(&mut self.sides[1], ctx.store, state_key, sign, |count| encode_entry(count, 0))?;
             }
             if join_type == StreamJoinType::NotIn {
                 self.meta.put(NOT_IN_KEY.to_vec(), [self.right_rows[0].to_le_bytes(), self.right_rows[1].to_le_bytes()].concat());
@@ -534,23 +514,13 @@ impl Join {
             let side = &mut self.sides[s];
             let mut state_key = key.clone();
             state_key.extend_from_slice(&rows[i]);
-            let count = match side.rows.get(ctx.store, &state_key)? {
-                Some(v) => decode_entry(&v)?.0,
-                None => 0,
-            } + sign;
-            let time = times.and_then(|t| t[i]);
-            if count < 0 {
-                return Err(WeirError::internal("join: retraction of a row the join does not hold"));
-            } else if count == 0 {
-                if let Some(t) = time {
-                    side.by_time.remove(&(t, state_key.clone()));
+            let count = add_copies(side, ctx.store, state_key.clone(), sign, |count| encode_entry(count, 0))?;
+            if let Some(t) = times.and_then(|t| t[i]) {
+                if count > 0 {
+                    side.by_time.insert((t, state_key));
+                } else {
+                    side.by_time.remove(&(t, state_key));
                 }
-                side.rows.delete(state_key);
-            } else {
-                if let Some(t) = time {
-                    side.by_time.insert((t, state_key.clone()));
-                }
-                side.rows.put(state_key, encode_entry(count, 0));
             }
         }
         if padded.is_empty() {
@@ -966,6 +936,33 @@ pub(super) fn side_index(input: usize) -> Result<usize> {
         return Err(WeirError::internal(format!("join has two inputs, got input {input}")));
     }
     Ok(input)
+}
+
+/// Adds `sign` copies of the row stored at `state_key` of `side` (the key deleted when none
+/// is left, `value(count)` stored otherwise) and returns the new count.
+///
+/// # Errors
+/// `Internal` when a retraction finds no copy in a table without a state TTL.
+fn add_copies(
+    side: &mut Side,
+    store: &Store,
+    state_key: Vec<u8>,
+    sign: i64,
+    value: impl FnOnce(i64) -> Vec<u8>,
+) -> Result<i64> {
+    let count = match side.rows.get(store, &state_key)? {
+        Some(v) => decode_entry(&v)?.0,
+        None => 0,
+    } + sign;
+    if count < 0 && !side.rows.has_ttl() {
+        return Err(WeirError::internal("join: retraction of a row the join does not hold"));
+    }
+    if count <= 0 {
+        side.rows.delete(state_key);
+    } else {
+        side.rows.put(state_key, value(count));
+    }
+    Ok(count)
 }
 
 fn push_copies(out: &mut Vec<(Op, Option<u32>, Option<u32>)>, count: i64, row: (Op, Option<u32>, Option<u32>)) {
