@@ -233,6 +233,26 @@ fn system_table(name: &str, state: &SystemState, reader: &dyn ScanState) -> Resu
 }
 
 /// A DataFusion context for one statement over `snapshot`.
+/// Flink's type names that DataFusion's SQL planner does not know, wherever a query names a
+/// type (`CAST(x AS TIMESTAMP_LTZ(3))`): read as `CREATE TABLE` reads them
+/// ([`crate::sql::types::arrow_type`]).
+#[derive(Debug)]
+struct FlinkTypes;
+
+impl datafusion::logical_expr::planner::TypePlanner for FlinkTypes {
+    fn plan_type_field(
+        &self,
+        sql_type: &sqlparser::ast::DataType,
+    ) -> datafusion::common::Result<Option<arrow::datatypes::FieldRef>> {
+        Ok(match sql_type {
+            sqlparser::ast::DataType::Custom(..) => crate::sql::types::arrow_type(sql_type)
+                .ok()
+                .map(|t| Arc::new(arrow::datatypes::Field::new("", t, true))),
+            _ => None,
+        })
+    }
+}
+
 pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
     let mut config = SessionConfig::new()
         .with_default_catalog_and_schema(CATALOG_NAME, SCHEMA_NAME)
@@ -251,6 +271,7 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
         .with_config(config)
         .with_default_features()
         .with_optimizer_rules(optimizer_rules)
+        .with_type_planner(Arc::new(FlinkTypes))
         .build();
     let ctx = SessionContext::new_with_state(state);
     crate::plan::functions::register(&ctx);
