@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use datafusion::common::{Column, DFSchema, DFSchemaRef};
 use datafusion::datasource::source_as_provider;
-use datafusion::logical_expr::{Distinct, Expr, JoinType, LogicalPlan};
+use datafusion::logical_expr::{Distinct, Expr, JoinType, LogicalPlan, LogicalPlanBuilder};
 
 use crate::error::{Result, WeirError};
 use crate::plan::stream_plan::{ChangelogMode, StreamNode, StreamPlan};
@@ -139,6 +139,9 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
         LogicalPlan::Filter(f) => {
             if let Some(top_n) = crate::plan::rank::plan_top_n(plan, None, catalog)? {
                 return Ok(top_n);
+            }
+            if let Some(joined) = scalar_subqueries_as_joins(f)? {
+                return plan_stream(&joined, catalog);
             }
             let input = plan_stream(&f.input, catalog)?;
             Ok(StreamPlan {
@@ -320,6 +323,47 @@ fn is_window_rank(w: &datafusion::logical_expr::Window) -> bool {
     let [Expr::WindowFunction(f)] = w.window_expr.iter().map(unalias).collect::<Vec<_>>()[..] else { return false };
     f.params.partition_by.iter().any(|e| matches!(unalias(e), Expr::Column(c) if c.name == "window_end"))
         && reads_window(&w.input)
+}
+
+/// A filter comparing with uncorrelated scalar subqueries (`WHERE price > (SELECT AVG(price)
+/// FROM bid)`), as a join: the filter's input joined with each subquery's row on the predicate
+/// (no equi-keys), projected back to the input's columns. When a subquery's value changes, the
+/// join retracts the rows that passed with the old value and emits those that pass with the
+/// new one (RisingWave's dynamic filter, here re-evaluating every row); a subquery with no row
+/// (SQL: NULL) lets nothing through. `None` when the predicate has no such subquery
+/// (DataFusion leaves uncorrelated ones in place for its batch executor).
+///
+/// # Errors
+/// DataFusion's, building the join.
+fn scalar_subqueries_as_joins(f: &datafusion::logical_expr::Filter) -> Result<Option<LogicalPlan>> {
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    let mut subqueries = Vec::new();
+    let predicate = f
+        .predicate
+        .clone()
+        .transform_up(|e| match e {
+            Expr::ScalarSubquery(sq) if sq.outer_ref_columns.is_empty() => {
+                let alias = format!("__weir_scalar_sq_{}", subqueries.len());
+                let name = sq.subquery.schema().field(0).name().clone();
+                subqueries.push((alias.clone(), Arc::clone(&sq.subquery)));
+                Ok(Transformed::yes(Expr::Column(Column::new(Some(alias), name))))
+            }
+            other => Ok(Transformed::no(other)),
+        })?
+        .data;
+    if subqueries.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = LogicalPlanBuilder::from(f.input.as_ref().clone());
+    let last = subqueries.len() - 1;
+    for (i, (alias, subquery)) in subqueries.into_iter().enumerate() {
+        let right = LogicalPlanBuilder::from(subquery.as_ref().clone()).alias(alias)?.build()?;
+        // The predicate is the last join's condition, once every subquery's column is there.
+        let on = if i == last { vec![predicate.clone()] } else { vec![] };
+        builder = builder.join_on(right, JoinType::Inner, on)?;
+    }
+    let columns: Vec<Expr> = f.input.schema().columns().into_iter().map(Expr::Column).collect();
+    Ok(Some(builder.project(columns)?.build()?))
 }
 
 /// Whether a window TVF feeds `plan`.
