@@ -4,14 +4,15 @@
 //! # What is accepted (Flink's rules)
 //! - The input is append-only (Flink refuses an OVER aggregate over updates too).
 //! - One ORDER BY key, ascending: the input's event-time attribute (its `WATERMARK FOR`
-//!   column, or a window's `window_time`).
+//!   column, or a window's `window_time`), or a processing-time attribute (`PROCTIME()`).
 //! - The frame ends at `CURRENT ROW` and starts `UNBOUNDED PRECEDING` (the default with an
 //!   ORDER BY), `n PRECEDING` in `ROWS`, or `INTERVAL '..' PRECEDING` in `RANGE`.
 //! - Aggregates: COUNT, SUM, AVG, MIN, MAX (as in GROUP BY), all with the same window.
 //!
 //! # Semantics (Flink's event-time OVER)
 //! A row waits until the watermark reaches its time, then rows are processed in time order
-//! per partition. A `ROWS` frame holds the row and the `n` rows before it (rows with equal
+//! per partition. On processing time a row is processed when it arrives, in arrival order
+//! (Flink's ProcTime OVER functions), and none is late. A `ROWS` frame holds the row and the `n` rows before it (rows with equal
 //! times in arrival order); a `RANGE` frame holds every row whose time is within the interval
 //! before the row's, its peers (equal times) included, so peers get one result. A row whose
 //! time is at or below the watermark when it arrives is late: dropped and counted. The output
@@ -56,8 +57,10 @@ impl fmt::Display for OverFrame {
 pub struct OverSpec {
     /// Partition keys over the input.
     pub partition_by: Vec<Expr>,
-    /// The input column of the event-time ORDER BY key.
+    /// The input column of the time ORDER BY key.
     pub time_column: usize,
+    /// The ORDER BY key is processing time: rows are aggregated as they arrive.
+    pub proctime: bool,
     pub frame: OverFrame,
     /// The aggregates, as aggregate function expressions over the input (no window).
     pub aggs: Vec<Expr>,
@@ -67,9 +70,10 @@ impl OverSpec {
     /// The EXPLAIN detail.
     pub fn explain(&self) -> String {
         format!(
-            "partition=[{}], order=[column {} ASC], frame={}, aggs=[{}]",
+            "partition=[{}], order=[column {} ASC{}], frame={}, aggs=[{}]",
             self.partition_by.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", "),
             self.time_column,
+            if self.proctime { ", processing time" } else { "" },
             self.frame,
             self.aggs.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", "),
         )
@@ -84,7 +88,7 @@ impl OverSpec {
 pub fn plan_over(w: &Window, catalog: &dyn SourceCatalog) -> Result<StreamPlan> {
     let input = plan_stream(&w.input, catalog)?;
     let refuse = |what: &str| Err(WeirError::unsupported(format!("OVER aggregate: {what}")));
-    let mut spec: Option<(Vec<Expr>, usize, OverFrame)> = None;
+    let mut spec: Option<(Vec<Expr>, usize, bool, OverFrame)> = None;
     let mut aggs = Vec::with_capacity(w.window_expr.len());
     for e in &w.window_expr {
         let Expr::WindowFunction(f) = unalias(e) else { return refuse(&format!("{e} is not a window function")) };
@@ -102,13 +106,14 @@ pub fn plan_over(w: &Window, catalog: &dyn SourceCatalog) -> Result<StreamPlan> 
             _ => None,
         };
         let times = crate::plan::join::time_columns(&input, catalog)?.event_time;
-        let Some(time_column) = time_column.filter(|t| times.contains(t)) else {
+        let proctime = time_column.is_some_and(|t| crate::plan::rank::defines_proctime(&w.input, t));
+        let Some(time_column) = time_column.filter(|t| proctime || times.contains(t)) else {
             return refuse(&format!(
-                "ORDER BY {order} must be the input's event-time attribute, ascending (as in Flink)"
+                "ORDER BY {order} must be the input's event-time or processing-time attribute, ascending (as in Flink)"
             ));
         };
         let frame = frame_of(&params.window_frame)?;
-        let this = (params.partition_by.clone(), time_column, frame);
+        let this = (params.partition_by.clone(), time_column, proctime, frame);
         match &spec {
             Some(s) if *s != this => return refuse("every aggregate of one SELECT must use the same window"),
             _ => spec = Some(this),
@@ -122,7 +127,7 @@ pub fn plan_over(w: &Window, catalog: &dyn SourceCatalog) -> Result<StreamPlan> 
             None,
         )));
     }
-    let Some((partition_by, time_column, frame)) = spec else { return refuse("no aggregate") };
+    let Some((partition_by, time_column, proctime, frame)) = spec else { return refuse("no aggregate") };
     if input.changelog != ChangelogMode::AppendOnly {
         return refuse(&format!(
             "its input is an updating ({}) changelog; an OVER aggregate needs an append-only input, as in Flink",
@@ -135,7 +140,7 @@ pub fn plan_over(w: &Window, catalog: &dyn SourceCatalog) -> Result<StreamPlan> 
         schema,
         changelog: ChangelogMode::AppendOnly,
         stream_key,
-        node: StreamNode::OverAggregate { input: Box::new(input), spec: OverSpec { partition_by, time_column, frame, aggs } },
+        node: StreamNode::OverAggregate { input: Box::new(input), spec: OverSpec { partition_by, time_column, proctime, frame, aggs } },
     })
 }
 

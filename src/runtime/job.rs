@@ -235,7 +235,7 @@ impl Job {
                 let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
                 Box::new(OverAggregate::try_new(
                     partition,
-                    spec.time_column,
+                    (spec.time_column, spec.proctime),
                     spec.frame,
                     input_schema,
                     schema,

@@ -12,6 +12,9 @@
 //!   the same `t`) are all in each other's frame and share one result; `RANGE UNBOUNDED
 //!   PRECEDING` (the default): every row up to `t`, peers included.
 //!
+//! On processing time (`ORDER BY` a `PROCTIME()` column) a chunk's rows are processed as they
+//! arrive, as if the watermark were their latest time: none waits and none is late.
+//!
 //! The aggregates are kept by a [`GroupAggregate`] grouped by the partition: a row entering
 //! the frame is inserted into it, one leaving a bounded frame is retracted, and the group's
 //! row then holds the frame's aggregates (MIN and MAX keep their values for bounded frames,
@@ -54,6 +57,8 @@ pub struct OverAggregate {
     partition_exprs: Vec<Arc<dyn PhysicalExpr>>,
     partition_codec: RowCodec,
     time_column: usize,
+    /// Rows are processed on arrival (processing time).
+    proctime: bool,
     frame: OverFrame,
     input_schema: SchemaRef,
     /// Codec of an input row.
@@ -74,7 +79,7 @@ pub struct OverAggregate {
 
 impl OverAggregate {
     /// An OVER aggregate over rows of `input_schema` partitioned by `partition_exprs`, ordered by
-    /// column `time_column`, computing with `aggs` (a group aggregate by the partition whose
+    /// column `time_column` (processing time with `proctime`), computing with `aggs` (a group aggregate by the partition whose
     /// output is the partition columns then the aggregates) into `schema`. `state_table(name)`
     /// gives the ids of its tables (the group aggregate's are named `agg/...` by the caller).
     ///
@@ -84,7 +89,7 @@ impl OverAggregate {
     #[allow(clippy::too_many_arguments)]
     pub fn try_new(
         partition_exprs: Vec<Arc<dyn PhysicalExpr>>,
-        time_column: usize,
+        (time_column, proctime): (usize, bool),
         frame: OverFrame,
         input_schema: SchemaRef,
         schema: SchemaRef,
@@ -119,6 +124,7 @@ impl OverAggregate {
             partition_exprs,
             partition_codec,
             time_column,
+            proctime,
             frame,
             input_schema,
             row_codec,
@@ -252,7 +258,7 @@ impl Operator for OverAggregate {
         out
     }
 
-    fn process_batch(&mut self, _input: usize, chunk: StreamChunk, _ctx: &OpContext<'_>) -> Result<Option<StreamChunk>> {
+    fn process_batch(&mut self, _input: usize, chunk: StreamChunk, ctx: &OpContext<'_>) -> Result<Option<StreamChunk>> {
         let n = chunk.len();
         if chunk.ops.iter().any(|op| !op.is_insert()) {
             return Err(WeirError::internal("OVER aggregate: a retraction in an append-only input"));
@@ -267,9 +273,11 @@ impl Operator for OverAggregate {
         let times = times_ms(batch.column(self.time_column))?;
         let rows = self.row_codec.encode_rows(batch.columns(), n)?;
         let mut late = 0;
+        let mut newest = None;
         for ((partition, time), row) in partitions.into_iter().zip(times).zip(rows) {
-            // A row without a time, or at or below the watermark, is late (Flink drops it).
-            let Some(t) = time.filter(|t| self.watermark_ms.is_none_or(|w| *t > w)) else {
+            // A row without a time, or at or below the watermark, is late (Flink drops it);
+            // on processing time nothing is late.
+            let Some(t) = time.filter(|t| self.proctime || self.watermark_ms.is_none_or(|w| *t > w)) else {
                 late += 1;
                 continue;
             };
@@ -279,10 +287,15 @@ impl Operator for OverAggregate {
             self.next_seq += 1;
             self.pending.put(key, row);
             self.waiting.entry(t).or_default().insert(partition);
+            newest = newest.max(Some(t));
         }
         self.num_late_rows += late;
         self.save_meta();
-        Ok(None)
+        match newest {
+            // Processing time: the rows go out now, in arrival order.
+            Some(t) if self.proctime => self.fire_waiting(t, ctx),
+            _ => Ok(None),
+        }
     }
 
     fn on_watermark(
@@ -291,33 +304,12 @@ impl Operator for OverAggregate {
         watermark_ms: i64,
         ctx: &OpContext<'_>,
     ) -> Result<(Option<StreamChunk>, Option<i64>)> {
-        if self.watermark_ms.is_some_and(|w| watermark_ms <= w) {
+        if self.proctime || self.watermark_ms.is_some_and(|w| watermark_ms <= w) {
             return Ok((None, Some(watermark_ms)));
         }
         self.watermark_ms = Some(watermark_ms);
         self.save_meta();
-        let later = self.waiting.split_off(&watermark_ms.saturating_add(1));
-        let reached = std::mem::replace(&mut self.waiting, later);
-        let partitions: BTreeSet<Vec<u8>> = reached.into_values().flatten().collect();
-        let mut out = Vec::new();
-        for partition in &partitions {
-            self.fire(partition, watermark_ms, ctx, &mut out)?;
-        }
-        if out.is_empty() {
-            return Ok((None, Some(watermark_ms)));
-        }
-        let rows: Vec<&[u8]> = out.iter().map(|(row, _)| row.as_slice()).collect();
-        let inputs = self.rows_batch(&rows)?;
-        let mut decoder = self.aggs.out_codec().decoder(out.len());
-        for (_, aggs) in &out {
-            decoder.append(aggs)?;
-        }
-        let agg_cols = decoder.finish()?;
-        let num_keys = self.partition_exprs.len();
-        let mut cols: Vec<ArrayRef> = inputs.columns().to_vec();
-        cols.extend(agg_cols.into_iter().skip(num_keys));
-        let batch = RecordBatch::try_new(Arc::clone(&self.schema), conform(cols, &self.schema)?)?;
-        Ok((Some(StreamChunk::new(vec![Op::Insert; out.len()], batch)), Some(watermark_ms)))
+        Ok((self.fire_waiting(watermark_ms, ctx)?, Some(watermark_ms)))
     }
 
     fn event_time_watermark(&self) -> Option<Option<i64>> {
@@ -333,6 +325,34 @@ impl Operator for OverAggregate {
         self.history.flush(writes);
         self.meta.flush(writes);
         self.aggs.on_barrier(writes, ctx)
+    }
+}
+
+impl OverAggregate {
+    /// Emits every waiting row whose time is at or below `watermark_ms` (module docs).
+    fn fire_waiting(&mut self, watermark_ms: i64, ctx: &OpContext<'_>) -> Result<Option<StreamChunk>> {
+        let later = self.waiting.split_off(&watermark_ms.saturating_add(1));
+        let reached = std::mem::replace(&mut self.waiting, later);
+        let partitions: BTreeSet<Vec<u8>> = reached.into_values().flatten().collect();
+        let mut out = Vec::new();
+        for partition in &partitions {
+            self.fire(partition, watermark_ms, ctx, &mut out)?;
+        }
+        if out.is_empty() {
+            return Ok(None);
+        }
+        let rows: Vec<&[u8]> = out.iter().map(|(row, _)| row.as_slice()).collect();
+        let inputs = self.rows_batch(&rows)?;
+        let mut decoder = self.aggs.out_codec().decoder(out.len());
+        for (_, aggs) in &out {
+            decoder.append(aggs)?;
+        }
+        let agg_cols = decoder.finish()?;
+        let num_keys = self.partition_exprs.len();
+        let mut cols: Vec<ArrayRef> = inputs.columns().to_vec();
+        cols.extend(agg_cols.into_iter().skip(num_keys));
+        let batch = RecordBatch::try_new(Arc::clone(&self.schema), conform(cols, &self.schema)?)?;
+        Ok(Some(StreamChunk::new(vec![Op::Insert; out.len()], batch)))
     }
 }
 
@@ -378,7 +398,7 @@ mod tests {
         let mut fields: Vec<Field> = input.fields().iter().map(|f| f.as_ref().clone()).collect();
         fields.push(Field::new("s", DataType::Int64, true));
         let schema = Arc::new(Schema::new(fields));
-        OverAggregate::try_new(key(), 2, OverFrame::Rows(Some(1)), input, schema, aggs, &mut tables, store).expect("op")
+        OverAggregate::try_new(key(), (2, false), OverFrame::Rows(Some(1)), input, schema, aggs, &mut tables, store).expect("op")
     }
 
     fn rows(items: &[(&str, i64, i64)]) -> StreamChunk {
