@@ -419,7 +419,7 @@ mod tests {
         let (out, wm) = op.on_watermark(0, w, &OpContext { store }).expect("watermark");
         assert_eq!(wm, Some(w));
         let Some(c) = out else { return vec![] };
-        let col = |i: usize| c.batch.column(i).clone();
+        let col = |i: usize| Arc::clone(c.batch.column(i));
         let (k, v, t, s) = (col(0), col(1), col(2), col(3));
         let k = k.as_any().downcast_ref::<StringArray>().expect("k");
         let v = v.as_any().downcast_ref::<Int64Array>().expect("v");

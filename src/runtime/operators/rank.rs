@@ -25,6 +25,10 @@
 //!   every row is kept: any of them may have to refill the top after a delete. Over an
 //!   append-only input only the rows ranked `<= hi` are kept: nothing can bring the others back.
 //! - `seen` (keep-first by arrival only): partition key → rows seen so far (u64, at most `hi`).
+//! - `kept` (a deduplication, `ROW_NUMBER` with rank range `1..=1`, over an append-only input,
+//!   instead of `rows`): partition key → the one kept row: its sort key (order key ++ arrival
+//!   sequence) length-prefixed (u32 little-endian), then the row. One point read per row, as
+//!   Flink's Deduplicate keeps one row per key, instead of a partition's range.
 //!
 //! # Window Top-N and window deduplication
 //! When a PARTITION BY column is a window's `window_end` (window Top-N, window dedup), the rows
@@ -68,6 +72,8 @@ use crate::state::{EpochWrites, RowCodec, StateTable, Store};
 pub const ROWS: &str = "rows";
 /// The stable name of the per-partition row count of keep-first by arrival.
 pub const SEEN: &str = "seen";
+/// The stable name of a deduplication's kept row per partition.
+pub const KEPT: &str = "kept";
 
 /// Length of the arrival sequence at the end of a `rows` key.
 const SEQ_LEN: usize = 8;
@@ -135,6 +141,8 @@ pub struct Rank {
     window_end_partition: Option<usize>,
     /// Window Top-N: emit each window's rows once, when it closes.
     emit_on_window_close: bool,
+    /// A deduplication over an append-only input: one kept row per partition in `kept`.
+    point_dedup: bool,
     /// Window Top-N: the partitions holding state, by window end (ms).
     open_windows: BTreeMap<i64, BTreeSet<Vec<u8>>>,
 }
@@ -195,9 +203,19 @@ impl Rank {
             return Err(WeirError::internal("rank: output schema does not match its input"));
         }
         let out_codec = RowCodec::try_new(out_types)?;
-        let table = if spec.keep_first { SEEN } else { ROWS };
-        let state = if spec.keep_first {
-            // Keep-first deduplication reads one key (the partition) per row.
+        let point_dedup = append_only_input
+            && !spec.keep_first
+            && spec.function == RankFunction::RowNumber
+            && (spec.lo, spec.hi) == (1, 1);
+        let table = if spec.keep_first {
+            SEEN
+        } else if point_dedup {
+            KEPT
+        } else {
+            ROWS
+        };
+        let state = if spec.keep_first || point_dedup {
+            // Deduplication reads one key (the partition) per row.
             StateTable::point(state_table(table), store)
         } else {
             // Top-N reads a partition's rows in order: cached a partition at a time.
@@ -210,8 +228,10 @@ impl Rank {
         if !spec.keep_first || window_end_partition.is_some() {
             let invert = spec.arrival == Some(false);
             let mut partitions: BTreeSet<Vec<u8>> = BTreeSet::new();
-            state.scan(store, |key, _| {
-                if !spec.keep_first {
+            state.scan(store, |key, value| {
+                if point_dedup {
+                    next_seq = next_seq.max(seq_of(&split_kept(value)?.0, invert)? + 1);
+                } else if !spec.keep_first {
                     next_seq = next_seq.max(seq_of(key, invert)? + 1);
                 }
                 if window_end_partition.is_some() {
@@ -260,6 +280,7 @@ impl Rank {
             next_seq,
             window_end_partition,
             emit_on_window_close: spec.emit_on_window_close,
+            point_dedup,
             open_windows,
         })
     }
@@ -271,11 +292,18 @@ impl Operator for Rank {
     }
 
     fn state_tables(&self) -> &'static [&'static str] {
-        &[ROWS, SEEN]
+        &[ROWS, SEEN, KEPT]
     }
 
     fn state(&self) -> Vec<(String, &StateTable)> {
-        vec![((if self.keep_first { SEEN } else { ROWS }).to_string(), &self.state)]
+        let name = if self.keep_first {
+            SEEN
+        } else if self.point_dedup {
+            KEPT
+        } else {
+            ROWS
+        };
+        vec![(name.to_string(), &self.state)]
     }
 
     fn process_batch(
@@ -336,7 +364,13 @@ impl Operator for Rank {
                     let seq = if self.arrival == Some(false) { !self.next_seq } else { self.next_seq };
                     self.next_seq += 1;
                     key.extend_from_slice(&seq.to_be_bytes());
-                    self.state.put(key, rows[row].clone());
+                    if self.point_dedup {
+                        self.offer_kept(ctx.store, partition, &key[partition.len()..], &rows[row])?;
+                    } else {
+                        self.state.put(key, rows[row].clone());
+                    }
+                } else if self.point_dedup {
+                    return Err(WeirError::internal("rank: a retraction in an append-only input"));
                 } else {
                     let wanted = matches.as_ref().map_or(&rows[row], |m| &m[row]);
                     let found = self
@@ -357,7 +391,7 @@ impl Operator for Rank {
                     }
                 }
             }
-            if self.append_only_input {
+            if self.append_only_input && !self.point_dedup {
                 self.trim(ctx.store, partition)?;
             }
             if self.emit_on_window_close {
@@ -404,7 +438,7 @@ impl Operator for Rank {
             if self.emit_on_window_close {
                 out.extend(self.ranked(ctx.store, &partition)?.into_iter().map(|(row, _)| row));
             }
-            if self.keep_first {
+            if self.keep_first || self.point_dedup {
                 self.state.delete(partition);
             } else {
                 self.state.delete_prefix(ctx.store, &partition)?;
@@ -490,9 +524,33 @@ impl Rank {
         Ok(keys)
     }
 
+    /// A deduplication: keeps the row `row` with sort key `sort` (order key ++ arrival
+    /// sequence) for `partition` if it ranks before the one kept.
+    fn offer_kept(&mut self, store: &Store, partition: &[u8], sort: &[u8], row: &[u8]) -> Result<()> {
+        if let Some(kept) = self.state.get(store, partition)? {
+            if split_kept(&kept)?.0 <= sort {
+                return Ok(());
+            }
+        }
+        let mut value = Vec::with_capacity(4 + sort.len() + row.len());
+        value.extend_from_slice(&(sort.len() as u32).to_le_bytes());
+        value.extend_from_slice(sort);
+        value.extend_from_slice(row);
+        self.state.put(partition.to_vec(), value);
+        Ok(())
+    }
+
     /// The kept rows of `partition` whose rank is in `lo..=hi`, in rank order.
     fn ranked(&mut self, store: &Store, partition: &[u8]) -> Result<Vec<Ranked>> {
         let (lo, hi, output_rank) = (self.lo, self.hi, self.output_rank);
+        if self.point_dedup {
+            let Some(kept) = self.state.get(store, partition)? else { return Ok(Vec::new()) };
+            let mut row = split_kept(&kept)?.1.to_vec();
+            if output_rank {
+                put_u64(&mut row, 1);
+            }
+            return Ok(vec![(row, 1)]);
+        }
         let mut out = Vec::new();
         self.walk(store, partition, |_, stored, rank| {
             if rank > hi {
@@ -569,6 +627,14 @@ impl Rank {
         let columns = self.out_positions.iter().map(|p| Arc::clone(&decoded[*p])).collect();
         Ok(RecordBatch::try_new(Arc::clone(&self.schema), columns)?)
     }
+}
+
+/// A `kept` value: (sort key, row).
+fn split_kept(value: &[u8]) -> Result<(&[u8], &[u8])> {
+    let corrupt = || WeirError::storage("corrupt deduplication state");
+    let len = u32::from_le_bytes(value.get(..4).ok_or_else(corrupt)?.try_into().map_err(|_| corrupt())?) as usize;
+    let sort = value.get(4..4 + len).ok_or_else(corrupt)?;
+    Ok((sort, &value[4 + len..]))
 }
 
 /// The arrival sequence at the end of a `rows` key.
