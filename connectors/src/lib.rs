@@ -93,7 +93,7 @@ const CONNECTORS: &[(&str, ConnectorKind)] = &[
     ("print", ConnectorKind::External { append_only_sink: false }),
 ];
 
-const FORMATS: &[&str] = &["json", "csv", "avro-confluent", "debezium-json", "raw"];
+const FORMATS: &[&str] = &["json", "csv", "avro-confluent", "debezium-json", "maxwell-json", "canal-json", "raw"];
 
 /// The connector a table's options name (`'connector'`, default `table`), validated.
 ///

@@ -3,12 +3,13 @@
 //! ends at the end of the file. A partition's position is the byte offset of its next line.
 //!
 //! Options (Flink's names): `'path'` (file or directory, required), `'format'` = `json`
-//! (default), `csv` or `debezium-json`, `'csv.field-delimiter'` (one character, default `,`).
+//! (default), `csv`, or a changelog format (`debezium-json`, `maxwell-json`, `canal-json`),
+//! `'csv.field-delimiter'` (one character, default `,`).
 //!
-//! `debezium-json` replays a change log from files: each line is a Debezium envelope (`op`
-//! `c`/`r` an insert, `u` an update as `-U`/`+U`, `d` a delete), decoded by the same decoder as
-//! a Kafka table's, so the table is a changelog source (Flink's filesystem connector takes
-//! the changelog formats too).
+//! A changelog format replays a change log from files: each line is one event (a Debezium
+//! envelope, a Maxwell or a Canal event: inserts, updates as `-U`/`+U`, deletes), decoded by
+//! the same decoder as a Kafka table's, so the table is a changelog source (Flink's
+//! filesystem connector takes the changelog formats too).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
@@ -74,10 +75,10 @@ impl FileReader {
                 };
                 FileFormat::Csv { delimiter }
             }
-            "debezium-json" => FileFormat::Changelog,
+            "debezium-json" | "maxwell-json" | "canal-json" => FileFormat::Changelog,
             other => {
                 return Err(WeirError::option(format!(
-                    "table {}: the 'filesystem' connector reads format 'json', 'csv' or 'debezium-json', not '{other}'",
+                    "table {}: the 'filesystem' connector reads format 'json', 'csv', 'debezium-json', 'maxwell-json' or 'canal-json', not '{other}'",
                     rel.name
                 )))
             }

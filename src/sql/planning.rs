@@ -95,8 +95,14 @@ impl SourceCatalog for CatalogSources<'_> {
             RelationKind::Table => match connector_of(rel) {
                 "table" => SourceInfo { changelog: ChangelogMode::Retract, stream_key: pk() },
                 "upsert-kafka" => SourceInfo { changelog: ChangelogMode::Upsert, stream_key: pk() },
-                // Debezium's envelopes carry deletes and updates (Flink: a changelog source).
-                "kafka" | "filesystem" if rel.options.get("format").map(String::as_str) == Some("debezium-json") => {
+                // Debezium's, Maxwell's and Canal's events carry deletes and updates (Flink: a
+                // changelog source).
+                "kafka" | "filesystem"
+                    if rel
+                        .options
+                        .get("format")
+                        .is_some_and(|f| ["debezium-json", "maxwell-json", "canal-json"].contains(&f.as_str())) =>
+                {
                     SourceInfo { changelog: ChangelogMode::Retract, stream_key: pk() }
                 }
                 _ => SourceInfo { changelog: ChangelogMode::AppendOnly, stream_key: pk() },

@@ -2,7 +2,7 @@
 //!
 //! [`decoder`] and [`encoder`] build the codec a table's `'format'` (or `'key.format'` /
 //! `'value.format'`) names, with Flink's option names (see [`FormatOptions`]): `json`, `csv`,
-//! `raw`, `debezium-json`, `avro-confluent`; `upsert-kafka` pairs a key and a value format ([`UpsertDecoder`],
+//! `raw`, `debezium-json`, `maxwell-json` and `canal-json` (read only), `avro-confluent`; `upsert-kafka` pairs a key and a value format ([`UpsertDecoder`],
 //! [`UpsertEncoder`]).
 //!
 //! # Types
@@ -19,6 +19,7 @@
 //! twice (see `isolate.rs`).
 
 mod avro;
+mod change_json;
 mod codec;
 mod csv;
 mod debezium;
@@ -31,6 +32,7 @@ mod tests;
 mod upsert;
 
 pub use avro::{avro_schema_of, AvroConfluentDecoder, AvroConfluentEncoder, RegistryOptions};
+pub use change_json::{ChangeLog, ChangeLogDecoder};
 pub use codec::{DecodeError, Decoded, Decoder, Encoder, Op};
 pub use csv::{CsvDecoder, CsvEncoder};
 pub use debezium::{DebeziumDecoder, DebeziumEncoder};

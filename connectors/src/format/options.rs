@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
 
 use super::avro::{AvroConfluentDecoder, AvroConfluentEncoder, RegistryOptions, AVRO_OPTIONS};
+use super::change_json::{ChangeLog, ChangeLogDecoder};
 use super::codec::{Decoder, Encoder};
 use super::csv::{CsvDecoder, CsvEncoder};
 use super::debezium::{DebeziumDecoder, DebeziumEncoder};
@@ -35,6 +36,10 @@ pub enum FormatKind {
     Raw,
     /// `debezium-json`: Debezium change envelopes.
     DebeziumJson,
+    /// `maxwell-json`: Maxwell change events (read only).
+    MaxwellJson,
+    /// `canal-json`: Canal change events (read only).
+    CanalJson,
     /// `avro-confluent`: Avro in the Confluent wire format, schemas in a schema registry.
     AvroConfluent,
 }
@@ -122,7 +127,9 @@ const CSV_OPTIONS: &[&str] = &[
 const RAW_OPTIONS: &[&str] = &["charset", "endianness"];
 
 /// The formats [`FormatOptions::from_options`] knows, with a decoder or not.
-pub const FORMAT_NAMES: &[&str] = &["json", "csv", "raw", "debezium-json", "avro-confluent"];
+pub const FORMAT_NAMES: &[&str] = &["json", "csv", "raw", "debezium-json", "maxwell-json", "canal-json", "avro-confluent"];
+/// The options of the read-only change-log formats (`maxwell-json.*`, `canal-json.*`).
+const CHANGE_LOG_OPTIONS: &[&str] = &["ignore-parse-errors"];
 
 impl FormatOptions {
     /// Reads `'<prefix>format'` and the format's own options `'<prefix><format>.*'`.
@@ -146,6 +153,8 @@ impl FormatOptions {
             "csv" => (FormatKind::Csv, CSV_OPTIONS),
             "raw" => (FormatKind::Raw, RAW_OPTIONS),
             "debezium-json" => (FormatKind::DebeziumJson, DEBEZIUM_OPTIONS),
+            "maxwell-json" => (FormatKind::MaxwellJson, CHANGE_LOG_OPTIONS),
+            "canal-json" => (FormatKind::CanalJson, CHANGE_LOG_OPTIONS),
             "avro-confluent" => (FormatKind::AvroConfluent, AVRO_OPTIONS),
             other => {
                 return Err(ConnectorError::InvalidValue {
@@ -238,6 +247,10 @@ impl FormatOptions {
             FormatKind::Csv => Box::new(CsvDecoder::try_new(schema, self.csv.clone(), self.ignore_parse_errors)?),
             FormatKind::Raw => Box::new(RawDecoder::try_new(schema)?),
             FormatKind::DebeziumJson => Box::new(DebeziumDecoder::try_new(schema, self.ignore_parse_errors)?),
+            FormatKind::MaxwellJson => {
+                Box::new(ChangeLogDecoder::try_new(ChangeLog::Maxwell, schema, self.ignore_parse_errors)?)
+            }
+            FormatKind::CanalJson => Box::new(ChangeLogDecoder::try_new(ChangeLog::Canal, schema, self.ignore_parse_errors)?),
             FormatKind::AvroConfluent => Box::new(AvroConfluentDecoder::new(schema, self.registry()?)),
         })
     }
@@ -256,6 +269,11 @@ impl FormatOptions {
                 Box::new(DebeziumEncoder::new(schema, self.timestamp_standard, self.ignore_null_fields))
             }
             FormatKind::AvroConfluent => Box::new(AvroConfluentEncoder::try_new(schema, self.registry()?)?),
+            FormatKind::MaxwellJson | FormatKind::CanalJson => {
+                return Err(ConnectorError::Unsupported {
+                    feature: format!("writing {:?} (it is read only; write a changelog as 'debezium-json')", self.kind),
+                })
+            }
         })
     }
 
