@@ -34,6 +34,16 @@
 //! append-only. A row of a padded side whose key is NULL can never match: its padded row is
 //! emitted when it arrives.
 //!
+//! # SEMI and ANTI joins
+//! `IN`/`EXISTS` (SEMI), `NOT EXISTS` (ANTI) and `NOT IN` (a null-aware ANTI join) output left
+//! rows only. Each stored left row carries its degree (the right rows it matches, with the
+//! residual condition); a SEMI join emits a left row while its degree is above zero, an ANTI
+//! join while it is zero, each change of that emitted (`+I`) or retracted (`-D`) as a left row
+//! or a right row changes it. NOT IN follows SQL's three-valued logic: a left row passes while
+//! the right input is empty, or while its key is not NULL, no right key is NULL and its degree is
+//! zero; so left rows with a NULL key are stored too, and when the right input becomes (non-)empty
+//! or gains (loses) its NULL keys, every stored left row is looked at again.
+//!
 //! # NULL keys
 //! A row with a NULL in its join key never matches (SQL), unless the keys are compared with
 //! `IS NOT DISTINCT FROM`. Such a row is not stored: an outer side emits (or retracts) its
@@ -42,9 +52,11 @@
 //!
 //! # State
 //! - `left`, `right`: one table per input, key = join key ++ row (memcomparable codec), value
-//!   = count of copies (i64) ++ degree (i64; 0 where the side is not padded). Cached whole in
-//!   memory. A row leaves when its last copy is retracted.
-//! - `watermark`: both inputs' watermarks and the late-row count, so both survive a restart.
+//!   = count of copies (i64) ++ degree (i64; 0 where the side is not padded); SEMI/ANTI left
+//!   rows carry their degree too, and under NOT IN one more byte, 1 for a NULL key. Cached a
+//!   join key at a time (a grouped state table). A row leaves when its last copy is retracted.
+//! - `watermark`: both inputs' watermarks and the late-row count, so both survive a restart;
+//!   for NOT IN also (key `not_in`) the right input's rows and those with a NULL key.
 //!
 //! A regular join's state is freed by retractions and, with a state TTL
 //! ([`Join::with_state_ttl`]), by expiry: a row not written (inserted, or its degree changed)
