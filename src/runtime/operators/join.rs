@@ -407,6 +407,8 @@ impl Join {
             }
         } else {
             let before = self.right_rows;
+            // The left rows' degrees as the probe read them, before this chunk.
+            let old_degrees: Vec<i64> = probe.entries.iter().map(|e| e.degree).collect();
             for (i, class) in classes.iter().enumerate() {
                 let sign = chunk.ops[i].sign();
                 self.right_rows[0] += sign;
@@ -457,13 +459,8 @@ impl Join {
                     }
                 }
             } else {
-                for e in probe.entries.iter().filter(|e| e.touched) {
-                    // The degree before this chunk is the one stored.
-                    let old = match self.sides[0].rows.get(ctx.store, &e.state_key)? {
-                        Some(v) => decode_entry(&v)?.1,
-                        None => continue,
-                    };
-                    let was = Self::left_passes(join_type, before, false, old);
+                for (e, old) in probe.entries.iter().zip(&old_degrees).filter(|(e, _)| e.touched) {
+                    let was = Self::left_passes(join_type, before, false, *old);
                     let is = Self::left_passes(join_type, self.right_rows, false, e.degree);
                     if was != is {
                         for _ in 0..e.count {
