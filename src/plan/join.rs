@@ -200,9 +200,11 @@ pub struct JoinSpec {
     /// row joins the right input's rows as they are when it arrives; changes of the right input
     /// emit nothing.
     pub lookup: bool,
-    /// A window join only: emit the join of each window once, `+I` (with its NULL-padded rows
-    /// for an outer join), when the watermark closes the window, and nothing before
-    /// (`EMIT ON WINDOW CLOSE`, and every `INSERT INTO` job: Flink's window join is final).
+    /// A window join: emit the join of each window once, `+I` (with its NULL-padded rows for an
+    /// outer join), when the watermark closes the window, and nothing before (`EMIT ON WINDOW
+    /// CLOSE`, and every `INSERT INTO` job: Flink's window join is final). An interval join of
+    /// append-only inputs (`EMIT ON WINDOW CLOSE` in a view): emit each NULL-padded row once,
+    /// when its row leaves state unmatched, instead of at once and retracted later (SQL.md).
     pub emit_on_window_close: bool,
 }
 
@@ -227,7 +229,10 @@ impl JoinSpec {
         }
         match self.time {
             Some(TimeBound::Interval { lower_ms, upper_ms, .. }) => {
-                out.push_str(&format!(", interval=[{lower_ms}ms, {upper_ms}ms]"))
+                out.push_str(&format!(", interval=[{lower_ms}ms, {upper_ms}ms]"));
+                if self.emit_on_window_close {
+                    out.push_str(", emit=on-window-close");
+                }
             }
             Some(TimeBound::Window { .. }) if self.emit_on_window_close => {
                 out.push_str(", window=window_end, emit=on-window-close")

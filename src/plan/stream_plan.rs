@@ -218,7 +218,7 @@ impl StreamPlan {
             Ok(())
         } else {
             Err(crate::error::WeirError::plan(
-                "EMIT ON WINDOW CLOSE needs a windowed operator at the top of the query: a window aggregation (GROUP BY window_start, window_end over TUMBLE, HOP or CUMULATE), a window Top-N or a window deduplication (PARTITION BY window_start, window_end), or a window join (ON window_start and window_end)",
+                "EMIT ON WINDOW CLOSE needs a windowed operator at the top of the query: a window aggregation (GROUP BY window_start, window_end over TUMBLE, HOP or CUMULATE), a window Top-N or a window deduplication (PARTITION BY window_start, window_end), a window join (ON window_start and window_end), or an interval join of append-only inputs",
             ))
         }
     }
@@ -237,6 +237,16 @@ impl StreamPlan {
                 true
             }
             StreamNode::Join { join, .. } if matches!(join.time, Some(TimeBound::Window { .. })) => {
+                join.emit_on_window_close = true;
+                true
+            }
+            // SQL.md: an outer interval join with EMIT ON WINDOW CLOSE emits its padded rows once,
+            // final (its pairs already are, over append-only inputs).
+            StreamNode::Join { left, right, join }
+                if matches!(join.time, Some(TimeBound::Interval { .. }))
+                    && left.changelog == ChangelogMode::AppendOnly
+                    && right.changelog == ChangelogMode::AppendOnly =>
+            {
                 join.emit_on_window_close = true;
                 true
             }

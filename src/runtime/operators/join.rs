@@ -34,6 +34,10 @@
 //! append-only. A row of a padded side whose key is NULL can never match: its padded row is
 //! emitted when it arrives.
 //!
+//! An outer interval join under `EMIT ON WINDOW CLOSE` (append-only inputs) emits its pairs at
+//! once (they are final) and each NULL-padded row once, when its row leaves state unmatched
+//! (SQL.md; Flink's interval join pads at its cleanup timer), never retracted.
+//!
 //! # SEMI and ANTI joins
 //! `IN`/`EXISTS` (SEMI), `NOT EXISTS` (ANTI) and `NOT IN` (a null-aware ANTI join) output left
 //! rows only. Each stored left row carries its degree (the right rows it matches, with the
@@ -203,6 +207,9 @@ pub struct Join {
     lookup: bool,
     /// A window join under EMIT ON WINDOW CLOSE ([`JoinOptions::emit_on_window_close`]).
     emit_on_window_close: bool,
+    /// An outer interval join under EMIT ON WINDOW CLOSE: a padded row is emitted once, when
+    /// its row leaves state unmatched, not at once.
+    pad_on_close: bool,
 }
 
 impl Join {
@@ -269,6 +276,7 @@ impl Join {
             meta,
             lookup: opts.lookup,
             emit_on_window_close: opts.emit_on_window_close && matches!(opts.time, Some(TimeBound::Window { .. })),
+            pad_on_close: opts.emit_on_window_close && matches!(opts.time, Some(TimeBound::Interval { .. })),
         };
         op.index_times(0, store)?;
         op.index_times(1, store)?;
@@ -615,15 +623,48 @@ impl Join {
         self.output(0, &left_batch, &right_cols, out).map(Some)
     }
 
-    /// Drops the stored rows that can no longer match, now that the watermark is `w`.
-    fn clean(&mut self, w: i64) {
-        let Some(time) = self.time else { return };
-        for (s, side) in self.sides.iter_mut().enumerate() {
+    /// Drops the stored rows that can no longer match, now that the watermark is `w`. An outer
+    /// interval join under EOWC emits then, once, the padded row of each dropped row of a
+    /// padded side that never matched.
+    fn clean(&mut self, w: i64, store: &Store) -> Result<Option<StreamChunk>> {
+        let Some(time) = self.time else { return Ok(None) };
+        let mut chunks = Vec::new();
+        for s in 0..2 {
+            let side = &mut self.sides[s];
             let limit = w.saturating_add(time.keep_offset_ms(s));
             let kept = side.by_time.split_off(&(limit.saturating_add(1), Vec::new()));
+            let mut unmatched: Vec<(Vec<u8>, i64)> = Vec::new();
             for (_, key) in std::mem::replace(&mut side.by_time, kept) {
+                if self.pad_on_close && side.outer {
+                    if let Some((count, 0)) = side.rows.get(store, &key)?.map(|v| decode_entry(&v)).transpose()? {
+                        let key_len = self.key_codec.encoded_len(&key);
+                        unmatched.push((key[key_len..].to_vec(), count));
+                    }
+                }
                 side.rows.delete(key);
             }
+            if unmatched.is_empty() {
+                continue;
+            }
+            let mut decoder = side.row_codec.decoder(unmatched.len());
+            for (row, _) in &unmatched {
+                decoder.append(row)?;
+            }
+            let rows = RecordBatch::try_new_with_options(
+                Arc::clone(&side.schema),
+                decoder.finish()?,
+                &RecordBatchOptions::new().with_row_count(Some(unmatched.len())),
+            )?;
+            let mut out = Vec::new();
+            for (i, (_, copies)) in unmatched.iter().enumerate() {
+                push_copies(&mut out, *copies, (Op::Insert, Some(i as u32), None));
+            }
+            chunks.push(self.output(s, &rows, &[], out)?);
+        }
+        match chunks.len() {
+            0 => Ok(None),
+            1 => Ok(chunks.pop()),
+            _ => Ok(Some(StreamChunk::concat(&self.schema, chunks)?)),
         }
     }
 }
@@ -758,7 +799,9 @@ impl Operator for Join {
             let first = if i == 0 { 0 } else { cand_end[i - 1] };
             let matched = || (first..cand_end[i]).filter(|c| passes[*c]).map(|c| cand_entries[c] as usize);
             let total: i64 = matched().map(|e| entries[e].count).sum();
-            if other_outer && sign > 0 {
+            // Under EOWC an outer interval join's padded rows wait for their row to leave state.
+            let pad_now = !self.pad_on_close;
+            if other_outer && sign > 0 && pad_now {
                 for e in matched() {
                     if entries[e].degree == 0 {
                         push_copies(&mut out, entries[e].count, (Op::Delete, None, Some(e as u32)));
@@ -768,7 +811,7 @@ impl Operator for Join {
             for e in matched() {
                 push_copies(&mut out, entries[e].count, (op, Some(i as u32), Some(e as u32)));
             }
-            if this_outer && total == 0 {
+            if this_outer && total == 0 && pad_now {
                 out.push((op, Some(i as u32), None));
             }
             if other_outer {
@@ -783,7 +826,7 @@ impl Operator for Join {
                     }
                     entry.degree += sign;
                     entry.touched = true;
-                    if sign < 0 && entry.degree == 0 {
+                    if sign < 0 && entry.degree == 0 && pad_now {
                         push_copies(&mut out, entry.count, (Op::Insert, None, Some(e as u32)));
                     }
                 }
@@ -851,7 +894,9 @@ impl Operator for Join {
             if self.emit_on_window_close {
                 closed = self.close_windows(w, ctx.store)?;
             }
-            self.clean(w);
+            if let Some(padded) = self.clean(w, ctx.store)? {
+                closed = Some(padded);
+            }
         }
         let delay = self.time.map_or(0, |t| t.output_delay_ms());
         Ok((closed, Some(w.saturating_sub(delay))))
@@ -1224,6 +1269,27 @@ mod tests {
         assert_eq!(h.watermark(0, 30), Some(11), "the join's watermark stays the right's");
         assert_eq!(h.watermark(1, 40), Some(25));
         assert_eq!((h.held(0), h.held(1)), (0, 0));
+    }
+
+    /// SQL.md: an outer interval join with EMIT ON WINDOW CLOSE emits its padded rows once,
+    /// final: when the row leaves state unmatched, never before a partner could still come.
+    #[test]
+    fn an_outer_interval_join_under_eowc_pads_a_row_once_when_it_leaves_state() {
+        let time = TimeBound::Interval { left_time: 2, right_time: 2, lower_ms: -3, upper_ms: 2 };
+        let mut h = harness(StreamJoinType::Left, false, Some(time));
+        h.op.pad_on_close = true;
+        // Nothing padded on arrival; the pair is emitted at once (it is final).
+        assert_eq!(h.push(0, "+I 1 a 10\n+I 2 b 20"), lines(&[]));
+        assert_eq!(h.push(1, "+I 2 y 19"), lines(&["+I 2 b 20 2 y 19"]));
+        let mut fire = |input: usize, w: i64| {
+            let ctx = OpContext { store: &h.store };
+            h.op.on_watermark(input, w, &ctx).expect("watermark").0.map(|c| c.to_pretty()).unwrap_or_default()
+        };
+        // W = 16 drops the left row at 10 (10 <= 16 - 5), unmatched: padded now, once.
+        assert_eq!(fire(0, 30), lines(&[]));
+        assert_eq!(fire(1, 16), lines(&["+I 1 a 10 NULL NULL NULL"]));
+        // W = 40 drops the row at 20, which matched: no padded row.
+        assert_eq!(fire(1, 40), lines(&[]));
     }
 
     #[test]
