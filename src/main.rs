@@ -122,8 +122,8 @@ enum Bench {
         /// Source partitions of the generator.
         #[arg(long, default_value_t = 1)]
         partitions: usize,
-        /// Cores per job. This version runs each job on one core; only 1 is accepted (use
-        /// --partitions to split the source).
+        /// Instances of each keyed and stateless operator of the job (`parallelism.default`;
+        /// 1 runs the job on one core).
         #[arg(long, default_value_t = 1)]
         parallelism: usize,
         /// Events per second of event time (default 100000; --check uses 1000).
@@ -227,6 +227,11 @@ struct ServeArgs {
     /// State beyond it stays in RocksDB and is read back on demand.
     #[arg(long, value_name = "SIZE", default_value = "256MiB")]
     state_cache_size: ByteSize,
+    /// Parallel instances of each keyed and stateless operator of a job created without
+    /// `SET 'parallelism.default'` (default: the number of cores). Such jobs take the new value
+    /// at a restart; their state is kept by key group, so nothing is lost.
+    #[arg(long, value_name = "N")]
+    workers: Option<usize>,
 }
 
 fn main() -> ExitCode {
@@ -269,9 +274,6 @@ fn main() -> ExitCode {
                 );
                 Ok(())
             }
-            Some(Command::Bench(Bench::Nexmark { parallelism, .. })) if parallelism != 1 => Err(format!(
-                "--parallelism {parallelism}: this version runs each job on one core; only --parallelism 1 is supported (--partitions splits the source)"
-            )),
             Some(Command::Bench(Bench::Nexmark {
                 query,
                 all,
@@ -283,9 +285,19 @@ fn main() -> ExitCode {
                 data_dir,
                 state_cache_size,
                 keep,
-                ..
+                parallelism,
             })) => {
-                let run = NexmarkArgs { events, source, partitions, event_rate, check, data_dir, state_cache_size, keep };
+                let run = NexmarkArgs {
+                    events,
+                    source,
+                    partitions,
+                    event_rate,
+                    check,
+                    data_dir,
+                    state_cache_size,
+                    keep,
+                    parallelism,
+                };
                 bench_nexmark(query, all, run).await
             }
             Some(Command::Bench(Bench::Restart { query, events, state_cache_size, data_dir })) => {
@@ -345,8 +357,13 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     // Installed before the server listens, so a signal right after "listening on" is ours.
     let shutdown =
         shutdown_signal().map_err(|err| format!("cannot install signal handlers: {err}"))?;
+    let max = weir::state::key_group::MAX_PARALLELISM;
+    if let Some(w) = args.workers.filter(|w| !(1..=max).contains(w)) {
+        return Err(format!("--workers {w}: expected 1 to {max}"));
+    }
     let options = OpenOptions {
         store: StoreOptions { state_cache_bytes: args.state_cache_size.as_u64() },
+        workers: args.workers.unwrap_or_else(weir::sql::default_workers),
         ..OpenOptions::default()
     };
     let db = Database::open_with(&args.data_dir, options).map_err(|err| {
@@ -411,11 +428,13 @@ struct NexmarkArgs {
     data_dir: PathBuf,
     state_cache_size: ByteSize,
     keep: bool,
+    parallelism: usize,
 }
 
 async fn bench_nexmark(query: Option<String>, all: bool, args: NexmarkArgs) -> Result<(), String> {
     use weir::bench::nexmark::{self, NexmarkRun, NexmarkSource, QueryReport};
-    let NexmarkArgs { events, source, partitions, event_rate, check, data_dir, state_cache_size, keep } = args;
+    let NexmarkArgs { events, source, partitions, event_rate, check, data_dir, state_cache_size, keep, parallelism } =
+        args;
     let source_arg = source.clone();
     let source = match source.split_once(':') {
         None if source == "generator" => NexmarkSource::Generator,
@@ -438,6 +457,7 @@ async fn bench_nexmark(query: Option<String>, all: bool, args: NexmarkArgs) -> R
         data_dir,
         state_cache_bytes: state_cache_size.as_u64(),
         keep,
+        parallelism,
     };
     let names: Vec<String> = match query {
         Some(q) if !all => vec![q],

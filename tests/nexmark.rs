@@ -36,3 +36,12 @@ fn every_supported_query_matches_the_independent_results() {
 fn every_supported_query_matches_with_a_state_cache_far_smaller_than_its_state() {
     check_all("nexmark-check-small-cache", &["--state-cache-size", "64KiB"]);
 }
+
+/// The same results with every keyed and stateless operator run as 2 and as 3 parallel
+/// instances behind hash exchanges (issue 14: check mode at parallelism 1, 2 and 3), the second
+/// also with a small cache, so instances read their key groups back from a shared table.
+#[test]
+fn every_supported_query_matches_at_parallelism_2_and_3() {
+    check_all("nexmark-check-p2", &["--parallelism", "2"]);
+    check_all("nexmark-check-p3", &["--parallelism", "3", "--state-cache-size", "64KiB"]);
+}

@@ -88,6 +88,8 @@ pub struct NexmarkRun {
     pub state_cache_bytes: u64,
     /// Leave the database in `data_dir` after the run (for `weir bench restart`).
     pub keep: bool,
+    /// The job's parallelism (`parallelism.default`).
+    pub parallelism: usize,
 }
 
 /// What one query's run measured.
@@ -192,6 +194,7 @@ pub(crate) async fn create_generator_tables(db: &Database, session: &mut Session
         data_dir: PathBuf::new(),
         state_cache_bytes: crate::state::DEFAULT_STATE_CACHE_BYTES,
         keep: false,
+        parallelism: 1,
     };
     for ddl in source_ddl(&run) {
         db.execute(session, &ddl).await?;
@@ -210,6 +213,7 @@ pub async fn run_query(name: &str, run: &NexmarkRun) -> Result<QueryReport> {
     let options = OpenOptions {
         read_sources: false,
         store: StoreOptions { state_cache_bytes: run.state_cache_bytes },
+        workers: run.parallelism,
     };
     let db = Database::open_with(&run.data_dir, options)?;
     let mut session = Session::default();

@@ -66,6 +66,8 @@ pub struct Engine {
     pub(super) run_detached: bool,
     /// Set when a job was lost while it was handed to a thread: the next take-back reloads.
     pub(super) runners_lost: bool,
+    /// The parallelism of jobs created without `parallelism.default` (`weir serve --workers`).
+    pub workers: usize,
 }
 
 /// Stops the jobs running on threads of their own: nothing commits after the engine is gone.
@@ -93,12 +95,21 @@ impl Engine {
     /// # Errors
     /// `Storage` when the stored catalog or metadata cannot be read. A view or job that cannot
     /// restart is FAILED alone (see [`Engine::failed`]), not an error.
-    pub fn load(store: Arc<Store>, planner: Arc<dyn JobPlanner>) -> Result<Self> {
-        Self::load_with(store, planner, None)
+    ///
+    /// `workers` is the parallelism of a job whose `parallelism.default` was not set when it was
+    /// created (`weir serve --workers`): such jobs take the server's, also after a restart with
+    /// another (their state is in key groups, [`crate::state::key_group`]).
+    pub fn load(store: Arc<Store>, planner: Arc<dyn JobPlanner>, workers: usize) -> Result<Self> {
+        Self::load_with(store, planner, None, workers)
     }
 
     /// [`Engine::load`] with the epochs and readers' slot of an engine being reloaded.
-    fn load_with(store: Arc<Store>, planner: Arc<dyn JobPlanner>, commits: Option<Arc<Commits>>) -> Result<Self> {
+    fn load_with(
+        store: Arc<Store>,
+        planner: Arc<dyn JobPlanner>,
+        commits: Option<Arc<Commits>>,
+        workers: usize,
+    ) -> Result<Self> {
         let catalog = match store.get_meta("catalog")? {
             Some(bytes) => Catalog::from_bytes(&bytes).map_err(|e| WeirError::storage(e.to_string()))?,
             None => Catalog::default(),
@@ -130,6 +141,7 @@ impl Engine {
             runners: BTreeMap::new(),
             run_detached: false,
             runners_lost: false,
+            workers: workers.max(1),
         };
         for rel in engine.catalog.relations.values().filter(|r| r.job.is_some()) {
             if let Some(error) = engine.store.get_meta(&failed_key(&rel.name))? {
@@ -156,7 +168,12 @@ impl Engine {
     pub fn reload(&mut self) -> Result<()> {
         self.stop_runners();
         let run_detached = self.run_detached;
-        *self = Engine::load_with(Arc::clone(&self.store), Arc::clone(&self.planner), Some(Arc::clone(&self.commits)))?;
+        *self = Engine::load_with(
+            Arc::clone(&self.store),
+            Arc::clone(&self.planner),
+            Some(Arc::clone(&self.commits)),
+            self.workers,
+        )?;
         self.run_detached = run_detached;
         Ok(())
     }
@@ -294,12 +311,21 @@ impl Engine {
             let rows_table = rel
                 .state_table
                 .ok_or_else(|| WeirError::internal(format!("{} has no state table", rel.name)))?;
-            Job::build(plan, mode, rows_table, &mut allocate, &self.store)?
+            Job::build(plan, mode, rows_table, &mut allocate, &self.store, self.parallelism_of(rel)?)?
         };
         if let Some(r) = catalog.relations.get_mut(&rel.name) {
             r.operator_state = operator_state;
         }
         Ok(job)
+    }
+
+    /// The parallelism `rel`'s job runs with: its `parallelism.default` option, else the
+    /// server's ([`Engine::workers`]).
+    ///
+    /// # Errors
+    /// `InvalidOption` for a stored value that is not a parallelism.
+    pub fn parallelism_of(&self, rel: &Relation) -> Result<usize> {
+        crate::runtime::relation::parallelism_option(&rel.options).map(|p| p.unwrap_or(self.workers))
     }
 
     /// The table store of plain table `name`.

@@ -82,7 +82,7 @@ impl Engine {
                 )))
             }
         };
-        Job::build_with_root(plan, root, allocate, &self.store)
+        Job::build_with_root(plan, root, allocate, &self.store, self.parallelism_of(rel)?)
     }
 
     /// `STOP JOB 'id'`: stops and removes an INSERT INTO job, freeing its state.

@@ -60,7 +60,15 @@ impl JobStats {
     pub fn of(job: &Job) -> Self {
         Self {
             event_time_operators: job.event_time_operators(),
-            state_tables: job.state_tables().into_iter().map(|(i, op, name, t)| (i, op, name, t.id(), t.cache_stats(), t.ttl_ms())).collect(),
+            state_tables: job
+                .state_tables()
+                .into_iter()
+                .map(|(i, op, name, tables)| {
+                    // The instances of a parallel operator share the table; their caches add up.
+                    let cache = tables.iter().filter_map(|t| t.cache_stats()).reduce(|a, b| a + b);
+                    (i, op, name, tables[0].id(), cache, tables[0].ttl_ms())
+                })
+                .collect(),
         }
     }
 

@@ -13,4 +13,4 @@ pub mod ttl;
 pub mod window;
 
 pub use planner::{plan_stream, updating_operator, SourceCatalog, SourceInfo};
-pub use stream_plan::{ChangelogMode, StreamNode, StreamPlan};
+pub use stream_plan::{ChangelogMode, Exchange, StreamNode, StreamPlan};

@@ -83,6 +83,20 @@ pub enum StreamNode {
     OverAggregate { input: Box<StreamPlan>, spec: OverSpec },
 }
 
+/// How the rows of a node's inputs reach its parallel instances (Flink's stream partitioners).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exchange {
+    /// One instance sees every row: an operator whose state is not split by a key (a global
+    /// aggregate, a join without equi-keys, NOT IN, a sink), or one not yet run in parallel.
+    Single,
+    /// Each instance takes the rows of the instance below it: a stateless, row-at-a-time
+    /// operator (projection, filter, window assignment).
+    Forward,
+    /// Rows go to the instance that owns their key's key group (a hash exchange on the
+    /// partition key: group keys, join keys, the rank's PARTITION BY, the stream key).
+    Hash,
+}
+
 /// A stream plan node with its properties.
 #[derive(Debug, Clone)]
 pub struct StreamPlan {
@@ -296,6 +310,81 @@ impl StreamPlan {
         }
         for input in inputs {
             input.collect_sources(out);
+        }
+    }
+
+    /// How this node's input rows reach its parallel instances; see [`Exchange`].
+    pub fn exchange(&self) -> Exchange {
+        use crate::plan::join::StreamJoinType;
+        match &self.node {
+            StreamNode::Source { .. } | StreamNode::Project { .. } | StreamNode::Filter { .. } | StreamNode::Union { .. } => {
+                Exchange::Forward
+            }
+            StreamNode::WindowAssign { spec, .. } if spec.kind != crate::plan::window::WindowKind::Session => Exchange::Forward,
+            StreamNode::ChangelogNormalize { key, .. } if !key.is_empty() => Exchange::Hash,
+            StreamNode::Join { join, .. }
+                if !join.on.is_empty()
+                    && !join.lookup
+                    && join.join_type != StreamJoinType::NotIn
+                    && !matches!(join.time, Some(TimeBound::Temporal { .. })) =>
+            {
+                Exchange::Hash
+            }
+            StreamNode::Rank { spec, .. } if !spec.partition_by.is_empty() => Exchange::Hash,
+            StreamNode::GroupAggregate { group_exprs, .. } if !group_exprs.is_empty() => Exchange::Hash,
+            StreamNode::SlicedWindowAggregate { spec, .. } if spec.window_columns.iter().any(Option::is_none) => {
+                Exchange::Hash
+            }
+            _ => Exchange::Single,
+        }
+    }
+
+    /// The key a [`Exchange::Hash`] node's rows are distributed by, for EXPLAIN.
+    fn exchange_key(&self) -> String {
+        match &self.node {
+            StreamNode::ChangelogNormalize { key, .. } => format!("{key:?}"),
+            StreamNode::Join { join: spec, .. } => {
+                let (l, r): (Vec<Expr>, Vec<Expr>) = spec.on.iter().cloned().unzip();
+                format!("[{}] / [{}]", join(&l), join(&r))
+            }
+            StreamNode::Rank { spec, .. } => format!("[{}]", join(&spec.partition_by)),
+            StreamNode::GroupAggregate { group_exprs, .. } => format!("[{}]", join(group_exprs)),
+            StreamNode::SlicedWindowAggregate { spec, .. } => {
+                let keys: Vec<Expr> = spec
+                    .group_exprs
+                    .iter()
+                    .zip(&spec.window_columns)
+                    .filter(|(_, w)| w.is_none())
+                    .map(|(e, _)| e.clone())
+                    .collect();
+                format!("[{}]", join(&keys))
+            }
+            _ => String::new(),
+        }
+    }
+
+    /// The indented EXPLAIN text of the whole tree as a job of `parallelism` instances runs
+    /// it: each line ends with the node's parallelism, and a node behind a hash exchange names
+    /// the exchange's key (Flink's `Exchange(distribution=[hash[..]])`). With parallelism 1,
+    /// [`StreamPlan::explain`].
+    pub fn explain_parallel(&self, parallelism: usize) -> Vec<String> {
+        if parallelism <= 1 {
+            return self.explain();
+        }
+        let mut out = Vec::new();
+        self.explain_parallel_into(0, parallelism, &mut out);
+        out
+    }
+
+    fn explain_parallel_into(&self, depth: usize, parallelism: usize, out: &mut Vec<String>) {
+        let tail = match self.exchange() {
+            Exchange::Single => " parallelism=1".to_string(),
+            Exchange::Forward => format!(" parallelism={parallelism}"),
+            Exchange::Hash => format!(" exchange=hash{} parallelism={parallelism}", self.exchange_key()),
+        };
+        out.push(format!("{}{}{tail}", "  ".repeat(depth), self.explain_line()));
+        for input in self.inputs() {
+            input.explain_parallel_into(depth + 1, parallelism, out);
         }
     }
 

@@ -20,7 +20,8 @@ use datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
 
 use crate::error::{Result, WeirError};
 use crate::plan::{StreamNode, StreamPlan};
-use crate::runtime::changelog::StreamChunk;
+use crate::plan::Exchange;
+use crate::runtime::changelog::{fix_update_pairs, Op, StreamChunk};
 use crate::runtime::operator::{OpContext, Operator};
 use crate::runtime::operators::filter::Filter;
 use crate::runtime::operators::group_agg::{AggCall, AggKind, GroupAggregate};
@@ -38,10 +39,15 @@ use crate::runtime::operators::session_assign::SessionAssign;
 use crate::runtime::operators::sliced_window_agg::{SlicedWindowAggOptions, SlicedWindowAggregate};
 use crate::runtime::operators::union::Union;
 use crate::runtime::operators::window_assign::WindowAssign;
-use crate::state::{EpochWrites, Store};
+use crate::state::key_group::instance_of;
+use crate::state::{EpochWrites, KeyGroups, Store, TableRef};
 
 struct Node {
-    op: Box<dyn Operator>,
+    /// The operator's instances: one, or the job's parallelism when the plan lets the node run
+    /// in parallel ([`Exchange`]); instance `i` owns key groups [`KeyGroups::of_instance`]`(i, n)`.
+    lanes: Vec<Box<dyn Operator>>,
+    /// How rows from the node's inputs reach its instances.
+    exchange: Exchange,
     /// The node this one feeds, and on which input.
     parent: Option<(usize, usize)>,
 }
@@ -51,7 +57,13 @@ pub struct Job {
     nodes: Vec<Node>,
     /// Leaves: (relation, node, input of that node).
     sources: Vec<(String, usize, usize)>,
+    /// The instances of each keyed or stateless operator (`parallelism.default`).
+    parallelism: usize,
 }
+
+/// A source chunk at least this long is split between the instances of the stateless operators
+/// above the source; a shorter one goes whole to the first (splitting costs more than it saves).
+const MIN_SPLIT_ROWS: usize = 1024;
 
 /// A leaf: forwards a relation's chunks unchanged.
 struct Source;
@@ -66,7 +78,8 @@ impl Operator for Source {
 }
 
 impl Job {
-    /// Instantiates `plan` followed by a materialization into state table `rows_table`.
+    /// Instantiates `plan` followed by a materialization into state table `rows_table`, its
+    /// parallel operators as `parallelism` instances (1 runs every operator as one).
     ///
     /// `state_table(name)` returns the id of the operator state table `name`, allocating it on
     /// first use; operators load their state from `store`.
@@ -76,23 +89,31 @@ impl Job {
         rows_table: u32,
         state_table: &mut dyn FnMut(&str) -> u32,
         store: &Store,
+        parallelism: usize,
     ) -> Result<Self> {
         let out_schema: SchemaRef = Arc::new(plan.schema.as_arrow().clone());
         let root = Box::new(Materialize::try_new(&out_schema, mode, rows_table)?);
-        Self::build_with_root(plan, root, state_table, store)
+        Self::build_with_root(plan, root, state_table, store, parallelism)
     }
 
-    /// Instantiates `plan` followed by `root` (a sink of an `INSERT INTO` job).
+    /// Instantiates `plan` followed by `root` (a sink of an `INSERT INTO` job), which runs as
+    /// one instance.
     pub fn build_with_root(
         plan: &StreamPlan,
         root: Box<dyn Operator>,
         state_table: &mut dyn FnMut(&str) -> u32,
         store: &Store,
+        parallelism: usize,
     ) -> Result<Self> {
-        let mut job = Job { nodes: Vec::new(), sources: Vec::new() };
-        job.nodes.push(Node { op: root, parent: None });
+        let mut job = Job { nodes: Vec::new(), sources: Vec::new(), parallelism: parallelism.max(1) };
+        job.nodes.push(Node { lanes: vec![root], exchange: Exchange::Single, parent: None });
         job.add(plan, Some((0, 0)), state_table, store)?;
         Ok(job)
+    }
+
+    /// The job's parallelism.
+    pub fn parallelism(&self) -> usize {
+        self.parallelism
     }
 
     fn add(
@@ -103,36 +124,57 @@ impl Job {
         store: &Store,
     ) -> Result<usize> {
         let index = self.nodes.len();
+        if let StreamNode::Source { relation } = &plan.node {
+            self.sources.push((relation.clone(), index, 0));
+        }
+        let exchange = if self.parallelism > 1 { plan.exchange() } else { Exchange::Single };
+        let n = if exchange == Exchange::Single { 1 } else { self.parallelism };
+        let mut lanes = Vec::with_capacity(n);
+        for lane in 0..n {
+            let key_groups = if n == 1 { KeyGroups::all() } else { KeyGroups::of_instance(lane, n) };
+            let mut table =
+                |name: &str| TableRef { id: state_table(&format!("{index}/{name}")), key_groups: key_groups.clone() };
+            lanes.push(build_operator(plan, &mut table, store)?);
+        }
+        self.nodes.push(Node { lanes, exchange, parent });
+        for (i, input) in plan.inputs().into_iter().enumerate() {
+            self.add(input, Some((index, i)), state_table, store)?;
+        }
+        Ok(index)
+    }
+}
+
+/// One instance of `plan`'s operator, its state tables named by `state_table` (the operator's
+/// own names: `left`, `groups`, ...).
+fn build_operator(
+    plan: &StreamPlan,
+    state_table: &mut dyn FnMut(&str) -> TableRef,
+    store: &Store,
+) -> Result<Box<dyn Operator>> {
         let schema: SchemaRef = Arc::new(plan.schema.as_arrow().clone());
         let op: Box<dyn Operator> = match &plan.node {
-            StreamNode::Source { relation } => {
-                self.sources.push((relation.clone(), index, 0));
-                Box::new(Source)
-            }
+            StreamNode::Source { .. } => Box::new(Source),
             StreamNode::Project { input, exprs } => {
                 let exprs = physical_exprs(exprs, &input.schema)?;
                 Box::new(Project::try_new(exprs, schema)?)
             }
             StreamNode::ChangelogNormalize { key, state_ttl_ms, .. } => {
-                let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
-                Box::new(ChangelogNormalize::try_new(schema, key.clone(), *state_ttl_ms, &mut prefixed, store)?)
+                Box::new(ChangelogNormalize::try_new(schema, key.clone(), *state_ttl_ms, state_table, store)?)
             }
             StreamNode::Filter { input, predicate } => {
                 Box::new(Filter::try_new(physical_expr(predicate, &input.schema)?)?)
             }
             StreamNode::Union { inputs } => Box::new(Union::try_new(schema, inputs.len())?),
             StreamNode::WindowAssign { input, spec } => {
-                let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
                 if spec.kind == WindowKind::Session {
                     let input_schema: SchemaRef = Arc::new(input.schema.as_arrow().clone());
-                    Box::new(SessionAssign::try_new(spec.clone(), input_schema, schema, &mut prefixed, store)?)
+                    Box::new(SessionAssign::try_new(spec.clone(), input_schema, schema, state_table, store)?)
                 } else {
-                    Box::new(WindowAssign::try_new(spec.clone(), schema, &mut prefixed, store)?)
+                    Box::new(WindowAssign::try_new(spec.clone(), schema, state_table, store)?)
                 }
             }
             StreamNode::Join { left, right, join } => {
                 let (left_keys, right_keys): (Vec<Expr>, Vec<Expr>) = join.on.iter().cloned().unzip();
-                let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
                 if let Some(TimeBound::Temporal { probe_time, version_time, left_width, right_width }) = join.time {
                     let pairs = left.schema.join(&right.schema)?;
                     let opts = TemporalJoinOptions {
@@ -149,7 +191,7 @@ impl Job {
                         right_schema: Arc::new(right.schema.as_arrow().clone()),
                         schema,
                     };
-                    Box::new(TemporalJoin::try_new(opts, &mut prefixed, store)?)
+                    Box::new(TemporalJoin::try_new(opts, state_table, store)?)
                 } else {
                     // A SEMI/ANTI join outputs left columns, but its condition reads both inputs.
                     let pairs;
@@ -172,7 +214,7 @@ impl Job {
                         right_schema: Arc::new(right.schema.as_arrow().clone()),
                         schema,
                     };
-                    Box::new(Join::try_new(opts, &mut prefixed, store)?.with_state_ttl(join.state_ttl_ms))
+                    Box::new(Join::try_new(opts, state_table, store)?.with_state_ttl(join.state_ttl_ms))
                 }
             }
             StreamNode::Rank { input, spec } => {
@@ -190,8 +232,7 @@ impl Job {
                         None
                     },
                 };
-                let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
-                Box::new(Rank::try_new(opts, &mut prefixed, store)?)
+                Box::new(Rank::try_new(opts, state_table, store)?)
             }
             StreamNode::GroupAggregate { input, group_exprs, aggr_exprs, window_end, emit_on_window_close, state_ttl_ms } => {
                 let group = physical_exprs(group_exprs, &input.schema)?;
@@ -203,11 +244,10 @@ impl Job {
                         agg_call(e, &input.schema, output_type)
                     })
                     .collect::<Result<Vec<_>>>()?;
-                let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
                 let window = window_end.map(|k| (k, *emit_on_window_close, input.window_lateness()));
                 let append_only = input.changelog == crate::plan::ChangelogMode::AppendOnly;
                 Box::new(
-                    GroupAggregate::try_new(group, aggs, schema, window, append_only, &mut prefixed, store)?
+                    GroupAggregate::try_new(group, aggs, schema, window, append_only, state_table, store)?
                         .with_state_ttl(*state_ttl_ms),
                 )
             }
@@ -228,11 +268,10 @@ impl Job {
                 }
                 let unbounded = matches!(spec.frame, OverFrame::Rows(None) | OverFrame::Range(None));
                 let inner = {
-                    let mut prefixed = |name: &str| state_table(&format!("{index}/{OVER_AGG_PREFIX}{name}"));
+                    let mut inner_tables = |name: &str| state_table(&format!("{OVER_AGG_PREFIX}{name}"));
                     let schema = Arc::new(Schema::new(fields));
-                    GroupAggregate::try_new(partition.clone(), aggs, schema, None, unbounded, &mut prefixed, store)?
+                    GroupAggregate::try_new(partition.clone(), aggs, schema, None, unbounded, &mut inner_tables, store)?
                 };
-                let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
                 Box::new(OverAggregate::try_new(
                     partition,
                     (spec.time_column, spec.proctime),
@@ -240,7 +279,7 @@ impl Job {
                     input_schema,
                     schema,
                     inner,
-                    &mut prefixed,
+                    state_table,
                     store,
                 )?)
             }
@@ -261,31 +300,130 @@ impl Job {
                     window: spec.window.clone(),
                     schema,
                 };
-                let mut prefixed = |name: &str| state_table(&format!("{index}/{name}"));
-                Box::new(SlicedWindowAggregate::try_new(opts, &mut prefixed, store)?)
+                Box::new(SlicedWindowAggregate::try_new(opts, state_table, store)?)
             }
         };
-        self.nodes.push(Node { op, parent });
-        for (i, input) in plan.inputs().into_iter().enumerate() {
-            self.add(input, Some((index, i)), state_table, store)?;
-        }
-        Ok(index)
-    }
+        Ok(op)
+}
 
+impl Job {
     /// Pushes a change of `relation` through the job; returns the view's resulting changes.
     pub fn push(&mut self, relation: &str, chunk: &StreamChunk, store: &Store) -> Result<Option<StreamChunk>> {
         let ctx = OpContext { store };
         let mut outputs = Vec::new();
-        let leaves = self.leaves(relation);
-        for (node, input) in leaves {
-            let out = self.nodes[node].op.process_batch(input, chunk.clone(), &ctx)?;
-            self.forward(node, out, &ctx, &mut outputs)?;
+        for (node, input) in self.leaves(relation) {
+            let lanes = self.split_source(node, chunk);
+            self.run(node, input, lanes, &ctx, &mut outputs)?;
         }
         Self::combine(outputs)
     }
 
+    /// A source chunk for the instances of leaf `node`: in contiguous parts (never between the
+    /// two rows of an update) when the leaf feeds stateless instances and the chunk is long
+    /// enough, else whole to the first instance.
+    fn split_source(&self, node: usize, chunk: &StreamChunk) -> Vec<Option<StreamChunk>> {
+        let n = self.nodes[node].lanes.len();
+        let mut lanes = vec![None; n];
+        let forward_above = self.nodes[node]
+            .parent
+            .is_some_and(|(p, _)| self.nodes[p].exchange == Exchange::Forward && self.nodes[p].lanes.len() == n);
+        if n == 1 || !forward_above || chunk.len() < MIN_SPLIT_ROWS {
+            lanes[0] = Some(chunk.clone());
+            return lanes;
+        }
+        let mut start = 0;
+        for (lane, slot) in lanes.iter_mut().enumerate() {
+            let mut end = (chunk.len() * (lane + 1) / n).max(start);
+            if end < chunk.len() && end > 0 && chunk.ops[end - 1] == Op::UpdateBefore {
+                end += 1;
+            }
+            if end > start {
+                let ops = chunk.ops[start..end].to_vec();
+                *slot = Some(StreamChunk::new(ops, chunk.batch.slice(start, end - start)));
+            }
+            start = end;
+        }
+        lanes
+    }
+
+    /// Runs the instances of `node` on their chunks arriving on `input` (in parallel when more
+    /// than one has rows), then sends what they emit on to the root.
+    fn run(
+        &mut self,
+        node: usize,
+        input: usize,
+        lanes: Vec<Option<StreamChunk>>,
+        ctx: &OpContext<'_>,
+        outputs: &mut Vec<StreamChunk>,
+    ) -> Result<()> {
+        let outs = each_lane(&mut self.nodes[node].lanes, lanes, |op, chunk| op.process_batch(input, chunk, ctx))?;
+        self.send_up(node, outs.into_iter().map(Option::flatten).collect(), ctx, outputs)
+    }
+
+    /// Sends what the instances of `node` emitted (one entry per instance) to its parent,
+    /// through the parent's exchange, or to `outputs` from the root.
+    fn send_up(
+        &mut self,
+        node: usize,
+        outs: Vec<Option<StreamChunk>>,
+        ctx: &OpContext<'_>,
+        outputs: &mut Vec<StreamChunk>,
+    ) -> Result<()> {
+        if outs.iter().all(Option::is_none) {
+            return Ok(());
+        }
+        match self.nodes[node].parent {
+            None => outputs.extend(outs.into_iter().flatten()),
+            Some((p, i)) => {
+                let lanes = self.exchange(p, i, outs)?;
+                self.run(p, i, lanes, ctx, outputs)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The chunks for the instances of node `p` (input `input`) from what the instances below
+    /// emitted: instance to instance (forward), by key group (hash; the rows of one instance
+    /// below keep their order, and an update whose two rows go to different instances becomes
+    /// a delete and an insert), or all to one.
+    fn exchange(&self, p: usize, input: usize, outs: Vec<Option<StreamChunk>>) -> Result<Vec<Option<StreamChunk>>> {
+        let target = &self.nodes[p];
+        let n = target.lanes.len();
+        if target.exchange == Exchange::Forward && outs.len() == n {
+            return Ok(outs);
+        }
+        let mut lanes = vec![None; n];
+        let Some(chunk) = Self::combine(outs.into_iter().flatten().collect())? else { return Ok(lanes) };
+        if n == 1 || target.exchange != Exchange::Hash {
+            lanes[0] = Some(chunk);
+            return Ok(lanes);
+        }
+        let groups = target.lanes[0].key_groups(input, &chunk)?;
+        let mut rows: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (row, g) in groups.iter().enumerate() {
+            rows[instance_of(*g, n)].push(row as u32);
+        }
+        if let Some(only) = rows.iter().position(|r| r.len() == chunk.len()) {
+            lanes[only] = Some(chunk);
+            return Ok(lanes);
+        }
+        for (lane, indices) in rows.iter().enumerate() {
+            if indices.is_empty() {
+                continue;
+            }
+            let mut kept = vec![false; chunk.len()];
+            for i in indices {
+                kept[*i as usize] = true;
+            }
+            lanes[lane] = Some(chunk.take(indices, fix_update_pairs(&chunk.ops, &kept))?);
+        }
+        Ok(lanes)
+    }
+
     /// Sends the watermark of `relation` through the job; returns what the view emits because
-    /// of it (closed windows) and the view's own watermark.
+    /// of it (closed windows) and the view's own watermark. Every instance of an operator gets
+    /// the watermark; the watermark sent on is the least its instances send (none while one
+    /// holds it back).
     pub fn on_watermark(
         &mut self,
         relation: &str,
@@ -295,12 +433,18 @@ impl Job {
         let ctx = OpContext { store };
         let mut outputs = Vec::new();
         let mut out_watermark = None;
-        let leaves = self.leaves(relation);
-        for (leaf, input) in leaves {
+        for (leaf, input) in self.leaves(relation) {
             let (mut node, mut input, mut wm) = (leaf, input, Some(watermark_ms));
             while let Some(w) = wm.take() {
-                let (chunk, next) = self.nodes[node].op.on_watermark(input, w, &ctx)?;
-                self.forward(node, chunk, &ctx, &mut outputs)?;
+                let n = self.nodes[node].lanes.len();
+                let results = each_lane(&mut self.nodes[node].lanes, vec![Some(w); n], |op, w| op.on_watermark(input, w, &ctx))?;
+                let mut chunks = Vec::with_capacity(n);
+                let mut next = Some(i64::MAX);
+                for (chunk, lane_next) in results.into_iter().flatten() {
+                    chunks.push(chunk);
+                    next = next.zip(lane_next).map(|(a, b)| a.min(b));
+                }
+                self.send_up(node, chunks, &ctx, &mut outputs)?;
                 match (next, self.nodes[node].parent) {
                     (Some(n), Some((p, i))) => {
                         node = p;
@@ -327,8 +471,10 @@ impl Job {
         let mut out = Vec::new();
         for (i, node) in self.nodes.iter_mut().enumerate() {
             let Some((_, relation)) = fed_by.iter().find(|(p, _)| *p == i) else { continue };
-            for (rows, wm) in node.op.take_late_rows() {
-                out.push((node.op.name(), relation.clone(), rows, wm));
+            for op in &mut node.lanes {
+                for (rows, wm) in op.take_late_rows() {
+                    out.push((op.name(), relation.clone(), rows, wm));
+                }
             }
         }
         out
@@ -339,12 +485,17 @@ impl Job {
         self.event_time_operators().into_iter().map(|(i, op, _, late)| (i, op, late)).collect()
     }
 
-    /// The job's event-time operators: (node index, operator, watermark ms, late rows).
+    /// The job's event-time operators: (node index, operator, watermark ms, late rows), the
+    /// least watermark of its instances and the late rows of all.
     pub fn event_time_operators(&self) -> Vec<(usize, &'static str, Option<i64>, u64)> {
         self.nodes
             .iter()
             .enumerate()
-            .filter_map(|(i, n)| n.op.event_time_watermark().map(|wm| (i, n.op.name(), wm, n.op.num_late_rows())))
+            .filter_map(|(i, n)| {
+                let first = n.lanes[0].event_time_watermark()?;
+                let wm = n.lanes.iter().map(|op| op.event_time_watermark().flatten()).fold(first, |a, b| a.min(b));
+                Some((i, n.lanes[0].name(), wm, n.lanes.iter().map(|op| op.num_late_rows()).sum()))
+            })
             .collect()
     }
 
@@ -355,30 +506,10 @@ impl Job {
         let mut outputs = Vec::new();
         // Children before parents: a parent is always built before its inputs.
         for node in (0..self.nodes.len()).rev() {
-            let out = self.nodes[node].op.on_create(&ctx)?;
-            self.forward(node, out, &ctx, &mut outputs)?;
+            let outs = self.nodes[node].lanes.iter_mut().map(|op| op.on_create(&ctx)).collect::<Result<Vec<_>>>()?;
+            self.send_up(node, outs, &ctx, &mut outputs)?;
         }
         Self::combine(outputs)
-    }
-
-    /// Sends `out`, emitted by `node`, on to the root, collecting what the root emits.
-    fn forward(
-        &mut self,
-        mut node: usize,
-        mut out: Option<StreamChunk>,
-        ctx: &OpContext<'_>,
-        outputs: &mut Vec<StreamChunk>,
-    ) -> Result<()> {
-        while let Some(c) = out.take() {
-            match self.nodes[node].parent {
-                Some((p, i)) => {
-                    out = self.nodes[p].op.process_batch(i, c, ctx)?;
-                    node = p;
-                }
-                None => outputs.push(c),
-            }
-        }
-        Ok(())
     }
 
     fn combine(mut outputs: Vec<StreamChunk>) -> Result<Option<StreamChunk>> {
@@ -402,13 +533,22 @@ impl Job {
         self.sources.iter().map(|(r, _, _)| r.as_str()).collect()
     }
 
-    /// Every operator's state tables: (node index, operator, table name, table).
-    pub fn state_tables(&self) -> Vec<(usize, &'static str, String, &crate::state::StateTable)> {
-        self.nodes
-            .iter()
-            .enumerate()
-            .flat_map(|(i, n)| n.op.state().into_iter().map(move |(name, t)| (i, n.op.name(), name, t)))
-            .collect()
+    /// Every operator's state tables: (node index, operator, table name, the table as each
+    /// instance holds it).
+    pub fn state_tables(&self) -> Vec<(usize, &'static str, String, Vec<&crate::state::StateTable>)> {
+        let mut out: Vec<(usize, &'static str, String, Vec<&crate::state::StateTable>)> = Vec::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            let first = out.len();
+            for op in &n.lanes {
+                for (name, t) in op.state() {
+                    match out[first..].iter_mut().find(|e| e.2 == name) {
+                        Some(e) => e.3.push(t),
+                        None => out.push((i, op.name(), name, vec![t])),
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Hands every operator's epoch writes to `writes`; operators read `store` for what a
@@ -416,10 +556,32 @@ impl Job {
     pub fn on_barrier(&mut self, store: &Store, writes: &mut EpochWrites) -> Result<()> {
         let ctx = OpContext { store };
         for node in &mut self.nodes {
-            node.op.on_barrier(writes, &ctx)?;
+            for op in &mut node.lanes {
+                op.on_barrier(writes, &ctx)?;
+            }
         }
         Ok(())
     }
+}
+
+/// Calls `f` on each instance that has an input (`inputs[i]` for `lanes[i]`), on the worker
+/// pool when more than one has; `None` for an instance without input. Fails with the first
+/// error.
+fn each_lane<T: Send, R: Send>(
+    lanes: &mut [Box<dyn Operator>],
+    inputs: Vec<Option<T>>,
+    f: impl Fn(&mut dyn Operator, T) -> Result<R> + Sync,
+) -> Result<Vec<Option<R>>> {
+    let busy = inputs.iter().filter(|i| i.is_some()).count();
+    if busy <= 1 {
+        return lanes.iter_mut().zip(inputs).map(|(op, i)| i.map(|i| f(op.as_mut(), i)).transpose()).collect();
+    }
+    use rayon::prelude::*;
+    lanes
+        .par_iter_mut()
+        .zip(inputs.into_par_iter())
+        .map(|(op, i)| i.map(|i| f(op.as_mut(), i)).transpose())
+        .collect()
 }
 
 /// `e` as a physical expression over `schema`.

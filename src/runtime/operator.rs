@@ -90,6 +90,19 @@ pub trait Operator: Send + Sync {
         Vec::new()
     }
 
+    /// For an operator a job runs as parallel instances behind a hash exchange
+    /// ([`crate::plan::Exchange::Hash`]): the key group of each row of `chunk` arriving on
+    /// `input` ([`key_group`] of the encoded partition key its state keys begin with), so each
+    /// row reaches the instance that owns its state.
+    ///
+    /// # Errors
+    /// `Internal` for an operator that is not keyed; evaluation errors of the key expressions.
+    ///
+    /// [`key_group`]: crate::state::key_group::key_group
+    fn key_groups(&self, _input: usize, _chunk: &StreamChunk) -> Result<Vec<u16>> {
+        Err(crate::error::WeirError::internal(format!("{} is not keyed: it cannot run behind a hash exchange", self.name())))
+    }
+
     /// Hands this epoch's state writes to `writes` (never to RocksDB directly).
     fn on_barrier(&mut self, _writes: &mut EpochWrites, _ctx: &OpContext<'_>) -> Result<()> {
         Ok(())

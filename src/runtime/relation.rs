@@ -63,3 +63,20 @@ mod tests {
         }
     }
 }
+
+/// The session setting and job option that sets a job's parallelism (Flink's key).
+pub const PARALLELISM: &str = "parallelism.default";
+
+/// The parallelism in `options` (a view's or job's catalog options), if set.
+///
+/// # Errors
+/// `InvalidOption` for a value that is not a whole number from 1 to
+/// [`MAX_PARALLELISM`](crate::state::key_group::MAX_PARALLELISM).
+pub fn parallelism_option(options: &std::collections::BTreeMap<String, String>) -> Result<Option<usize>> {
+    let Some(v) = options.get(PARALLELISM) else { return Ok(None) };
+    let max = crate::state::key_group::MAX_PARALLELISM;
+    match v.trim().parse::<usize>() {
+        Ok(p) if (1..=max).contains(&p) => Ok(Some(p)),
+        _ => Err(WeirError::option(format!("'{PARALLELISM}' = '{v}': expected a whole number from 1 to {max}"))),
+    }
+}

@@ -119,11 +119,19 @@ pub struct OpenOptions {
     pub read_sources: bool,
     /// The store's options: the state cache size.
     pub store: StoreOptions,
+    /// The parallelism of jobs created without `SET 'parallelism.default'` (`weir serve
+    /// --workers`); the default is the number of cores.
+    pub workers: usize,
+}
+
+/// The number of cores this process may use: the default of [`OpenOptions::workers`].
+pub fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        Self { read_sources: true, store: StoreOptions::default() }
+        Self { read_sources: true, store: StoreOptions::default(), workers: default_workers() }
     }
 }
 
@@ -153,9 +161,9 @@ impl Database {
     /// # Errors
     /// As [`Database::open`].
     pub fn open_with(data_dir: &std::path::Path, options: OpenOptions) -> Result<Arc<Self>> {
-        let OpenOptions { read_sources, store } = options;
+        let OpenOptions { read_sources, store, workers } = options;
         let store = Arc::new(Store::open_with(data_dir, store)?);
-        let mut engine = Engine::load(store, Arc::new(SqlPlanner))?;
+        let mut engine = Engine::load(store, Arc::new(SqlPlanner), workers)?;
         tracing::info!(
             epoch = engine.epoch(),
             relations = engine.catalog.relations.len(),
@@ -391,7 +399,8 @@ impl Database {
         };
         let options = crate::sql::settings::job_options(settings)?;
         let plan = plan_job(&engine, &query, kind, &options).await?;
-        text_rows(&["QUERY PLAN"], plan.explain().into_iter().map(|l| vec![Some(l)]).collect())
+        let parallelism = crate::sql::settings::parallelism_option(&options)?.unwrap_or(engine.workers);
+        text_rows(&["QUERY PLAN"], plan.explain_parallel(parallelism).into_iter().map(|l| vec![Some(l)]).collect())
     }
 
     async fn execute_sql(&self, stmt: Statement, sql: &str, settings: &BTreeMap<String, String>) -> Result<StatementResult> {
@@ -619,6 +628,67 @@ mod tests {
         db.execute(&mut s, "CREATE MATERIALIZED VIEW v AS SELECT k, SUM(v) AS s FROM t GROUP BY k").await?;
         assert!(db.engine().await?.failed.is_empty());
         assert_eq!(rows(&db, &mut s, "SELECT k, s FROM v").await, ["| 1 | 15 |", "| 2 | 8 |"]);
+        Ok(())
+    }
+
+    /// A job's state is kept by key group (`state::key_group`): jobs restarted with another
+    /// parallelism (2, then 3, then 1 instances per keyed operator, as `weir serve --workers`
+    /// after a restart) find every key's state with the instance that now owns it. Each round
+    /// inserts rows and checks every view against the rows counted here.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_restart_with_another_parallelism_keeps_every_keys_state() -> crate::error::Result<()> {
+        use std::collections::BTreeMap;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = Database::open_with(dir.path(), OpenOptions { read_sources: false, workers: 2, ..OpenOptions::default() })?;
+        let mut s = Session::default();
+        let mut inserted: Vec<(i64, i64)> = Vec::new();
+        for (round, workers) in [2, 3, 1].into_iter().enumerate() {
+            {
+                let mut engine = db.engine().await?;
+                engine.workers = workers;
+                engine.reload()?;
+                assert!(engine.failed.is_empty(), "{:?}", engine.failed);
+            }
+            if round == 0 {
+                for sql in [
+                    "CREATE TABLE t (k BIGINT, v BIGINT)",
+                    "CREATE MATERIALIZED VIEW agg AS SELECT k, COUNT(*) AS n, SUM(v) AS total, MAX(v) AS highest FROM t GROUP BY k",
+                    "CREATE MATERIALIZED VIEW top2 AS SELECT k, v FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM t) WHERE rn <= 2",
+                    "CREATE MATERIALIZED VIEW pairs AS SELECT a.k, COUNT(*) AS n FROM t AS a JOIN t AS b ON a.k = b.k GROUP BY a.k",
+                ] {
+                    db.execute(&mut s, sql).await?;
+                }
+            }
+            let new: Vec<(i64, i64)> = (0..300).map(|i| ((i * 7 + round as i64) % 41, (i * 7919 + round as i64 * 13) % 1000)).collect();
+            let values = new.iter().map(|(k, v)| format!("({k}, {v})")).collect::<Vec<_>>().join(", ");
+            db.execute(&mut s, &format!("INSERT INTO t VALUES {values}")).await?;
+            inserted.extend(new);
+
+            let mut by_key: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+            for (k, v) in &inserted {
+                by_key.entry(*k).or_default().push(*v);
+            }
+            let sorted = |mut lines: Vec<String>| {
+                lines.sort();
+                lines
+            };
+            let agg = by_key
+                .iter()
+                .map(|(k, vs)| format!("| {k} | {} | {} | {} |", vs.len(), vs.iter().sum::<i64>(), vs.iter().max().expect("a row")))
+                .collect();
+            assert_eq!(rows(&db, &mut s, "SELECT k, n, total, highest FROM agg").await, sorted(agg), "round {round}");
+            let top2 = by_key
+                .iter()
+                .flat_map(|(k, vs)| {
+                    let mut vs = vs.clone();
+                    vs.sort_unstable_by(|a, b| b.cmp(a));
+                    vs.into_iter().take(2).map(move |v| format!("| {k} | {v} |"))
+                })
+                .collect();
+            assert_eq!(rows(&db, &mut s, "SELECT k, v FROM top2").await, sorted(top2), "round {round}");
+            let pairs = by_key.iter().map(|(k, vs)| format!("| {k} | {} |", vs.len() * vs.len())).collect();
+            assert_eq!(rows(&db, &mut s, "SELECT k, n FROM pairs").await, sorted(pairs), "round {round}");
+        }
         Ok(())
     }
 }

@@ -14,4 +14,4 @@ pub mod temporal;
 pub mod types;
 pub mod window_tvf;
 
-pub use database::{Database, OpenOptions, Session, StatementResult};
+pub use database::{default_workers, Database, OpenOptions, Session, StatementResult};

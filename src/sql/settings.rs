@@ -4,9 +4,10 @@
 //! |---|---|---|
 //! | `table.exec.emit.allow-lateness` | a duration | window views created afterwards keep a fired window open that long (Flink) |
 //! | `table.exec.state.ttl` | a duration | views and jobs created afterwards let the state of their unbounded operators expire that long after its last write ([`crate::plan::ttl`]) |
+//! | `parallelism.default` | 1 to 128 | views and jobs created afterwards run their keyed and stateless operators as that many parallel instances (Flink's key; default: the server's `--workers`, the number of cores) |
 //! | `table.local-time-zone` | `UTC` | the zone TIMESTAMP_LTZ values are shown in (Flink's key); Weir shows them in UTC, so only UTC (`UTC`, `Etc/UTC`, `GMT`, `Z`, `+00:00`) is accepted |
 //!
-//! Both are fixed when the view or `INSERT INTO` job is created: they are kept in its catalog
+//! The first three are fixed when the view or `INSERT INTO` job is created: they are kept in its catalog
 //! options ([`job_options`]) and a later `SET` does not change a running job (Flink: they are
 //! compiled into the job).
 
@@ -20,6 +21,7 @@ use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 use crate::error::{Result, WeirError};
 use crate::plan::duration::parse_duration_ms;
 use crate::plan::ttl::StateTtl;
+pub use crate::runtime::relation::{parallelism_option, PARALLELISM};
 
 /// The allowed lateness of window views, a duration.
 pub const ALLOW_LATENESS: &str = "table.exec.emit.allow-lateness";
@@ -39,6 +41,10 @@ pub fn job_options(settings: &BTreeMap<String, String>) -> Result<BTreeMap<Strin
                 out.insert(key.to_string(), v.clone());
             }
         }
+    }
+    if let Some(v) = settings.get(PARALLELISM) {
+        out.insert(PARALLELISM.to_string(), v.trim().to_string());
+        parallelism_option(&out)?;
     }
     Ok(out)
 }
@@ -108,10 +114,14 @@ pub const LOCAL_TIME_ZONE: &str = "table.local-time-zone";
 /// Checks a `SET` of a key Weir interprets.
 ///
 /// # Errors
-/// `InvalidOption` for a duration that does not parse, or a local time zone other than UTC.
+/// `InvalidOption` for a duration that does not parse, a parallelism out of range, or a local
+/// time zone other than UTC.
 pub fn validate(key: &str, value: &str) -> Result<()> {
     if key == ALLOW_LATENESS || key == STATE_TTL {
         parse_duration_ms(key, value)?;
+    }
+    if key == PARALLELISM {
+        parallelism_option(&BTreeMap::from([(key.to_string(), value.to_string())]))?;
     }
     if key == LOCAL_TIME_ZONE && !["utc", "etc/utc", "gmt", "z", "+00:00"].contains(&value.to_lowercase().as_str()) {
         return Err(WeirError::option(format!(

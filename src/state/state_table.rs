@@ -49,6 +49,7 @@ use std::sync::Arc;
 use lru::LruCache;
 
 use crate::error::Result;
+use crate::state::key_group::{KeyGroups, TableRef};
 use crate::state::store::{prefix_successor, CacheBudget, EpochWrites, Store};
 
 /// Where the group prefix of a key ends: the number of leading bytes of the key that are its
@@ -66,6 +67,12 @@ pub struct StateTable {
     cache: Option<Cache>,
     /// The time-to-live of entries, if any.
     ttl: Option<Ttl>,
+    /// The key groups of the operator instance that holds the table: whole-table reads skip
+    /// other instances' keys.
+    key_groups: KeyGroups,
+    /// Where a key's partition key ends, if not where its group ends (a grouped table) or at
+    /// its end (a point table); see [`StateTable::with_partition_len`].
+    partition_len: Option<GroupLen>,
 }
 
 /// A table's cache: single keys or whole groups, least recently used first.
@@ -126,6 +133,19 @@ pub struct CacheStats {
     /// Reads served from the cache, and those that went to RocksDB, since the table opened.
     pub hits: u64,
     pub misses: u64,
+}
+
+/// The figures of several caches of one table (the instances of a parallel operator), added.
+impl std::ops::Add for CacheStats {
+    type Output = Self;
+    fn add(self, other: Self) -> Self {
+        Self {
+            entries: self.entries + other.entries,
+            bytes: self.bytes + other.bytes,
+            hits: self.hits + other.hits,
+            misses: self.misses + other.misses,
+        }
+    }
 }
 
 /// A state table's time-to-live.
@@ -278,22 +298,89 @@ fn is_empty(store: &Store, id: u32) -> bool {
 
 impl StateTable {
     /// A table with no cache: reads go to this epoch's writes and RocksDB.
-    pub fn new(id: u32) -> Self {
-        Self { id, overlay: BTreeMap::new(), deleted_below: None, cache: None, ttl: None }
+    pub fn new(table: impl Into<TableRef>) -> Self {
+        let TableRef { id, key_groups } = table.into();
+        Self { id, overlay: BTreeMap::new(), deleted_below: None, cache: None, ttl: None, key_groups, partition_len: None }
     }
 
     /// A table that caches the single keys it reads and writes, within `store`'s state cache
     /// budget. Reads one key at a time ([`StateTable::get`]); whole-table reads with
     /// [`StateTable::scan`].
-    pub fn point(id: u32, store: &Store) -> Self {
-        Self { cache: Some(Cache::new(store.cache_budget(), None, is_empty(store, id))), ..Self::new(id) }
+    pub fn point(table: impl Into<TableRef>, store: &Store) -> Self {
+        let table = Self::new(table);
+        Self { cache: Some(Cache::new(store.cache_budget(), None, is_empty(store, table.id))), ..table }
     }
 
     /// A table whose keys are grouped by a prefix (`group_len(key)` leading bytes: a join key,
     /// a partition), read and cached a whole group at a time, within `store`'s state cache
     /// budget: [`StateTable::prefix_iter`] over a group or a prefix within one.
-    pub fn grouped(id: u32, store: &Store, group_len: GroupLen) -> Self {
-        Self { cache: Some(Cache::new(store.cache_budget(), Some(group_len), is_empty(store, id))), ..Self::new(id) }
+    pub fn grouped(table: impl Into<TableRef>, store: &Store, group_len: GroupLen) -> Self {
+        let table = Self::new(table);
+        Self { cache: Some(Cache::new(store.cache_budget(), Some(group_len), is_empty(store, table.id))), ..table }
+    }
+
+    /// Says where the partition key of a key ends (`partition_len(key)` leading bytes), for a
+    /// point table whose keys are longer than their partition key (a group and a value): the
+    /// bytes [`key_group`](crate::state::key_group::key_group) hashes to decide which operator instance owns the key. Without it, a
+    /// grouped table's partition key is its group, a point table's its whole key.
+    pub fn with_partition_len(mut self, partition_len: GroupLen) -> Self {
+        self.partition_len = Some(partition_len);
+        self
+    }
+
+    /// The key under which this operator instance keeps its own entry in a metadata table its
+    /// instances share (its watermark, its late-row count): empty for a single instance, else
+    /// the first key group of its range (2 bytes, big-endian).
+    pub fn instance_key(&self) -> Vec<u8> {
+        match self.key_groups.first() {
+            0 => Vec::new(),
+            g => g.to_be_bytes().to_vec(),
+        }
+    }
+
+    /// The metadata entries of every instance (keys as [`StateTable::instance_key`] makes
+    /// them; other keys are not returned), each with whether this instance inherits it: its key
+    /// group lies in this instance's range. After a restart with another parallelism, an
+    /// operator takes watermarks from all entries and sums counters over the inherited ones,
+    /// then [`StateTable::adopt`]s them.
+    ///
+    /// # Errors
+    /// `Storage` when RocksDB fails to read.
+    pub fn instance_entries(&self, store: &Store) -> Result<Vec<(Vec<u8>, Vec<u8>, bool)>> {
+        let mut out = Vec::new();
+        self.scan_every_instance(store, |k, v| {
+            let group = match k {
+                [] => 0,
+                [hi, lo] => u16::from_be_bytes([*hi, *lo]),
+                _ => return Ok(true),
+            };
+            out.push((k.to_vec(), v.to_vec(), self.key_groups.contains(group)));
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    /// Deletes the inherited entries of `entries` (from [`StateTable::instance_entries`]) other
+    /// than this instance's own, whose counts the instance now carries under its own key.
+    pub fn adopt(&mut self, entries: &[(Vec<u8>, Vec<u8>, bool)]) {
+        let own = self.instance_key();
+        for (k, _, inherited) in entries {
+            if *inherited && *k != own {
+                self.delete(k.clone());
+            }
+        }
+    }
+
+    /// Whether `key` belongs to this table's key groups.
+    fn owns(&self, key: &[u8]) -> bool {
+        if self.key_groups.is_all() {
+            return true;
+        }
+        let len = match (&self.partition_len, self.cache.as_ref().and_then(|c| c.group_len.as_ref())) {
+            (Some(f), _) | (None, Some(f)) => f(key).min(key.len()),
+            (None, None) => key.len(),
+        };
+        self.key_groups.owns(&key[..len])
     }
 
     /// Gives the table's entries a time-to-live of `ttl_ms` (`None` or 0: none); see the module
@@ -569,8 +656,17 @@ impl StateTable {
         })
     }
 
-    /// [`StateTable::scan`] of the values as stored (with their TTL header, expired or not).
+    /// [`StateTable::scan`] of the values as stored (with their TTL header, expired or not),
+    /// only the keys of this table's key groups.
     fn scan_stored(&self, store: &Store, mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()> {
+        if self.key_groups.is_all() {
+            return self.scan_every_instance(store, f);
+        }
+        self.scan_every_instance(store, |k, v| if self.owns(k) { f(k, v) } else { Ok(true) })
+    }
+
+    /// [`StateTable::scan_stored`] of every key, whichever instance owns it.
+    fn scan_every_instance(&self, store: &Store, mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()> {
         let below = self.deleted_below.as_deref();
         let mut pending = self.overlay.iter().peekable();
         let mut go_on = true;
@@ -697,6 +793,54 @@ mod tests {
         let mut writes = EpochWrites::default();
         t.flush(&mut writes);
         assert_eq!(writes.len(), 2, "the put of \"n1\" and the delete of \"o1\"");
+        Ok(())
+    }
+
+    /// Two instances of a keyed operator share one table: each scans only the keys of its key
+    /// groups (a grouped table's group, a point table's partition-length prefix), and after a
+    /// restart with one instance its metadata entries are summed into one.
+    #[test]
+    fn instances_scan_their_own_key_groups_and_one_instance_adopts_their_entries() -> Result<()> {
+        use crate::state::key_group::{instance_of, key_group};
+        let (_dir, store) = store();
+        let of = |i: usize| TableRef { id: 5, key_groups: KeyGroups::of_instance(i, 2) };
+        let keys: Vec<Vec<u8>> = (0u8..40).map(|i| vec![i, b'/', i]).collect();
+        let owner = |k: &[u8]| instance_of(key_group(&k[..1]), 2);
+        assert!((0..2).all(|i| keys.iter().any(|k| owner(k) == i)), "both instances own keys");
+        let mut tables: Vec<StateTable> = (0..2).map(|i| StateTable::grouped(of(i), &store, by_first_byte())).collect();
+        let mut meta: Vec<StateTable> = (0..2).map(|i| StateTable::new(TableRef { id: 6, ..of(i) })).collect();
+        let mut writes = EpochWrites::default();
+        for k in &keys {
+            tables[owner(k)].put(k.clone(), b"v".to_vec());
+        }
+        for (i, m) in meta.iter_mut().enumerate() {
+            m.put(m.instance_key(), vec![i as u8 + 1]);
+        }
+        for t in tables.iter_mut().chain(meta.iter_mut()) {
+            t.flush(&mut writes);
+        }
+        store.commit(writes, 1)?;
+        for (i, t) in tables.iter().enumerate() {
+            let mut seen = Vec::new();
+            t.scan(&store, |k, _| Ok({ seen.push(k.to_vec()); true }))?;
+            let want: Vec<Vec<u8>> = keys.iter().filter(|k| owner(k) == i).cloned().collect();
+            assert_eq!(seen, want, "instance {i}");
+        }
+        // Point keys longer than their partition key: the prefix decides.
+        let point = StateTable::point(of(1), &store).with_partition_len(by_first_byte());
+        let mut seen = 0;
+        point.scan(&store, |k, _| Ok({ assert_eq!(owner(k), 1); seen += 1; true }))?;
+        assert_eq!(seen, keys.iter().filter(|k| owner(k) == 1).count());
+        // One instance now: it inherits both entries and keeps one.
+        let mut single = StateTable::new(6);
+        let entries = single.instance_entries(&store)?;
+        assert_eq!(entries.iter().map(|e| (e.1[0], e.2)).collect::<Vec<_>>(), [(1, true), (2, true)]);
+        single.adopt(&entries);
+        single.put(single.instance_key(), vec![3]);
+        let mut writes = EpochWrites::default();
+        single.flush(&mut writes);
+        store.commit(writes, 2)?;
+        assert_eq!(single.instance_entries(&store)?, [(Vec::new(), vec![3], true)]);
         Ok(())
     }
 

@@ -20,14 +20,16 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `weir serve` on `data_dir` and waits (up to 60 s) until it listens.
+    /// Starts `weir serve` on `data_dir` and waits (up to 60 s) until it listens. Jobs run
+    /// with parallelism 2 (`--workers 2`) whatever the machine's cores, so every test runs its
+    /// keyed operators behind hash exchanges and EXPLAIN output does not depend on the host.
     pub fn start(data_dir: &Path) -> Server {
         std::fs::create_dir_all(data_dir).expect("data dir");
         let log = data_dir.with_extension("log");
         let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log).expect("log file");
         let log_start = log_file.metadata().map(|m| m.len()).unwrap_or(0);
         let child = Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["serve", "--pg-listen", "127.0.0.1:0", "--data-dir"])
+            .args(["serve", "--workers", "2", "--pg-listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
             .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()))
             .stdout(Stdio::null())

@@ -53,7 +53,8 @@ use crate::error::{Result, WeirError};
 use crate::runtime::changelog::{Op, StreamChunk};
 use crate::runtime::operator::{OpContext, Operator};
 use crate::state::codec::{put_f64, put_i128, put_i64, put_null, put_u64};
-use crate::state::{EpochWrites, RowCodec, StateTable, Store};
+use crate::state::key_group::key_group;
+use crate::state::{EpochWrites, RowCodec, StateTable, Store, TableRef};
 
 /// The stable name of the group state table.
 pub const GROUPS: &str = "groups";
@@ -169,7 +170,7 @@ impl GroupAggregate {
         schema: SchemaRef,
         window: Option<(usize, bool, i64)>,
         append_only_input: bool,
-        state_table: &mut dyn FnMut(&str) -> u32,
+        state_table: &mut dyn FnMut(&str) -> TableRef,
         store: &Store,
     ) -> Result<Self> {
         let types: Vec<DataType> = schema.fields().iter().map(|f| f.data_type().clone()).collect();
@@ -192,7 +193,7 @@ impl GroupAggregate {
                 let id = state_table(&format!("{VALUES}/{i}"));
                 let table = if agg.kind == AggKind::Count {
                     // COUNT DISTINCT reads one value at a time; its groups can be huge.
-                    StateTable::point(id, store)
+                    StateTable::point(id, store).with_partition_len(key_codec.group_len())
                 } else {
                     // MIN/MAX read a group's values in order: cached a group at a time.
                     StateTable::grouped(id, store, key_codec.group_len())
@@ -411,6 +412,16 @@ impl Operator for GroupAggregate {
             }
         }
         out
+    }
+
+    fn key_groups(&self, _input: usize, chunk: &StreamChunk) -> Result<Vec<u16>> {
+        let n = chunk.len();
+        let cols = self
+            .group_exprs
+            .iter()
+            .map(|e| Ok(e.evaluate(&chunk.batch)?.into_array(n)?))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(self.key_codec.encode_rows(&cols, n)?.iter().map(|k| key_group(k)).collect())
     }
 
     fn process_batch(

@@ -86,7 +86,8 @@ use crate::error::{Result, WeirError};
 use crate::plan::join::{StreamJoinType, TimeBound};
 use crate::runtime::changelog::{Op, StreamChunk};
 use crate::runtime::operator::{OpContext, Operator};
-use crate::state::{EpochWrites, RowCodec, StateTable, Store};
+use crate::state::key_group::key_group;
+use crate::state::{EpochWrites, RowCodec, StateTable, Store, TableRef};
 
 /// The stable name of the left input's row table.
 pub const LEFT: &str = "left";
@@ -218,7 +219,7 @@ impl Join {
     /// # Errors
     /// `Internal` when the key lists differ in length; `Unsupported` for column types the state
     /// codec cannot store; `Storage` for corrupt state.
-    pub fn try_new(opts: JoinOptions, state_table: &mut dyn FnMut(&str) -> u32, store: &Store) -> Result<Self> {
+    pub fn try_new(opts: JoinOptions, state_table: &mut dyn FnMut(&str) -> TableRef, store: &Store) -> Result<Self> {
         if opts.left_keys.len() != opts.right_keys.len() {
             return Err(WeirError::internal("join: left and right key lists differ in length"));
         }
@@ -228,7 +229,7 @@ impl Join {
         let key_types =
             opts.left_keys.iter().map(|e| Ok(e.data_type(&opts.left_schema)?)).collect::<Result<Vec<_>>>()?;
         let key_codec = RowCodec::try_new(key_types)?;
-        let side = |keys, schema: SchemaRef, outer, table: u32| -> Result<Side> {
+        let side = |keys, schema: SchemaRef, outer, table: TableRef| -> Result<Side> {
             let types = schema.fields().iter().map(|f| f.data_type().clone()).collect();
             Ok(Side {
                 keys,
@@ -252,7 +253,7 @@ impl Join {
                 .collect::<Vec<_>>(),
         ));
         let mut meta = StateTable::new(state_table(WATERMARK));
-        let (watermarks, num_late_rows) = decode_meta(meta.get(store, b"")?.as_deref())?;
+        let (watermarks, num_late_rows) = load_meta(&mut meta, store)?;
         let right_rows = match meta.get(store, NOT_IN_KEY)? {
             Some(v) if v.len() == 16 => [
                 i64::from_le_bytes(v[..8].try_into().expect("8 bytes")),
@@ -351,7 +352,7 @@ impl Join {
     }
 
     fn save_meta(&mut self) {
-        self.meta.put(Vec::new(), encode_meta(self.watermarks, self.num_late_rows));
+        self.meta.put(self.meta.instance_key(), encode_meta(self.watermarks, self.num_late_rows));
     }
 
     /// Whether a left row is in the output of a SEMI, ANTI or NOT IN join: `null`, its key is
@@ -735,6 +736,11 @@ impl Operator for Join {
         vec![(LEFT.to_string(), &self.sides[0].rows), (RIGHT.to_string(), &self.sides[1].rows)]
     }
 
+    /// Rows whose key never matches (a NULL) are held by no instance: they go to the first.
+    fn key_groups(&self, input: usize, chunk: &StreamChunk) -> Result<Vec<u16>> {
+        Ok(self.keys(input, &chunk.batch)?.iter().map(|k| k.as_deref().map_or(0, key_group)).collect())
+    }
+
     fn process_batch(&mut self, input: usize, chunk: StreamChunk, ctx: &OpContext<'_>) -> Result<Option<StreamChunk>> {
         let s = side_index(input)?;
         let o = 1 - s;
@@ -1073,6 +1079,29 @@ pub(super) fn encode_meta(watermarks: [Option<i64>; 2], num_late_rows: u64) -> V
     v
 }
 
+/// Loads a join instance's watermarks and late-row count from its `watermark` table: each
+/// side's latest watermark over every instance's entry, the late rows of the entries this
+/// instance inherits ([`StateTable::instance_entries`]), which it then keeps under its own key.
+///
+/// # Errors
+/// `Storage` for a corrupt entry or when RocksDB fails to read.
+pub(super) fn load_meta(meta: &mut StateTable, store: &Store) -> Result<([Option<i64>; 2], u64)> {
+    let entries = meta.instance_entries(store)?;
+    let (mut watermarks, mut num_late_rows) = ([None, None], 0);
+    for (_, v, inherited) in &entries {
+        let (wms, late) = decode_meta(Some(v))?;
+        watermarks = [watermarks[0].max(wms[0]), watermarks[1].max(wms[1])];
+        if *inherited {
+            num_late_rows += late;
+        }
+    }
+    meta.adopt(&entries);
+    if entries.iter().any(|(k, _, inherited)| *inherited && *k != meta.instance_key()) {
+        meta.put(meta.instance_key(), encode_meta(watermarks, num_late_rows));
+    }
+    Ok((watermarks, num_late_rows))
+}
+
 /// The watermarks and late-row count of the `watermark` table (none when it is empty).
 pub(super) fn decode_meta(v: Option<&[u8]>) -> Result<([Option<i64>; 2], u64)> {
     let Some(v) = v else { return Ok(([None, None], 0)) };
@@ -1142,10 +1171,13 @@ mod tests {
             right_schema: right,
             schema,
         };
-        let mut tables = |name: &str| match name {
-            LEFT => 1,
-            RIGHT => 2,
-            _ => 3,
+        let mut tables = |name: &str| -> TableRef {
+            match name {
+                LEFT => 1,
+                RIGHT => 2,
+                _ => 3,
+            }
+            .into()
         };
         Join::try_new(opts, &mut tables, store).expect("join")
     }

@@ -25,7 +25,8 @@ use arrow::datatypes::SchemaRef;
 use crate::error::Result;
 use crate::runtime::changelog::{Op, StreamChunk};
 use crate::runtime::operator::{OpContext, Operator};
-use crate::state::{EpochWrites, RowCodec, StateTable, Store};
+use crate::state::key_group::key_group;
+use crate::state::{EpochWrites, RowCodec, StateTable, Store, TableRef};
 
 /// The stable name of the last-row-per-key table.
 pub const ROWS: &str = "rows";
@@ -49,7 +50,7 @@ impl ChangelogNormalize {
         schema: SchemaRef,
         key: Vec<usize>,
         ttl_ms: Option<i64>,
-        state_table: &mut dyn FnMut(&str) -> u32,
+        state_table: &mut dyn FnMut(&str) -> TableRef,
         store: &Store,
     ) -> Result<Self> {
         let types: Vec<_> = schema.fields().iter().map(|f| f.data_type().clone()).collect();
@@ -77,6 +78,11 @@ impl Operator for ChangelogNormalize {
 
     fn state(&self) -> Vec<(String, &StateTable)> {
         vec![(ROWS.to_string(), &self.rows)]
+    }
+
+    fn key_groups(&self, _input: usize, chunk: &StreamChunk) -> Result<Vec<u16>> {
+        let key_columns: Vec<_> = self.key.iter().map(|k| Arc::clone(chunk.batch.column(*k))).collect();
+        Ok(self.key_codec.encode_rows(&key_columns, chunk.len())?.iter().map(|k| key_group(k)).collect())
     }
 
     fn process_batch(&mut self, _input: usize, chunk: StreamChunk, ctx: &OpContext<'_>) -> Result<Option<StreamChunk>> {

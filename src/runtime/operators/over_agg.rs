@@ -41,7 +41,7 @@ use crate::runtime::operator::{OpContext, Operator};
 use crate::runtime::operators::group_agg::GroupAggregate;
 use crate::runtime::operators::join::{conform, times_ms};
 use crate::state::codec::{decode_i64, encode_i64};
-use crate::state::{EpochWrites, RowCodec, StateTable, Store};
+use crate::state::{EpochWrites, RowCodec, StateTable, Store, TableRef};
 
 /// The stable name of the table of rows waiting for the watermark.
 pub const PENDING: &str = "pending";
@@ -94,7 +94,7 @@ impl OverAggregate {
         input_schema: SchemaRef,
         schema: SchemaRef,
         aggs: GroupAggregate,
-        state_table: &mut dyn FnMut(&str) -> u32,
+        state_table: &mut dyn FnMut(&str) -> TableRef,
         store: &Store,
     ) -> Result<Self> {
         let partition_types =
@@ -387,12 +387,15 @@ mod tests {
         };
         let agg_schema =
             Arc::new(Schema::new(vec![Field::new("p0", DataType::Utf8, true), Field::new("a0", DataType::Int64, true)]));
-        let mut tables = |name: &str| match name {
-            PENDING => 1,
-            HISTORY => 2,
-            WATERMARK => 3,
-            "groups" => 4,
-            _ => 5,
+        let mut tables = |name: &str| -> TableRef {
+            match name {
+                PENDING => 1,
+                HISTORY => 2,
+                WATERMARK => 3,
+                "groups" => 4,
+                _ => 5,
+            }
+            .into()
         };
         let aggs = GroupAggregate::try_new(key(), vec![sum], agg_schema, None, false, &mut tables, store).expect("aggs");
         let mut fields: Vec<Field> = input.fields().iter().map(|f| f.as_ref().clone()).collect();

@@ -66,7 +66,8 @@ use crate::runtime::changelog::{Op, StreamChunk};
 use crate::runtime::operator::{OpContext, Operator};
 use crate::runtime::operators::group_agg::window_ends;
 use crate::state::codec::put_u64;
-use crate::state::{EpochWrites, RowCodec, StateTable, Store};
+use crate::state::key_group::key_group;
+use crate::state::{EpochWrites, RowCodec, StateTable, Store, TableRef};
 
 /// The stable name of the kept-rows table.
 pub const ROWS: &str = "rows";
@@ -156,7 +157,7 @@ impl Rank {
     ///
     /// # Errors
     /// `Unsupported` for partition, order or column types the state codec cannot store.
-    pub fn try_new(opts: RankOptions, state_table: &mut dyn FnMut(&str) -> u32, store: &Store) -> Result<Self> {
+    pub fn try_new(opts: RankOptions, state_table: &mut dyn FnMut(&str) -> TableRef, store: &Store) -> Result<Self> {
         let RankOptions { spec, partition_exprs, order_exprs, input_schema, append_only_input, schema, window_end_partition } =
             opts;
         if order_exprs.len() != spec.order_by.len() {
@@ -304,6 +305,16 @@ impl Operator for Rank {
             ROWS
         };
         vec![(name.to_string(), &self.state)]
+    }
+
+    fn key_groups(&self, _input: usize, chunk: &StreamChunk) -> Result<Vec<u16>> {
+        let n = chunk.len();
+        let cols = self
+            .partition_exprs
+            .iter()
+            .map(|e| Ok(e.evaluate(&chunk.batch)?.into_array(n)?))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(self.partition_codec.encode_rows(&cols, n)?.iter().map(|k| key_group(k)).collect())
     }
 
     fn process_batch(
@@ -825,9 +836,9 @@ mod tests {
             window_end_partition: None,
         };
         let mut next = 0;
-        let mut tables = |_: &str| {
+        let mut tables = |_: &str| -> TableRef {
             next += 1;
-            next
+            next.into()
         };
         let op = Rank::try_new(opts, &mut tables, &store).expect("rank");
         Harness { op, store, _dir: dir }
@@ -1031,7 +1042,7 @@ mod tests {
             schema: Arc::new(Schema::new(fields)),
             window_end_partition: None,
         };
-        let op = Rank::try_new(opts, &mut |_| 1, &store)?;
+        let op = Rank::try_new(opts, &mut |_| 1.into(), &store)?;
         let mut h = Harness { op, store, _dir: dir };
         assert_eq!(
             h.push("+I 1 1 ab\n+I 1 2 NULL\n+I 1 3 b\n+I 1 4 a"),

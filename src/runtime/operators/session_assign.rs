@@ -29,7 +29,7 @@ use crate::runtime::operator::{OpContext, Operator};
 use crate::runtime::operators::materialize::decode_count;
 use crate::runtime::operators::progress::{Progress, WATERMARK};
 use crate::state::codec::{decode_i64, encode_i64};
-use crate::state::{EpochWrites, RowCodec, StateTable, Store};
+use crate::state::{EpochWrites, RowCodec, StateTable, Store, TableRef};
 
 /// The stable name of the open-session rows table.
 pub const ROWS: &str = "rows";
@@ -68,7 +68,7 @@ impl SessionAssign {
         spec: WindowSpec,
         input_schema: SchemaRef,
         schema: SchemaRef,
-        state_table: &mut dyn FnMut(&str) -> u32,
+        state_table: &mut dyn FnMut(&str) -> TableRef,
         store: &Store,
     ) -> Result<Self> {
         let types: Vec<DataType> = input_schema.fields().iter().map(|f| f.data_type().clone()).collect();

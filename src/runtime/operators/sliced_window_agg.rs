@@ -32,6 +32,10 @@
 //! - `watermark`: the last watermark (key empty; ms, i64 little-endian) and the last run's
 //!   sequence number (key `seq`; u64 big-endian).
 //!
+//! Parallel instances (a hash exchange on the group key, without the window columns) share
+//! both tables: each writes runs of its own groups only, restores only those, and numbers its
+//! runs after the highest stored; the range delete and the watermark are the same for all.
+//!
 //! # Output types
 //! As GroupAggregate's: COUNT BIGINT; SUM and AVG as the planner typed them (AVG of integers
 //! is an integer, truncated); MIN and MAX the argument's type.
@@ -64,7 +68,8 @@ use crate::runtime::operators::group_agg::{
     accumulator_kind, avg_int, downcast, number, AggCall, AggKind, Number, SumKind,
 };
 use crate::state::codec::{encode_i64, get_varint, put_null, put_varint};
-use crate::state::{EpochWrites, RowCodec, StateTable, Store};
+use crate::state::key_group::key_group;
+use crate::state::{EpochWrites, KeyGroups, RowCodec, StateTable, Store, TableRef};
 
 use slices::{Acc, Accs, Geometry, GroupSlices, Window};
 
@@ -138,6 +143,8 @@ pub struct SlicedWindowAggregate {
     seq: u64,
     slices_table: StateTable,
     meta: StateTable,
+    /// The key groups of this instance: it restores only their groups' slices.
+    key_groups: KeyGroups,
 }
 
 impl SlicedWindowAggregate {
@@ -148,7 +155,7 @@ impl SlicedWindowAggregate {
     /// `Internal` for a window that is not HOP or CUMULATE or group columns without
     /// `window_end`; `Unsupported` for an aggregate with DISTINCT or FILTER or argument types
     /// the accumulators cannot hold; `Storage` for corrupt state.
-    pub fn try_new(opts: SlicedWindowAggOptions, state_table: &mut dyn FnMut(&str) -> u32, store: &Store) -> Result<Self> {
+    pub fn try_new(opts: SlicedWindowAggOptions, state_table: &mut dyn FnMut(&str) -> TableRef, store: &Store) -> Result<Self> {
         let spec = &opts.window;
         if !matches!(spec.kind, WindowKind::Hop | WindowKind::Cumulate) || spec.slide_ms <= 0 || spec.size_ms % spec.slide_ms != 0 {
             return Err(WeirError::internal(format!("sliced window aggregate over {} windows", spec.kind.name())));
@@ -204,7 +211,9 @@ impl SlicedWindowAggregate {
             ),
             None => 0,
         };
-        let slices_table = StateTable::new(state_table(SLICES));
+        let slices = state_table(SLICES);
+        let key_groups = slices.key_groups.clone();
+        let slices_table = StateTable::new(slices);
         let mut op = Self {
             opts,
             geometry,
@@ -224,6 +233,7 @@ impl SlicedWindowAggregate {
             seq,
             slices_table,
             meta,
+            key_groups,
         };
         op.restore(store)?;
         Ok(op)
@@ -254,6 +264,13 @@ impl SlicedWindowAggregate {
             }
             Ok(true)
         })?;
+        // Parallel instances share the table: each restores its own key groups' slices, and
+        // numbers its next runs after every run stored (a group's runs keep increasing numbers
+        // when a restart with another parallelism moves it to another instance).
+        slices.retain(|s| {
+            self.seq = self.seq.max(s.2 + 1);
+            self.key_groups.owns(&s.0)
+        });
         slices.sort_unstable_by(|a, b| (&a.0, a.1, a.2).cmp(&(&b.0, b.1, b.2)));
         let mut slices = slices.into_iter().peekable();
         while let Some((group, idx, _, accs)) = slices.next() {
@@ -524,6 +541,16 @@ impl Operator for SlicedWindowAggregate {
 
     fn state(&self) -> Vec<(String, &StateTable)> {
         vec![(SLICES.to_string(), &self.slices_table)]
+    }
+
+    fn key_groups(&self, _input: usize, chunk: &StreamChunk) -> Result<Vec<u16>> {
+        let n = chunk.len();
+        let cols = self
+            .key_exprs
+            .iter()
+            .map(|i| Ok(self.opts.group_exprs[*i].evaluate(&chunk.batch)?.into_array(n)?))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(self.key_codec.encode_rows(&cols, n)?.iter().map(|k| key_group(k)).collect())
     }
 
     fn process_batch(&mut self, _input: usize, chunk: StreamChunk, _ctx: &OpContext<'_>) -> Result<Option<StreamChunk>> {

@@ -37,9 +37,9 @@ use datafusion::physical_expr::PhysicalExpr;
 use crate::error::{Result, WeirError};
 use crate::runtime::changelog::{Op, StreamChunk};
 use crate::runtime::operator::{OpContext, Operator};
-use crate::runtime::operators::join::{conform, decode_meta, encode_meta, side_index, take_all, times_ms};
+use crate::runtime::operators::join::{conform, encode_meta, load_meta, side_index, take_all, times_ms};
 use crate::state::codec::{decode_i64, put_i64};
-use crate::state::{EpochWrites, RowCodec, StateTable, Store};
+use crate::state::{EpochWrites, RowCodec, StateTable, Store, TableRef};
 
 /// The stable name of the held probe rows' table.
 pub const PROBES: &str = "probes";
@@ -107,7 +107,7 @@ impl TemporalJoin {
     /// # Errors
     /// `Internal` when the key lists differ in length; `Unsupported` for column types the state
     /// codec cannot store; `Storage` for corrupt state.
-    pub fn try_new(opts: TemporalJoinOptions, state_table: &mut dyn FnMut(&str) -> u32, store: &Store) -> Result<Self> {
+    pub fn try_new(opts: TemporalJoinOptions, state_table: &mut dyn FnMut(&str) -> TableRef, store: &Store) -> Result<Self> {
         if opts.left_keys.len() != opts.right_keys.len() {
             return Err(WeirError::internal("temporal join: left and right key lists differ in length"));
         }
@@ -131,7 +131,7 @@ impl TemporalJoin {
             Ok(true)
         })?;
         let mut meta = StateTable::new(state_table(WATERMARK));
-        let (watermarks, num_late_rows) = decode_meta(meta.get(store, b"")?.as_deref())?;
+        let (watermarks, num_late_rows) = load_meta(&mut meta, store)?;
         Ok(Self {
             key_codec,
             left_codec: RowCodec::try_new(types(&opts.left_schema))?,
@@ -379,7 +379,7 @@ impl TemporalJoin {
     }
 
     fn save_meta(&mut self) {
-        self.meta.put(Vec::new(), encode_meta(self.watermarks, self.num_late_rows));
+        self.meta.put(self.meta.instance_key(), encode_meta(self.watermarks, self.num_late_rows));
     }
 }
 
@@ -502,10 +502,13 @@ mod tests {
             right_schema: right,
             schema,
         };
-        let mut tables = |name: &str| match name {
-            PROBES => 1,
-            VERSIONS => 2,
-            _ => 3,
+        let mut tables = |name: &str| -> TableRef {
+            match name {
+                PROBES => 1,
+                VERSIONS => 2,
+                _ => 3,
+            }
+            .into()
         };
         TemporalJoin::try_new(opts, &mut tables, store).expect("temporal join")
     }

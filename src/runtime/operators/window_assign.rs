@@ -20,7 +20,7 @@ use crate::plan::window::WindowSpec;
 use crate::runtime::changelog::StreamChunk;
 use crate::runtime::operator::{OpContext, Operator};
 use crate::runtime::operators::progress::{Progress, WATERMARK};
-use crate::state::{EpochWrites, Store};
+use crate::state::{EpochWrites, Store, TableRef};
 
 /// Assigns windows; see the module docs.
 pub struct WindowAssign {
@@ -38,7 +38,7 @@ impl WindowAssign {
     pub fn try_new(
         spec: WindowSpec,
         schema: SchemaRef,
-        state_table: &mut dyn FnMut(&str) -> u32,
+        state_table: &mut dyn FnMut(&str) -> TableRef,
         store: &Store,
     ) -> Result<Self> {
         let progress = Progress::load(state_table(WATERMARK), store)?;

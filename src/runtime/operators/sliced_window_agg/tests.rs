@@ -79,7 +79,7 @@ impl Pipeline {
         };
         let w = spec(kind, window.0, window.1, window.2, sliced);
         let assigned = w.output_schema(&input_schema());
-        let assign = WindowAssign::try_new(w.clone(), assigned, &mut |n| id(format!("a/{n}")), store)?;
+        let assign = WindowAssign::try_new(w.clone(), assigned, &mut |n| id(format!("a/{n}")).into(), store)?;
         let agg: Box<dyn Operator> = if sliced {
             let opts = SlicedWindowAggOptions {
                 group_exprs: group_exprs(),
@@ -88,7 +88,7 @@ impl Pipeline {
                 window: w,
                 schema: output_schema(min_max),
             };
-            Box::new(SlicedWindowAggregate::try_new(opts, &mut |n| id(format!("g/{n}")), store)?)
+            Box::new(SlicedWindowAggregate::try_new(opts, &mut |n| id(format!("g/{n}")).into(), store)?)
         } else {
             Box::new(GroupAggregate::try_new(
                 group_exprs(),
@@ -96,7 +96,7 @@ impl Pipeline {
                 output_schema(min_max),
                 Some((1, true, 0)),
                 min_max,
-                &mut |n| id(format!("g/{n}")),
+                &mut |n| id(format!("g/{n}")).into(),
                 store,
             )?)
         };
