@@ -53,7 +53,6 @@ use crate::error::{Result, WeirError};
 use crate::runtime::changelog::{Op, StreamChunk};
 use crate::runtime::operator::{OpContext, Operator};
 use crate::state::codec::{put_f64, put_i128, put_i64, put_null, put_u64};
-use crate::state::key_group::key_group;
 use crate::state::{EpochWrites, RowCodec, StateTable, Store, TableRef};
 
 /// The stable name of the group state table.
@@ -415,13 +414,7 @@ impl Operator for GroupAggregate {
     }
 
     fn key_groups(&self, _input: usize, chunk: &StreamChunk) -> Result<Vec<u16>> {
-        let n = chunk.len();
-        let cols = self
-            .group_exprs
-            .iter()
-            .map(|e| Ok(e.evaluate(&chunk.batch)?.into_array(n)?))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(self.key_codec.encode_rows(&cols, n)?.iter().map(|k| key_group(k)).collect())
+        super::key_groups_of(&self.group_exprs, &self.key_codec, &chunk.batch)
     }
 
     fn process_batch(

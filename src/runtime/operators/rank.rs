@@ -66,7 +66,6 @@ use crate::runtime::changelog::{Op, StreamChunk};
 use crate::runtime::operator::{OpContext, Operator};
 use crate::runtime::operators::group_agg::window_ends;
 use crate::state::codec::put_u64;
-use crate::state::key_group::key_group;
 use crate::state::{EpochWrites, RowCodec, StateTable, Store, TableRef};
 
 /// The stable name of the kept-rows table.
@@ -308,13 +307,7 @@ impl Operator for Rank {
     }
 
     fn key_groups(&self, _input: usize, chunk: &StreamChunk) -> Result<Vec<u16>> {
-        let n = chunk.len();
-        let cols = self
-            .partition_exprs
-            .iter()
-            .map(|e| Ok(e.evaluate(&chunk.batch)?.into_array(n)?))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(self.partition_codec.encode_rows(&cols, n)?.iter().map(|k| key_group(k)).collect())
+        super::key_groups_of(&self.partition_exprs, &self.partition_codec, &chunk.batch)
     }
 
     fn process_batch(
