@@ -32,6 +32,14 @@
 //! fits in its share of the cache never reads RocksDB, as before the cache existed; a table
 //! reopened with state in RocksDB starts incomplete (nothing is loaded eagerly).
 //!
+//! # Parallel instances
+//! The instances of a keyed operator share its tables ([`crate::state::key_group`]): each opens
+//! them with its [`TableRef`]'s key groups, reads and writes only keys of rows routed to it, and
+//! sees only its own keys in whole-table reads ([`StateTable::scan`], TTL sweeps). Metadata an
+//! instance keeps for itself (a watermark, a late-row count) goes under
+//! [`StateTable::instance_key`] and is summed over when the parallelism changes
+//! ([`StateTable::instance_entries`], [`StateTable::adopt`]).
+//!
 //! # State TTL
 //! A table with a time-to-live ([`StateTable::with_ttl`], `table.exec.state.ttl`) stores each
 //! value behind an 8-byte header, the processing time of its last write (ms since the Unix
