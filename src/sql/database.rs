@@ -53,6 +53,9 @@ pub struct Database {
     /// Where reads run their query plans: worker threads of their own, so a heavy `SELECT`
     /// never occupies the threads that accept connections and run the other statements.
     queries: QueryRuntime,
+    /// The parallelism of jobs created without `SET 'parallelism.default'` (`--workers`), shown
+    /// by `SHOW parallelism.default` until the session sets it.
+    workers: usize,
 }
 
 /// The engine held for a write statement: the jobs running on threads of their own are taken
@@ -176,7 +179,12 @@ impl Database {
         }
         // From here on the idle-watermark task and the source thread take the lock.
         let committed = Arc::clone(engine.committed());
-        let db = Arc::new(Self { engine: Arc::new(RwLock::new(engine)), committed, queries: QueryRuntime::new()? });
+        let db = Arc::new(Self {
+            engine: Arc::new(RwLock::new(engine)),
+            committed,
+            queries: QueryRuntime::new()?,
+            workers: workers.max(1),
+        });
         crate::engine::driver::start(&db.engine, read_sources)?;
         Ok(db)
     }
@@ -336,6 +344,7 @@ impl Database {
                     .settings
                     .get(&key)
                     .cloned()
+                    .or_else(|| (key == crate::sql::settings::PARALLELISM).then(|| self.workers.to_string()))
                     .or_else(|| DEFAULT_SETTINGS.iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_string()));
                 match value {
                     Some(v) => text_rows(&[key.as_str()], vec![vec![Some(v)]]),
