@@ -112,35 +112,8 @@ enum Bench {
         /// Run every query and print the table (queries Weir cannot run say why).
         #[arg(long)]
         all: bool,
-        /// Events over the three tables (default 10000000; --check uses 100000).
-        #[arg(long)]
-        events: Option<u64>,
-        /// `generator` (the built-in nexmark connector) or `files:DIR` (person.json,
-        /// auction.json, bid.json in DIR, as `weir bench nexmark-gen` writes them).
-        #[arg(long, default_value = "generator")]
-        source: String,
-        /// Source partitions of the generator.
-        #[arg(long, default_value_t = 1)]
-        partitions: usize,
-        /// Instances of each keyed and stateless operator of the job (`parallelism.default`;
-        /// 1 runs the job on one core).
-        #[arg(long, default_value_t = 1)]
-        parallelism: usize,
-        /// Events per second of event time (default 100000; --check uses 1000).
-        #[arg(long)]
-        event_rate: Option<f64>,
-        /// Compare each query's final result with bench/nexmark/expected instead of timing it.
-        #[arg(long)]
-        check: bool,
-        /// Scratch directory for the database (emptied first).
-        #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-nexmark")]
-        data_dir: PathBuf,
-        /// The state cache's size, as `weir serve --state-cache-size`.
-        #[arg(long, value_name = "SIZE", default_value = "256MiB")]
-        state_cache_size: ByteSize,
-        /// Leave the database in --data-dir after the run (one query only).
-        #[arg(long)]
-        keep: bool,
+        #[command(flatten)]
+        args: NexmarkArgs,
     },
     /// Runs a Nexmark query (as `bench nexmark`, into a blackhole) in a child process and keeps
     /// its database, then opens that database in this process as a restarted server would and
@@ -274,31 +247,8 @@ fn main() -> ExitCode {
                 );
                 Ok(())
             }
-            Some(Command::Bench(Bench::Nexmark {
-                query,
-                all,
-                events,
-                source,
-                partitions,
-                event_rate,
-                check,
-                data_dir,
-                state_cache_size,
-                keep,
-                parallelism,
-            })) => {
-                let run = NexmarkArgs {
-                    events,
-                    source,
-                    partitions,
-                    event_rate,
-                    check,
-                    data_dir,
-                    state_cache_size,
-                    keep,
-                    parallelism,
-                };
-                bench_nexmark(query, all, run).await
+            Some(Command::Bench(Bench::Nexmark { query, all, args })) => {
+                bench_nexmark(query, all, args).await
             }
             Some(Command::Bench(Bench::Restart { query, events, state_cache_size, data_dir })) => {
                 let report = weir::bench::restart::run(&data_dir, &query, events, state_cache_size.as_u64())
@@ -416,21 +366,41 @@ async fn bench_window(
     Ok(())
 }
 
-/// `weir bench nexmark`: one query's figures, or the table of all of them.
-#[allow(clippy::too_many_arguments)]
 /// The options of `weir bench nexmark` besides which queries.
+#[derive(Debug, Args)]
 struct NexmarkArgs {
+    /// Events over the three tables (default 10000000; --check uses 100000).
+    #[arg(long)]
     events: Option<u64>,
+    /// `generator` (the built-in nexmark connector) or `files:DIR` (person.json,
+    /// auction.json, bid.json in DIR, as `weir bench nexmark-gen` writes them).
+    #[arg(long, default_value = "generator")]
     source: String,
+    /// Source partitions of the generator.
+    #[arg(long, default_value_t = 1)]
     partitions: usize,
-    event_rate: Option<f64>,
-    check: bool,
-    data_dir: PathBuf,
-    state_cache_size: ByteSize,
-    keep: bool,
+    /// Instances of each keyed and stateless operator of the job (`parallelism.default`;
+    /// 1 runs the job on one core).
+    #[arg(long, default_value_t = 1)]
     parallelism: usize,
+    /// Events per second of event time (default 100000; --check uses 1000).
+    #[arg(long)]
+    event_rate: Option<f64>,
+    /// Compare each query's final result with bench/nexmark/expected instead of timing it.
+    #[arg(long)]
+    check: bool,
+    /// Scratch directory for the database (emptied first).
+    #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-nexmark")]
+    data_dir: PathBuf,
+    /// The state cache's size, as `weir serve --state-cache-size`.
+    #[arg(long, value_name = "SIZE", default_value = "256MiB")]
+    state_cache_size: ByteSize,
+    /// Leave the database in --data-dir after the run (one query only).
+    #[arg(long)]
+    keep: bool,
 }
 
+/// `weir bench nexmark`: one query's figures, or the table of all of them.
 async fn bench_nexmark(query: Option<String>, all: bool, args: NexmarkArgs) -> Result<(), String> {
     use weir::bench::nexmark::{self, NexmarkRun, NexmarkSource, QueryReport};
     let NexmarkArgs { events, source, partitions, event_rate, check, data_dir, state_cache_size, keep, parallelism } =
