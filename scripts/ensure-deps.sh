@@ -3,6 +3,7 @@
 #   libclang-dev       RocksDB's Rust bindings are generated with bindgen, which needs libclang
 #   libssl-dev, pkg-config  the schema registry client (avro-confluent) talks TLS through OpenSSL
 #   postgresql-client  psql, for the test that drives the real psql binary
+#   chromium           headless, for the test that opens the web page (tests/web.rs)
 # Run as root (it uses apt-get); otherwise it prints what to install and fails.
 set -euo pipefail
 
@@ -28,6 +29,9 @@ if ! command -v pkg-config >/dev/null 2>&1; then
 fi
 if [[ "${1:-}" == "--test" ]] && ! command -v psql >/dev/null 2>&1; then
   missing+=(postgresql-client)
+fi
+if [[ "${1:-}" == "--test" ]] && ! command -v chromium >/dev/null 2>&1; then
+  missing+=(chromium)
 fi
 if ((${#missing[@]} == 0)); then
   exit 0

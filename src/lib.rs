@@ -4,15 +4,19 @@
 //! `frontend` (pgwire) → `sql` (dialect, statements into plans and commands) → `engine` (jobs,
 //! scheduling, watermark routing, the epoch commit, source and sink wiring) → `plan` (stream
 //! plans), `runtime` (operators, changelogs), `source` (source readers) → `state` (RocksDB
-//! state tables, snapshots, epoch commits). Nothing below `sql` imports it.
+//! state tables, snapshots, epoch commits). Nothing below `sql` imports it. Beside `frontend`,
+//! `web` serves the HTTP side (web page, `/metrics`, `/health`) over the same `sql::Database`;
+//! `observe` holds the process's counters that any layer updates (statements, epochs).
 #![deny(clippy::clone_on_ref_ptr)]
 
 pub mod bench;
 pub mod engine;
 pub mod error;
 pub mod frontend;
+pub mod observe;
 pub mod plan;
 pub mod runtime;
 pub mod source;
 pub mod sql;
 pub mod state;
+pub mod web;

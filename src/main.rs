@@ -1,7 +1,7 @@
 //! The `weir` command: `weir serve` runs the server (also what plain `weir` does).
 //!
 //! ```text
-//! weir [serve] [--pg-listen 127.0.0.1:5488] [--data-dir ./weir-data]
+//! weir [serve] [--pg-listen 127.0.0.1:5488] [--http-listen 127.0.0.1:5489|off] [--data-dir ./weir-data]
 //! weir bench insert [--rows 1000000] [--groups 1000] [--data-dir DIR]
 //! weir bench window [--kind tumble|hop] [--rows 1000000] [--slide-s 60] [--size-s 3600] [--sink view|blackhole]
 //! weir bench nexmark (--query qN | --all) [--events N] [--source generator|files:DIR]
@@ -11,12 +11,14 @@
 //! ```
 //!
 //! Logs go to stderr, filtered by `RUST_LOG` (default `info`); once the server accepts
-//! connections it logs `listening on <address>`, which scripts can wait for. SIGINT or SIGTERM
+//! connections it logs `listening on <address>`, which scripts can wait for (and, before it,
+//! `web page and metrics on http://<address>` unless `--http-listen off`). SIGINT or SIGTERM
 //! stops accepting, closes the connections and exits with status 0.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytesize::ByteSize;
@@ -193,6 +195,10 @@ struct ServeArgs {
     /// Address (host:port) to accept Postgres wire protocol connections on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:5488")]
     pg_listen: String,
+    /// Address (host:port) of the web page of the running jobs, Prometheus metrics
+    /// (/metrics) and health (/health), all read-only; `off` serves none of them.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:5489")]
+    http_listen: String,
     /// Directory holding the database's state; created if missing.
     #[arg(long, value_name = "DIR", default_value = "./weir-data")]
     data_dir: PathBuf,
@@ -322,9 +328,28 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             args.data_dir.display()
         )
     })?;
-    frontend::serve(args.pg_listen.as_str(), db, shutdown)
+    // Bound before the Postgres port, so a port already taken fails the start.
+    let web = match args.http_listen.as_str() {
+        "off" => None,
+        addr => {
+            let listener = tokio::net::TcpListener::bind(addr).await.map_err(|err| {
+                format!("cannot serve HTTP on {addr}: {err} (pass --http-listen with another address, or off)")
+            })?;
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let task = tokio::spawn(weir::web::serve(listener, Arc::clone(&db), async {
+                let _ = stopped.await;
+            }));
+            Some((stop, task))
+        }
+    };
+    let served = frontend::serve(args.pg_listen.as_str(), db, shutdown)
         .await
-        .map_err(|err| format!("cannot serve on {}: {err}", args.pg_listen))?;
+        .map_err(|err| format!("cannot serve on {}: {err}", args.pg_listen));
+    if let Some((stop, task)) = web {
+        let _ = stop.send(());
+        let _ = task.await;
+    }
+    served?;
     info!("shut down");
     Ok(())
 }

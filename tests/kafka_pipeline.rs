@@ -127,7 +127,7 @@ async fn kafka_in_window_view_upsert_out_through_a_crash() {
     // First 60%, killed once part of it is committed.
     produce(b, 0..ORDERS * 6 / 10);
     common::kafka::wait_for_job_offsets(&client, "orders_per_minute", ORDERS / 4, Duration::from_secs(180)).await;
-    let (_server, client) = if std::env::var("WEIR_TEST_NO_CRASH").is_ok() {
+    let (server, client) = if std::env::var("WEIR_TEST_NO_CRASH").is_ok() {
         (server, client)
     } else {
         server.kill9();
@@ -176,6 +176,25 @@ async fn kafka_in_window_view_upsert_out_through_a_crash() {
         .expect("count")
         .get(0);
     assert_eq!(counted, ORDERS / 100);
+
+    // /metrics shows the source caught up (Kafka's records-lag-max 0, once the high watermarks
+    // are refreshed, every second), its dead letters, and its watermark: the largest order
+    // time less the 5 s delay (the partition holding that order has it; the others less).
+    let source = [("job", "orders_per_minute"), ("table", "orders")];
+    let metrics = common::metrics_until(&server, Duration::from_secs(30), "the source caught up", |t| {
+        common::metric(t, "weir_source_records_lag_max", &source) == Some(0.0)
+    })
+    .await;
+    assert_eq!(common::metric(&metrics, "weir_source_dead_letters_total", &source), Some((ORDERS / 100) as f64));
+    let newest = (0..ORDERS).filter_map(order).map(|o| o.2).max().expect("orders");
+    let watermarks: Vec<f64> = (0..PARTITIONS)
+        .filter_map(|p| {
+            let p = p.to_string();
+            common::metric(&metrics, "weir_source_watermark_ms", &[source[0], source[1], ("partition", &p)])
+        })
+        .collect();
+    assert_eq!(watermarks.len(), PARTITIONS as usize, "a watermark per partition:\n{metrics}");
+    assert_eq!(watermarks.iter().copied().fold(f64::MIN, f64::max), (newest - 5_000) as f64);
 
     // The consumer group has the offsets Weir committed: every record.
     let options = BTreeMap::from([

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use weir_catalog::Catalog;
 
 use crate::error::Result;
+use crate::observe::now_ms;
 use crate::state::{EpochWrites, Store, StoreSnapshot};
 
 /// What readers see: the last committed epoch's catalog and a snapshot of the store as of that
@@ -26,7 +27,11 @@ pub struct Committed {
     pub catalog: Arc<Catalog>,
     /// The store as of the epoch's commit.
     pub state: Arc<StoreSnapshot>,
+    /// When it was published (its commit, or the load of the store), ms since the Unix epoch:
+    /// the views' freshness is now minus this.
+    pub committed_at_ms: i64,
 }
+
 
 /// The slot that holds the last [`Committed`] epoch, shared by the engine and its readers.
 pub type CommittedSlot = Arc<RwLock<Arc<Committed>>>;
@@ -43,13 +48,19 @@ pub struct Commits {
 impl Commits {
     /// The commits of `store`, whose last epoch `epoch` has `catalog`; publishes it.
     pub fn new(store: Arc<Store>, epoch: u64, catalog: Arc<Catalog>) -> Self {
-        let committed = Arc::new(Committed { epoch, catalog, state: Arc::new(StoreSnapshot::of(&store)) });
+        let committed =
+            Arc::new(Committed { epoch, catalog, state: Arc::new(StoreSnapshot::of(&store)), committed_at_ms: now_ms() });
         Self { store, epoch: Mutex::new(epoch), slot: Arc::new(RwLock::new(committed)) }
     }
 
     /// The readers' slot.
     pub fn slot(&self) -> &CommittedSlot {
         &self.slot
+    }
+
+    /// The last committed epoch as readers see it.
+    pub fn last(&self) -> Arc<Committed> {
+        Arc::clone(&self.slot.read().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The last committed epoch's number.
@@ -73,7 +84,9 @@ impl Commits {
     pub fn commit(&self, writes: EpochWrites, catalog: Option<Arc<Catalog>>) -> Result<u64> {
         let mut last = self.epoch.lock().unwrap_or_else(PoisonError::into_inner);
         let epoch = *last + 1;
+        let start = std::time::Instant::now();
         self.store.commit(writes, epoch)?;
+        crate::observe::instruments().epoch_committed(start.elapsed());
         *last = epoch;
         let catalog = catalog.unwrap_or_else(|| Arc::clone(&self.slot.read().unwrap_or_else(PoisonError::into_inner).catalog));
         self.publish(epoch, catalog);
@@ -81,7 +94,8 @@ impl Commits {
     }
 
     fn publish(&self, epoch: u64, catalog: Arc<Catalog>) {
-        let committed = Arc::new(Committed { epoch, catalog, state: Arc::new(StoreSnapshot::of(&self.store)) });
+        let state = Arc::new(StoreSnapshot::of(&self.store));
+        let committed = Arc::new(Committed { epoch, catalog, state, committed_at_ms: now_ms() });
         *self.slot.write().unwrap_or_else(PoisonError::into_inner) = committed;
     }
 }

@@ -262,7 +262,7 @@ pub fn source_rows_of(job: &str, table: &str, task: &SourceTask) -> Vec<SourceRo
 }
 
 /// One row of `weir_sources`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SourceRow {
     pub job: String,
     pub relation: String,

@@ -1,18 +1,28 @@
 //! What the system tables (`weir_watermarks`, `weir_late_rows`, `weir_operator_watermarks`,
-//! `weir_sources`, `weir_state_tables`) show: the live state of the running jobs, gathered
-//! under the engine's lock when a statement reads one of them.
+//! `weir_sources`, `weir_state_tables`, `weir_operators`), EXPLAIN ANALYZE, `/metrics` and the
+//! web page show: the live state of the running jobs, gathered under the engine's read lock
+//! when one of them asks (jobs on threads of their own as of their last commit).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use weir_catalog::RelationKind;
 
 use super::sources::SourceRow;
 use super::Engine;
+use crate::runtime::job::OperatorStats;
 use crate::runtime::Job;
 use crate::state::state_table::CacheStats;
 
 /// The rows of the system tables at one moment.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize)]
 pub struct SystemState {
+    /// The last committed epoch's number, and when it was committed (ms since the Unix epoch).
+    pub epoch: u64,
+    pub committed_at_ms: i64,
+    /// Every job of a materialized view or `INSERT INTO`, by relation name.
+    pub jobs: Vec<JobRow>,
+    /// The client connections (`pg_stat_activity`), filled in by the sql layer, which knows
+    /// them.
+    pub activity: Vec<crate::observe::Activity>,
     /// Each table's watermark, ms.
     pub watermarks: Vec<(String, i64)>,
     /// Late rows per event-time operator: (view, job id, operator index, operator, count).
@@ -25,8 +35,29 @@ pub struct SystemState {
     pub state_tables: Vec<StateTableRow>,
 }
 
+/// One job: a materialized view's or an `INSERT INTO` job's.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct JobRow {
+    /// The relation it belongs to: the view's name, or the `INSERT INTO` job's id.
+    pub name: String,
+    /// Its id (`SHOW JOBS`, `STOP JOB`).
+    pub job_id: String,
+    /// `MATERIALIZED VIEW` or `INSERT INTO` job (the relation kind's SQL name).
+    pub kind: String,
+    /// `RUNNING` or `FAILED`.
+    pub status: String,
+    /// Why a FAILED job stopped.
+    pub error: Option<String>,
+    /// The statement that created it.
+    pub definition: String,
+    /// For an `INSERT INTO` job, the table it writes.
+    pub sink: Option<String>,
+    /// Its operators, the root first (none for a FAILED job: it no longer runs).
+    pub operators: Vec<OperatorStats>,
+}
+
 /// One row of `weir_state_tables`.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize)]
 pub struct StateTableRow {
     /// The view, or the `INSERT INTO` job's id.
     pub job: String,
@@ -53,6 +84,8 @@ pub struct JobStats {
     /// Its operators' state tables: (operator index, operator, table name, table id, its
     /// cache's figures, TTL ms).
     pub state_tables: Vec<(usize, &'static str, String, u32, Option<CacheStats>, Option<i64>)>,
+    /// Every operator, the root first: rows in and out, busy time, watermark.
+    pub operators: Vec<OperatorStats>,
 }
 
 impl JobStats {
@@ -60,6 +93,7 @@ impl JobStats {
     pub fn of(job: &Job) -> Self {
         Self {
             event_time_operators: job.event_time_operators(),
+            operators: job.operator_stats(),
             state_tables: job
                 .state_tables()
                 .into_iter()
@@ -87,8 +121,31 @@ impl Engine {
         stats
     }
 
-    /// What the system tables show now.
-    pub fn system_state(&self) -> Arc<SystemState> {
+    /// Every job in the catalog, with its operators' figures from `stats` ([`Self::job_stats`]).
+    fn job_rows(&self, stats: &BTreeMap<String, JobStats>) -> Vec<JobRow> {
+        self.catalog
+            .relations
+            .values()
+            .filter_map(|r| {
+                let job_id = r.job.clone()?;
+                let error = self.failed.get(&r.name).cloned();
+                Some(JobRow {
+                    name: r.name.clone(),
+                    job_id,
+                    kind: r.kind.sql_name().to_string(),
+                    status: if error.is_some() { "FAILED" } else { "RUNNING" }.to_string(),
+                    error,
+                    definition: r.definition.clone(),
+                    sink: (r.kind == RelationKind::SinkJob).then(|| r.options.get(super::SINK_OPTION).cloned()).flatten(),
+                    operators: stats.get(&r.name).map(|s| s.operators.clone()).unwrap_or_default(),
+                })
+            })
+            .collect()
+    }
+
+    /// What the system tables show now (without [`SystemState::activity`]: the engine does
+    /// not know the connections).
+    pub fn system_state(&self) -> SystemState {
         let (_, detached_sources) = self.detached_stats();
         let stats = self.job_stats();
         let operators: Vec<_> = stats
@@ -103,7 +160,12 @@ impl Engine {
         let mut sources = self.source_rows();
         sources.extend(detached_sources);
         sources.sort_by(|a, b| (&a.job, &a.relation, a.partition).cmp(&(&b.job, &b.relation, b.partition)));
-        Arc::new(SystemState {
+        let last = self.commits.last();
+        SystemState {
+            epoch: last.epoch,
+            committed_at_ms: last.committed_at_ms,
+            jobs: self.job_rows(&stats),
+            activity: Vec::new(),
             watermarks: self.watermarks.iter().map(|(k, v)| (k.clone(), *v)).collect(),
             late_rows: operators.iter().map(|o| (o.0.clone(), o.1.clone(), o.2, o.3.clone(), o.5)).collect(),
             operator_watermarks: operators.iter().map(|o| (o.0.clone(), o.1.clone(), o.2, o.3.clone(), o.4)).collect(),
@@ -123,6 +185,6 @@ impl Engine {
                     })
                 })
                 .collect(),
-        })
+        }
     }
 }

@@ -24,6 +24,7 @@
 use std::any::Any;
 use std::fmt::Debug;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
@@ -57,6 +58,7 @@ use super::encode;
 use super::error::{error_info, FrontendError, Result};
 use super::params;
 use super::server::Shared;
+use crate::observe::{instruments, now_ms, Activity};
 use crate::sql::database::{Database, Session, StatementResult};
 
 /// The `server_version` reported at startup: a Postgres version psql understands (it reads the
@@ -71,6 +73,42 @@ pub struct Connection {
     session: Mutex<Session>,
     /// Turns Parse's SQL into a prepared statement.
     parser: Arc<StatementParser>,
+    /// The pid the connection got at startup (0 before): its `pg_stat_activity` row.
+    pid: AtomicI32,
+}
+
+/// Ends a connection's `pg_stat_activity` row and its count in `weir_connections`.
+impl Drop for Connection {
+    fn drop(&mut self) {
+        let pid = *self.pid.get_mut();
+        if pid != 0 {
+            self.shared.db.activities().close(pid);
+            instruments().connections.dec();
+        }
+    }
+}
+
+/// A statement in flight: its connection shows `active` until it is dropped (finished, failed
+/// or cancelled), and then the statement is counted in the metrics.
+struct InFlight<'a> {
+    connection: &'a Connection,
+    sql: &'a str,
+    start: std::time::Instant,
+    ok: bool,
+}
+
+impl<'a> InFlight<'a> {
+    fn start(connection: &'a Connection, sql: &'a str) -> Self {
+        connection.shared.db.activities().started(connection.pid.load(Ordering::Relaxed), sql);
+        Self { connection, sql, start: std::time::Instant::now(), ok: false }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.connection.shared.db.activities().finished(self.connection.pid.load(Ordering::Relaxed));
+        instruments().statement(self.sql, self.ok, self.start.elapsed());
+    }
 }
 
 impl Connection {
@@ -80,15 +118,19 @@ impl Connection {
             parser: Arc::new(StatementParser { db: Arc::clone(&shared.db) }),
             shared,
             session: Mutex::new(Session::default()),
+            pid: AtomicI32::new(0),
         }
     }
 
     /// Runs one statement and shapes its result, rows in `formats`.
     async fn run(&self, session: &mut Session, sql: &str, formats: &Format) -> Result<Response> {
         debug!(sql, "executing");
+        let mut in_flight = InFlight::start(self, sql);
         let execution = AssertUnwindSafe(self.shared.db.execute(session, sql)).catch_unwind();
         let result = execution.await.map_err(|panic| panicked(&*panic))??;
-        response(result, formats)
+        let response = response(result, formats)?;
+        in_flight.ok = true;
+        Ok(response)
     }
 
     /// The result columns of `sql`, in `formats`; none for a command.
@@ -145,6 +187,23 @@ impl StartupHandler for Connection {
                 .insert::<Arc<ConnectionHandle>>(handle);
             client.session_extensions().insert::<ConnectionGuard>(guard);
             finish_authentication(client, &self.shared.parameters).await?;
+            let metadata = client.metadata();
+            let now = now_ms();
+            self.shared.db.activities().open(Activity {
+                pid,
+                usename: metadata.get(METADATA_USER).cloned().unwrap_or_default(),
+                datname: metadata.get(METADATA_DATABASE).cloned().unwrap_or_default(),
+                application_name: metadata.get("application_name").cloned().unwrap_or_default(),
+                client_addr: Some(client.socket_addr().ip().to_string()),
+                backend_start: now,
+                state: "idle",
+                query: String::new(),
+                query_start: None,
+                state_change: now,
+            });
+            self.pid.store(pid, Ordering::Relaxed);
+            instruments().connections.inc();
+            instruments().connections_total.inc();
             debug!(
                 pid,
                 user = client.metadata().get(METADATA_USER).map(String::as_str),

@@ -340,7 +340,7 @@ impl StreamPlan {
     }
 
     /// The key a [`Exchange::Hash`] node's rows are distributed by, for EXPLAIN.
-    fn exchange_key(&self) -> String {
+    pub(crate) fn exchange_key(&self) -> String {
         match &self.node {
             StreamNode::ChangelogNormalize { key, .. } => format!("{key:?}"),
             StreamNode::Join { join: spec, .. } => {
@@ -377,14 +377,19 @@ impl StreamPlan {
     }
 
     fn explain_parallel_into(&self, depth: usize, parallelism: usize, out: &mut Vec<String>) {
-        let tail = match self.exchange() {
-            Exchange::Single => " parallelism=1".to_string(),
-            Exchange::Forward => format!(" parallelism={parallelism}"),
-            Exchange::Hash => format!(" exchange=hash{} parallelism={parallelism}", self.exchange_key()),
-        };
-        out.push(format!("{}{}{tail}", "  ".repeat(depth), self.explain_line()));
+        out.push(format!("{}{} {}", "  ".repeat(depth), self.explain_line(), self.parallel_line(parallelism)));
         for input in self.inputs() {
             input.explain_parallel_into(depth + 1, parallelism, out);
+        }
+    }
+
+    /// How this node runs in a job of `parallelism` (> 1): `parallelism=N`, after
+    /// `exchange=hash[key]` when its input is hash-partitioned; the end of its EXPLAIN line.
+    pub fn parallel_line(&self, parallelism: usize) -> String {
+        match self.exchange() {
+            Exchange::Single => "parallelism=1".to_string(),
+            Exchange::Forward => format!("parallelism={parallelism}"),
+            Exchange::Hash => format!("exchange=hash{} parallelism={parallelism}", self.exchange_key()),
         }
     }
 

@@ -43,6 +43,10 @@ use crate::state::key_group::instance_of;
 use crate::state::{EpochWrites, KeyGroups, Store, TableRef};
 
 struct Node {
+    /// What EXPLAIN ANALYZE and the web page call the node.
+    info: NodeInfo,
+    /// What it has done since the job was built.
+    counters: Counters,
     /// The operator's instances: one, or the job's parallelism when the plan lets the node run
     /// in parallel ([`Exchange`]); instance `i` owns key groups [`KeyGroups::of_instance`]`(i, n)`.
     lanes: Vec<Box<dyn Operator>>,
@@ -50,6 +54,52 @@ struct Node {
     exchange: Exchange,
     /// The node this one feeds, and on which input.
     parent: Option<(usize, usize)>,
+}
+
+/// How a node is shown: from its plan node, or the root's operator.
+struct NodeInfo {
+    name: String,
+    detail: String,
+    exchange: String,
+}
+
+/// Rows through a node and time spent in it.
+#[derive(Default)]
+struct Counters {
+    rows_in: u64,
+    rows_out: u64,
+    busy_ns: u64,
+}
+
+/// What one of a job's operators has done since the job was built (its creation, or the
+/// server's last start or reload: the figures are not kept across restarts): for EXPLAIN
+/// ANALYZE, `weir_operators`, `/metrics` and the web page.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct OperatorStats {
+    /// The node's index in the job (0: the root, then the plan's nodes in EXPLAIN's order).
+    pub index: usize,
+    /// The index of the node it feeds (none for the root).
+    pub parent: Option<usize>,
+    /// The plan node's name (`StreamGroupAggregate`, ...), or the root operator's
+    /// (`Materialize`, `KafkaSink`, ...).
+    pub name: String,
+    /// Its EXPLAIN line without the name and indentation (empty for the root).
+    pub detail: String,
+    /// How rows reach its instances: `forward`, `hash[key]` or `single`.
+    pub exchange: String,
+    /// Its instances.
+    pub parallelism: usize,
+    /// Rows (changelog rows: an update is two) that reached it, and that it emitted.
+    pub rows_in: u64,
+    pub rows_out: u64,
+    /// Time its instances spent on rows and watermarks, summed over the instances, ns (Flink's
+    /// busy time; with fork-join execution no instance waits on a queue, so there is no
+    /// backpressured time to report).
+    pub busy_ns: u64,
+    /// The least watermark of its instances, ms (event-time operators; none before the first).
+    pub watermark: Option<i64>,
+    /// Rows it dropped as late.
+    pub late_rows: u64,
 }
 
 /// A running job; see the module docs.
@@ -106,7 +156,8 @@ impl Job {
         parallelism: usize,
     ) -> Result<Self> {
         let mut job = Job { nodes: Vec::new(), sources: Vec::new(), parallelism: parallelism.max(1) };
-        job.nodes.push(Node { lanes: vec![root], exchange: Exchange::Single, parent: None });
+        let info = NodeInfo { name: root.name().to_string(), detail: String::new(), exchange: "single".into() };
+        job.nodes.push(Node { info, counters: Counters::default(), lanes: vec![root], exchange: Exchange::Single, parent: None });
         job.add(plan, Some((0, 0)), state_table, store)?;
         Ok(job)
     }
@@ -136,7 +187,17 @@ impl Job {
                 |name: &str| TableRef { id: state_table(&format!("{index}/{name}")), key_groups: key_groups.clone() };
             lanes.push(build_operator(plan, &mut table, store)?);
         }
-        self.nodes.push(Node { lanes, exchange, parent });
+        let line = plan.explain_line();
+        let info = NodeInfo {
+            name: plan.name().to_string(),
+            detail: line.strip_prefix(&format!("{}: ", plan.name())).unwrap_or(&line).to_string(),
+            exchange: match exchange {
+                Exchange::Single => "single".to_string(),
+                Exchange::Forward => "forward".to_string(),
+                Exchange::Hash => format!("hash{}", plan.exchange_key()),
+            },
+        };
+        self.nodes.push(Node { info, counters: Counters::default(), lanes, exchange, parent });
         for (i, input) in plan.inputs().into_iter().enumerate() {
             self.add(input, Some((index, i)), state_table, store)?;
         }
@@ -356,7 +417,10 @@ impl Job {
         ctx: &OpContext<'_>,
         outputs: &mut Vec<StreamChunk>,
     ) -> Result<()> {
-        let outs = each_lane(&mut self.nodes[node].lanes, lanes, |op, chunk| op.process_batch(input, chunk, ctx))?;
+        let n = &mut self.nodes[node];
+        n.counters.rows_in += lanes.iter().flatten().map(|c| c.len() as u64).sum::<u64>();
+        let (outs, busy_ns) = each_lane(&mut n.lanes, lanes, |op, chunk| op.process_batch(input, chunk, ctx))?;
+        n.counters.busy_ns += busy_ns;
         self.send_up(node, outs.into_iter().map(Option::flatten).collect(), ctx, outputs)
     }
 
@@ -372,6 +436,7 @@ impl Job {
         if outs.iter().all(Option::is_none) {
             return Ok(());
         }
+        self.nodes[node].counters.rows_out += outs.iter().flatten().map(|c| c.len() as u64).sum::<u64>();
         match self.nodes[node].parent {
             None => outputs.extend(outs.into_iter().flatten()),
             Some((p, i)) => {
@@ -437,7 +502,9 @@ impl Job {
             let (mut node, mut input, mut wm) = (leaf, input, Some(watermark_ms));
             while let Some(w) = wm.take() {
                 let n = self.nodes[node].lanes.len();
-                let results = each_lane(&mut self.nodes[node].lanes, vec![Some(w); n], |op, w| op.on_watermark(input, w, &ctx))?;
+                let (results, busy_ns) =
+                    each_lane(&mut self.nodes[node].lanes, vec![Some(w); n], |op, w| op.on_watermark(input, w, &ctx))?;
+                self.nodes[node].counters.busy_ns += busy_ns;
                 let mut chunks = Vec::with_capacity(n);
                 let mut next = Some(i64::MAX);
                 for (chunk, lane_next) in results.into_iter().flatten() {
@@ -478,6 +545,33 @@ impl Job {
             }
         }
         out
+    }
+
+    /// What each of the job's operators has done, in node order (the root first).
+    pub fn operator_stats(&self) -> Vec<OperatorStats> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(index, n)| {
+                let first = n.lanes[0].event_time_watermark();
+                let watermark = first.and_then(|first| {
+                    n.lanes.iter().map(|op| op.event_time_watermark().flatten()).fold(first, |a, b| a.min(b))
+                });
+                OperatorStats {
+                    index,
+                    parent: n.parent.map(|(p, _)| p),
+                    name: n.info.name.clone(),
+                    detail: n.info.detail.clone(),
+                    exchange: n.info.exchange.clone(),
+                    parallelism: n.lanes.len(),
+                    rows_in: n.counters.rows_in,
+                    rows_out: n.counters.rows_out,
+                    busy_ns: n.counters.busy_ns,
+                    watermark,
+                    late_rows: n.lanes.iter().map(|op| op.num_late_rows()).sum(),
+                }
+            })
+            .collect()
     }
 
     /// Late rows dropped by the job's event-time operators: (node index, operator, count).
@@ -565,23 +659,28 @@ impl Job {
 }
 
 /// Calls `f` on each instance that has an input (`inputs[i]` for `lanes[i]`), on the worker
-/// pool when more than one has; `None` for an instance without input. Fails with the first
-/// error.
+/// pool when more than one has; `None` for an instance without input. Returns the results and
+/// the time the calls took, summed (ns). Fails with the first error.
 fn each_lane<T: Send, R: Send>(
     lanes: &mut [Box<dyn Operator>],
     inputs: Vec<Option<T>>,
     f: impl Fn(&mut dyn Operator, T) -> Result<R> + Sync,
-) -> Result<Vec<Option<R>>> {
+) -> Result<(Vec<Option<R>>, u64)> {
+    let timed = |op: &mut Box<dyn Operator>, i: Option<T>| -> Result<(Option<R>, u64)> {
+        let Some(i) = i else { return Ok((None, 0)) };
+        let start = std::time::Instant::now();
+        let r = f(op.as_mut(), i)?;
+        Ok((Some(r), start.elapsed().as_nanos() as u64))
+    };
     let busy = inputs.iter().filter(|i| i.is_some()).count();
-    if busy <= 1 {
-        return lanes.iter_mut().zip(inputs).map(|(op, i)| i.map(|i| f(op.as_mut(), i)).transpose()).collect();
-    }
-    use rayon::prelude::*;
-    lanes
-        .par_iter_mut()
-        .zip(inputs.into_par_iter())
-        .map(|(op, i)| i.map(|i| f(op.as_mut(), i)).transpose())
-        .collect()
+    let results: Vec<(Option<R>, u64)> = if busy <= 1 {
+        lanes.iter_mut().zip(inputs).map(|(op, i)| timed(op, i)).collect::<Result<_>>()?
+    } else {
+        use rayon::prelude::*;
+        lanes.par_iter_mut().zip(inputs.into_par_iter()).map(|(op, i)| timed(op, i)).collect::<Result<_>>()?
+    };
+    let busy_ns = results.iter().map(|r| r.1).sum();
+    Ok((results.into_iter().map(|r| r.0).collect(), busy_ns))
 }
 
 /// `e` as a physical expression over `schema`.

@@ -16,7 +16,8 @@ use sqlparser::ast::Statement;
 use tokio::sync::RwLock;
 
 use crate::error::{Result, WeirError};
-use crate::engine::{CommittedSlot, Engine};
+use crate::engine::{Committed, CommittedSlot, Engine, SystemState};
+use crate::observe::Activities;
 use crate::sql::parser::{self, object_name, DropKind, WeirStatement};
 use crate::sql::planning::{plan_job, JobKind, SqlPlanner};
 use crate::sql::{ddl, dml};
@@ -41,6 +42,13 @@ pub enum StatementResult {
     Command { tag: String, rows: Option<usize> },
 }
 
+/// The system tables' rows now: the engine's (under its read lock) and the connections.
+async fn system_state(engine: &RwLock<Engine>, activities: &Activities) -> Arc<SystemState> {
+    let mut state = engine.read().await.system_state();
+    state.activity = activities.all();
+    Arc::new(state)
+}
+
 fn command(tag: &str) -> StatementResult {
     StatementResult::Command { tag: tag.to_string(), rows: None }
 }
@@ -56,6 +64,8 @@ pub struct Database {
     /// The parallelism of jobs created without `SET 'parallelism.default'` (`--workers`), shown
     /// by `SHOW parallelism.default` until the session sets it.
     workers: usize,
+    /// The client connections, kept by the frontend (`pg_stat_activity`).
+    activities: Arc<Activities>,
 }
 
 /// The engine held for a write statement: the jobs running on threads of their own are taken
@@ -184,9 +194,27 @@ impl Database {
             committed,
             queries: QueryRuntime::new()?,
             workers: workers.max(1),
+            activities: Arc::default(),
         });
         crate::engine::driver::start(&db.engine, read_sources)?;
         Ok(db)
+    }
+
+    /// The client connections, which the frontend keeps up to date.
+    pub fn activities(&self) -> &Arc<Activities> {
+        &self.activities
+    }
+
+    /// The last committed epoch, as reads see it (no lock a job or statement holds).
+    pub fn last_commit(&self) -> Arc<Committed> {
+        Arc::clone(&self.committed.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// What the system tables, `/metrics` and the web page show now: taken under the engine's
+    /// read lock (for as long as it takes to copy the figures out; jobs on threads of their
+    /// own are shown as of their last commit), with the connections.
+    pub async fn system_state(&self) -> Arc<SystemState> {
+        system_state(&self.engine, &self.activities).await
     }
 
     /// The engine for a write statement; see [`EngineWrite`].
@@ -230,7 +258,8 @@ impl Database {
             | WeirStatement::ShowCreate(_)
             | WeirStatement::Describe(_)
             | WeirStatement::ShowVariable(_)
-            | WeirStatement::Explain(_) => {
+            | WeirStatement::Explain(_)
+            | WeirStatement::ExplainAnalyze(_) => {
                 let mut session = session.clone();
                 match self.execute_parsed(&mut session, stmt, sql).await? {
                     StatementResult::Rows { schema, .. } => Ok(Some(schema)),
@@ -263,9 +292,11 @@ impl Database {
     fn read_snapshot(&self) -> Arc<Snapshot> {
         let committed = Arc::clone(&self.committed.read().unwrap_or_else(std::sync::PoisonError::into_inner));
         let engine = Arc::clone(&self.engine);
+        let activities = Arc::clone(&self.activities);
         let load: SystemLoader = Arc::new(move || {
             let engine = Arc::clone(&engine);
-            Box::pin(async move { engine.read().await.system_state() })
+            let activities = Arc::clone(&activities);
+            Box::pin(async move { system_state(&engine, &activities).await })
         });
         let reader: Arc<dyn ScanState> = Arc::clone(&committed.state) as Arc<dyn ScanState>;
         Arc::new(Snapshot {
@@ -378,6 +409,10 @@ impl Database {
                 Ok(command("STOP JOB"))
             }
             WeirStatement::Explain(inner) => self.explain(*inner, &session.settings).await,
+            WeirStatement::ExplainAnalyze(job) => {
+                let state = self.system_state().await;
+                show::explain_analyze(&state, &job)
+            }
             WeirStatement::Sql(stmt) => self.execute_sql(*stmt, sql, &session.settings).await,
         }
     }

@@ -60,6 +60,15 @@ pub enum DropKind {
     MaterializedView,
 }
 
+/// A running job, as a statement names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobRef {
+    /// A materialized view's name.
+    View(String),
+    /// A job id (`SHOW JOBS`), for an `INSERT INTO` job or a view's.
+    Id(String),
+}
+
 /// A parsed statement.
 #[derive(Debug, Clone)]
 pub enum WeirStatement {
@@ -79,6 +88,9 @@ pub enum WeirStatement {
     StopJob { id: String, savepoint: bool },
     /// `EXPLAIN` of a statement.
     Explain(Box<WeirStatement>),
+    /// `EXPLAIN ANALYZE [MATERIALIZED VIEW] name` or `EXPLAIN ANALYZE JOB 'id'`: a running
+    /// job's plan with its operators' figures.
+    ExplainAnalyze(JobRef),
     /// Anything sqlparser parses: SELECT, INSERT, UPDATE, DELETE, CREATE VIEW, BEGIN, ...
     Sql(Box<Statement>),
 }
@@ -194,6 +206,26 @@ pub fn parse_statement(sql: &str) -> Result<WeirStatement> {
 
 fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
     let err = |e| syntax_error(sql, e);
+    if is_word(p, 0, "EXPLAIN") && is_word(p, 1, "ANALYZE") {
+        p.next_token();
+        p.next_token();
+        if is_word(p, 0, "JOB") {
+            p.next_token();
+            return Ok(WeirStatement::ExplainAnalyze(JobRef::Id(p.parse_literal_string().map_err(err)?)));
+        }
+        if is_word(p, 0, "MATERIALIZED") && is_word(p, 1, "VIEW") {
+            p.next_token();
+            p.next_token();
+        } else if is_word(p, 0, "SELECT") || is_word(p, 0, "WITH") || is_word(p, 0, "INSERT") || is_word(p, 0, "CREATE") {
+            let at = p.peek_token().span.start;
+            return Err(WeirError::syntax(
+                "EXPLAIN ANALYZE shows a running job: EXPLAIN ANALYZE MATERIALIZED VIEW name, or EXPLAIN ANALYZE JOB 'id' (SHOW JOBS lists them)",
+                Some(offset_of(sql, at.line, at.column) + 1),
+            ));
+        }
+        let name = p.parse_object_name(false).map_err(err)?;
+        return Ok(WeirStatement::ExplainAnalyze(JobRef::View(object_name(&name))));
+    }
     if is_word(p, 0, "EXPLAIN") && (is_word(p, 1, "CREATE") || is_word(p, 1, "SELECT") || is_word(p, 1, "INSERT") || is_word(p, 1, "WITH")) {
         p.next_token();
         // EXPLAIN of a statement we parse ourselves (CREATE MATERIALIZED VIEW) or a query.

@@ -58,7 +58,7 @@ pub fn planning_snapshot(engine: &Engine, keyed_table: Option<String>) -> Arc<Sn
         catalog: Arc::clone(&engine.catalog),
         reader: Arc::clone(&engine.store) as Arc<dyn crate::state::ScanState>,
         keyed_table,
-        system: SystemTables::ready(engine.system_state()),
+        system: SystemTables::ready(Arc::new(engine.system_state())),
     })
 }
 

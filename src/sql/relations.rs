@@ -104,8 +104,24 @@ impl SystemTables {
 ///   NULL for tables read from RocksDB without a cache: a view's own rows, window slices), the
 ///   fraction of its reads the cache served since the job started (NULL before any), and its
 ///   state TTL in ms (NULL: none).
-pub const SYSTEM_TABLES: &[&str] =
-    &["weir_watermarks", "weir_late_rows", "weir_operator_watermarks", "weir_sources", "weir_state_tables"];
+/// - `weir_operators (job, job_id, operator_index, parent_index, operator, exchange,
+///   parallelism, rows_in, rows_out, busy_ms, watermark, late_rows, detail)`: every operator of
+///   every running job since the job started in this process (EXPLAIN ANALYZE's figures): the
+///   node it feeds (NULL for the root: the view's rows or the sink), how rows reach its
+///   instances, the changelog rows in and out, the time its instances spent on them (summed),
+///   its watermark (event-time operators) and late rows, and its EXPLAIN line.
+/// - `pg_stat_activity (datname, pid, usename, application_name, client_addr, backend_start,
+///   query_start, state_change, state, query, backend_type)`: Postgres's view of the client
+///   connections: each one's running statement (`state` `active`) or last one (`idle`).
+pub const SYSTEM_TABLES: &[&str] = &[
+    "weir_watermarks",
+    "weir_late_rows",
+    "weir_operator_watermarks",
+    "weir_sources",
+    "weir_state_tables",
+    "weir_operators",
+    "pg_stat_activity",
+];
 
 fn system_table(name: &str, state: &SystemState, reader: &dyn ScanState) -> Result<Option<Arc<dyn TableProvider>>> {
     use arrow::array::{ArrayRef, RecordBatch, StringArray, TimestampMillisecondArray, UInt64Array};
@@ -223,6 +239,77 @@ fn system_table(name: &str, state: &SystemState, reader: &dyn ScanState) -> Resu
                             .collect::<Vec<_>>(),
                     )),
                     Arc::new(arrow::array::Int64Array::from(rows.iter().map(|s| s.ttl_ms).collect::<Vec<_>>())),
+                ],
+            )
+        }
+        "weir_operators" => {
+            let ops: Vec<_> = state.jobs.iter().flat_map(|j| j.operators.iter().map(move |o| (j, o))).collect();
+            let ts = DataType::Timestamp(arrow::datatypes::TimeUnit::Millisecond, None);
+            (
+                Arc::new(Schema::new(vec![
+                    Field::new("job", DataType::Utf8, false),
+                    Field::new("job_id", DataType::Utf8, false),
+                    Field::new("operator_index", DataType::UInt64, false),
+                    Field::new("parent_index", DataType::UInt64, true),
+                    Field::new("operator", DataType::Utf8, false),
+                    Field::new("exchange", DataType::Utf8, false),
+                    Field::new("parallelism", DataType::UInt64, false),
+                    Field::new("rows_in", DataType::UInt64, false),
+                    Field::new("rows_out", DataType::UInt64, false),
+                    Field::new("busy_ms", DataType::Float64, false),
+                    Field::new("watermark", ts, true),
+                    Field::new("late_rows", DataType::UInt64, false),
+                    Field::new("detail", DataType::Utf8, false),
+                ])),
+                vec![
+                    Arc::new(StringArray::from_iter_values(ops.iter().map(|(j, _)| j.name.as_str()))),
+                    Arc::new(StringArray::from_iter_values(ops.iter().map(|(j, _)| j.job_id.as_str()))),
+                    Arc::new(UInt64Array::from_iter_values(ops.iter().map(|(_, o)| o.index as u64))),
+                    Arc::new(UInt64Array::from(ops.iter().map(|(_, o)| o.parent.map(|p| p as u64)).collect::<Vec<_>>())),
+                    Arc::new(StringArray::from_iter_values(ops.iter().map(|(_, o)| o.name.as_str()))),
+                    Arc::new(StringArray::from_iter_values(ops.iter().map(|(_, o)| o.exchange.as_str()))),
+                    Arc::new(UInt64Array::from_iter_values(ops.iter().map(|(_, o)| o.parallelism as u64))),
+                    Arc::new(UInt64Array::from_iter_values(ops.iter().map(|(_, o)| o.rows_in))),
+                    Arc::new(UInt64Array::from_iter_values(ops.iter().map(|(_, o)| o.rows_out))),
+                    Arc::new(arrow::array::Float64Array::from_iter_values(ops.iter().map(|(_, o)| o.busy_ns as f64 / 1e6))),
+                    Arc::new(TimestampMillisecondArray::from(ops.iter().map(|(_, o)| o.watermark).collect::<Vec<_>>())),
+                    Arc::new(UInt64Array::from_iter_values(ops.iter().map(|(_, o)| o.late_rows))),
+                    Arc::new(StringArray::from_iter_values(ops.iter().map(|(_, o)| o.detail.as_str()))),
+                ],
+            )
+        }
+        "pg_stat_activity" => {
+            let rows = &state.activity;
+            let tz = DataType::Timestamp(arrow::datatypes::TimeUnit::Millisecond, Some("UTC".into()));
+            let times = |f: &dyn Fn(&crate::observe::Activity) -> Option<i64>| -> ArrayRef {
+                Arc::new(TimestampMillisecondArray::from(rows.iter().map(f).collect::<Vec<_>>()).with_timezone("UTC"))
+            };
+            (
+                Arc::new(Schema::new(vec![
+                    Field::new("datname", DataType::Utf8, false),
+                    Field::new("pid", DataType::Int32, false),
+                    Field::new("usename", DataType::Utf8, false),
+                    Field::new("application_name", DataType::Utf8, false),
+                    Field::new("client_addr", DataType::Utf8, true),
+                    Field::new("backend_start", tz.clone(), false),
+                    Field::new("query_start", tz.clone(), true),
+                    Field::new("state_change", tz, false),
+                    Field::new("state", DataType::Utf8, false),
+                    Field::new("query", DataType::Utf8, false),
+                    Field::new("backend_type", DataType::Utf8, false),
+                ])),
+                vec![
+                    Arc::new(StringArray::from_iter_values(rows.iter().map(|a| a.datname.as_str()))),
+                    Arc::new(arrow::array::Int32Array::from_iter_values(rows.iter().map(|a| a.pid))),
+                    Arc::new(StringArray::from_iter_values(rows.iter().map(|a| a.usename.as_str()))),
+                    Arc::new(StringArray::from_iter_values(rows.iter().map(|a| a.application_name.as_str()))),
+                    Arc::new(StringArray::from(rows.iter().map(|a| a.client_addr.clone()).collect::<Vec<_>>())),
+                    times(&|a| Some(a.backend_start)),
+                    times(&|a| a.query_start),
+                    times(&|a| Some(a.state_change)),
+                    Arc::new(StringArray::from_iter_values(rows.iter().map(|a| a.state))),
+                    Arc::new(StringArray::from_iter_values(rows.iter().map(|a| a.query.as_str()))),
+                    Arc::new(StringArray::from_iter_values(rows.iter().map(|_| "client backend"))),
                 ],
             )
         }

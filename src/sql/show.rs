@@ -94,6 +94,71 @@ pub fn show_list(
     }
 }
 
+/// `EXPLAIN ANALYZE`: the running job's plan as EXPLAIN shows it (the root first, each input
+/// indented below the node it feeds), each line ending with what the operator has done since
+/// the job started in this process: `(rows_in=N rows_out=N busy_ms=F [watermark=T]
+/// [late_rows=N] [state: [N cached entries, N bytes cached, ]N bytes on disk])`. Postgres's
+/// EXPLAIN ANALYZE runs a query and reports its actual rows and time; a streaming job never
+/// ends, so here they are the running totals.
+///
+/// # Errors
+/// `Plan` when no job has that name or id, or it is FAILED (it runs no more).
+pub fn explain_analyze(state: &crate::engine::SystemState, job: &crate::sql::parser::JobRef) -> Result<StatementResult> {
+    use crate::sql::parser::JobRef;
+    let found = state.jobs.iter().find(|j| match job {
+        JobRef::View(name) => &j.name == name,
+        JobRef::Id(id) => &j.job_id == id,
+    });
+    let Some(j) = found else {
+        return Err(WeirError::plan(match job {
+            JobRef::View(name) => format!("no materialized view '{name}' with a running job"),
+            JobRef::Id(id) => format!("no job '{id}'; SHOW JOBS lists them"),
+        }));
+    };
+    if let Some(error) = &j.error {
+        return Err(WeirError::plan(format!("job '{}' is FAILED and runs no more: {error}", j.job_id)));
+    }
+    let mut depth = vec![0usize; j.operators.len()];
+    let mut lines = Vec::with_capacity(j.operators.len());
+    for o in &j.operators {
+        if let Some(p) = o.parent {
+            depth[o.index] = depth[p] + 1;
+        }
+        let mut figures = format!(
+            "rows_in={} rows_out={} busy_ms={:.3}",
+            o.rows_in,
+            o.rows_out,
+            o.busy_ns as f64 / 1e6
+        );
+        if let Some(w) = o.watermark {
+            let at = chrono::DateTime::from_timestamp_millis(w).map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f").to_string());
+            figures.push_str(&format!(" watermark={}", at.unwrap_or_else(|| w.to_string())));
+        }
+        if o.late_rows > 0 {
+            figures.push_str(&format!(" late_rows={}", o.late_rows));
+        }
+        let tables: Vec<_> =
+            state.state_tables.iter().filter(|t| t.job == j.name && t.operator_index == o.index as u64).collect();
+        if !tables.is_empty() {
+            let disk: u64 = tables.iter().map(|t| t.disk_bytes).sum();
+            match tables.iter().filter_map(|t| t.cache).reduce(|a, b| a + b) {
+                Some(c) => figures.push_str(&format!(
+                    " state: {} cached entries, {} bytes cached, {disk} bytes on disk",
+                    c.entries, c.bytes
+                )),
+                None => figures.push_str(&format!(" state: {disk} bytes on disk")),
+            }
+        }
+        let plan = if o.detail.is_empty() { o.name.clone() } else { format!("{}: {}", o.name, o.detail) };
+        let parallel = match o.exchange.as_str() {
+            "single" | "forward" => format!("parallelism={}", o.parallelism),
+            hash => format!("exchange={hash} parallelism={}", o.parallelism),
+        };
+        lines.push(vec![Some(format!("{}{plan} {parallel} ({figures})", "  ".repeat(depth[o.index])))]);
+    }
+    text_rows(&["QUERY PLAN"], lines)
+}
+
 /// `DESCRIBE name`: one row per column (Flink's columns: name, type, null, key, extras,
 /// watermark).
 pub fn describe(catalog: &Catalog, name: &str) -> Result<StatementResult> {

@@ -132,7 +132,7 @@ fn entry_cost(key: &[u8], value: &[u8]) -> u64 {
 }
 
 /// A state table's cache figures, for `weir_state_tables`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CacheStats {
     /// Entries cached now (keys of a point table, entries of the cached groups).
     pub entries: u64,

@@ -1,6 +1,7 @@
 //! Shared by the integration tests: a real `weir serve` process with its own data directory,
-//! reached over the Postgres wire. The server binds port 0 and the test reads the port it got
-//! from the server's own `listening on` log line, so tests running at once never share a port.
+//! reached over the Postgres wire and HTTP. The server binds port 0 for both and the test reads
+//! the ports it got from the server's own log lines (`listening on`, `web page and metrics
+//! on`), so tests running at once never share a port.
 #![allow(dead_code)]
 
 pub mod kafka;
@@ -15,6 +16,8 @@ use std::time::{Duration, Instant};
 pub struct Server {
     pub child: Child,
     pub port: u16,
+    /// The port of the web page, `/metrics` and `/health`.
+    pub http_port: u16,
     pub data_dir: PathBuf,
     pub log: PathBuf,
 }
@@ -29,21 +32,21 @@ impl Server {
         let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log).expect("log file");
         let log_start = log_file.metadata().map(|m| m.len()).unwrap_or(0);
         let child = Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["serve", "--workers", "2", "--pg-listen", "127.0.0.1:0", "--data-dir"])
+            .args(["serve", "--workers", "2", "--pg-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
             .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()))
             .stdout(Stdio::null())
             .stderr(log_file)
             .spawn()
             .expect("start weir serve");
-        let mut server = Server { child, port: 0, data_dir: data_dir.to_path_buf(), log };
-        server.port = server.wait_listening(log_start);
+        let mut server = Server { child, port: 0, http_port: 0, data_dir: data_dir.to_path_buf(), log };
+        (server.port, server.http_port) = server.wait_listening(log_start);
         server
     }
 
-    /// The port from this process's `listening on 127.0.0.1:PORT` line (written after
-    /// `log_start`), polled with a deadline.
-    fn wait_listening(&mut self, log_start: u64) -> u16 {
+    /// The ports from this process's `listening on 127.0.0.1:PORT` and `web page and metrics
+    /// on http://127.0.0.1:PORT` lines (written after `log_start`), polled with a deadline.
+    fn wait_listening(&mut self, log_start: u64) -> (u16, u16) {
         let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
             let mut text = String::new();
@@ -51,12 +54,11 @@ impl Server {
                 let _ = f.seek(SeekFrom::Start(log_start));
                 let _ = f.read_to_string(&mut text);
             }
-            let port = text
-                .lines()
-                .find_map(|l| l.split("listening on ").nth(1))
-                .and_then(|addr| addr.trim().rsplit(':').next()?.parse().ok());
-            if let Some(port) = port {
-                return port;
+            let port_after = |marker: &str| -> Option<u16> {
+                text.lines().find_map(|l| l.split(marker).nth(1)).and_then(|addr| addr.trim().rsplit(':').next()?.parse().ok())
+            };
+            if let (Some(pg), Some(http)) = (port_after("listening on "), port_after("web page and metrics on ")) {
+                return (pg, http);
             }
             if let Ok(Some(status)) = self.child.try_wait() {
                 panic!("weir serve exited with {status}; log: {}", self.log.display());
@@ -64,6 +66,11 @@ impl Server {
             std::thread::sleep(Duration::from_millis(50));
         }
         panic!("weir serve did not listen within 60 s; log: {}", self.log.display());
+    }
+
+    /// `http://127.0.0.1:PORT/path` of the server's HTTP side.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.http_port)
     }
 
     /// The connection string for tokio-postgres.
@@ -104,4 +111,37 @@ pub async fn connect(server: &Server) -> tokio_postgres::Client {
         let _ = conn.await;
     });
     client
+}
+
+/// GETs `path` from the server's HTTP side: (status, body).
+pub async fn http_get(server: &Server, path: &str) -> (u16, String) {
+    let response = reqwest::get(server.url(path)).await.expect("HTTP request");
+    let status = response.status().as_u16();
+    (status, response.text().await.expect("HTTP body"))
+}
+
+/// The value of the series `name{labels}` in a `/metrics` text (labels in the order the server
+/// writes them), if present.
+pub fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let series = if labels.is_empty() {
+        name.to_string()
+    } else {
+        let l: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+        format!("{name}{{{}}}", l.join(","))
+    };
+    text.lines().find_map(|line| line.strip_prefix(&series)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+/// Polls `/metrics` until `ready` holds for its text, or panics after `timeout`.
+pub async fn metrics_until(server: &Server, timeout: Duration, what: &str, ready: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let (status, text) = http_get(server, "/metrics").await;
+        assert_eq!(status, 200, "/metrics: {text}");
+        if ready(&text) {
+            return text;
+        }
+        assert!(Instant::now() < deadline, "{what} within {timeout:?}; last /metrics:\n{text}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -1,0 +1,238 @@
+//! `/metrics`: the Prometheus exposition (OpenMetrics text) of one [`SystemState`] and the
+//! process's [`Instruments`].
+//!
+//! Names follow Flink's metrics where Flink has one (in Prometheus's spelling: snake case, a
+//! `weir_` prefix, `_total` on counters, units in the name). Every series and its labels:
+//!
+//! | metric | type | labels | Flink / Kafka name |
+//! |---|---|---|---|
+//! | `weir_job_info` | gauge (1) | job, job_id, kind, status | job status |
+//! | `weir_operator_records_in_total` | counter | job, operator_index, operator | numRecordsIn |
+//! | `weir_operator_records_out_total` | counter | job, operator_index, operator | numRecordsOut |
+//! | `weir_operator_busy_seconds_total` | counter | job, operator_index, operator | busyTimeMsPerSecond (its rate × 1000) |
+//! | `weir_operator_parallelism` | gauge | job, operator_index, operator | parallelism |
+//! | `weir_operator_watermark_ms` | gauge | job, operator_index, operator | currentOutputWatermark |
+//! | `weir_operator_late_records_dropped_total` | counter | job, operator_index, operator | numLateRecordsDropped |
+//! | `weir_source_records_read_total` | counter | job, table | numRecordsIn (source) |
+//! | `weir_source_dead_letters_total` | counter | job, table | numRecordsInErrors |
+//! | `weir_source_records_lag` | gauge | job, table, partition | records-lag (Kafka) |
+//! | `weir_source_records_lag_max` | gauge | job, table | records-lag-max (Kafka) |
+//! | `weir_source_watermark_ms` | gauge | job, table, partition | currentEmitEventTimeLag's watermark |
+//! | `weir_source_position` | gauge | job, table, partition | current-offsets |
+//! | `weir_state_table_cache_entries` | gauge | job, operator_index, operator, table | |
+//! | `weir_state_table_cache_bytes` | gauge | job, operator_index, operator, table | |
+//! | `weir_state_table_disk_bytes` | gauge | job, operator_index, operator, table | RocksDB total-sst-files-size |
+//! | `weir_state_table_cache_hits_total` | counter | job, operator_index, operator, table | RocksDB block-cache-hit |
+//! | `weir_state_table_cache_misses_total` | counter | job, operator_index, operator, table | RocksDB block-cache-miss |
+//! | `weir_sink_records_written_total` | counter | job, table | numRecordsOut (sink) |
+//! | `weir_table_watermark_ms` | gauge | table | |
+//! | `weir_epoch` | gauge | | lastCompletedCheckpointId |
+//! | `weir_epoch_committed_timestamp_seconds` | gauge | | lastCompletedCheckpointTime |
+//! | `weir_epochs_committed_total` | counter | | numberOfCompletedCheckpoints |
+//! | `weir_epoch_commit_duration_seconds` | histogram | | checkpointDuration (its write) |
+//! | `weir_connections` | gauge | | |
+//! | `weir_connections_opened_total` | counter | | |
+//! | `weir_statements_total` | counter | kind, outcome | |
+//! | `weir_statement_duration_seconds` | histogram | kind, outcome | |
+//!
+//! The operator and source figures count from the job's start in this process (a restart
+//! starts them again, which Prometheus's `rate()` takes as a counter reset).
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+use crate::engine::SystemState;
+use crate::observe::instruments;
+
+/// The metrics text of `state` and the process's instruments (OpenMetrics 1.0, which
+/// Prometheus reads; content type [`CONTENT_TYPE`]).
+pub fn render(state: std::sync::Arc<SystemState>) -> String {
+    let i = instruments();
+    let mut registry = Registry::default();
+    registry.register("weir_connections", "Client connections open now", i.connections.clone());
+    registry.register("weir_connections_opened", "Client connections accepted", i.connections_total.clone());
+    registry.register("weir_statements", "Statements run, by kind and outcome", i.statements.clone());
+    registry.register(
+        "weir_statement_duration_seconds",
+        "Statement latency from receipt to the complete result, s",
+        i.statement_seconds.clone(),
+    );
+    registry.register("weir_epochs_committed", "Epochs committed", i.epochs.clone());
+    registry.register(
+        "weir_epoch_commit_duration_seconds",
+        "The atomic RocksDB write of one epoch (state writes and source positions), s",
+        i.epoch_commit_seconds.clone(),
+    );
+    registry.register_collector(Box::new(StateCollector(state)));
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+    out
+}
+
+/// The content type of [`render`]'s text.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The series read from a [`SystemState`] at the scrape.
+#[derive(Debug)]
+struct StateCollector(std::sync::Arc<SystemState>);
+
+type Labels = Vec<(&'static str, String)>;
+
+/// Writes one metric family: `name` with one sample per (labels, metric); nothing if there
+/// are no samples.
+fn family<M: EncodeMetric>(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    samples: Vec<(Labels, M)>,
+) -> std::fmt::Result {
+    if samples.is_empty() {
+        return Ok(());
+    }
+    let mut metric = encoder.encode_descriptor(name, help, None, kind)?;
+    for (labels, value) in samples {
+        value.encode(metric.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+/// A gauge family ([`family`]).
+fn gauges<V>(e: &mut DescriptorEncoder<'_>, name: &str, help: &str, samples: impl IntoIterator<Item = (Labels, V)>) -> std::fmt::Result
+where
+    ConstGauge<V>: EncodeMetric,
+{
+    family(e, name, help, MetricType::Gauge, samples.into_iter().map(|(l, v)| (l, ConstGauge::new(v))).collect())
+}
+
+/// A counter family ([`family`]); the text format appends `_total` to `name`.
+fn counters<V>(e: &mut DescriptorEncoder<'_>, name: &str, help: &str, samples: impl IntoIterator<Item = (Labels, V)>) -> std::fmt::Result
+where
+    ConstCounter<V>: EncodeMetric,
+{
+    family(e, name, help, MetricType::Counter, samples.into_iter().map(|(l, v)| (l, ConstCounter::new(v))).collect())
+}
+
+impl Collector for StateCollector {
+    fn encode(&self, mut e: DescriptorEncoder) -> std::fmt::Result {
+        let s = &self.0;
+        gauges(&mut e, "weir_job_info", "Each job of a materialized view or INSERT INTO (1), with its status",
+            s.jobs.iter().map(|j| {
+                let labels = vec![
+                    ("job", j.name.clone()),
+                    ("job_id", j.job_id.clone()),
+                    ("kind", j.kind.clone()),
+                    ("status", j.status.clone()),
+                ];
+                (labels, 1i64)
+            }),
+        )?;
+        let operators: Vec<_> = s.jobs.iter().flat_map(|j| j.operators.iter().map(move |o| (j, o))).collect();
+        let op_labels = |job: &str, index: usize, op: &str| -> Labels {
+            vec![("job", job.to_string()), ("operator_index", index.to_string()), ("operator", op.to_string())]
+        };
+        counters(&mut e, "weir_operator_records_in", "Changelog rows that reached the operator",
+            operators.iter().map(|(j, o)| (op_labels(&j.name, o.index, &o.name), o.rows_in)),
+        )?;
+        counters(&mut e, "weir_operator_records_out", "Changelog rows the operator emitted",
+            operators.iter().map(|(j, o)| (op_labels(&j.name, o.index, &o.name), o.rows_out)),
+        )?;
+        counters(&mut e, "weir_operator_busy_seconds", "Time the operator's instances spent on rows and watermarks, summed, s",
+            operators.iter().map(|(j, o)| (op_labels(&j.name, o.index, &o.name), o.busy_ns as f64 / 1e9)),
+        )?;
+        gauges(&mut e, "weir_operator_parallelism", "The operator's instances",
+            operators.iter().map(|(j, o)| (op_labels(&j.name, o.index, &o.name), o.parallelism as i64)),
+        )?;
+        gauges(&mut e, "weir_operator_watermark_ms", "An event-time operator's watermark, ms since the Unix epoch",
+            operators.iter().filter_map(|(j, o)| Some((op_labels(&j.name, o.index, &o.name), o.watermark?))),
+        )?;
+        counters(&mut e, "weir_operator_late_records_dropped", "Rows an event-time operator dropped as late",
+            operators
+                .iter()
+                .filter(|(_, o)| o.watermark.is_some() || o.late_rows > 0)
+                .map(|(j, o)| (op_labels(&j.name, o.index, &o.name), o.late_rows)),
+        )?;
+
+        // Sources: the task's counts once per (job, table), the rest per partition.
+        let part_labels = |r: &crate::engine::SourceRow| -> Labels {
+            vec![("job", r.job.clone()), ("table", r.relation.clone()), ("partition", r.partition.to_string())]
+        };
+        let tasks: Vec<_> = s.sources.iter().filter(|r| r.partition == 0).collect();
+        let task_labels = |r: &crate::engine::SourceRow| -> Labels { vec![("job", r.job.clone()), ("table", r.relation.clone())] };
+        counters(&mut e, "weir_source_records_read", "Rows a source task has pushed into its job",
+            tasks.iter().map(|r| (task_labels(r), r.rows_read)),
+        )?;
+        counters(&mut e, "weir_source_dead_letters", "Records of a source task that did not decode",
+            tasks.iter().map(|r| (task_labels(r), r.dead_letters)),
+        )?;
+        gauges(&mut e, "weir_source_records_lag", "Records of a Kafka partition not read yet (its high watermark minus the position)",
+            s.sources.iter().filter_map(|r| Some((part_labels(r), r.lag?))),
+        )?;
+        let mut lag_max: Vec<(Labels, i64)> = Vec::new();
+        for r in s.sources.iter() {
+            let Some(lag) = r.lag else { continue };
+            let labels = task_labels(r);
+            match lag_max.iter_mut().find(|(l, _)| *l == labels) {
+                Some((_, max)) => *max = (*max).max(lag),
+                None => lag_max.push((labels, lag)),
+            }
+        }
+        gauges(&mut e, "weir_source_records_lag_max", "The largest lag of a source's partitions", lag_max)?;
+        gauges(&mut e, "weir_source_watermark_ms", "A source partition's watermark, ms since the Unix epoch",
+            s.sources.iter().filter_map(|r| Some((part_labels(r), r.watermark?))),
+        )?;
+        gauges(&mut e, "weir_source_position", "A source partition's position (Kafka: the next offset; files: a byte offset; nexmark: a row)",
+            s.sources.iter().map(|r| (part_labels(r), r.position as i64)),
+        )?;
+
+        // The operator by EXPLAIN's name, as the operator series name it.
+        let operator_name = |t: &crate::engine::StateTableRow| -> String {
+            let op = s.jobs.iter().filter(|j| j.name == t.job).flat_map(|j| &j.operators).find(|o| o.index as u64 == t.operator_index);
+            op.map_or_else(|| t.operator.clone(), |o| o.name.clone())
+        };
+        let table_labels = |t: &crate::engine::StateTableRow| -> Labels {
+            vec![
+                ("job", t.job.clone()),
+                ("operator_index", t.operator_index.to_string()),
+                ("operator", operator_name(t)),
+                ("table", t.name.clone()),
+            ]
+        };
+        let cached: Vec<_> = s.state_tables.iter().filter_map(|t| Some((t, t.cache?))).collect();
+        gauges(&mut e, "weir_state_table_cache_entries", "Entries a state table's cache holds",
+            cached.iter().map(|(t, c)| (table_labels(t), c.entries as i64)),
+        )?;
+        gauges(&mut e, "weir_state_table_cache_bytes", "Estimated bytes a state table's cache holds",
+            cached.iter().map(|(t, c)| (table_labels(t), c.bytes as i64)),
+        )?;
+        gauges(&mut e, "weir_state_table_disk_bytes", "Approximate bytes of a state table in RocksDB's files (compressed)",
+            s.state_tables.iter().map(|t| (table_labels(t), t.disk_bytes as i64)),
+        )?;
+        counters(&mut e, "weir_state_table_cache_hits", "State reads served from the cache",
+            cached.iter().map(|(t, c)| (table_labels(t), c.hits)),
+        )?;
+        counters(&mut e, "weir_state_table_cache_misses", "State reads that went to RocksDB",
+            cached.iter().map(|(t, c)| (table_labels(t), c.misses)),
+        )?;
+
+        counters(&mut e, "weir_sink_records_written", "Changelog rows an INSERT INTO job handed to its sink",
+            s.jobs.iter().filter_map(|j| {
+                let table = j.sink.clone()?;
+                Some((vec![("job", j.job_id.clone()), ("table", table)], j.operators.first()?.rows_in))
+            }),
+        )?;
+        gauges(&mut e, "weir_table_watermark_ms", "A table's watermark, ms since the Unix epoch",
+            s.watermarks.iter().map(|(t, w)| (vec![("table", t.clone())], *w)),
+        )?;
+        gauges(&mut e, "weir_epoch", "The last committed epoch's number", [(Labels::new(), s.epoch as i64)])?;
+        gauges(&mut e, "weir_epoch_committed_timestamp_seconds", "When the last epoch was committed, s since the Unix epoch",
+            [(Labels::new(), s.committed_at_ms as f64 / 1e3)],
+        )?;
+        Ok(())
+    }
+}
