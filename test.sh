@@ -2,8 +2,9 @@
 # Runs every test: unit tests, the sqllogictest files (sql-tests/ and the shared acceptance
 # cases listed in sql-tests/shared-cases.txt) against a real server, the crash-recovery tests,
 # the psql and driver tests, the web page in headless Chromium, the Nexmark check and the
-# Kafka tests against a real Kafka-protocol broker (tansu, built once into /var/tmp/weir-tools: about 14 minutes on a
-# fresh machine). Installs missing system packages when run as root.
+# Kafka tests against a real Kafka-protocol broker (tansu, built once into
+# /var/tmp/weir-tools: about 14 minutes on a fresh machine). Installs missing system packages
+# when run as root.
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/ensure-deps.sh --test
