@@ -82,8 +82,8 @@ impl Instruments {
 /// one of the statements Weir runs, else `other` (so the label has few values).
 pub fn statement_kind(sql: &str) -> &'static str {
     const KINDS: &[&str] = &[
-        "select", "insert", "update", "delete", "create", "drop", "alter", "set", "show", "explain", "flush",
-        "stop", "describe", "with", "values", "reset", "begin", "commit", "rollback",
+        "select", "insert", "update", "delete", "create", "drop", "alter", "set", "show", "explain", "flush", "stop",
+        "describe", "with", "values", "reset", "begin", "commit", "rollback",
     ];
     let first = sql
         .trim_start_matches(|c: char| c.is_whitespace() || c == '(')

@@ -27,12 +27,10 @@ fn unbounded_bids(name: &str) -> String {
 async fn explain_analyze_metrics_and_activity_show_what_ran() {
     let dir = common::scratch_dir("web-counts");
     let server = common::Server::start(&dir.join("data"));
-    let (client, connection) = tokio_postgres::connect(
-        &format!("{} application_name=web_test", server.conn_str()),
-        tokio_postgres::NoTls,
-    )
-    .await
-    .expect("connect");
+    let (client, connection) =
+        tokio_postgres::connect(&format!("{} application_name=web_test", server.conn_str()), tokio_postgres::NoTls)
+            .await
+            .expect("connect");
     tokio::spawn(connection);
 
     let (status, health) = http_get(&server, "/health").await;
@@ -66,14 +64,21 @@ async fn explain_analyze_metrics_and_activity_show_what_ran() {
     assert_eq!(plan.len(), 5, "{plan:#?}");
     assert!(plan[0].starts_with("Materialize parallelism=1 (rows_in=4 rows_out=4 busy_ms="), "{plan:#?}");
     assert!(plan[2].starts_with("    StreamGroupAggregate: group=[wb_orders.customer]"), "{plan:#?}");
-    assert!(plan[2].contains("exchange=hash[wb_orders.customer] parallelism=2 (rows_in=5 rows_out=4 busy_ms="), "{plan:#?}");
+    assert!(
+        plan[2].contains("exchange=hash[wb_orders.customer] parallelism=2 (rows_in=5 rows_out=4 busy_ms="),
+        "{plan:#?}"
+    );
     assert!(plan[2].contains(" state: 2 cached entries, "), "two groups: {plan:#?}");
-    assert!(plan[4].starts_with("        StreamSource: relation=wb_orders") && plan[4].contains("(rows_in=5 rows_out=5 "), "{plan:#?}");
+    assert!(
+        plan[4].starts_with("        StreamSource: relation=wb_orders") && plan[4].contains("(rows_in=5 rows_out=5 "),
+        "{plan:#?}"
+    );
     // The same by job id.
     let by_id = client.simple_query("EXPLAIN ANALYZE JOB 'job-1'").await.expect("by id");
     assert_eq!(by_id.iter().filter(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(_))).count(), 5);
 
-    let op = |index: &'static str, name: &'static str| [("job", "wb_totals"), ("operator_index", index), ("operator", name)];
+    let op =
+        |index: &'static str, name: &'static str| [("job", "wb_totals"), ("operator_index", index), ("operator", name)];
     let text = metrics_until(&server, Duration::from_secs(10), "the job's figures", |t| {
         metric(t, "weir_operator_records_in_total", &op("2", "StreamGroupAggregate")).is_some()
     })
@@ -82,10 +87,13 @@ async fn explain_analyze_metrics_and_activity_show_what_ran() {
     assert_eq!(metric(&text, "weir_operator_records_out_total", &op("2", "StreamGroupAggregate")), Some(4.0));
     assert_eq!(metric(&text, "weir_operator_records_in_total", &op("0", "Materialize")), Some(4.0));
     assert_eq!(metric(&text, "weir_operator_parallelism", &op("2", "StreamGroupAggregate")), Some(2.0));
-    assert!(metric(&text, "weir_operator_busy_seconds_total", &op("2", "StreamGroupAggregate")).is_some_and(|s| s > 0.0));
+    assert!(
+        metric(&text, "weir_operator_busy_seconds_total", &op("2", "StreamGroupAggregate")).is_some_and(|s| s > 0.0)
+    );
     let info = [("job", "wb_totals"), ("job_id", "job-1"), ("kind", "materialized view"), ("status", "RUNNING")];
     assert_eq!(metric(&text, "weir_job_info", &info), Some(1.0));
-    let groups = [("job", "wb_totals"), ("operator_index", "2"), ("operator", "StreamGroupAggregate"), ("table", "groups")];
+    let groups =
+        [("job", "wb_totals"), ("operator_index", "2"), ("operator", "StreamGroupAggregate"), ("table", "groups")];
     assert_eq!(metric(&text, "weir_state_table_cache_entries", &groups), Some(2.0));
     // Statements by kind and outcome: the two CREATEs, one INSERT, one UPDATE, the failed SELECT.
     assert_eq!(metric(&text, "weir_statements_total", &[("kind", "create"), ("outcome", "ok")]), Some(2.0));
@@ -100,14 +108,12 @@ async fn explain_analyze_metrics_and_activity_show_what_ran() {
     assert!(metric(&text, "weir_epoch", &[]).is_some_and(|e| e >= 4.0));
 
     // pg_stat_activity: this connection runs the query; a second one is idle after its last.
-    let (other, connection) = tokio_postgres::connect(&server.conn_str(), tokio_postgres::NoTls).await.expect("connect");
+    let (other, connection) =
+        tokio_postgres::connect(&server.conn_str(), tokio_postgres::NoTls).await.expect("connect");
     tokio::spawn(connection);
     other.simple_query("SELECT 1 AS web_marker").await.expect("select");
     let rows = client
-        .query(
-            "SELECT application_name, state, query, usename, client_addr FROM pg_stat_activity ORDER BY state",
-            &[],
-        )
+        .query("SELECT application_name, state, query, usename, client_addr FROM pg_stat_activity ORDER BY state", &[])
         .await
         .expect("pg_stat_activity");
     let rows: Vec<(String, String, String, String, Option<String>)> =
@@ -216,9 +222,15 @@ async fn the_web_page_shows_the_running_job_and_its_dataflow() {
     .await;
 
     let url = server.url("/#job=wp_top");
-    let out = headless(browser, &url, 5000, &["--dump-dom"]);
+    // 200 s of the page's time: about 200 refreshes in a few seconds of real time (each waits
+    // for its fetch), so the rates, taken over at least a second of the jobs' figures, show.
+    let out = headless(browser, &url, 200_000, &["--dump-dom"]);
     let dom = String::from_utf8_lossy(&out.stdout);
-    assert!(dom.contains("data-loaded=\"true\""), "the page loaded its data: {dom}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        dom.contains("data-loaded=\"true\""),
+        "the page loaded its data: {dom}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The job list has both jobs, RUNNING; the graph is wp_top's: its operators as boxes.
     for job in ["wp_top", "wp_windows"] {
         assert!(dom.contains(&format!("data-job=\"{job}\"")), "job {job} listed: {dom}");
@@ -230,10 +242,16 @@ async fn the_web_page_shows_the_running_job_and_its_dataflow() {
     }
     assert!(!dom.contains("StreamWindowAggregate"), "only the selected job's graph: {dom}");
     assert!(dom.contains("hash[wp_bid.auction]"), "the hash exchange on an edge: {dom}");
+    // The source's box shows its rate: a number, not the placeholder shown before there is one.
+    let source_box = dom.split("data-operator=\"StreamSource\"").nth(1).expect("the source's box");
+    let rate = source_box.split(" rows/s").next().and_then(|t| t.rsplit('>').next()).unwrap_or_default();
+    assert!(rate.chars().next().is_some_and(|c| c.is_ascii_digit()), "the source's rows/s: {rate:?} in {source_box}");
 
-    let shot = PathBuf::from(std::env::var("CARGO_TARGET_TMPDIR").unwrap_or_else(|_| std::env::temp_dir().display().to_string()))
-        .join("weir-web-page.png");
-    let out = headless(browser, &url, 5000, &[&format!("--screenshot={}", shot.display())]);
+    let shot = PathBuf::from(
+        std::env::var("CARGO_TARGET_TMPDIR").unwrap_or_else(|_| std::env::temp_dir().display().to_string()),
+    )
+    .join("weir-web-page.png");
+    let out = headless(browser, &url, 200_000, &[&format!("--screenshot={}", shot.display())]);
     assert!(out.status.success(), "screenshot: {}", String::from_utf8_lossy(&out.stderr));
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "a picture of the page: {} bytes", png.len());

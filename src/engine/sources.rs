@@ -271,7 +271,7 @@ pub struct SourceRow {
     /// The position after the last record read (committed at the next epoch).
     pub position: u64,
     /// Kafka: the partition's high watermark (offset after its last record), refreshed every
-    /// second.
+    /// second; a bounded `nexmark` table: the partition's rows in all.
     pub high_watermark: Option<i64>,
     /// `high_watermark - position`: records not read yet.
     pub lag: Option<i64>,

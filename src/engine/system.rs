@@ -54,6 +54,9 @@ pub struct JobRow {
     pub sink: Option<String>,
     /// Its operators, the root first (none for a FAILED job: it no longer runs).
     pub operators: Vec<OperatorStats>,
+    /// When the operators' figures were taken, ms since the Unix epoch (see
+    /// [`JobStats::taken_at_ms`]; 0 for a FAILED job).
+    pub figures_at_ms: i64,
 }
 
 /// One row of `weir_state_tables`.
@@ -86,6 +89,9 @@ pub struct JobStats {
     pub state_tables: Vec<(usize, &'static str, String, u32, Option<CacheStats>, Option<i64>)>,
     /// Every operator, the root first: rows in and out, busy time, watermark.
     pub operators: Vec<OperatorStats>,
+    /// When these figures were taken, ms since the Unix epoch (a job on a thread of its own
+    /// publishes them at its commits): rates are over the time between two of them.
+    pub taken_at_ms: i64,
 }
 
 impl JobStats {
@@ -94,6 +100,7 @@ impl JobStats {
         Self {
             event_time_operators: job.event_time_operators(),
             operators: job.operator_stats(),
+            taken_at_ms: crate::observe::now_ms(),
             state_tables: job
                 .state_tables()
                 .into_iter()
@@ -138,6 +145,7 @@ impl Engine {
                     definition: r.definition.clone(),
                     sink: (r.kind == RelationKind::SinkJob).then(|| r.options.get(super::SINK_OPTION).cloned()).flatten(),
                     operators: stats.get(&r.name).map(|s| s.operators.clone()).unwrap_or_default(),
+                    figures_at_ms: stats.get(&r.name).map_or(0, |s| s.taken_at_ms),
                 })
             })
             .collect()

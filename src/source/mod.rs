@@ -94,7 +94,8 @@ pub trait SourceReader: Send + Sync {
     /// group too, so standard lag tools see them).
     fn on_committed(&mut self, _positions: &[u64]) {}
     /// Per partition, the position after the last record the source holds now (Kafka's high
-    /// watermark), when the connector knows it: with the position, the lag.
+    /// watermark; a bounded nexmark run's rows of the partition), when the connector knows it:
+    /// with the position, the lag.
     fn high_watermarks(&self) -> Vec<Option<i64>> {
         Vec::new()
     }

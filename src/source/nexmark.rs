@@ -115,4 +115,10 @@ impl SourceReader for NexmarkReader {
     fn bounded(&self) -> bool {
         self.generators[0].config().num_events.is_some()
     }
+
+    /// A bounded run's rows of each partition in all (so its lag is the rows not read yet);
+    /// none for an unbounded one.
+    fn high_watermarks(&self) -> Vec<Option<i64>> {
+        self.generators.iter().map(|g| g.total_rows().map(|n| n as i64)).collect()
+    }
 }

@@ -93,7 +93,8 @@ impl SystemTables {
 /// - `weir_sources (job, relation, partition, position, high_watermark, lag, watermark,
 ///   finished, rows_read, dead_letters)`: each partition of each connector source task: the
 ///   position after the last record read (a row offset for `nexmark`, a byte offset for
-///   `filesystem`, the next offset for `kafka`), Kafka's high watermark and the lag behind it,
+///   `filesystem`, the next offset for `kafka`), Kafka's high watermark (a bounded `nexmark`
+///   table's rows of the partition in all) and the lag behind it,
 ///   the partition's watermark (the largest WATERMARK expression value of its rows), whether it
 ///   has ended, and the rows and undecodable records the task has read in all.
 /// - `weir_state_tables (job, operator_index, operator, state_table, table_id, entries,

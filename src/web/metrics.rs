@@ -15,7 +15,7 @@
 //! | `weir_operator_late_records_dropped_total` | counter | job, operator_index, operator | numLateRecordsDropped |
 //! | `weir_source_records_read_total` | counter | job, table | numRecordsIn (source) |
 //! | `weir_source_dead_letters_total` | counter | job, table | numRecordsInErrors |
-//! | `weir_source_records_lag` | gauge | job, table, partition | records-lag (Kafka) |
+//! | `weir_source_records_lag` | gauge | job, table, partition | records-lag (Kafka; bounded nexmark: rows to go) |
 //! | `weir_source_records_lag_max` | gauge | job, table | records-lag-max (Kafka) |
 //! | `weir_source_watermark_ms` | gauge | job, table, partition | currentEmitEventTimeLag's watermark |
 //! | `weir_source_position` | gauge | job, table, partition | current-offsets |
@@ -103,7 +103,12 @@ fn family<M: EncodeMetric>(
 }
 
 /// A gauge family ([`family`]).
-fn gauges<V>(e: &mut DescriptorEncoder<'_>, name: &str, help: &str, samples: impl IntoIterator<Item = (Labels, V)>) -> std::fmt::Result
+fn gauges<V>(
+    e: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    samples: impl IntoIterator<Item = (Labels, V)>,
+) -> std::fmt::Result
 where
     ConstGauge<V>: EncodeMetric,
 {
@@ -111,7 +116,12 @@ where
 }
 
 /// A counter family ([`family`]); the text format appends `_total` to `name`.
-fn counters<V>(e: &mut DescriptorEncoder<'_>, name: &str, help: &str, samples: impl IntoIterator<Item = (Labels, V)>) -> std::fmt::Result
+fn counters<V>(
+    e: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    samples: impl IntoIterator<Item = (Labels, V)>,
+) -> std::fmt::Result
 where
     ConstCounter<V>: EncodeMetric,
 {
@@ -121,7 +131,10 @@ where
 impl Collector for StateCollector {
     fn encode(&self, mut e: DescriptorEncoder) -> std::fmt::Result {
         let s = &self.0;
-        gauges(&mut e, "weir_job_info", "Each job of a materialized view or INSERT INTO (1), with its status",
+        gauges(
+            &mut e,
+            "weir_job_info",
+            "Each job of a materialized view or INSERT INTO (1), with its status",
             s.jobs.iter().map(|j| {
                 let labels = vec![
                     ("job", j.name.clone()),
@@ -136,22 +149,40 @@ impl Collector for StateCollector {
         let op_labels = |job: &str, index: usize, op: &str| -> Labels {
             vec![("job", job.to_string()), ("operator_index", index.to_string()), ("operator", op.to_string())]
         };
-        counters(&mut e, "weir_operator_records_in", "Changelog rows that reached the operator",
+        counters(
+            &mut e,
+            "weir_operator_records_in",
+            "Changelog rows that reached the operator",
             operators.iter().map(|(j, o)| (op_labels(&j.name, o.index, &o.name), o.rows_in)),
         )?;
-        counters(&mut e, "weir_operator_records_out", "Changelog rows the operator emitted",
+        counters(
+            &mut e,
+            "weir_operator_records_out",
+            "Changelog rows the operator emitted",
             operators.iter().map(|(j, o)| (op_labels(&j.name, o.index, &o.name), o.rows_out)),
         )?;
-        counters(&mut e, "weir_operator_busy_seconds", "Time the operator's instances spent on rows and watermarks, summed, s",
+        counters(
+            &mut e,
+            "weir_operator_busy_seconds",
+            "Time the operator's instances spent on rows and watermarks, summed, s",
             operators.iter().map(|(j, o)| (op_labels(&j.name, o.index, &o.name), o.busy_ns as f64 / 1e9)),
         )?;
-        gauges(&mut e, "weir_operator_parallelism", "The operator's instances",
+        gauges(
+            &mut e,
+            "weir_operator_parallelism",
+            "The operator's instances",
             operators.iter().map(|(j, o)| (op_labels(&j.name, o.index, &o.name), o.parallelism as i64)),
         )?;
-        gauges(&mut e, "weir_operator_watermark_ms", "An event-time operator's watermark, ms since the Unix epoch",
+        gauges(
+            &mut e,
+            "weir_operator_watermark_ms",
+            "An event-time operator's watermark, ms since the Unix epoch",
             operators.iter().filter_map(|(j, o)| Some((op_labels(&j.name, o.index, &o.name), o.watermark?))),
         )?;
-        counters(&mut e, "weir_operator_late_records_dropped", "Rows an event-time operator dropped as late",
+        counters(
+            &mut e,
+            "weir_operator_late_records_dropped",
+            "Rows an event-time operator dropped as late",
             operators
                 .iter()
                 .filter(|(_, o)| o.watermark.is_some() || o.late_rows > 0)
@@ -163,14 +194,21 @@ impl Collector for StateCollector {
             vec![("job", r.job.clone()), ("table", r.relation.clone()), ("partition", r.partition.to_string())]
         };
         let tasks: Vec<_> = s.sources.iter().filter(|r| r.partition == 0).collect();
-        let task_labels = |r: &crate::engine::SourceRow| -> Labels { vec![("job", r.job.clone()), ("table", r.relation.clone())] };
-        counters(&mut e, "weir_source_records_read", "Rows a source task has pushed into its job",
+        let task_labels =
+            |r: &crate::engine::SourceRow| -> Labels { vec![("job", r.job.clone()), ("table", r.relation.clone())] };
+        counters(
+            &mut e,
+            "weir_source_records_read",
+            "Rows a source task has pushed into its job",
             tasks.iter().map(|r| (task_labels(r), r.rows_read)),
         )?;
-        counters(&mut e, "weir_source_dead_letters", "Records of a source task that did not decode",
+        counters(
+            &mut e,
+            "weir_source_dead_letters",
+            "Records of a source task that did not decode",
             tasks.iter().map(|r| (task_labels(r), r.dead_letters)),
         )?;
-        gauges(&mut e, "weir_source_records_lag", "Records of a Kafka partition not read yet (its high watermark minus the position)",
+        gauges(&mut e, "weir_source_records_lag", "Records of a partition not read yet (Kafka: its high watermark minus the position; a bounded nexmark table: rows not generated yet)",
             s.sources.iter().filter_map(|r| Some((part_labels(r), r.lag?))),
         )?;
         let mut lag_max: Vec<(Labels, i64)> = Vec::new();
@@ -183,16 +221,27 @@ impl Collector for StateCollector {
             }
         }
         gauges(&mut e, "weir_source_records_lag_max", "The largest lag of a source's partitions", lag_max)?;
-        gauges(&mut e, "weir_source_watermark_ms", "A source partition's watermark, ms since the Unix epoch",
+        gauges(
+            &mut e,
+            "weir_source_watermark_ms",
+            "A source partition's watermark, ms since the Unix epoch",
             s.sources.iter().filter_map(|r| Some((part_labels(r), r.watermark?))),
         )?;
-        gauges(&mut e, "weir_source_position", "A source partition's position (Kafka: the next offset; files: a byte offset; nexmark: a row)",
+        gauges(
+            &mut e,
+            "weir_source_position",
+            "A source partition's position (Kafka: the next offset; files: a byte offset; nexmark: a row)",
             s.sources.iter().map(|r| (part_labels(r), r.position as i64)),
         )?;
 
         // The operator by EXPLAIN's name, as the operator series name it.
         let operator_name = |t: &crate::engine::StateTableRow| -> String {
-            let op = s.jobs.iter().filter(|j| j.name == t.job).flat_map(|j| &j.operators).find(|o| o.index as u64 == t.operator_index);
+            let op = s
+                .jobs
+                .iter()
+                .filter(|j| j.name == t.job)
+                .flat_map(|j| &j.operators)
+                .find(|o| o.index as u64 == t.operator_index);
             op.map_or_else(|| t.operator.clone(), |o| o.name.clone())
         };
         let table_labels = |t: &crate::engine::StateTableRow| -> Labels {
@@ -204,33 +253,57 @@ impl Collector for StateCollector {
             ]
         };
         let cached: Vec<_> = s.state_tables.iter().filter_map(|t| Some((t, t.cache?))).collect();
-        gauges(&mut e, "weir_state_table_cache_entries", "Entries a state table's cache holds",
+        gauges(
+            &mut e,
+            "weir_state_table_cache_entries",
+            "Entries a state table's cache holds",
             cached.iter().map(|(t, c)| (table_labels(t), c.entries as i64)),
         )?;
-        gauges(&mut e, "weir_state_table_cache_bytes", "Estimated bytes a state table's cache holds",
+        gauges(
+            &mut e,
+            "weir_state_table_cache_bytes",
+            "Estimated bytes a state table's cache holds",
             cached.iter().map(|(t, c)| (table_labels(t), c.bytes as i64)),
         )?;
-        gauges(&mut e, "weir_state_table_disk_bytes", "Approximate bytes of a state table in RocksDB's files (compressed)",
+        gauges(
+            &mut e,
+            "weir_state_table_disk_bytes",
+            "Approximate bytes of a state table in RocksDB's files (compressed)",
             s.state_tables.iter().map(|t| (table_labels(t), t.disk_bytes as i64)),
         )?;
-        counters(&mut e, "weir_state_table_cache_hits", "State reads served from the cache",
+        counters(
+            &mut e,
+            "weir_state_table_cache_hits",
+            "State reads served from the cache",
             cached.iter().map(|(t, c)| (table_labels(t), c.hits)),
         )?;
-        counters(&mut e, "weir_state_table_cache_misses", "State reads that went to RocksDB",
+        counters(
+            &mut e,
+            "weir_state_table_cache_misses",
+            "State reads that went to RocksDB",
             cached.iter().map(|(t, c)| (table_labels(t), c.misses)),
         )?;
 
-        counters(&mut e, "weir_sink_records_written", "Changelog rows an INSERT INTO job handed to its sink",
+        counters(
+            &mut e,
+            "weir_sink_records_written",
+            "Changelog rows an INSERT INTO job handed to its sink",
             s.jobs.iter().filter_map(|j| {
                 let table = j.sink.clone()?;
                 Some((vec![("job", j.job_id.clone()), ("table", table)], j.operators.first()?.rows_in))
             }),
         )?;
-        gauges(&mut e, "weir_table_watermark_ms", "A table's watermark, ms since the Unix epoch",
+        gauges(
+            &mut e,
+            "weir_table_watermark_ms",
+            "A table's watermark, ms since the Unix epoch",
             s.watermarks.iter().map(|(t, w)| (vec![("table", t.clone())], *w)),
         )?;
         gauges(&mut e, "weir_epoch", "The last committed epoch's number", [(Labels::new(), s.epoch as i64)])?;
-        gauges(&mut e, "weir_epoch_committed_timestamp_seconds", "When the last epoch was committed, s since the Unix epoch",
+        gauges(
+            &mut e,
+            "weir_epoch_committed_timestamp_seconds",
+            "When the last epoch was committed, s since the Unix epoch",
             [(Labels::new(), s.committed_at_ms as f64 / 1e3)],
         )?;
         Ok(())

@@ -80,7 +80,11 @@ pub fn router(db: Arc<Database>) -> Router {
 ///
 /// # Errors
 /// When the listener's address cannot be read or accepting fails for good.
-pub async fn serve(listener: TcpListener, db: Arc<Database>, shutdown: impl Future<Output = ()> + Send + 'static) -> io::Result<()> {
+pub async fn serve(
+    listener: TcpListener,
+    db: Arc<Database>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
     info!("web page and metrics on http://{}", listener.local_addr()?);
     axum::serve(listener, router(db)).with_graceful_shutdown(shutdown).await
 }

@@ -32,7 +32,8 @@ impl Server {
         let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log).expect("log file");
         let log_start = log_file.metadata().map(|m| m.len()).unwrap_or(0);
         let child = Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["serve", "--workers", "2", "--pg-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--data-dir"])
+            .args(["serve", "--workers", "2", "--pg-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"])
+            .arg("--data-dir")
             .arg(data_dir)
             .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()))
             .stdout(Stdio::null())
@@ -55,7 +56,8 @@ impl Server {
                 let _ = f.read_to_string(&mut text);
             }
             let port_after = |marker: &str| -> Option<u16> {
-                text.lines().find_map(|l| l.split(marker).nth(1)).and_then(|addr| addr.trim().rsplit(':').next()?.parse().ok())
+                let addr = text.lines().find_map(|l| l.split(marker).nth(1))?;
+                addr.trim().rsplit(':').next()?.parse().ok()
             };
             if let (Some(pg), Some(http)) = (port_after("listening on "), port_after("web page and metrics on ")) {
                 return (pg, http);

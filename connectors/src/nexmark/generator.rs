@@ -126,6 +126,22 @@ impl NexmarkGenerator {
         self.offset = offset;
     }
 
+    /// How many rows this partition produces in all: `None` for an unbounded run.
+    pub fn total_rows(&self) -> Option<u64> {
+        let n = self.config.num_events?;
+        // The first offset whose event is past the run's end (event ids grow with the offset).
+        let (mut lo, mut hi) = (0u64, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.event_id(mid) >= n {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Some(lo)
+    }
+
     /// Whether a bounded run has produced all of this partition's rows.
     pub fn is_finished(&self) -> bool {
         self.config.num_events.is_some_and(|n| self.event_id(self.offset) >= n)

@@ -112,6 +112,23 @@ fn union_of_partitions_is_the_single_partition_output() -> TestResult {
 }
 
 #[test]
+fn total_rows_are_the_rows_a_partition_produces() -> TestResult {
+    for table in NexmarkTable::ALL {
+        for (events, n) in [(12_345, 3), (500, 7), (50, 2), (1, 1)] {
+            let c = config(table, events);
+            for p in 0..n {
+                let produced: usize = run(&c, p, n, 333)?.iter().map(|b| b.num_rows()).sum();
+                let total = NexmarkGenerator::try_new(c.clone(), p, n)?.total_rows();
+                assert_eq!(total, Some(produced as u64), "{table}, {events} events, partition {p} of {n}");
+            }
+        }
+        let unbounded = NexmarkConfig { num_events: None, ..NexmarkConfig::new(table) };
+        assert_eq!(NexmarkGenerator::try_new(unbounded, 0, 1)?.total_rows(), None);
+    }
+    Ok(())
+}
+
+#[test]
 fn proportions_are_1_3_46() -> TestResult {
     let count = |table, events| -> Result<usize, Box<dyn Error>> { Ok(all(&config(table, events))?.num_rows()) };
     assert_eq!(count(NexmarkTable::Person, 50_000)?, 1_000);

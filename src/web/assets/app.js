@@ -7,7 +7,11 @@ const REFRESH_MS = 1000;
 const SVG = "http://www.w3.org/2000/svg";
 // The name of the job whose graph is shown; a link can name it: /#job=NAME.
 let selected = location.hash.startsWith("#job=") ? decodeURIComponent(location.hash.slice(5)) : null;
-let previous = null; // {at: ms, rows: Map("job/index" -> rows_in)} of the last poll
+// Per job, its recent figures: [{at: ms when taken, rows: Map(operator index -> rows_in)}].
+const history = new Map();
+// Rates are over at least this long, so figures published at a job's commits (every 200 ms)
+// give steady rates.
+const RATE_SPAN_MS = 1000;
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -52,18 +56,23 @@ function duration(ms) {
 
 function cell(v, cls) { return el("td", cls ? { class: cls } : {}, v); }
 
-// Rows/s into each operator since the last poll, by "job/index".
-function rates(state, now) {
-  const rows = new Map();
-  for (const j of state.jobs) for (const o of j.operators) rows.set(j.name + "/" + o.index, o.rows_in);
+// Rows/s into each operator, by "job/index": over the span from the newest figures of the job
+// taken at least RATE_SPAN_MS before its latest ones (none until there are such).
+function rates(state) {
   const out = new Map();
-  if (previous && now > previous.at) {
-    for (const [k, v] of rows) {
-      const before = previous.rows.get(k);
-      if (before !== undefined && v >= before) out.set(k, (v - before) * 1000 / (now - previous.at));
+  for (const j of state.jobs) {
+    const past = history.get(j.name) || [];
+    const now = { at: j.figures_at_ms, rows: new Map(j.operators.map(o => [o.index, o.rows_in])) };
+    if (!past.length || past[past.length - 1].at !== now.at) past.push(now);
+    while (past.length > 2 && past[1].at <= now.at - RATE_SPAN_MS) past.shift();
+    history.set(j.name, past);
+    const base = past[0];
+    if (now.at - base.at < RATE_SPAN_MS) continue;
+    for (const [index, rows] of now.rows) {
+      const before = base.rows.get(index);
+      if (before !== undefined && rows >= before) out.set(j.name + "/" + index, (rows - before) * 1000 / (now.at - base.at));
     }
   }
-  previous = { at: now, rows };
   return out;
 }
 
@@ -210,7 +219,7 @@ async function refresh() {
     const response = await fetch("/api/state", { cache: "no-store" });
     if (!response.ok) throw new Error(await response.text());
     const data = await response.json();
-    const rate = rates(data.state, data.now_ms);
+    const rate = rates(data.state);
     document.getElementById("epoch").textContent =
       `epoch ${data.state.epoch}, committed ${duration(Math.max(0, data.now_ms - data.state.committed_at_ms))} ago`;
     document.getElementById("stale").hidden = !data.stale;
