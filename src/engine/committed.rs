@@ -32,7 +32,6 @@ pub struct Committed {
     pub committed_at_ms: i64,
 }
 
-
 /// The slot that holds the last [`Committed`] epoch, shared by the engine and its readers.
 pub type CommittedSlot = Arc<RwLock<Arc<Committed>>>;
 

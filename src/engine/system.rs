@@ -42,7 +42,8 @@ pub struct JobRow {
     pub name: String,
     /// Its id (`SHOW JOBS`, `STOP JOB`).
     pub job_id: String,
-    /// `MATERIALIZED VIEW` or `INSERT INTO` job (the relation kind's SQL name).
+    /// `materialized view` or `job` (an `INSERT INTO` job): the relation kind's SQL name, as
+    /// `SHOW JOBS` shows it.
     pub kind: String,
     /// `RUNNING` or `FAILED`.
     pub status: String,

@@ -56,6 +56,15 @@ struct Node {
     parent: Option<(usize, usize)>,
 }
 
+impl Node {
+    /// For an event-time operator, the least watermark of its instances (`None` inside while
+    /// one has none yet); `None` for the others.
+    fn watermark(&self) -> Option<Option<i64>> {
+        let first = self.lanes[0].event_time_watermark()?;
+        Some(self.lanes.iter().map(|op| op.event_time_watermark().flatten()).fold(first, |a, b| a.min(b)))
+    }
+}
+
 /// How a node is shown: from its plan node, or the root's operator.
 struct NodeInfo {
     name: String,
@@ -553,10 +562,7 @@ impl Job {
             .iter()
             .enumerate()
             .map(|(index, n)| {
-                let first = n.lanes[0].event_time_watermark();
-                let watermark = first.and_then(|first| {
-                    n.lanes.iter().map(|op| op.event_time_watermark().flatten()).fold(first, |a, b| a.min(b))
-                });
+                let watermark = n.watermark().flatten();
                 OperatorStats {
                     index,
                     parent: n.parent.map(|(p, _)| p),
@@ -585,11 +591,7 @@ impl Job {
         self.nodes
             .iter()
             .enumerate()
-            .filter_map(|(i, n)| {
-                let first = n.lanes[0].event_time_watermark()?;
-                let wm = n.lanes.iter().map(|op| op.event_time_watermark().flatten()).fold(first, |a, b| a.min(b));
-                Some((i, n.lanes[0].name(), wm, n.lanes.iter().map(|op| op.num_late_rows()).sum()))
-            })
+            .filter_map(|(i, n)| Some((i, n.lanes[0].name(), n.watermark()?, n.lanes.iter().map(|op| op.num_late_rows()).sum())))
             .collect()
     }
 
