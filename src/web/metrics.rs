@@ -42,7 +42,6 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 use crate::engine::SystemState;
@@ -83,58 +82,33 @@ struct StateCollector(std::sync::Arc<SystemState>);
 
 type Labels = Vec<(&'static str, String)>;
 
-/// Writes one metric family: `name` with one sample per (labels, metric); nothing if there
-/// are no samples.
-fn family<M: EncodeMetric>(
+/// Writes one metric family: `name` with one sample per (labels, value), each value made a
+/// metric by `make` (`ConstGauge::new`, `ConstCounter::new`: the text format appends `_total`
+/// to a counter's name); nothing if there are no samples.
+fn family<V, M: EncodeMetric>(
     encoder: &mut DescriptorEncoder<'_>,
     name: &str,
     help: &str,
-    kind: MetricType,
-    samples: Vec<(Labels, M)>,
+    make: fn(V) -> M,
+    samples: impl IntoIterator<Item = (Labels, V)>,
 ) -> std::fmt::Result {
-    if samples.is_empty() {
-        return Ok(());
-    }
-    let mut metric = encoder.encode_descriptor(name, help, None, kind)?;
+    let mut samples = samples.into_iter().map(|(labels, v)| (labels, make(v))).peekable();
+    let Some((_, first)) = samples.peek() else { return Ok(()) };
+    let mut metric = encoder.encode_descriptor(name, help, None, first.metric_type())?;
     for (labels, value) in samples {
         value.encode(metric.encode_family(&labels)?)?;
     }
     Ok(())
 }
 
-/// A gauge family ([`family`]).
-fn gauges<V>(
-    e: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    samples: impl IntoIterator<Item = (Labels, V)>,
-) -> std::fmt::Result
-where
-    ConstGauge<V>: EncodeMetric,
-{
-    family(e, name, help, MetricType::Gauge, samples.into_iter().map(|(l, v)| (l, ConstGauge::new(v))).collect())
-}
-
-/// A counter family ([`family`]); the text format appends `_total` to `name`.
-fn counters<V>(
-    e: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    samples: impl IntoIterator<Item = (Labels, V)>,
-) -> std::fmt::Result
-where
-    ConstCounter<V>: EncodeMetric,
-{
-    family(e, name, help, MetricType::Counter, samples.into_iter().map(|(l, v)| (l, ConstCounter::new(v))).collect())
-}
-
 impl Collector for StateCollector {
     fn encode(&self, mut e: DescriptorEncoder) -> std::fmt::Result {
         let s = &self.0;
-        gauges(
+        family(
             &mut e,
             "weir_job_info",
             "Each job of a materialized view or INSERT INTO (1), with its status",
+            ConstGauge::new,
             s.jobs.iter().map(|j| {
                 let labels = vec![
                     ("job", j.name.clone()),
@@ -149,40 +123,46 @@ impl Collector for StateCollector {
         let op_labels = |job: &str, index: usize, op: &str| -> Labels {
             vec![("job", job.to_string()), ("operator_index", index.to_string()), ("operator", op.to_string())]
         };
-        counters(
+        family(
             &mut e,
             "weir_operator_records_in",
             "Changelog rows that reached the operator",
+            ConstCounter::new,
             operators.iter().map(|(j, o)| (op_labels(&j.name, o.index, &o.name), o.rows_in)),
         )?;
-        counters(
+        family(
             &mut e,
             "weir_operator_records_out",
             "Changelog rows the operator emitted",
+            ConstCounter::new,
             operators.iter().map(|(j, o)| (op_labels(&j.name, o.index, &o.name), o.rows_out)),
         )?;
-        counters(
+        family(
             &mut e,
             "weir_operator_busy_seconds",
             "Time the operator's instances spent on rows and watermarks, summed, s",
+            ConstCounter::new,
             operators.iter().map(|(j, o)| (op_labels(&j.name, o.index, &o.name), o.busy_ns as f64 / 1e9)),
         )?;
-        gauges(
+        family(
             &mut e,
             "weir_operator_parallelism",
             "The operator's instances",
+            ConstGauge::new,
             operators.iter().map(|(j, o)| (op_labels(&j.name, o.index, &o.name), o.parallelism as i64)),
         )?;
-        gauges(
+        family(
             &mut e,
             "weir_operator_watermark_ms",
             "An event-time operator's watermark, ms since the Unix epoch",
+            ConstGauge::new,
             operators.iter().filter_map(|(j, o)| Some((op_labels(&j.name, o.index, &o.name), o.watermark?))),
         )?;
-        counters(
+        family(
             &mut e,
             "weir_operator_late_records_dropped",
             "Rows an event-time operator dropped as late",
+            ConstCounter::new,
             operators
                 .iter()
                 .filter(|(_, o)| o.watermark.is_some() || o.late_rows > 0)
@@ -196,19 +176,21 @@ impl Collector for StateCollector {
         let tasks: Vec<_> = s.sources.iter().filter(|r| r.partition == 0).collect();
         let task_labels =
             |r: &crate::engine::SourceRow| -> Labels { vec![("job", r.job.clone()), ("table", r.relation.clone())] };
-        counters(
+        family(
             &mut e,
             "weir_source_records_read",
             "Rows a source task has pushed into its job",
+            ConstCounter::new,
             tasks.iter().map(|r| (task_labels(r), r.rows_read)),
         )?;
-        counters(
+        family(
             &mut e,
             "weir_source_dead_letters",
             "Records of a source task that did not decode",
+            ConstCounter::new,
             tasks.iter().map(|r| (task_labels(r), r.dead_letters)),
         )?;
-        gauges(&mut e, "weir_source_records_lag", "Records of a partition not read yet (Kafka: its high watermark minus the position; a bounded nexmark table: rows not generated yet)",
+        family(&mut e, "weir_source_records_lag", "Records of a partition not read yet (Kafka: its high watermark minus the position; a bounded nexmark table: rows not generated yet)", ConstGauge::new,
             s.sources.iter().filter_map(|r| Some((part_labels(r), r.lag?))),
         )?;
         let mut lag_max: Vec<(Labels, i64)> = Vec::new();
@@ -220,17 +202,25 @@ impl Collector for StateCollector {
                 None => lag_max.push((labels, lag)),
             }
         }
-        gauges(&mut e, "weir_source_records_lag_max", "The largest lag of a source's partitions", lag_max)?;
-        gauges(
+        family(
+            &mut e,
+            "weir_source_records_lag_max",
+            "The largest lag of a source's partitions",
+            ConstGauge::new,
+            lag_max,
+        )?;
+        family(
             &mut e,
             "weir_source_watermark_ms",
             "A source partition's watermark, ms since the Unix epoch",
+            ConstGauge::new,
             s.sources.iter().filter_map(|r| Some((part_labels(r), r.watermark?))),
         )?;
-        gauges(
+        family(
             &mut e,
             "weir_source_position",
             "A source partition's position (Kafka: the next offset; files: a byte offset; nexmark: a row)",
+            ConstGauge::new,
             s.sources.iter().map(|r| (part_labels(r), r.position as i64)),
         )?;
 
@@ -253,57 +243,71 @@ impl Collector for StateCollector {
             ]
         };
         let cached: Vec<_> = s.state_tables.iter().filter_map(|t| Some((t, t.cache?))).collect();
-        gauges(
+        family(
             &mut e,
             "weir_state_table_cache_entries",
             "Entries a state table's cache holds",
+            ConstGauge::new,
             cached.iter().map(|(t, c)| (table_labels(t), c.entries as i64)),
         )?;
-        gauges(
+        family(
             &mut e,
             "weir_state_table_cache_bytes",
             "Estimated bytes a state table's cache holds",
+            ConstGauge::new,
             cached.iter().map(|(t, c)| (table_labels(t), c.bytes as i64)),
         )?;
-        gauges(
+        family(
             &mut e,
             "weir_state_table_disk_bytes",
             "Approximate bytes of a state table in RocksDB's files (compressed)",
+            ConstGauge::new,
             s.state_tables.iter().map(|t| (table_labels(t), t.disk_bytes as i64)),
         )?;
-        counters(
+        family(
             &mut e,
             "weir_state_table_cache_hits",
             "State reads served from the cache",
+            ConstCounter::new,
             cached.iter().map(|(t, c)| (table_labels(t), c.hits)),
         )?;
-        counters(
+        family(
             &mut e,
             "weir_state_table_cache_misses",
             "State reads that went to RocksDB",
+            ConstCounter::new,
             cached.iter().map(|(t, c)| (table_labels(t), c.misses)),
         )?;
 
-        counters(
+        family(
             &mut e,
             "weir_sink_records_written",
             "Changelog rows an INSERT INTO job handed to its sink",
+            ConstCounter::new,
             s.jobs.iter().filter_map(|j| {
                 let table = j.sink.clone()?;
                 Some((vec![("job", j.job_id.clone()), ("table", table)], j.operators.first()?.rows_in))
             }),
         )?;
-        gauges(
+        family(
             &mut e,
             "weir_table_watermark_ms",
             "A table's watermark, ms since the Unix epoch",
+            ConstGauge::new,
             s.watermarks.iter().map(|(t, w)| (vec![("table", t.clone())], *w)),
         )?;
-        gauges(&mut e, "weir_epoch", "The last committed epoch's number", [(Labels::new(), s.epoch as i64)])?;
-        gauges(
+        family(
+            &mut e,
+            "weir_epoch",
+            "The last committed epoch's number",
+            ConstGauge::new,
+            [(Labels::new(), s.epoch as i64)],
+        )?;
+        family(
             &mut e,
             "weir_epoch_committed_timestamp_seconds",
             "When the last epoch was committed, s since the Unix epoch",
+            ConstGauge::new,
             [(Labels::new(), s.committed_at_ms as f64 / 1e3)],
         )?;
         Ok(())
