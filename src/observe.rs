@@ -7,10 +7,10 @@
 //! scrape registers them under their names (`weir_connections`, ...).
 //!
 //! Also here: [`Activities`], the client connections and their statements, which
-//! `pg_stat_activity` and the web page show.
+//! `pg_stat_activity` and the web page show and `pg_cancel_backend` cancels.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -120,19 +120,31 @@ pub struct Activity {
     pub state_change: i64,
 }
 
-/// The open client connections of one server, by pid.
-#[derive(Debug, Default)]
-pub struct Activities(Mutex<BTreeMap<i32, Activity>>);
+/// Cancels the statement a connection is running (as its client's CancelRequest does); does
+/// nothing while it runs none.
+pub type Canceller = Arc<dyn Fn() + Send + Sync>;
+
+/// The open client connections of one server, by pid, with a way to cancel each one's running
+/// statement (`pg_cancel_backend`).
+#[derive(Default)]
+pub struct Activities(Mutex<BTreeMap<i32, (Activity, Canceller)>>);
+
+impl std::fmt::Debug for Activities {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.all()).finish()
+    }
+}
 
 impl Activities {
-    fn with(&self, f: impl FnOnce(&mut BTreeMap<i32, Activity>)) {
+    fn with(&self, f: impl FnOnce(&mut BTreeMap<i32, (Activity, Canceller)>)) {
         f(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner));
     }
 
-    /// A connection has started (its startup message was accepted).
-    pub fn open(&self, activity: Activity) {
+    /// A connection has started (its startup message was accepted); `cancel` cancels its
+    /// running statement.
+    pub fn open(&self, activity: Activity, cancel: Canceller) {
         self.with(|all| {
-            all.insert(activity.pid, activity);
+            all.insert(activity.pid, (activity, cancel));
         });
     }
 
@@ -143,10 +155,17 @@ impl Activities {
         });
     }
 
+    /// Cancels the running statement of connection `pid` (Postgres's `pg_cancel_backend`):
+    /// whether there is such a connection.
+    pub fn cancel(&self, pid: i32) -> bool {
+        let cancel = self.0.lock().unwrap_or_else(PoisonError::into_inner).get(&pid).map(|(_, c)| Arc::clone(c));
+        cancel.map(|c| c()).is_some()
+    }
+
     /// Connection `pid` runs `sql`.
     pub fn started(&self, pid: i32, sql: &str) {
         self.with(|all| {
-            if let Some(a) = all.get_mut(&pid) {
+            if let Some((a, _)) = all.get_mut(&pid) {
                 let now = now_ms();
                 a.state = "active";
                 a.query = sql.to_string();
@@ -159,7 +178,7 @@ impl Activities {
     /// Connection `pid`'s statement has ended.
     pub fn finished(&self, pid: i32) {
         self.with(|all| {
-            if let Some(a) = all.get_mut(&pid) {
+            if let Some((a, _)) = all.get_mut(&pid) {
                 a.state = "idle";
                 a.state_change = now_ms();
             }
@@ -168,7 +187,7 @@ impl Activities {
 
     /// Every open connection, by pid.
     pub fn all(&self) -> Vec<Activity> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).values().map(|(a, _)| a.clone()).collect()
     }
 }
 

@@ -259,3 +259,79 @@ async fn the_web_page_shows_the_running_job_and_its_dataflow() {
         std::fs::copy(&shot, copy).expect("copy the screenshot");
     }
 }
+
+/// A count over 100 billion generated rows: minutes of work, so it is still running when
+/// cancelled. (Its rows come from a scan, which yields to the scheduler between batches, so
+/// the aborted query stops at once; an operator that computes for long without reading input,
+/// a big cross join's output, runs on until it next reads: DataFusion's cooperative yielding.)
+const SLOW_QUERY: &str = "SELECT count(*) FROM range(100000000000)";
+
+/// The server's CPU time so far (user + system), s, from /proc.
+fn cpu_seconds(server: &common::Server) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", server.child.id())).expect("/proc stat");
+    // After the command name in parentheses: utime and stime are fields 14 and 15.
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split_whitespace().collect();
+    (fields[11].parse::<f64>().expect("utime") + fields[12].parse::<f64>().expect("stime")) / 100.0
+}
+
+/// Waits until connection `application_name` runs a statement, and returns its pid.
+async fn active_pid(client: &tokio_postgres::Client, application_name: &str) -> i32 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let rows = client
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'",
+                &[&application_name],
+            )
+            .await
+            .expect("pg_stat_activity");
+        if let Some(row) = rows.first() {
+            return row.get(0);
+        }
+        assert!(std::time::Instant::now() < deadline, "{application_name} never ran its query");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_select_is_cancelled_by_pg_cancel_backend_and_by_a_cancel_request() {
+    let dir = common::scratch_dir("web-cancel");
+    let server = common::Server::start(&dir.join("data"));
+    let (slow, connection) =
+        tokio_postgres::connect(&format!("{} application_name=slow_client", server.conn_str()), tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+    tokio::spawn(connection);
+    let slow = std::sync::Arc::new(slow);
+    let admin = common::connect(&server).await;
+
+    for by_function in [true, false] {
+        let running = {
+            let slow = std::sync::Arc::clone(&slow);
+            tokio::spawn(async move { slow.simple_query(SLOW_QUERY).await })
+        };
+        let pid = active_pid(&admin, "slow_client").await;
+        if by_function {
+            let sent: bool =
+                admin.query_one(&format!("SELECT pg_cancel_backend({pid})"), &[]).await.expect("cancel").get(0);
+            assert!(sent, "pg_cancel_backend({pid})");
+        } else {
+            slow.cancel_token().cancel_query(tokio_postgres::NoTls).await.expect("cancel request");
+        }
+        let result = tokio::time::timeout(Duration::from_secs(30), running).await.expect("cancelled in time").expect("task");
+        let err = result.expect_err("the query was cancelled");
+        assert_eq!(err.code(), Some(&tokio_postgres::error::SqlState::QUERY_CANCELED), "{err:?}");
+        // The query itself stopped: the server is nearly idle, where the cross join would keep
+        // a core busy.
+        let before = cpu_seconds(&server);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let used = cpu_seconds(&server) - before;
+        assert!(used < 1.0, "the server used {used:.2} CPU s in 2 s after the cancel");
+        // The connection goes on.
+        let one = slow.simple_query("SELECT 1").await.expect("the connection after a cancel");
+        assert_eq!(one.len(), 3, "row description, one row, command complete: {one:?}");
+    }
+    // No such connection.
+    let sent: bool = admin.query_one("SELECT pg_cancel_backend(-1)", &[]).await.expect("cancel").get(0);
+    assert!(!sent);
+}

@@ -8,7 +8,9 @@
 //!
 //! - Startup: any user and database, no password; `server_version` is [`SERVER_VERSION`];
 //!   the connection registers with the server's `ConnectionManager` so that a CancelRequest
-//!   with its key cancels the running statement (pgwire drops the statement's future).
+//!   with its key cancels the running statement (pgwire drops the statement's future; a
+//!   `SELECT`'s query task is aborted with it), and with the database's activities, which
+//!   `pg_stat_activity` shows and `pg_cancel_backend(pid)` cancels through the same handle.
 //! - Simple query: the string is split into statements ([`Database::split_statements`]), run
 //!   in order; the first error ends it, sent after the earlier results. An empty string (or
 //!   only comments) answers EmptyQueryResponse.
@@ -58,7 +60,7 @@ use super::encode;
 use super::error::{error_info, FrontendError, Result};
 use super::params;
 use super::server::Shared;
-use crate::observe::{instruments, now_ms, Activity};
+use crate::observe::{instruments, now_ms, Activity, Canceller};
 use crate::sql::database::{Database, Session, StatementResult};
 
 /// The `server_version` reported at startup: a Postgres version psql understands (it reads the
@@ -184,11 +186,17 @@ impl StartupHandler for Connection {
             let (handle, guard) = self.shared.connections.register(pid, secret_key);
             client
                 .session_extensions()
-                .insert::<Arc<ConnectionHandle>>(handle);
+                .insert::<Arc<ConnectionHandle>>(Arc::clone(&handle));
             client.session_extensions().insert::<ConnectionGuard>(guard);
             finish_authentication(client, &self.shared.parameters).await?;
             let metadata = client.metadata();
             let now = now_ms();
+            // pg_cancel_backend(pid) does what a CancelRequest with this connection's key does.
+            let runtime = tokio::runtime::Handle::current();
+            let cancel: Canceller = Arc::new(move || {
+                let handle = Arc::clone(&handle);
+                runtime.spawn(async move { handle.cancel().await });
+            });
             self.shared.db.activities().open(Activity {
                 pid,
                 usename: metadata.get(METADATA_USER).cloned().unwrap_or_default(),
@@ -200,7 +208,7 @@ impl StartupHandler for Connection {
                 query: String::new(),
                 query_start: None,
                 state_change: now,
-            });
+            }, cancel);
             self.pid.store(pid, Ordering::Relaxed);
             instruments().connections.inc();
             instruments().connections_total.inc();

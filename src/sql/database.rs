@@ -109,10 +109,21 @@ impl QueryRuntime {
         Ok(Self(Some(runtime)))
     }
 
-    /// Runs `future` on the query threads and waits for it.
+    /// Runs `future` on the query threads and waits for it. Dropping the wait (the statement
+    /// was cancelled, or its client left) stops the query at its next await point.
     async fn run<T: Send + 'static>(&self, future: impl std::future::Future<Output = Result<T>> + Send + 'static) -> Result<T> {
         let runtime = self.0.as_ref().ok_or_else(|| WeirError::internal("the query threads are shut down"))?;
-        runtime.spawn(future).await.map_err(|e| WeirError::internal(format!("a query task failed: {e}")))?
+        let mut task = AbortOnDrop(runtime.spawn(future));
+        (&mut task.0).await.map_err(|e| WeirError::internal(format!("a query task failed: {e}")))?
+    }
+}
+
+/// A query task, aborted when whoever waits for it stops waiting.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -304,6 +315,7 @@ impl Database {
             reader,
             keyed_table: None,
             system: SystemTables::lazy(load),
+            activities: Some(Arc::clone(&self.activities)),
         })
     }
 

@@ -4,6 +4,7 @@ pub mod database;
 pub mod ddl;
 pub mod dml;
 pub mod parser;
+pub mod pg_cancel;
 pub mod pg_catalog;
 pub mod planning;
 pub mod relations;

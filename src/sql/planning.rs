@@ -59,6 +59,7 @@ pub fn planning_snapshot(engine: &Engine, keyed_table: Option<String>) -> Arc<Sn
         reader: Arc::clone(&engine.store) as Arc<dyn crate::state::ScanState>,
         keyed_table,
         system: SystemTables::ready(Arc::new(engine.system_state())),
+        activities: None,
     })
 }
 

@@ -42,6 +42,8 @@ pub struct Snapshot {
     pub keyed_table: Option<String>,
     /// Event-time progress and job state for the system tables.
     pub system: SystemTables,
+    /// The server's client connections, for `pg_cancel_backend` (reads only).
+    pub activities: Option<Arc<crate::observe::Activities>>,
 }
 
 /// A loader of [`SystemState`], run at most once per statement.
@@ -363,6 +365,9 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
         .build();
     let ctx = SessionContext::new_with_state(state);
     crate::plan::functions::register(&ctx);
+    if let Some(activities) = &snapshot.activities {
+        crate::sql::pg_cancel::register(&ctx, Arc::clone(activities));
+    }
     let schema = Arc::new(WeirSchema { snapshot });
     let lookup_schema = Arc::clone(&schema);
     // The lookup runs inside DataFusion's planning, itself run by `block_on` when jobs restart,
@@ -418,6 +423,7 @@ impl SchemaProvider for WeirSchema {
                     reader: Arc::clone(&self.snapshot.reader),
                     keyed_table: None,
                     system: self.snapshot.system.clone(),
+                    activities: self.snapshot.activities.clone(),
                 }));
                 let state = ctx.state();
                 let plan = state.create_logical_plan(&query).await?;
