@@ -1,7 +1,7 @@
 //! The one error type of the server's stages, and its SQLSTATE.
 //!
 //! Variants say whose fault an error is: the user's statement (`Syntax`, `UnknownTable`,
-//! `UnknownColumn`, `Unsupported`, `InvalidOption`, `Plan`, `Execution`), the environment
+//! `UnknownColumn`, `Unsupported`, `InvalidOption`, `Plan`, `Execution`, `StatementTimeout`), the environment
 //! (`Storage`, `Io`), or ours (`Internal`). The SQLSTATE of each is set in one place,
 //! [`WeirError::sqlstate`], an exhaustive match; the frontend turns it into a Postgres
 //! `ErrorResponse`.
@@ -47,6 +47,9 @@ pub enum ErrorKind {
     /// A runtime failure caused by the data (division by zero, overflow, bad cast).
     #[error("{0}")]
     Execution(String),
+    /// The statement ran longer than the session's `statement_timeout`.
+    #[error("canceling statement due to statement timeout")]
+    StatementTimeout,
     /// RocksDB or the file system failed.
     #[error("storage error: {0}")]
     Storage(String),
@@ -99,6 +102,7 @@ impl WeirError {
             ErrorKind::Plan(_) => "42804",
             ErrorKind::DependentObjects(_) => "2BP01",
             ErrorKind::Execution(_) => "22000",
+            ErrorKind::StatementTimeout => "57014",
             ErrorKind::Storage(_) => "58030",
             ErrorKind::Internal(_) => "XX000",
         }

@@ -3,12 +3,11 @@
 //! EXPLAIN ANALYZE and `pg_stat_activity` over the Postgres wire, and the web page opened in
 //! headless Chromium (Debian's `chromium`; `test.sh` installs it and sets
 //! `WEIR_REQUIRE_CHROMIUM=1`, without which a machine lacking it skips that test). The page's
-//! screenshot is kept as a test artifact (`$CARGO_TARGET_TMPDIR/weir-web-page.png`, also
+//! screenshot is kept as a test artifact (`weir-web-page.png` in the target dir's `tmp`, also
 //! copied to `$WEIR_SCREENSHOT` when set: that is how README's picture is made).
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -247,10 +246,7 @@ async fn the_web_page_shows_the_running_job_and_its_dataflow() {
     let rate = source_box.split(" rows/s").next().and_then(|t| t.rsplit('>').next()).unwrap_or_default();
     assert!(rate.chars().next().is_some_and(|c| c.is_ascii_digit()), "the source's rows/s: {rate:?} in {source_box}");
 
-    let shot = PathBuf::from(
-        std::env::var("CARGO_TARGET_TMPDIR").unwrap_or_else(|_| std::env::temp_dir().display().to_string()),
-    )
-    .join("weir-web-page.png");
+    let shot = common::tmp_dir().join("weir-web-page.png");
     let out = headless(browser, &url, 200_000, &[&format!("--screenshot={}", shot.display())]);
     assert!(out.status.success(), "screenshot: {}", String::from_utf8_lossy(&out.stderr));
     let png = std::fs::read(&shot).expect("screenshot written");

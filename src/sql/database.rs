@@ -470,15 +470,20 @@ impl Database {
                 if let Some(result) = crate::sql::pg_catalog::answer(&snapshot.catalog, sql)? {
                     return Ok(result);
                 }
-                self.queries
-                    .run(async move {
-                        let ctx = session_context(snapshot);
-                        let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
-                        let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
-                        let batches = DataFrame::new(ctx.state(), plan).collect().await?;
-                        Ok(StatementResult::Rows { schema, batches })
-                    })
-                    .await
+                let query = self.queries.run(async move {
+                    let ctx = session_context(snapshot);
+                    let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
+                    let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
+                    let batches = DataFrame::new(ctx.state(), plan).collect().await?;
+                    Ok(StatementResult::Rows { schema, batches })
+                });
+                // Past the session's statement_timeout the wait ends, which aborts the query.
+                match crate::sql::settings::statement_timeout(settings)? {
+                    Some(limit) => tokio::time::timeout(limit, query)
+                        .await
+                        .map_err(|_| WeirError::new(crate::error::ErrorKind::StatementTimeout))?,
+                    None => query.await,
+                }
             }
             Statement::Insert(insert) => {
                 let n = dml::insert(&mut *self.write_engine().await?, &stmt, insert, settings).await?;

@@ -6,6 +6,7 @@
 //! | `table.exec.state.ttl` | a duration | views and jobs created afterwards let the state of their unbounded operators expire that long after its last write ([`crate::plan::ttl`]) |
 //! | `parallelism.default` | 1 to 128 | views and jobs created afterwards run their keyed and stateless operators as that many parallel instances (Flink's key; default: the server's `--workers`, the number of cores) |
 //! | `table.local-time-zone` | `UTC` | the zone TIMESTAMP_LTZ values are shown in (Flink's key); Weir shows them in UTC, so only UTC (`UTC`, `Etc/UTC`, `GMT`, `Z`, `+00:00`) is accepted |
+//! | `statement_timeout` | a duration (a bare number: ms), 0 for none | Postgres's: a `SELECT` running longer is cancelled with 57014 ([`statement_timeout`]); write statements, each one atomic epoch, run to their end |
 //!
 //! The first three are fixed when the view or `INSERT INTO` job is created: they are kept in its catalog
 //! options ([`job_options`]) and a later `SET` does not change a running job (Flink: they are
@@ -27,6 +28,18 @@ pub use crate::runtime::relation::{parallelism_option, PARALLELISM};
 pub const ALLOW_LATENESS: &str = "table.exec.emit.allow-lateness";
 /// State time-to-live, a duration.
 pub const STATE_TTL: &str = "table.exec.state.ttl";
+/// Postgres's limit on a statement's running time, a duration (a bare number is ms).
+pub const STATEMENT_TIMEOUT: &str = "statement_timeout";
+
+/// The session's `statement_timeout`, if it sets one other than 0.
+///
+/// # Errors
+/// `InvalidOption` for a value that is not a duration.
+pub fn statement_timeout(settings: &BTreeMap<String, String>) -> Result<Option<std::time::Duration>> {
+    let Some(v) = settings.get(STATEMENT_TIMEOUT) else { return Ok(None) };
+    let ms = parse_duration_ms(STATEMENT_TIMEOUT, v)?;
+    Ok((ms > 0).then(|| std::time::Duration::from_millis(ms as u64)))
+}
 
 /// The settings a view or job created now keeps in its catalog options: those of
 /// `settings` (the session's) that Weir interprets and that are not zero.
@@ -117,7 +130,7 @@ pub const LOCAL_TIME_ZONE: &str = "table.local-time-zone";
 /// `InvalidOption` for a duration that does not parse, a parallelism out of range, or a local
 /// time zone other than UTC.
 pub fn validate(key: &str, value: &str) -> Result<()> {
-    if key == ALLOW_LATENESS || key == STATE_TTL {
+    if key == ALLOW_LATENESS || key == STATE_TTL || key == STATEMENT_TIMEOUT {
         parse_duration_ms(key, value)?;
     }
     if key == PARALLELISM {

@@ -28,6 +28,7 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("application_name", ""),
     ("extra_float_digits", "1"),
     ("max_identifier_length", "63"),
+    ("statement_timeout", "0"),
 ];
 
 /// A result of text columns.

@@ -93,12 +93,27 @@ impl Drop for Server {
     }
 }
 
-/// A scratch directory under the target dir, emptied first.
+/// The directory for test files: the target dir's `tmp` (Cargo gives its path to integration
+/// tests at compile time), else the system's.
+pub fn tmp_dir() -> PathBuf {
+    option_env!("CARGO_TARGET_TMPDIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir)
+}
+
+/// A scratch directory `weir-NAME-PID` under [`tmp_dir`], emptied first. The directories of
+/// earlier runs of the same test (other pids) are removed, so runs do not pile up state on
+/// disk; the last run's stays for a look after a failure.
 pub fn scratch_dir(name: &str) -> PathBuf {
-    let base = std::env::var_os("CARGO_TARGET_TMPDIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir)
-        .join(format!("weir-{name}-{}", std::process::id()));
+    let prefix = format!("weir-{name}-");
+    if let Ok(entries) = std::fs::read_dir(tmp_dir()) {
+        for entry in entries.flatten() {
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            let pid = file_name.strip_prefix(&prefix).filter(|p| p.chars().all(|c| c.is_ascii_digit()));
+            if pid.is_some_and(|p| p != std::process::id().to_string()) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    let base = tmp_dir().join(format!("{prefix}{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(&base).expect("scratch dir");
     base
