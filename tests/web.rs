@@ -26,11 +26,7 @@ fn unbounded_bids(name: &str) -> String {
 async fn explain_analyze_metrics_and_activity_show_what_ran() {
     let dir = common::scratch_dir("web-counts");
     let server = common::Server::start(&dir.join("data"));
-    let (client, connection) =
-        tokio_postgres::connect(&format!("{} application_name=web_test", server.conn_str()), tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-    tokio::spawn(connection);
+    let client = common::connect_as(&server, "web_test").await;
 
     let (status, health) = http_get(&server, "/health").await;
     assert_eq!(status, 200);
@@ -293,12 +289,7 @@ async fn active_pid(client: &tokio_postgres::Client, application_name: &str) -> 
 async fn a_running_select_is_cancelled_by_pg_cancel_backend_and_by_a_cancel_request() {
     let dir = common::scratch_dir("web-cancel");
     let server = common::Server::start(&dir.join("data"));
-    let (slow, connection) =
-        tokio_postgres::connect(&format!("{} application_name=slow_client", server.conn_str()), tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-    tokio::spawn(connection);
-    let slow = std::sync::Arc::new(slow);
+    let slow = std::sync::Arc::new(common::connect_as(&server, "slow_client").await);
     let admin = common::connect(&server).await;
 
     for by_function in [true, false] {

@@ -121,7 +121,16 @@ pub fn scratch_dir(name: &str) -> PathBuf {
 
 /// Connects with tokio-postgres, spawning the connection task.
 pub async fn connect(server: &Server) -> tokio_postgres::Client {
-    let (client, conn) = tokio_postgres::connect(&server.conn_str(), tokio_postgres::NoTls)
+    connect_with(&server.conn_str()).await
+}
+
+/// [`connect`] with an `application_name` (what `pg_stat_activity` shows).
+pub async fn connect_as(server: &Server, application_name: &str) -> tokio_postgres::Client {
+    connect_with(&format!("{} application_name={application_name}", server.conn_str())).await
+}
+
+async fn connect_with(conn_str: &str) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(conn_str, tokio_postgres::NoTls)
         .await
         .expect("connect to weir");
     tokio::spawn(async move {
