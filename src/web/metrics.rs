@@ -35,8 +35,9 @@
 //! | `weir_statements_total` | counter | kind, outcome | |
 //! | `weir_statement_duration_seconds` | histogram | kind, outcome | |
 //!
-//! The operator and source figures count from the job's start in this process (a restart
-//! starts them again, which Prometheus's `rate()` takes as a counter reset).
+//! The operator figures count from the job's start in this process (a restart starts them
+//! again, which Prometheus's `rate()` takes as a counter reset); a source's rows read and dead
+//! letters are kept with its committed positions.
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
