@@ -12,6 +12,7 @@
 pub mod bench;
 pub mod engine;
 pub mod error;
+pub mod failpoint;
 pub mod frontend;
 pub mod observe;
 pub mod plan;

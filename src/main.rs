@@ -134,13 +134,21 @@ enum Bench {
     },
     /// Produces --records JSON records into a new topic on --brokers (not timed), then runs a
     /// Kafka JSON source plus a filter job into a blackhole until every record is read; prints
-    /// records/s, CPU seconds and peak RSS. Start a broker first (scripts/kafka-broker.sh).
+    /// records/s, CPU seconds and peak RSS. With --sink, measures the Kafka sink instead: the
+    /// bids of --records Nexmark events into a JSON topic, at-least-once then exactly-once,
+    /// and prints both and their ratio. Without --brokers, on an in-process mock cluster
+    /// (librdkafka's, which has transactions); else start a broker first
+    /// (scripts/kafka-broker.sh; tansu has no transactions).
     Kafka {
-        /// The broker(s), host:port.
+        /// The broker(s), host:port; none: an in-process mock cluster.
         #[arg(long)]
-        brokers: String,
+        brokers: Option<String>,
+        /// Records (with --sink: Nexmark events).
         #[arg(long, default_value_t = 1_000_000)]
         records: u64,
+        /// Measure the sink (at-least-once and exactly-once) instead of the source.
+        #[arg(long)]
+        sink: bool,
         #[arg(long, default_value_t = 4)]
         partitions: i32,
         /// Scratch directory for the database (emptied first).
@@ -263,7 +271,31 @@ fn main() -> ExitCode {
                 println!("{report}");
                 Ok(())
             }
-            Some(Command::Bench(Bench::Kafka { brokers, records, partitions, data_dir })) => {
+            Some(Command::Bench(Bench::Kafka { brokers, records, sink, partitions, data_dir })) => {
+                let mock = match &brokers {
+                    Some(_) => None,
+                    None => Some(weir_connectors::kafka::MockBrokers::start(1).map_err(|e| e.to_string())?),
+                };
+                let brokers = brokers.or_else(|| mock.as_ref().map(|m| m.bootstrap_servers())).unwrap_or_default();
+                if sink {
+                    println!("| delivery guarantee | messages | seconds | messages/s | CPU s |\n| --- | --- | --- | --- | --- |");
+                    let mut reports = Vec::new();
+                    for guarantee in ["at-least-once", "exactly-once"] {
+                        let report = weir::bench::kafka::run_sink(&data_dir, &brokers, mock.as_ref(), records, partitions, guarantee)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                        println!("{report}");
+                        reports.push(report);
+                    }
+                    println!(
+                        "exactly-once / at-least-once throughput: {:.2}",
+                        reports[1].per_second() / reports[0].per_second()
+                    );
+                    return Ok(());
+                }
+                if mock.is_some() {
+                    return Err("bench kafka without --sink needs --brokers (the mock cluster has no admin API to create its topic)".into());
+                }
                 let (report, cpu) =
                     weir::bench::kafka::run(&data_dir, &brokers, records, partitions).await.map_err(|e| e.to_string())?;
                 println!(

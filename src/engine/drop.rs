@@ -62,9 +62,14 @@ impl Engine {
                         writes.delete_table(*id);
                     }
                     if r.kind == RelationKind::MaterializedView {
+                        // Its sources' positions (of its tasks, or kept while it is suspended).
                         for (job, table) in self.sources.keys().filter(|(job, _)| *job == victim) {
                             writes.delete_meta(&crate::source::progress_key(job, table));
                         }
+                        for table in &r.depends_on {
+                            writes.delete_meta(&crate::source::progress_key(&victim, table));
+                        }
+                        writes.delete_meta(&super::suspend::suspended_key(&victim));
                         dropped_jobs.push(victim);
                     }
                 }
@@ -74,7 +79,12 @@ impl Engine {
         let tasks: Vec<_> = self.sources.keys().filter(|(job, _)| dropped_jobs.contains(job)).cloned().collect();
         let tasks: Vec<_> = tasks.into_iter().filter_map(|k| self.sources.remove(&k).map(|t| (k, t))).collect();
         match self.commit(writes, Some(catalog)) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                for name in &dropped_jobs {
+                    self.suspended.remove(name);
+                }
+                Ok(())
+            }
             Err(e) => {
                 self.jobs.extend(removed);
                 self.sources.extend(tasks);

@@ -51,6 +51,10 @@ pub struct Engine {
     /// Jobs that stopped on an error (`'decode.on-error' = 'fail'`), with it: they read no more
     /// input and show FAILED in `SHOW JOBS`; kept in meta `failed/<job>` across restarts.
     pub failed: BTreeMap<String, String>,
+    /// Jobs suspended with their state and source positions (`STOP JOB ... WITH SAVEPOINT`,
+    /// `ALTER MATERIALIZED VIEW ... SUSPEND`): not running, `SUSPENDED` in `SHOW JOBS`; kept
+    /// in meta `suspended/<job>` across restarts. See [`super::suspend`].
+    pub suspended: std::collections::BTreeSet<String>,
     /// Producers of the `'dead-letter.topic'` of connector tables, by table, opened at their
     /// first dead letter.
     pub dead_letter_writers: HashMap<String, weir_connectors::kafka::KafkaWriter>,
@@ -135,6 +139,7 @@ impl Engine {
             sources: BTreeMap::new(),
             sink_rows: Default::default(),
             failed: BTreeMap::new(),
+            suspended: std::collections::BTreeSet::new(),
             dead_letter_writers: HashMap::new(),
             commits,
             planner,
@@ -146,6 +151,9 @@ impl Engine {
         for rel in engine.catalog.relations.values().filter(|r| r.job.is_some()) {
             if let Some(error) = engine.store.get_meta(&failed_key(&rel.name))? {
                 engine.failed.insert(rel.name.clone(), String::from_utf8_lossy(&error).into_owned());
+            }
+            if engine.store.get_meta(&super::suspend::suspended_key(&rel.name))?.is_some() {
+                engine.suspended.insert(rel.name.clone());
             }
         }
         for rel in engine.catalog.relations.values().filter(|r| r.watermark.is_some()) {
@@ -203,6 +211,9 @@ impl Engine {
     fn start_jobs(&mut self) -> Result<()> {
         let views: Vec<Relation> = self.catalog.jobs_in_dependency_order().into_iter().cloned().collect();
         for rel in views {
+            if self.suspended.contains(&rel.name) {
+                continue;
+            }
             let job = match self.restart_job(&rel) {
                 Ok(job) => job,
                 Err(e) => {
@@ -226,7 +237,7 @@ impl Engine {
     ///
     /// # Errors
     /// The planner's; `Internal` when the plan needs state tables the view was not created with.
-    fn restart_job(&self, rel: &Relation) -> Result<Job> {
+    pub(super) fn restart_job(&self, rel: &Relation) -> Result<Job> {
         let plan = self.planner.plan_job(self, rel)?;
         let mut catalog = (*self.catalog).clone();
         let job = self.build_job(rel, &plan, &mut catalog)?;
@@ -251,12 +262,23 @@ impl Engine {
     /// # Errors
     /// The operators' (a state table that cannot be read), the sources' (a connector that
     /// cannot be opened), the commit's.
-    pub fn start_job(&mut self, rel: &Relation, plan: &StreamPlan, mut catalog: Catalog) -> Result<()> {
+    /// With `savepoint` (`'execution.savepoint.path'`, a suspended job), each source it shares
+    /// with that job starts at that job's positions ([`super::suspend`]).
+    pub fn start_job(&mut self, rel: &Relation, plan: &StreamPlan, mut catalog: Catalog, savepoint: Option<&str>) -> Result<()> {
+        let mut starts = std::collections::BTreeMap::new();
+        if let Some(from) = savepoint {
+            for table in plan.sources() {
+                if let Some(progress) = self.savepoint_progress(from, &table)? {
+                    starts.insert(table, progress);
+                }
+            }
+        }
         let mut job = self.build_job(rel, plan, &mut catalog)?;
         self.backfill(&mut job, plan)?;
         self.jobs.insert(rel.name.clone(), job);
-        let result =
-            self.open_sources(&rel.name, &plan.sources()).and_then(|()| self.commit(EpochWrites::default(), Some(catalog)));
+        let result = self
+            .open_sources_from(&rel.name, &plan.sources(), starts)
+            .and_then(|()| self.commit(EpochWrites::default(), Some(catalog)));
         if result.is_err() {
             self.jobs.remove(&rel.name);
             self.sources.retain(|(job, _), _| *job != rel.name);
@@ -491,6 +513,10 @@ impl Engine {
         if let Some(c) = changed {
             self.catalog = c;
             self.refresh_job_order();
+        }
+        // The second phase of two-phase sinks.
+        for job in self.jobs.values_mut() {
+            job.on_committed();
         }
         Ok(())
     }

@@ -15,6 +15,7 @@
 //! | `sinks.rs` | the sink operators of `INSERT INTO` jobs, `STOP JOB` |
 //! | `runner.rs` | independent jobs on threads of their own, committing their own epochs |
 //! | `drop.rs` | `DROP` of relations with their jobs and state |
+//! | `suspend.rs` | savepoints: suspending and resuming jobs, starting a job from a suspended one's positions |
 //! | `system.rs` | the rows of the system tables |
 //! | `driver.rs` | the source thread and the idle-watermark task |
 pub mod committed;
@@ -24,10 +25,11 @@ pub mod jobs;
 pub mod runner;
 pub mod sinks;
 pub mod sources;
+pub mod suspend;
 pub mod system;
 
 pub use committed::{Commits, Committed, CommittedSlot};
 pub use jobs::{watermark_key, Engine, JobPlanner, IDLE_ADVANCE, LATE_ROWS_TABLE};
 pub use sinks::SINK_OPTION;
 pub use sources::{SourceRow, SourceStep, SOURCE_BATCH_ROWS, SOURCE_SLICE};
-pub use system::{JobStats, StateTableRow, SystemState};
+pub use system::{job_status, JobStats, StateTableRow, SystemState};

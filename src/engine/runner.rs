@@ -307,5 +307,6 @@ fn commit(job: &mut Job, tasks: &mut Tasks, store: &Store, commits: &Commits) ->
     for (_, task) in tasks.iter_mut() {
         task.on_committed();
     }
+    job.on_committed();
     Ok(())
 }

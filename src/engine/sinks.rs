@@ -55,8 +55,6 @@ impl Engine {
                 let schema = Arc::new(arrow::datatypes::Schema::new(physical_fields(sink)?));
                 let config = weir_connectors::kafka::KafkaSinkConfig::from_options(&sink.options)
                     .map_err(|e| WeirError::option(format!("table {}: {e}", sink.name)))?;
-                let writer = weir_connectors::kafka::KafkaWriter::open(&config)
-                    .map_err(|e| WeirError::execution(format!("table {}: {e}", sink.name)))?;
                 let encoding = if kind == "kafka" {
                     KafkaEncoding::Value(
                         weir_connectors::format::encoder(&sink.options, "", Arc::clone(&schema))
@@ -73,7 +71,16 @@ impl Engine {
                             .map_err(|e| WeirError::option(format!("table {}: {e}", sink.name)))?,
                     )
                 };
-                Box::new(KafkaSink::new(writer, encoding, schema))
+                let opening = |e| WeirError::execution(format!("table {}: {e}", sink.name));
+                match &config.transactional_id_prefix {
+                    Some(prefix) if config.delivery == weir_connectors::kafka::DeliveryGuarantee::ExactlyOnce => {
+                        // Stable per job, so a restarted job fences its previous instance.
+                        let id = format!("{prefix}-{}", rel.name);
+                        let writer = weir_connectors::kafka::KafkaWriter::open_transactional(&config, &id).map_err(opening)?;
+                        Box::new(KafkaSink::exactly_once(writer, encoding, schema, allocate("sink"), &self.store)?)
+                    }
+                    _ => Box::new(KafkaSink::new(weir_connectors::kafka::KafkaWriter::open(&config).map_err(opening)?, encoding, schema)),
+                }
             }
             other => {
                 return Err(WeirError::unsupported(format!(
@@ -85,7 +92,8 @@ impl Engine {
         Job::build_with_root(plan, root, allocate, &self.store, self.parallelism_of(rel)?)
     }
 
-    /// `STOP JOB 'id'`: stops and removes an INSERT INTO job, freeing its state.
+    /// `STOP JOB 'id'`: stops and removes an INSERT INTO job (running or suspended), freeing its
+    /// state.
     ///
     /// # Errors
     /// `Plan` for an unknown job; `Unsupported` for the job of a materialized view.
@@ -106,10 +114,15 @@ impl Engine {
             for table in r.operator_state.values() {
                 writes.delete_table(*table);
             }
+            // Its sources' positions (of its tasks, or kept while it is suspended).
+            for table in &r.depends_on {
+                writes.delete_meta(&crate::source::progress_key(&name, table));
+            }
         }
         for (job, table) in self.sources.keys().filter(|(job, _)| *job == name) {
             writes.delete_meta(&crate::source::progress_key(job, table));
         }
+        writes.delete_meta(&super::suspend::suspended_key(&name));
         let job = self.jobs.remove(&name);
         let tasks: Vec<_> = self.sources.keys().filter(|(job, _)| *job == name).cloned().collect();
         let tasks: Vec<_> = tasks.into_iter().filter_map(|k| self.sources.remove(&k).map(|t| (k, t))).collect();
@@ -120,6 +133,7 @@ impl Engine {
             self.sources.extend(tasks);
             return Err(e);
         }
+        self.suspended.remove(&name);
         Ok(())
     }
 }

@@ -35,6 +35,20 @@ impl Engine {
     /// # Errors
     /// `Unsupported` for a connector without a source runtime; the reader's errors.
     pub fn open_sources(&mut self, job: &str, tables: &[String]) -> Result<()> {
+        self.open_sources_from(job, tables, std::collections::BTreeMap::new())
+    }
+
+    /// [`Engine::open_sources`], a table without committed progress starting from its entry in
+    /// `starts` if it has one (a savepoint's positions), else from its startup mode.
+    ///
+    /// # Errors
+    /// As [`Engine::open_sources`].
+    pub fn open_sources_from(
+        &mut self,
+        job: &str,
+        tables: &[String],
+        mut starts: std::collections::BTreeMap<String, SourceProgress>,
+    ) -> Result<()> {
         for table in tables {
             let Some(rel) = self.catalog.get(table) else { continue };
             if rel.kind != RelationKind::Table || connector_of(rel) == "table" {
@@ -51,7 +65,7 @@ impl Engine {
                     serde_json::from_slice::<SourceProgress>(&bytes)
                         .map_err(|e| WeirError::storage(format!("source progress of {job}/{table}: {e}")))?,
                 ),
-                None => None,
+                None => starts.remove(table),
             };
             let task = SourceTask::open(job, rel, progress)?;
             self.sources.insert((job.to_string(), table.clone()), task);

@@ -45,7 +45,7 @@ pub struct JobRow {
     /// `materialized view` or `job` (an `INSERT INTO` job): the relation kind's SQL name, as
     /// `SHOW JOBS` shows it.
     pub kind: String,
-    /// `RUNNING` or `FAILED`.
+    /// `RUNNING`, `FAILED` or `SUSPENDED` ([`job_status`]).
     pub status: String,
     /// Why a FAILED job stopped.
     pub error: Option<String>,
@@ -141,7 +141,7 @@ impl Engine {
                     name: r.name.clone(),
                     job_id,
                     kind: r.kind.sql_name().to_string(),
-                    status: if error.is_some() { "FAILED" } else { "RUNNING" }.to_string(),
+                    status: job_status(error.is_some(), self.suspended.contains(&r.name)).to_string(),
                     error,
                     definition: r.definition.clone(),
                     sink: (r.kind == RelationKind::SinkJob).then(|| r.options.get(super::SINK_OPTION).cloned()).flatten(),
@@ -195,5 +195,17 @@ impl Engine {
                 })
                 .collect(),
         }
+    }
+}
+
+/// A job's status as `SHOW JOBS` and the system tables show it: `FAILED` (stopped on an error),
+/// `SUSPENDED` (stopped with a savepoint, [`super::suspend`]) or `RUNNING`.
+pub fn job_status(failed: bool, suspended: bool) -> &'static str {
+    if failed {
+        "FAILED"
+    } else if suspended {
+        "SUSPENDED"
+    } else {
+        "RUNNING"
     }
 }

@@ -647,6 +647,16 @@ impl Job {
         out
     }
 
+    /// Tells every operator that the epoch of the last [`Job::on_barrier`] is committed
+    /// ([`Operator::on_committed`]).
+    pub fn on_committed(&mut self) {
+        for node in &mut self.nodes {
+            for op in &mut node.lanes {
+                op.on_committed();
+            }
+        }
+    }
+
     /// Hands every operator's epoch writes to `writes`; operators read `store` for what a
     /// barrier does besides (a state TTL sweep).
     pub fn on_barrier(&mut self, store: &Store, writes: &mut EpochWrites) -> Result<()> {

@@ -18,7 +18,7 @@ use tokio::sync::RwLock;
 use crate::error::{Result, WeirError};
 use crate::engine::{Committed, CommittedSlot, Engine, SystemState};
 use crate::observe::Activities;
-use crate::sql::parser::{self, object_name, DropKind, WeirStatement};
+use crate::sql::parser::{self, object_name, DropKind, JobRef, WeirStatement};
 use crate::sql::planning::{plan_job, JobKind, SqlPlanner};
 use crate::sql::{ddl, dml};
 use crate::sql::relations::{session_context, Snapshot, SystemLoader, SystemTables};
@@ -372,7 +372,7 @@ impl Database {
                 let engine = self.engine.read().await;
                 let late: BTreeMap<String, u64> =
                     engine.job_stats().into_iter().map(|(name, stats)| (name, stats.late_rows())).collect();
-                show::show_list(&engine.catalog, list, &late, &engine.failed)
+                show::show_list(&engine.catalog, list, &late, &engine.failed, &engine.suspended)
             }
             WeirStatement::ShowCreate(name) => show::show_create(&self.read_snapshot().catalog, &name),
             WeirStatement::Describe(name) => show::describe(&self.read_snapshot().catalog, &name),
@@ -416,9 +416,32 @@ impl Database {
                 }
                 Ok(command("RESET"))
             }
-            WeirStatement::StopJob { id, .. } => {
+            WeirStatement::StopJob { id, savepoint: false } => {
                 self.write_engine().await?.stop_job(&id)?;
                 Ok(command("STOP JOB"))
+            }
+            WeirStatement::StopJob { id, savepoint: true } => {
+                let mut engine = self.write_engine().await?;
+                let of_view = |r: &weir_catalog::Relation| r.kind != weir_catalog::RelationKind::SinkJob;
+                if engine.catalog.relations.values().any(|r| r.job.as_deref() == Some(id.as_str()) && of_view(r)) {
+                    return Err(WeirError::unsupported(format!(
+                        "STOP JOB '{id}' WITH SAVEPOINT: it maintains a materialized view; use ALTER MATERIALIZED VIEW ... SUSPEND"
+                    )));
+                }
+                engine.suspend_job(&id)?;
+                Ok(command("STOP JOB"))
+            }
+            WeirStatement::Suspend(JobRef::View(name) | JobRef::Id(name)) => {
+                self.write_engine().await?.suspend_job(&name)?;
+                Ok(command("ALTER MATERIALIZED VIEW"))
+            }
+            WeirStatement::Resume(job) => {
+                let (name, tag) = match &job {
+                    JobRef::View(name) => (name, "ALTER MATERIALIZED VIEW"),
+                    JobRef::Id(id) => (id, "RESUME JOB"),
+                };
+                self.write_engine().await?.resume_job(name)?;
+                Ok(command(tag))
             }
             WeirStatement::Explain(inner) => self.explain(*inner, &session.settings).await,
             WeirStatement::ExplainAnalyze(job) => {

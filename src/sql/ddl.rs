@@ -345,7 +345,7 @@ pub async fn create_materialized_view(
         emit_on_window_close,
     };
     catalog.relations.insert(name.to_string(), rel.clone());
-    engine.start_job(&rel, &plan, catalog)
+    engine.start_job(&rel, &plan, catalog, settings.get(crate::sql::settings::SAVEPOINT_PATH).map(String::as_str))
 }
 
 /// The catalog relations a query names (views not expanded), each once.

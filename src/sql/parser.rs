@@ -85,7 +85,12 @@ pub enum WeirStatement {
     ShowVariable(String),
     /// `RESET [key]`; `None` resets everything.
     Reset(Option<String>),
+    /// `STOP JOB 'id'`; `WITH SAVEPOINT` suspends it instead ([`crate::engine::suspend`]).
     StopJob { id: String, savepoint: bool },
+    /// `ALTER MATERIALIZED VIEW name SUSPEND`.
+    Suspend(JobRef),
+    /// `RESUME JOB 'id'` or `ALTER MATERIALIZED VIEW name RESUME`.
+    Resume(JobRef),
     /// `EXPLAIN` of a statement.
     Explain(Box<WeirStatement>),
     /// `EXPLAIN ANALYZE [MATERIALIZED VIEW] name` or `EXPLAIN ANALYZE JOB 'id'`: a running
@@ -332,6 +337,26 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
             return Ok(WeirStatement::Reset(None));
         }
         return Ok(WeirStatement::Reset(Some(parse_setting_name(p, sql)?)));
+    }
+    if is_word(p, 0, "RESUME") && is_word(p, 1, "JOB") {
+        p.next_token();
+        p.next_token();
+        return Ok(WeirStatement::Resume(JobRef::Id(p.parse_literal_string().map_err(err)?)));
+    }
+    if is_word(p, 0, "ALTER") && is_word(p, 1, "MATERIALIZED") && is_word(p, 2, "VIEW") {
+        p.next_token();
+        p.next_token();
+        p.next_token();
+        let name = JobRef::View(object_name(&p.parse_object_name(false).map_err(err)?));
+        if is_word(p, 0, "SUSPEND") {
+            p.next_token();
+            return Ok(WeirStatement::Suspend(name));
+        }
+        if is_word(p, 0, "RESUME") {
+            p.next_token();
+            return Ok(WeirStatement::Resume(name));
+        }
+        return Err(unexpected(p, sql, "SUSPEND or RESUME"));
     }
     if is_word(p, 0, "STOP") && is_word(p, 1, "JOB") {
         p.next_token();

@@ -6,6 +6,7 @@
 //! | `table.exec.state.ttl` | a duration | views and jobs created afterwards let the state of their unbounded operators expire that long after its last write ([`crate::plan::ttl`]) |
 //! | `parallelism.default` | 1 to 128 | views and jobs created afterwards run their keyed and stateless operators as that many parallel instances (Flink's key; default: the server's `--workers`, the number of cores) |
 //! | `table.local-time-zone` | `UTC` | the zone TIMESTAMP_LTZ values are shown in (Flink's key); Weir shows them in UTC, so only UTC (`UTC`, `Etc/UTC`, `GMT`, `Z`, `+00:00`) is accepted |
+//! | `execution.savepoint.path` | a suspended job's id or view's name | views and jobs created afterwards start each source they share with it at its positions (Flink's key, which names a savepoint directory there; see `crate::engine::suspend`) |
 //! | `statement_timeout` | a duration (a bare number: ms), 0 for none | Postgres's: a `SELECT` running longer is cancelled with 57014 ([`statement_timeout`]); write statements, each one atomic epoch, run to their end |
 //!
 //! The first three are fixed when the view or `INSERT INTO` job is created: they are kept in its catalog
@@ -28,6 +29,8 @@ pub use crate::runtime::relation::{parallelism_option, PARALLELISM};
 pub const ALLOW_LATENESS: &str = "table.exec.emit.allow-lateness";
 /// State time-to-live, a duration.
 pub const STATE_TTL: &str = "table.exec.state.ttl";
+/// The suspended job whose source positions new jobs start from.
+pub const SAVEPOINT_PATH: &str = "execution.savepoint.path";
 /// Postgres's limit on a statement's running time, a duration (a bare number is ms).
 pub const STATEMENT_TIMEOUT: &str = "statement_timeout";
 

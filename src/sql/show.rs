@@ -47,12 +47,14 @@ pub fn text_rows(columns: &[&str], rows: Vec<Vec<Option<String>>>) -> Result<Sta
 ///
 /// `SHOW JOBS` also shows each job's late rows: the rows its event-time operators dropped
 /// (`late_rows`, by job name), detailed per operator in `weir_late_rows`.
-/// A job that stopped on an error (`failed`, by job name) is `FAILED`, the error in `error`.
+/// A job that stopped on an error (`failed`, by job name) is `FAILED`, the error in `error`;
+/// one in `suspended` is `SUSPENDED`; the others `RUNNING`.
 pub fn show_list(
     catalog: &Catalog,
     list: ShowList,
     late_rows: &std::collections::BTreeMap<String, u64>,
     failed: &std::collections::BTreeMap<String, String>,
+    suspended: &std::collections::BTreeSet<String>,
 ) -> Result<StatementResult> {
     let of_kind = |kind: RelationKind| -> Vec<Vec<Option<String>>> {
         catalog
@@ -83,7 +85,7 @@ pub fn show_list(
                                 _ => r.name.clone(),
                             }),
                             Some(r.kind.sql_name().to_string()),
-                            Some(if failed.contains_key(&r.name) { "FAILED" } else { "RUNNING" }.to_string()),
+                            Some(crate::engine::job_status(failed.contains_key(&r.name), suspended.contains(&r.name)).to_string()),
                             Some(late_rows.get(&r.name).copied().unwrap_or(0).to_string()),
                             Some(r.definition.clone()),
                             failed.get(&r.name).cloned(),

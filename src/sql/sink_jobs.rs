@@ -81,7 +81,7 @@ pub async fn start_sink_job(
         emit_on_window_close: eowc,
     };
     catalog.relations.insert(id.clone(), rel.clone());
-    engine.start_job(&rel, &plan, catalog)?;
+    engine.start_job(&rel, &plan, catalog, settings.get(crate::sql::settings::SAVEPOINT_PATH).map(String::as_str))?;
     tracing::info!(job = %id, sink = %sink.name, "started INSERT INTO job");
     Ok(id)
 }

@@ -27,6 +27,11 @@ impl Server {
     /// with parallelism 2 (`--workers 2`) whatever the machine's cores, so every test runs its
     /// keyed operators behind hash exchanges and EXPLAIN output does not depend on the host.
     pub fn start(data_dir: &Path) -> Server {
+        Self::start_with_env(data_dir, &[])
+    }
+
+    /// [`Server::start`] with environment variables `env` set (`WEIR_FAILPOINT`, ...).
+    pub fn start_with_env(data_dir: &Path, env: &[(&str, &str)]) -> Server {
         std::fs::create_dir_all(data_dir).expect("data dir");
         let log = data_dir.with_extension("log");
         let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log).expect("log file");
@@ -36,6 +41,7 @@ impl Server {
             .arg("--data-dir")
             .arg(data_dir)
             .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()))
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log_file)
             .spawn()

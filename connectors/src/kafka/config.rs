@@ -11,7 +11,9 @@
 //! | `scan.startup.timestamp-millis` | with `timestamp` | — | epoch ms |
 //! | `scan.startup.specific-offsets` | with `specific-offsets` | — | `partition:0,offset:42;partition:1,offset:300` |
 //! | `sink.partitioner` | — | `default` \| `round-robin` | see [`SinkPartitioner`] |
-//! | `sink.delivery-guarantee` | — | `at-least-once` (default) \| `none` | `exactly-once` is refused (no Kafka transactions yet) |
+//! | `sink.delivery-guarantee` | — | `at-least-once` (default) \| `exactly-once` \| `none` | see [`DeliveryGuarantee`] |
+//! | `sink.transactional-id-prefix` | — | required with `exactly-once` | the prefix of the sink's Kafka `transactional.id` |
+//! | `properties.isolation.level` | `read_committed` (default) \| `read_uncommitted` | — | a source sees only committed transactions' messages |
 //!
 //! The format options (`format`, `key.format`, `value.format`, ...) are read by
 //! [`crate::format`]. Options of other groups (`scan.watermark.idle-timeout`, ...) are left to
@@ -72,12 +74,18 @@ pub enum SinkPartitioner {
     RoundRobin,
 }
 
-/// Whether a sink waits for the brokers to acknowledge (Flink `'sink.delivery-guarantee'`).
+/// What a sink guarantees about the messages of a committed epoch (Flink
+/// `'sink.delivery-guarantee'`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DeliveryGuarantee {
-    /// `at-least-once`: a flush returns once every message is acknowledged, or fails.
+    /// `at-least-once`: a flush returns once every message is acknowledged, or fails; a crash
+    /// after the flush and before the epoch's commit writes the epoch's messages again.
     #[default]
     AtLeastOnce,
+    /// `exactly-once`: each epoch's messages go in one Kafka transaction, committed after the
+    /// epoch; a `read_committed` consumer sees each of them once (two-phase, see
+    /// [`crate::kafka::KafkaWriter`]). Needs `'sink.transactional-id-prefix'`.
+    ExactlyOnce,
     /// `none`: a flush does not wait, and failed deliveries are only counted.
     None,
 }
@@ -111,6 +119,8 @@ pub struct KafkaSinkConfig {
     pub partitioner: SinkPartitioner,
     /// `'sink.delivery-guarantee'`.
     pub delivery: DeliveryGuarantee,
+    /// `'sink.transactional-id-prefix'` (set whenever `delivery` is `ExactlyOnce`).
+    pub transactional_id_prefix: Option<String>,
     /// The librdkafka properties from `'properties.*'`, prefix removed.
     pub properties: BTreeMap<String, String>,
 }
@@ -186,8 +196,10 @@ impl KafkaSinkConfig {
     /// - [`ConnectorError::MissingOption`] without `topic` or `properties.bootstrap.servers`;
     /// - [`ConnectorError::InvalidValue`] for a bad `sink.partitioner` or
     ///   `sink.delivery-guarantee`; [`ConnectorError::UnknownOption`] for an unknown `sink.*`;
-    /// - [`ConnectorError::Unsupported`] for `exactly-once`, the `fixed` partitioner, or several
-    ///   topics.
+    /// - [`ConnectorError::MissingOption`] for `exactly-once` without
+    ///   `sink.transactional-id-prefix` (as Flink refuses it);
+    /// - [`ConnectorError::Unsupported`] for the `fixed` partitioner, several topics, or a
+    ///   `properties.transactional.id` (Weir derives it from the prefix).
     pub fn from_options(options: &BTreeMap<String, String>) -> Result<Self, ConnectorError> {
         let (topic, brokers, properties) = common(options)?;
         check_known(options, "sink.", SINK_OPTIONS)?;
@@ -204,15 +216,28 @@ impl KafkaSinkConfig {
         let delivery = match options.get("sink.delivery-guarantee").map(String::as_str) {
             None | Some("at-least-once") => DeliveryGuarantee::AtLeastOnce,
             Some("none") => DeliveryGuarantee::None,
-            Some("exactly-once") => {
-                return Err(ConnectorError::Unsupported {
-                    feature: "'sink.delivery-guarantee' = 'exactly-once' (Kafka transactions are not built yet; use at-least-once)"
-                        .into(),
-                })
-            }
-            Some(other) => return Err(invalid("sink.delivery-guarantee", other, "at-least-once, none")),
+            Some("exactly-once") => DeliveryGuarantee::ExactlyOnce,
+            Some(other) => return Err(invalid("sink.delivery-guarantee", other, "at-least-once, exactly-once, none")),
         };
-        Ok(KafkaSinkConfig { topic, brokers, partitioner, delivery, properties })
+        if properties.contains_key("transactional.id") {
+            return Err(ConnectorError::Unsupported {
+                feature: "'properties.transactional.id' (Weir makes one per job from 'sink.transactional-id-prefix')".into(),
+            });
+        }
+        let transactional_id_prefix = options.get("sink.transactional-id-prefix").map(|p| p.trim().to_string());
+        if let Some(prefix) = &transactional_id_prefix {
+            if prefix.is_empty() {
+                return Err(invalid("sink.transactional-id-prefix", prefix, "a non-empty prefix"));
+            }
+        }
+        if delivery == DeliveryGuarantee::ExactlyOnce && transactional_id_prefix.is_none() {
+            return Err(ConnectorError::MissingOption {
+                connector: connector(options),
+                option: "sink.transactional-id-prefix (needed by 'sink.delivery-guarantee' = 'exactly-once'; unique to this Weir server)"
+                    .into(),
+            });
+        }
+        Ok(KafkaSinkConfig { topic, brokers, partitioner, delivery, transactional_id_prefix, properties })
     }
 }
 
@@ -335,8 +360,13 @@ mod tests {
     fn parses_sink_options() -> Result<(), ConnectorError> {
         let sink = KafkaSinkConfig::from_options(&opts(&[("sink.partitioner", "round-robin")]))?;
         assert_eq!((sink.partitioner, sink.delivery), (SinkPartitioner::RoundRobin, DeliveryGuarantee::AtLeastOnce));
-        let exactly_once = KafkaSinkConfig::from_options(&opts(&[("sink.delivery-guarantee", "exactly-once")]));
-        assert!(matches!(exactly_once, Err(ConnectorError::Unsupported { .. })));
+        let no_prefix = KafkaSinkConfig::from_options(&opts(&[("sink.delivery-guarantee", "exactly-once")]));
+        assert!(matches!(&no_prefix, Err(ConnectorError::MissingOption { option, .. }) if option.contains("transactional-id-prefix")));
+        let eo = opts(&[("sink.delivery-guarantee", "exactly-once"), ("sink.transactional-id-prefix", "weir-a")]);
+        let eo = KafkaSinkConfig::from_options(&eo)?;
+        assert_eq!((eo.delivery, eo.transactional_id_prefix.as_deref()), (DeliveryGuarantee::ExactlyOnce, Some("weir-a")));
+        let own_id = opts(&[("properties.transactional.id", "x")]);
+        assert!(matches!(KafkaSinkConfig::from_options(&own_id), Err(ConnectorError::Unsupported { .. })));
         Ok(())
     }
 }

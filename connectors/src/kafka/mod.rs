@@ -1,6 +1,7 @@
 //! The `kafka` and `upsert-kafka` connectors' Kafka side (librdkafka through `rdkafka`):
 //! options ([`KafkaSourceConfig`], [`KafkaSinkConfig`]), a reader of all partitions of a topic
-//! ([`KafkaReader`]), a writer ([`KafkaWriter`]) and [`create_topic`].
+//! ([`KafkaReader`]), a writer ([`KafkaWriter`], transactional for exactly-once), [`create_topic`]
+//! and an in-process cluster for tests and benchmarks ([`MockBrokers`]).
 //!
 //! Payloads are bytes here; [`crate::format`] turns them into rows and back. Calls block (up to
 //! about 10 s per broker request): run them on a blocking thread.
@@ -28,6 +29,7 @@
 mod admin;
 mod client;
 mod config;
+mod mock;
 mod reader;
 mod writer;
 
@@ -37,5 +39,6 @@ pub use config::{
     parse_specific_offsets, DeliveryGuarantee, KafkaSinkConfig, KafkaSourceConfig, OffsetReset, SinkPartitioner,
     StartupMode,
 };
+pub use mock::MockBrokers;
 pub use reader::{KafkaReader, KafkaRecord, PartitionLag};
 pub use writer::KafkaWriter;

@@ -85,6 +85,10 @@ impl KafkaReader {
         // before it looks again (default 1 000 ms): a source that drains the queue in less
         // than that then sits idle. 10 ms keeps the queue fed; 'properties.*' may override it.
         client.set("fetch.queue.backoff.ms", "10");
+        // Only committed transactions' messages (librdkafka's default too, said here so it
+        // stays so): a job reading an exactly-once sink's topic sees no aborted epoch.
+        // 'properties.isolation.level' = 'read_uncommitted' may override it.
+        client.set("isolation.level", "read_committed");
         for (key, value) in &config.properties {
             client.set(key, value);
         }
