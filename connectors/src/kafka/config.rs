@@ -233,8 +233,7 @@ impl KafkaSinkConfig {
         if delivery == DeliveryGuarantee::ExactlyOnce && transactional_id_prefix.is_none() {
             return Err(ConnectorError::MissingOption {
                 connector: connector(options),
-                option: "sink.transactional-id-prefix (needed by 'sink.delivery-guarantee' = 'exactly-once'; unique to this Weir server)"
-                    .into(),
+                option: "sink.transactional-id-prefix' with 'sink.delivery-guarantee' = 'exactly-once".into(),
             });
         }
         Ok(KafkaSinkConfig { topic, brokers, partitioner, delivery, transactional_id_prefix, properties })
