@@ -77,9 +77,12 @@ impl Engine {
                         // Stable per job, so a restarted job fences its previous instance.
                         let id = format!("{prefix}-{}", rel.name);
                         let writer = weir_connectors::kafka::KafkaWriter::open_transactional(&config, &id).map_err(opening)?;
-                        Box::new(KafkaSink::exactly_once(writer, encoding, schema, allocate("sink"), &self.store)?)
+                        Box::new(KafkaSink::exactly_once(Box::new(writer), encoding, schema, allocate("sink"), &self.store)?)
                     }
-                    _ => Box::new(KafkaSink::new(weir_connectors::kafka::KafkaWriter::open(&config).map_err(opening)?, encoding, schema)),
+                    _ => {
+                        let writer = weir_connectors::kafka::KafkaWriter::open(&config).map_err(opening)?;
+                        Box::new(KafkaSink::new(Box::new(writer), encoding, schema))
+                    }
                 }
             }
             other => {

@@ -174,12 +174,43 @@ pub enum KafkaEncoding {
 /// (librdkafka cannot resume another producer's open transaction, as Flink's Java client does
 /// by reflection; the outbox is what makes the second phase replayable without it.)
 pub struct KafkaSink {
-    writer: weir_connectors::kafka::KafkaWriter,
+    writer: Box<dyn KafkaProducer>,
     encoding: KafkaEncoding,
     /// The sink table's physical columns: rows are renamed and cast to them.
     schema: SchemaRef,
     /// With exactly-once: the outbox of transactions.
     outbox: Option<Outbox>,
+}
+
+/// What a [`KafkaSink`] needs of a Kafka producer: [`weir_connectors::kafka::KafkaWriter`]
+/// against brokers; a model broker with Kafka's transaction semantics in this module's tests.
+pub trait KafkaProducer: Send + Sync {
+    /// Queues a message (in a transactional producer: in the open transaction, begun if none).
+    fn send(&mut self, key: Option<&[u8]>, value: Option<&[u8]>) -> std::result::Result<(), weir_connectors::ConnectorError>;
+    /// Waits until every queued message is acknowledged (the pre-commit).
+    fn flush(&mut self) -> std::result::Result<(), weir_connectors::ConnectorError>;
+    /// Commits the open transaction with marker `sequence`; a no-op without one.
+    fn commit_transaction(&mut self, sequence: u64) -> std::result::Result<(), weir_connectors::ConnectorError>;
+    /// The marker of the last committed transaction.
+    fn committed_marker(&self) -> std::result::Result<Option<u64>, weir_connectors::ConnectorError>;
+}
+
+/// How long a flush (pre-commit) may wait for the brokers.
+const FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl KafkaProducer for weir_connectors::kafka::KafkaWriter {
+    fn send(&mut self, key: Option<&[u8]>, value: Option<&[u8]>) -> std::result::Result<(), weir_connectors::ConnectorError> {
+        weir_connectors::kafka::KafkaWriter::send(self, key, value, &[], None)
+    }
+    fn flush(&mut self) -> std::result::Result<(), weir_connectors::ConnectorError> {
+        weir_connectors::kafka::KafkaWriter::flush(self, FLUSH_TIMEOUT)
+    }
+    fn commit_transaction(&mut self, sequence: u64) -> std::result::Result<(), weir_connectors::ConnectorError> {
+        weir_connectors::kafka::KafkaWriter::commit_transaction(self, sequence)
+    }
+    fn committed_marker(&self) -> std::result::Result<Option<u64>, weir_connectors::ConnectorError> {
+        weir_connectors::kafka::KafkaWriter::committed_marker(self)
+    }
 }
 
 /// One message: key and value (`None`: no key; a tombstone).
@@ -265,7 +296,7 @@ fn outbox_parts(mut bytes: &[u8]) -> Vec<&[u8]> {
 impl KafkaSink {
     /// A sink writing rows of `schema` with `writer` and `encoding`, at least once (or with
     /// no guarantee, as the writer's config says).
-    pub fn new(writer: weir_connectors::kafka::KafkaWriter, encoding: KafkaEncoding, schema: SchemaRef) -> Self {
+    pub fn new(writer: Box<dyn KafkaProducer>, encoding: KafkaEncoding, schema: SchemaRef) -> Self {
         KafkaSink { writer, encoding, schema, outbox: None }
     }
 
@@ -276,7 +307,7 @@ impl KafkaSink {
     /// # Errors
     /// `Storage` for an unreadable outbox; `Execution` when Kafka cannot be asked or written.
     pub fn exactly_once(
-        mut writer: weir_connectors::kafka::KafkaWriter,
+        mut writer: Box<dyn KafkaProducer>,
         encoding: KafkaEncoding,
         schema: SchemaRef,
         state: u32,
@@ -299,9 +330,9 @@ impl KafkaSink {
             }
             tracing::info!(transaction = seq, messages = messages.len(), "kafka sink: sending a committed epoch's transaction again");
             for (key, value) in messages {
-                writer.send(key.as_deref(), value.as_deref(), &[], None).map_err(sink_error)?;
+                writer.send(key.as_deref(), value.as_deref()).map_err(sink_error)?;
             }
-            writer.flush(std::time::Duration::from_secs(30)).map_err(sink_error)?;
+            writer.flush().map_err(sink_error)?;
             writer.commit_transaction(seq).map_err(sink_error)?;
         }
         let delivered = pending.keys().next_back().copied();
@@ -310,7 +341,7 @@ impl KafkaSink {
     }
 
     fn send(&mut self, key: Option<&[u8]>, value: Option<&[u8]>) -> Result<()> {
-        self.writer.send(key, value, &[], None).map_err(sink_error)?;
+        self.writer.send(key, value).map_err(sink_error)?;
         if let Some(outbox) = &mut self.outbox {
             encode_message(key, value, &mut outbox.messages);
         }
@@ -361,7 +392,7 @@ impl Operator for KafkaSink {
     fn on_barrier(&mut self, writes: &mut EpochWrites, _ctx: &OpContext<'_>) -> Result<()> {
         self.check()?;
         let Some(outbox) = &mut self.outbox else {
-            return self.writer.flush(std::time::Duration::from_secs(30)).map_err(sink_error);
+            return self.writer.flush().map_err(sink_error);
         };
         if let Some(done) = outbox.delivered.take() {
             writes.delete_below(outbox.state, &outbox_key(done + 1, 0));
@@ -370,7 +401,7 @@ impl Operator for KafkaSink {
             return Ok(());
         }
         // The pre-commit: every message of the transaction acknowledged.
-        self.writer.flush(std::time::Duration::from_secs(30)).map_err(sink_error)?;
+        self.writer.flush().map_err(sink_error)?;
         // A transaction whose epoch did not commit keeps its number and grows.
         let seq = outbox.precommitted.unwrap_or(outbox.sequence + 1);
         writes.put(outbox.state, SEQUENCE_KEY, &seq.to_be_bytes());
@@ -400,6 +431,168 @@ impl Operator for KafkaSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
+
+    /// A model of Kafka's transactions for one transactional id: every message goes to the log
+    /// with its transaction; a commit makes the transaction visible to `read_committed`
+    /// readers and stores its marker in the same step; a transaction never committed (its
+    /// producer crashed, or was fenced by a new one) stays invisible.
+    #[derive(Default)]
+    struct ModelBroker {
+        log: Vec<(u64, Message)>,
+        committed: std::collections::HashSet<u64>,
+        marker: Option<u64>,
+        transactions: u64,
+    }
+
+    impl ModelBroker {
+        fn read_committed(&self) -> Vec<Message> {
+            self.log.iter().filter(|(t, _)| self.committed.contains(t)).map(|(_, m)| m.clone()).collect()
+        }
+    }
+
+    /// One producer instance (a restart makes a new one).
+    struct ModelProducer {
+        broker: Arc<Mutex<ModelBroker>>,
+        open: Option<u64>,
+    }
+
+    impl KafkaProducer for ModelProducer {
+        fn send(&mut self, key: Option<&[u8]>, value: Option<&[u8]>) -> std::result::Result<(), weir_connectors::ConnectorError> {
+            let mut broker = self.broker.lock().expect("broker");
+            let txn = *self.open.get_or_insert_with(|| {
+                broker.transactions += 1;
+                broker.transactions
+            });
+            broker.log.push((txn, (key.map(<[u8]>::to_vec), value.map(<[u8]>::to_vec))));
+            Ok(())
+        }
+        fn flush(&mut self) -> std::result::Result<(), weir_connectors::ConnectorError> {
+            Ok(())
+        }
+        fn commit_transaction(&mut self, sequence: u64) -> std::result::Result<(), weir_connectors::ConnectorError> {
+            if let Some(txn) = self.open.take() {
+                let mut broker = self.broker.lock().expect("broker");
+                broker.committed.insert(txn);
+                broker.marker = Some(sequence);
+            }
+            Ok(())
+        }
+        fn committed_marker(&self) -> std::result::Result<Option<u64>, weir_connectors::ConnectorError> {
+            Ok(self.broker.lock().expect("broker").marker)
+        }
+    }
+
+    const EPOCHS: usize = 4;
+    const PER_EPOCH: usize = 3;
+
+    fn value(epoch: usize, i: usize) -> String {
+        format!("e{epoch}-{i}")
+    }
+
+    /// The moments a crash can hit an epoch.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Crash {
+        /// Messages sent, no barrier yet.
+        BeforeBarrier,
+        /// Pre-committed (the barrier's writes made), the epoch not committed.
+        AfterPrecommit,
+        /// The epoch committed in the store, the Kafka transaction not yet.
+        AfterStoreCommit,
+        /// Both committed; the outbox entries not deleted yet.
+        AfterKafkaCommit,
+    }
+
+    fn open_sink(broker: &Arc<Mutex<ModelBroker>>, store: &Store) -> Result<KafkaSink> {
+        let schema: SchemaRef = Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new(
+            "v",
+            arrow::datatypes::DataType::Utf8,
+            true,
+        )]));
+        let options = std::collections::BTreeMap::from([("format".to_string(), "raw".to_string())]);
+        let encoder = weir_connectors::format::encoder(&options, "", Arc::clone(&schema)).map_err(sink_error)?;
+        let producer = Box::new(ModelProducer { broker: Arc::clone(broker), open: None });
+        KafkaSink::exactly_once(producer, KafkaEncoding::Value(encoder), schema, 7, store)
+    }
+
+    fn send_epoch(sink: &mut KafkaSink, epoch: usize, store: &Store) -> Result<()> {
+        let values: Vec<String> = (0..PER_EPOCH).map(|i| value(epoch, i)).collect();
+        let batch = RecordBatch::try_new(
+            Arc::clone(&sink.schema),
+            vec![Arc::new(arrow::array::StringArray::from(values)) as arrow::array::ArrayRef],
+        )?;
+        sink.process_batch(0, StreamChunk::inserts(batch), &OpContext { store })?;
+        Ok(())
+    }
+
+    /// Runs epochs 1..=EPOCHS into the model broker, crashing once at `crash` in epoch
+    /// `crash_epoch` and recovering as Weir does (a new producer and sink over the store; the
+    /// sources replay from the last epoch committed in the store); returns what a
+    /// `read_committed` reader sees.
+    fn run_with_crash(crash: Crash, crash_epoch: usize) -> Result<Vec<String>> {
+        let dir = tempfile::tempdir().map_err(|e| WeirError::storage(e.to_string()))?;
+        let store = Store::open(dir.path())?;
+        let broker = Arc::new(Mutex::new(ModelBroker::default()));
+        let mut sink = open_sink(&broker, &store)?;
+        let mut stored_epoch = 0u64;
+        let mut epoch = 1;
+        let mut crashed = false;
+        while epoch <= EPOCHS {
+            send_epoch(&mut sink, epoch, &store)?;
+            let at = |c: Crash| !crashed && epoch == crash_epoch && crash == c;
+            if at(Crash::BeforeBarrier) {
+                crashed = true;
+                sink = open_sink(&broker, &store)?;
+                continue; // the sources replay this epoch
+            }
+            let mut writes = EpochWrites::default();
+            sink.on_barrier(&mut writes, &OpContext { store: &store })?;
+            if at(Crash::AfterPrecommit) {
+                crashed = true;
+                sink = open_sink(&broker, &store)?;
+                continue;
+            }
+            stored_epoch += 1;
+            store.commit(writes, stored_epoch)?;
+            if at(Crash::AfterStoreCommit) {
+                crashed = true;
+                sink = open_sink(&broker, &store)?;
+                epoch += 1; // committed: the sources go on after it
+                continue;
+            }
+            sink.on_committed();
+            if at(Crash::AfterKafkaCommit) {
+                crashed = true;
+                sink = open_sink(&broker, &store)?;
+            }
+            epoch += 1;
+        }
+        // One more barrier with nothing sent deletes what Kafka has from the outbox.
+        let mut writes = EpochWrites::default();
+        sink.on_barrier(&mut writes, &OpContext { store: &store })?;
+        store.commit(writes, stored_epoch + 1)?;
+        let mut outbox = 0;
+        store.scan_prefix(7, &[OUTBOX_PREFIX], |_, _| {
+            outbox += 1;
+            Ok(true)
+        })?;
+        assert_eq!(outbox, 0, "{crash:?} in epoch {crash_epoch}: the outbox is emptied");
+        let seen = broker.lock().expect("broker").read_committed();
+        Ok(seen.into_iter().map(|(_, v)| String::from_utf8(v.unwrap_or_default()).unwrap_or_default()).collect())
+    }
+
+    /// Exactly once whatever the moment of the crash: a `read_committed` reader of the model
+    /// broker sees every message of every epoch once, in order.
+    #[test]
+    fn exactly_once_through_a_crash_at_every_moment() -> Result<()> {
+        let expected: Vec<String> = (1..=EPOCHS).flat_map(|e| (0..PER_EPOCH).map(move |i| value(e, i))).collect();
+        for crash in [Crash::BeforeBarrier, Crash::AfterPrecommit, Crash::AfterStoreCommit, Crash::AfterKafkaCommit] {
+            for crash_epoch in 1..=EPOCHS {
+                assert_eq!(run_with_crash(crash, crash_epoch)?, expected, "{crash:?} in epoch {crash_epoch}");
+            }
+        }
+        Ok(())
+    }
 
     #[test]
     fn outbox_messages_round_trip() -> Result<()> {
