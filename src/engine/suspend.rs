@@ -42,7 +42,13 @@ impl Engine {
             .values()
             .find(|r| r.job.is_some() && (r.name == name_or_id || r.job.as_deref() == Some(name_or_id)))
             .cloned()
-            .ok_or_else(|| WeirError::plan(format!("no job or materialized view '{name_or_id}'; SHOW JOBS lists them")))
+            .ok_or_else(|| match self.catalog.get(name_or_id) {
+                Some(rel) => WeirError::plan(format!(
+                    "{name_or_id} is a {}, which no job maintains; only materialized views and INSERT INTO jobs (SHOW JOBS) can be suspended",
+                    rel.kind.sql_name()
+                )),
+                None => WeirError::plan(format!("no job or materialized view '{name_or_id}'; SHOW JOBS lists them")),
+            })
     }
 
     /// Suspends job `name_or_id` (see the module docs).
@@ -117,7 +123,9 @@ impl Engine {
     /// `Plan` when `from` is not a suspended job; `Storage` for unreadable progress.
     pub(super) fn savepoint_progress(&self, from: &str, table: &str) -> Result<Option<SourceProgress>> {
         let rel = self.job_relation(from).map_err(|_| {
-            WeirError::plan(format!("'execution.savepoint.path' = '{from}': no such job or materialized view"))
+            WeirError::plan(format!(
+                "'execution.savepoint.path' = '{from}': no such job or materialized view; in Weir the setting names a suspended job (its id, or a materialized view's name, as SHOW JOBS lists them), not a directory"
+            ))
         })?;
         if !self.suspended.contains(&rel.name) {
             return Err(WeirError::plan(format!(

@@ -402,8 +402,9 @@ impl Database {
                             .collect(),
                     ),
                     None => Err(WeirError::option(format!(
-                        "unrecognized configuration parameter \"{key}\"; known: {}",
-                        DEFAULT_SETTINGS.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
+                        "unrecognized configuration parameter \"{key}\"; known: {}, {}",
+                        DEFAULT_SETTINGS.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", "),
+                        crate::sql::settings::PARALLELISM
                     ))),
                 }
             }
@@ -422,8 +423,10 @@ impl Database {
             }
             WeirStatement::StopJob { id, savepoint: true } => {
                 let mut engine = self.write_engine().await?;
-                let of_view = |r: &weir_catalog::Relation| r.kind != weir_catalog::RelationKind::SinkJob;
-                if engine.catalog.relations.values().any(|r| r.job.as_deref() == Some(id.as_str()) && of_view(r)) {
+                let names_view = |r: &weir_catalog::Relation| {
+                    r.kind != weir_catalog::RelationKind::SinkJob && (r.job.as_deref() == Some(id.as_str()) || r.name == id)
+                };
+                if engine.catalog.relations.values().any(names_view) {
                     return Err(WeirError::unsupported(format!(
                         "STOP JOB '{id}' WITH SAVEPOINT: it maintains a materialized view; use ALTER MATERIALIZED VIEW ... SUSPEND"
                     )));

@@ -29,6 +29,7 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("extra_float_digits", "1"),
     ("max_identifier_length", "63"),
     ("statement_timeout", "0"),
+    ("execution.savepoint.path", ""),
 ];
 
 /// A result of text columns.
