@@ -56,6 +56,8 @@ use pgwire::api::Type;
 use pgwire::messages::data::DataRow;
 
 use super::error::{FrontendError, Result};
+pub use crate::sql::types::pg_type;
+use crate::sql::types::array_type;
 use text::StackBuf;
 
 /// Arrow's half-precision float (the `half` crate's, which we do not name).
@@ -69,80 +71,6 @@ const SECONDS_PER_DAY: i64 = 86_400;
 const MILLIS_PER_DAY: i64 = 86_400_000;
 /// Days from 0001-01-01 (chrono's day 1) to 1970-01-01.
 const UNIX_EPOCH_DAYS_FROM_CE: i64 = 719_163;
-
-/// The Postgres type of values of `data_type`.
-pub fn pg_type(data_type: &DataType) -> Type {
-    match data_type {
-        DataType::Boolean => Type::BOOL,
-        DataType::Int8 | DataType::Int16 | DataType::UInt8 => Type::INT2,
-        DataType::Int32 | DataType::UInt16 => Type::INT4,
-        DataType::Int64 | DataType::UInt32 => Type::INT8,
-        DataType::UInt64
-        | DataType::Decimal32(..)
-        | DataType::Decimal64(..)
-        | DataType::Decimal128(..)
-        | DataType::Decimal256(..) => Type::NUMERIC,
-        DataType::Float16 | DataType::Float32 => Type::FLOAT4,
-        DataType::Float64 => Type::FLOAT8,
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Type::TEXT,
-        DataType::Binary
-        | DataType::LargeBinary
-        | DataType::BinaryView
-        | DataType::FixedSizeBinary(_) => Type::BYTEA,
-        DataType::Date32 | DataType::Date64 => Type::DATE,
-        DataType::Time32(_) | DataType::Time64(_) => Type::TIME,
-        DataType::Timestamp(_, None) => Type::TIMESTAMP,
-        DataType::Timestamp(_, Some(_)) => Type::TIMESTAMPTZ,
-        DataType::Interval(_) | DataType::Duration(_) => Type::INTERVAL,
-        DataType::List(element)
-        | DataType::LargeList(element)
-        | DataType::FixedSizeList(element, _) => {
-            array_type(element.data_type()).unwrap_or(Type::TEXT)
-        }
-        DataType::Dictionary(_, values) => pg_type(values),
-        DataType::Null
-        | DataType::ListView(_)
-        | DataType::LargeListView(_)
-        | DataType::Struct(_)
-        | DataType::Union(..)
-        | DataType::Map(..)
-        | DataType::RunEndEncoded(..) => Type::TEXT,
-    }
-}
-
-/// The Postgres array type with elements of `element`, if it has one: scalar elements only
-/// (a Postgres array of arrays is a multi-dimensional array, which ragged lists are not).
-fn array_type(element: &DataType) -> Option<Type> {
-    if !is_scalar(element) {
-        return None;
-    }
-    Some(match pg_type(element) {
-        Type::BOOL => Type::BOOL_ARRAY,
-        Type::INT2 => Type::INT2_ARRAY,
-        Type::INT4 => Type::INT4_ARRAY,
-        Type::INT8 => Type::INT8_ARRAY,
-        Type::NUMERIC => Type::NUMERIC_ARRAY,
-        Type::FLOAT4 => Type::FLOAT4_ARRAY,
-        Type::FLOAT8 => Type::FLOAT8_ARRAY,
-        Type::TEXT => Type::TEXT_ARRAY,
-        Type::BYTEA => Type::BYTEA_ARRAY,
-        Type::DATE => Type::DATE_ARRAY,
-        Type::TIME => Type::TIME_ARRAY,
-        Type::TIMESTAMP => Type::TIMESTAMP_ARRAY,
-        Type::TIMESTAMPTZ => Type::TIMESTAMPTZ_ARRAY,
-        Type::INTERVAL => Type::INTERVAL_ARRAY,
-        _ => return None,
-    })
-}
-
-/// Whether values of `data_type` are encoded directly (not nested, not dictionary-encoded).
-fn is_scalar(data_type: &DataType) -> bool {
-    !data_type.is_nested()
-        && !matches!(
-            data_type,
-            DataType::Null | DataType::Dictionary(..) | DataType::RunEndEncoded(..)
-        )
-}
 
 /// The RowDescription fields of `schema`, each in the format `formats` gives it (Bind's result
 /// format codes: none means all text, one applies to all, else one per column).

@@ -258,12 +258,29 @@ impl Database {
         match &stmt {
             WeirStatement::Sql(s) if matches!(s.as_ref(), Statement::Query(_)) => {
                 let snapshot = self.read_snapshot();
-                if let Some(StatementResult::Rows { schema, .. }) = crate::sql::pg_catalog::answer(&snapshot.catalog, sql)? {
-                    return Ok(Some(schema));
+                let catalog = Arc::clone(&snapshot.catalog);
+                let mut stmt = s.as_ref().clone();
+                let planned: Result<SchemaRef> = async {
+                    crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog)?;
+                    let names = crate::sql::pg_compat::output_names(&stmt);
+                    let ctx = session_context(snapshot);
+                    let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
+                    ctx.state().optimize(&plan)?;
+                    let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
+                    match names {
+                        Some(names) => Ok(crate::sql::pg_compat::rename(&schema, vec![], &names)?.0),
+                        None => Ok(schema),
+                    }
                 }
-                let ctx = session_context(snapshot);
-                let plan = ctx.state().statement_to_plan(DfStatement::Statement(s.clone())).await?;
-                Ok(Some(Arc::new(plan.schema().as_arrow().clone())))
+                .await;
+                match planned {
+                    Ok(schema) => Ok(Some(schema)),
+                    // psql's catalog queries DataFusion cannot plan (`pg_catalog`).
+                    Err(e) => match crate::sql::pg_catalog::answer(&catalog, sql)? {
+                        Some(StatementResult::Rows { schema, .. }) => Ok(Some(schema)),
+                        _ => Err(e),
+                    },
+                }
             }
             WeirStatement::Show(_)
             | WeirStatement::ShowCreate(_)
@@ -291,8 +308,11 @@ impl Database {
         ) {
             return Ok(vec![]);
         }
-        let ctx = session_context(self.read_snapshot());
-        let plan = ctx.state().statement_to_plan(DfStatement::Statement(stmt)).await?;
+        let snapshot = self.read_snapshot();
+        let mut stmt = *stmt;
+        crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog)?;
+        let ctx = session_context(snapshot);
+        let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
         let types = plan.get_parameter_types()?;
         let n = types.keys().filter_map(|k| k.trim_start_matches('$').parse::<usize>().ok()).max().unwrap_or(0);
         Ok((1..=n).map(|i| types.get(&format!("${i}")).cloned().flatten()).collect())
@@ -492,15 +512,34 @@ impl Database {
                 // statement running meanwhile neither waits for this read nor changes what it
                 // sees (README, "Design notes").
                 let snapshot = self.read_snapshot();
-                // psql's `\d` commands query pg_catalog, which DataFusion cannot plan.
-                if let Some(result) = crate::sql::pg_catalog::answer(&snapshot.catalog, sql)? {
-                    return Ok(result);
-                }
+                let catalog = Arc::clone(&snapshot.catalog);
+                // Postgres's catalog functions, casts and column names (`pg_compat`).
+                let mut stmt = stmt;
+                crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog)?;
+                let names = crate::sql::pg_compat::output_names(&stmt);
+                let ctx = session_context(snapshot);
+                let state = ctx.state();
+                // Analyzed and optimized here, so a plan DataFusion cannot run fails now.
+                let planned = match state.statement_to_plan(DfStatement::Statement(Box::new(stmt))).await {
+                    Ok(plan) => state.optimize(&plan).map(|_| plan),
+                    Err(e) => Err(e),
+                };
+                let plan = match planned {
+                    Ok(plan) => plan,
+                    // psql's `\d` queries use Postgres syntax DataFusion cannot plan; their
+                    // shapes are answered from the catalog (`pg_catalog`).
+                    Err(e) => match crate::sql::pg_catalog::answer(&catalog, sql)? {
+                        Some(result) => return Ok(result),
+                        None => return Err(e.into()),
+                    },
+                };
                 let query = self.queries.run(async move {
-                    let ctx = session_context(snapshot);
-                    let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
                     let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
                     let batches = DataFrame::new(ctx.state(), plan).collect().await?;
+                    let (schema, batches) = match names {
+                        Some(names) => crate::sql::pg_compat::rename(&schema, batches, &names)?,
+                        None => (schema, batches),
+                    };
                     Ok(StatementResult::Rows { schema, batches })
                 });
                 // Past the session's statement_timeout the wait ends, which aborts the query.

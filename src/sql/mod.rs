@@ -6,6 +6,8 @@ pub mod dml;
 pub mod parser;
 pub mod pg_cancel;
 pub mod pg_catalog;
+pub mod pg_compat;
+pub mod pg_schema;
 pub mod planning;
 pub mod relations;
 pub mod settings;

@@ -310,6 +310,15 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
             let name = object_name(&p.parse_object_name(false).map_err(err)?);
             return Ok(WeirStatement::ShowCreate(name));
         }
+        // Postgres's two-word spellings of settings.
+        for (words, key) in [(&["TIME", "ZONE"][..], "timezone"), (&["TRANSACTION", "ISOLATION", "LEVEL"][..], "transaction_isolation")] {
+            if words.iter().enumerate().all(|(i, w)| is_word(p, i + 1, w)) {
+                for _ in 0..=words.len() {
+                    p.next_token();
+                }
+                return Ok(WeirStatement::ShowVariable(key.into()));
+            }
+        }
         p.next_token();
         let key = parse_setting_name(p, sql)?;
         return Ok(WeirStatement::ShowVariable(key));

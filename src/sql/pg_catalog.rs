@@ -26,10 +26,12 @@
 //! column this module does not know is NULL, which psql reads as the empty string, false or 0.
 //! So a footer query psql adds in a later version still gets a result of the right width.
 //!
-//! A query that reads none of `pg_catalog`'s tables (`SELECT pg_catalog.version()`, any query
-//! over user tables), or selects `*` from one (psql never does; the columns would be unknown),
-//! is not answered here: [`answer`] returns `None` and DataFusion plans it (and fails, for a
-//! catalog table).
+//! It is the fallback: a query is planned by DataFusion first, over the real catalog tables of
+//! [`super::pg_schema`] and with [`super::pg_compat`]'s rewrites, and comes here only when
+//! that fails (Postgres-only syntax such as `COLLATE pg_catalog.default`, or a catalog table
+//! Weir does not make). A query that reads none of `pg_catalog`'s tables, or selects `*` from
+//! one (psql never does; the columns would be unknown), is not answered here: [`answer`]
+//! returns `None` and DataFusion's error stands.
 //!
 //! # Mapping Weir's catalog to Postgres's
 //!

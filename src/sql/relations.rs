@@ -346,7 +346,8 @@ impl datafusion::logical_expr::planner::TypePlanner for FlinkTypes {
 pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
     let mut config = SessionConfig::new()
         .with_default_catalog_and_schema(CATALOG_NAME, SCHEMA_NAME)
-        .with_information_schema(true)
+        // Weir's own information_schema (Postgres's columns and type names), `pg_schema`.
+        .with_information_schema(false)
         .with_target_partitions(1);
     config.options_mut().sql_parser.parse_float_as_decimal = true;
     let mut optimizer_rules = datafusion::optimizer::Optimizer::new().rules;
@@ -381,7 +382,17 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
     });
     crate::sql::window_tvf::register(&ctx, Arc::clone(&lookup));
     crate::sql::temporal::register(&ctx, lookup);
+    crate::sql::pg_compat::register(&ctx, &schema.snapshot.catalog);
     if let Some(catalog) = ctx.catalog(CATALOG_NAME) {
+        let pg = |information_schema| {
+            Arc::new(crate::sql::pg_schema::PgSchema {
+                catalog: Arc::clone(&schema.snapshot.catalog),
+                information_schema,
+                fallback: Arc::clone(&schema) as Arc<dyn SchemaProvider>,
+            })
+        };
+        let _ = catalog.register_schema("pg_catalog", pg(false));
+        let _ = catalog.register_schema("information_schema", pg(true));
         // Replaces the in-memory default schema.
         let _ = catalog.register_schema(SCHEMA_NAME, schema);
     }
@@ -409,7 +420,8 @@ impl SchemaProvider for WeirSchema {
         let to_df = |e: WeirError| DataFusionError::External(Box::new(e));
         let Some(rel) = self.snapshot.catalog.get(name).filter(|r| r.kind != RelationKind::SinkJob) else {
             if !SYSTEM_TABLES.contains(&name) {
-                return Ok(None);
+                // Postgres finds pg_catalog's tables unqualified (the search path starts there).
+                return crate::sql::pg_schema::pg_table(&self.snapshot.catalog, name);
             }
             let state = self.snapshot.system.get().await;
             return system_table(name, &state, &*self.snapshot.reader).map_err(to_df);
@@ -460,7 +472,9 @@ impl SchemaProvider for WeirSchema {
     }
 
     fn table_exist(&self, name: &str) -> bool {
-        self.snapshot.catalog.get(name).is_some_and(|r| r.kind != RelationKind::SinkJob) || SYSTEM_TABLES.contains(&name)
+        self.snapshot.catalog.get(name).is_some_and(|r| r.kind != RelationKind::SinkJob)
+            || SYSTEM_TABLES.contains(&name)
+            || crate::sql::pg_schema::PG_TABLES.contains(&name)
     }
 }
 

@@ -1,4 +1,5 @@
-//! SQL type names (Flink's and Postgres's spellings) to Arrow types.
+//! SQL type names (Flink's and Postgres's spellings) to Arrow types, and Arrow types to the
+//! Postgres types Weir sends them as ([`pg_type`]).
 //!
 //! | SQL | Arrow |
 //! |---|---|
@@ -17,6 +18,7 @@
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, IntervalUnit, TimeUnit};
+use pgwire::api::Type;
 use sqlparser::ast::DataType as SqlType;
 
 use crate::error::{Result, WeirError};
@@ -106,6 +108,115 @@ fn arrow_type_of_text(text: &str) -> Result<DataType> {
             )))
         }
     })
+}
+
+/// The Postgres type of values of `data_type`.
+pub fn pg_type(data_type: &DataType) -> Type {
+    match data_type {
+        DataType::Boolean => Type::BOOL,
+        DataType::Int8 | DataType::Int16 | DataType::UInt8 => Type::INT2,
+        DataType::Int32 | DataType::UInt16 => Type::INT4,
+        DataType::Int64 | DataType::UInt32 => Type::INT8,
+        DataType::UInt64
+        | DataType::Decimal32(..)
+        | DataType::Decimal64(..)
+        | DataType::Decimal128(..)
+        | DataType::Decimal256(..) => Type::NUMERIC,
+        DataType::Float16 | DataType::Float32 => Type::FLOAT4,
+        DataType::Float64 => Type::FLOAT8,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Type::TEXT,
+        DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => Type::BYTEA,
+        DataType::Date32 | DataType::Date64 => Type::DATE,
+        DataType::Time32(_) | DataType::Time64(_) => Type::TIME,
+        DataType::Timestamp(_, None) => Type::TIMESTAMP,
+        DataType::Timestamp(_, Some(_)) => Type::TIMESTAMPTZ,
+        DataType::Interval(_) | DataType::Duration(_) => Type::INTERVAL,
+        DataType::List(element)
+        | DataType::LargeList(element)
+        | DataType::FixedSizeList(element, _) => {
+            array_type(element.data_type()).unwrap_or(Type::TEXT)
+        }
+        DataType::Dictionary(_, values) => pg_type(values),
+        DataType::Null
+        | DataType::ListView(_)
+        | DataType::LargeListView(_)
+        | DataType::Struct(_)
+        | DataType::Union(..)
+        | DataType::Map(..)
+        | DataType::RunEndEncoded(..) => Type::TEXT,
+    }
+}
+
+/// The Postgres array type with elements of `element`, if it has one: scalar elements only
+/// (a Postgres array of arrays is a multi-dimensional array, which ragged lists are not).
+pub fn array_type(element: &DataType) -> Option<Type> {
+    if !is_scalar(element) {
+        return None;
+    }
+    let scalar = pg_type(element);
+    array_pairs().into_iter().find(|(e, _)| *e == scalar).map(|(_, array)| array)
+}
+
+/// The built-in scalar types that have array types, with them.
+pub fn array_pairs() -> [(Type, Type); 15] {
+    [
+        (Type::BOOL, Type::BOOL_ARRAY),
+        (Type::INT2, Type::INT2_ARRAY),
+        (Type::INT4, Type::INT4_ARRAY),
+        (Type::INT8, Type::INT8_ARRAY),
+        (Type::NUMERIC, Type::NUMERIC_ARRAY),
+        (Type::FLOAT4, Type::FLOAT4_ARRAY),
+        (Type::FLOAT8, Type::FLOAT8_ARRAY),
+        (Type::TEXT, Type::TEXT_ARRAY),
+        (Type::VARCHAR, Type::VARCHAR_ARRAY),
+        (Type::BYTEA, Type::BYTEA_ARRAY),
+        (Type::DATE, Type::DATE_ARRAY),
+        (Type::TIME, Type::TIME_ARRAY),
+        (Type::TIMESTAMP, Type::TIMESTAMP_ARRAY),
+        (Type::TIMESTAMPTZ, Type::TIMESTAMPTZ_ARRAY),
+        (Type::INTERVAL, Type::INTERVAL_ARRAY),
+    ]
+}
+
+/// The element type of built-in array type `t`.
+pub fn element_of(t: &Type) -> Option<Type> {
+    array_pairs().into_iter().find(|(_, a)| a == t).map(|(e, _)| e)
+}
+
+/// Whether values of `data_type` are encoded directly (not nested, not dictionary-encoded).
+fn is_scalar(data_type: &DataType) -> bool {
+    !data_type.is_nested()
+        && !matches!(
+            data_type,
+            DataType::Null | DataType::Dictionary(..) | DataType::RunEndEncoded(..)
+        )
+}
+
+/// Postgres's `format_type` spelling of built-in type `t` (`integer`, `timestamp without time
+/// zone`, `text[]`).
+pub fn format_type_name(t: &Type) -> String {
+    if let Some(element) = element_of(t) {
+        return format!("{}[]", format_type_name(&element));
+    }
+    match *t {
+        Type::BOOL => "boolean",
+        Type::INT2 => "smallint",
+        Type::INT4 => "integer",
+        Type::INT8 => "bigint",
+        Type::FLOAT4 => "real",
+        Type::FLOAT8 => "double precision",
+        Type::VARCHAR => "character varying",
+        Type::BPCHAR => "character",
+        Type::CHAR => "\"char\"",
+        Type::TIME => "time without time zone",
+        Type::TIMESTAMP => "timestamp without time zone",
+        Type::TIMESTAMPTZ => "timestamp with time zone",
+        _ => return t.name().to_string(),
+    }
+    .to_string()
 }
 
 #[cfg(test)]

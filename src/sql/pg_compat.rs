@@ -1,0 +1,486 @@
+//! What Postgres clients send besides their own queries, made to plan in DataFusion: Postgres's
+//! information functions, its casts to OID types and qualified function names (rewritten in
+//! the statement before planning), and its names for output columns.
+//!
+//! Functions ([`register`]): `version()` (a `PostgreSQL 16.0 ...` string, which drivers parse),
+//! `current_schema()` / `current_schema`, `current_schemas(bool)`, `current_database()`,
+//! `current_user` / `session_user` / `user` / `current_role`, `current_setting(name)`
+//! (`SHOW`'s settings and the ones drivers ask: `jit`, `server_version_num`, ...),
+//! `has_table_privilege(...)` and the other `has_*_privilege` (always true: Weir has one
+//! role), `pg_table_is_visible(oid)`, `pg_type_is_visible(oid)`, `format_type(oid, typmod)`,
+//! `pg_get_userbyid(oid)`, `obj_description`, `col_description`, `shobj_description` (NULL:
+//! no comments), `pg_get_indexdef(oid)`, `pg_get_constraintdef(oid)`, `pg_get_expr` (NULL),
+//! `pg_encoding_to_char(int)`, `quote_ident(text)`.
+//!
+//! Rewrites ([`rewrite`]): `pg_catalog.f(...)` calls `f(...)`; `'t'::regclass` is relation
+//! `t`'s OID (an unknown name: Postgres's "relation does not exist"); other casts to `oid`,
+//! `regclass`, `regtype`, `regproc`, `regnamespace` are casts to BIGINT (Weir's OID columns);
+//! `OPERATOR(pg_catalog.~)` and its kin are the plain operators.
+//!
+//! Column names ([`output_names`]): Postgres names an unaliased output column after the
+//! column it reads, else after the function it calls (`count(*)` is `count`), else
+//! `?column?`; DataFusion names it after the expression's text (`Int64(1)`, `count(*)`).
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, AsArray, BooleanArray, ListBuilder, StringArray, StringBuilder};
+use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
+use datafusion::error::Result as DfResult;
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
+use datafusion::prelude::SessionContext;
+use sqlparser::ast::{
+    BinaryOperator, CastKind, DataType as SqlType, Expr, Function, FunctionArguments, Ident, ObjectName, ObjectNamePart,
+    Query, SelectItem, SetExpr, Statement, Value, ValueWithSpan, VisitMut, VisitorMut,
+};
+use weir_catalog::Catalog;
+
+use crate::error::{Result, WeirError};
+use crate::sql::pg_catalog::relation_oid;
+
+/// What `version()` returns: Postgres's form first, which drivers parse (SQLAlchemy reads the
+/// major and minor numbers), then what it really is.
+pub const VERSION: &str = concat!(
+    "PostgreSQL 16.0 (Weir ",
+    env!("CARGO_PKG_VERSION"),
+    ", a streaming SQL database) on x86_64-pc-linux-gnu, compiled by rustc, 64-bit"
+);
+
+/// The settings `current_setting` knows besides `SHOW`'s.
+const EXTRA_SETTINGS: &[(&str, &str)] = &[
+    ("server_version_num", "160000"),
+    ("jit", "off"),
+    ("lc_collate", "C"),
+    ("lc_ctype", "C"),
+    ("max_index_keys", "32"),
+    ("default_transaction_isolation", "read committed"),
+    ("default_transaction_read_only", "off"),
+    ("is_superuser", "on"),
+    ("session_authorization", "weir"),
+];
+
+/// The value of setting `name` as `current_setting` returns it.
+fn setting(name: &str) -> Option<&'static str> {
+    let name = name.to_lowercase();
+    super::show::DEFAULT_SETTINGS.iter().chain(EXTRA_SETTINGS).find(|(k, _)| *k == name).map(|(_, v)| *v)
+}
+
+/// A function of rows: the arguments as arrays and the row count give the result array.
+type Body = Arc<dyn Fn(&[ArrayRef], usize) -> DfResult<ArrayRef> + Send + Sync>;
+
+/// One of the functions of this module.
+struct PgFunction {
+    name: &'static str,
+    signature: Signature,
+    returns: DataType,
+    body: Body,
+}
+
+impl std::fmt::Debug for PgFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+// One function per name and context: its identity is its name.
+impl PartialEq for PgFunction {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for PgFunction {}
+
+impl std::hash::Hash for PgFunction {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl ScalarUDFImpl for PgFunction {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _: &[DataType]) -> DfResult<DataType> {
+        Ok(self.returns.clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        Ok(ColumnarValue::Array((self.body)(&arrays, args.number_rows)?))
+    }
+}
+
+/// A text constant for every row.
+fn text(value: Option<&'static str>) -> Body {
+    Arc::new(move |_, rows| Ok(Arc::new(StringArray::from(vec![value; rows])) as ArrayRef))
+}
+
+/// A boolean constant for every row.
+fn truth(value: bool) -> Body {
+    Arc::new(move |_, rows| Ok(Arc::new(BooleanArray::from(vec![value; rows])) as ArrayRef))
+}
+
+/// Maps the first argument, cast to BIGINT, through `f`.
+fn by_oid(f: impl Fn(i64) -> Option<String> + Send + Sync + 'static) -> Body {
+    Arc::new(move |args, rows| {
+        let Some(first) = args.first() else { return Ok(Arc::new(StringArray::from(vec![None::<String>; rows])) as ArrayRef) };
+        let oids = arrow::compute::cast(first, &DataType::Int64)?;
+        let out: StringArray = oids.as_primitive::<Int64Type>().iter().map(|o| o.and_then(&f)).collect();
+        Ok(Arc::new(out) as ArrayRef)
+    })
+}
+
+/// Maps the first argument, as text, through `f`.
+fn by_text(f: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Body {
+    Arc::new(move |args, rows| {
+        let Some(first) = args.first() else { return Ok(Arc::new(StringArray::from(vec![None::<String>; rows])) as ArrayRef) };
+        let values = arrow::compute::cast(first, &DataType::Utf8)?;
+        let out: StringArray = values.as_string::<i32>().iter().map(|v| v.and_then(&f)).collect();
+        Ok(Arc::new(out) as ArrayRef)
+    })
+}
+
+/// The built-in type of OID `oid`.
+fn type_of_oid(oid: i64) -> Option<pgwire::api::Type> {
+    u32::try_from(oid).ok().and_then(pgwire::api::Type::from_oid)
+}
+
+/// Registers this module's functions on `ctx`, for statements over `catalog`.
+pub fn register(ctx: &SessionContext, catalog: &Arc<Catalog>) {
+    let any = |_min_args: usize| Signature::variadic_any(Volatility::Stable);
+    let none = || Signature::nullary(Volatility::Stable);
+    let mut functions: Vec<(&'static str, Signature, DataType, Body)> = vec![
+        ("version", none(), DataType::Utf8, text(Some(VERSION))),
+        ("current_schema", none(), DataType::Utf8, text(Some("public"))),
+        ("current_database", none(), DataType::Utf8, text(Some("weir"))),
+        ("current_user", none(), DataType::Utf8, text(Some("weir"))),
+        ("session_user", none(), DataType::Utf8, text(Some("weir"))),
+        ("pg_get_userbyid", any(1), DataType::Utf8, text(Some("weir"))),
+        ("obj_description", any(1), DataType::Utf8, text(None)),
+        ("col_description", any(1), DataType::Utf8, text(None)),
+        ("shobj_description", any(1), DataType::Utf8, text(None)),
+        ("pg_get_expr", any(1), DataType::Utf8, text(None)),
+        ("pg_encoding_to_char", any(1), DataType::Utf8, text(Some("UTF8"))),
+        ("has_table_privilege", any(1), DataType::Boolean, truth(true)),
+        ("has_schema_privilege", any(1), DataType::Boolean, truth(true)),
+        ("has_database_privilege", any(1), DataType::Boolean, truth(true)),
+        ("has_column_privilege", any(1), DataType::Boolean, truth(true)),
+        ("pg_table_is_visible", any(1), DataType::Boolean, truth(true)),
+        ("pg_type_is_visible", any(1), DataType::Boolean, truth(true)),
+        ("current_setting", any(1), DataType::Utf8, by_text(|name| setting(name).map(str::to_string))),
+        (
+            "format_type",
+            any(1),
+            DataType::Utf8,
+            by_oid(|oid| type_of_oid(oid).map(|t| crate::sql::types::format_type_name(&t))),
+        ),
+        (
+            "quote_ident",
+            any(1),
+            DataType::Utf8,
+            by_text(|name| {
+                let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+                    && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+                Some(if plain { name.to_string() } else { format!("\"{}\"", name.replace('"', "\"\"")) })
+            }),
+        ),
+    ];
+    let keyed = |catalog: &Arc<Catalog>, f: fn(&weir_catalog::Relation) -> String| {
+        let catalog = Arc::clone(catalog);
+        by_oid(move |oid| {
+            catalog
+                .relations
+                .values()
+                .find(|r| !r.primary_key.is_empty() && i64::from(relation_oid(&format!("{}_pkey", r.name))) == oid)
+                .map(f)
+        })
+    };
+    functions.push((
+        "pg_get_indexdef",
+        any(1),
+        DataType::Utf8,
+        keyed(catalog, |r| format!("CREATE UNIQUE INDEX {0}_pkey ON public.{0} USING btree ({1})", r.name, r.primary_key.join(", "))),
+    ));
+    let constraint = Arc::clone(catalog);
+    functions.push((
+        "pg_get_constraintdef",
+        any(1),
+        DataType::Utf8,
+        by_oid(move |oid| {
+            constraint
+                .relations
+                .values()
+                .find(|r| !r.primary_key.is_empty() && i64::from(relation_oid(&format!("{}_pkey_constraint", r.name))) == oid)
+                .map(|r| format!("PRIMARY KEY ({})", r.primary_key.join(", ")))
+        }),
+    ));
+    for (name, signature, returns, body) in functions {
+        ctx.register_udf(ScalarUDF::new_from_impl(PgFunction { name, signature, returns, body }));
+    }
+    let schemas: Body = Arc::new(|_, rows| {
+        let mut list = ListBuilder::new(StringBuilder::new());
+        for _ in 0..rows {
+            list.values().append_value("pg_catalog");
+            list.values().append_value("public");
+            list.append(true);
+        }
+        Ok(Arc::new(list.finish()) as ArrayRef)
+    });
+    let list_type = DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)));
+    ctx.register_udf(ScalarUDF::new_from_impl(PgFunction {
+        name: "current_schemas",
+        signature: any(1),
+        returns: list_type,
+        body: schemas,
+    }));
+}
+
+/// Rewrites `stmt` (see the module docs) so DataFusion can plan it.
+///
+/// # Errors
+/// `UnknownTable` for `'name'::regclass` naming no relation.
+pub fn rewrite(stmt: &mut Statement, catalog: &Catalog) -> Result<()> {
+    let mut rewriter = Rewriter { catalog, error: None };
+    let _ = stmt.visit(&mut rewriter);
+    match rewriter.error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+struct Rewriter<'a> {
+    catalog: &'a Catalog,
+    error: Option<WeirError>,
+}
+
+/// Whether SQL type `t` is one of Postgres's OID types.
+fn oid_type(t: &SqlType) -> Option<&'static str> {
+    let name = t.to_string().to_lowercase();
+    let name = name.rsplit('.').next().unwrap_or(&name).to_string();
+    ["oid", "regclass", "regtype", "regproc", "regprocedure", "regnamespace", "regrole"].into_iter().find(|n| *n == name)
+}
+
+fn plain_function(name: &str) -> Expr {
+    Expr::Function(Function {
+        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: vec![],
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
+}
+
+impl VisitorMut for Rewriter<'_> {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        match expr {
+            Expr::Function(f) if f.name.0.len() == 2 => {
+                if f.name.0[0].as_ident().is_some_and(|i| i.value.eq_ignore_ascii_case("pg_catalog")) {
+                    f.name.0.remove(0);
+                }
+            }
+            Expr::Function(f) if f.name.0.len() == 1 && matches!(f.args, FunctionArguments::None) => {
+                // `current_user`, `session_user`, `current_schema` without parentheses.
+                let name = f.name.to_string().to_lowercase();
+                if let Some(call) = special_value(&name) {
+                    *expr = plain_function(call);
+                }
+            }
+            Expr::Identifier(ident) if ident.quote_style.is_none() => {
+                if let Some(call) = special_value(&ident.value.to_lowercase()) {
+                    *expr = plain_function(call);
+                }
+            }
+            Expr::Cast { data_type, expr: inner, .. } => {
+                if let Some(kind) = oid_type(data_type) {
+                    let literal = match inner.as_ref() {
+                        Expr::Value(ValueWithSpan { value: Value::SingleQuotedString(s), .. }) => Some(s.clone()),
+                        _ => None,
+                    };
+                    match (kind, literal) {
+                        ("regclass", Some(name)) => {
+                            let name = name.trim_matches('"').rsplit('.').next().unwrap_or_default().to_string();
+                            let lower = name.to_lowercase();
+                            let found = self.catalog.get(&name).or_else(|| self.catalog.get(&lower)).map(|r| r.name.clone());
+                            match found {
+                                Some(name) => *expr = Expr::value(Value::Number(relation_oid(&name).to_string(), false)),
+                                None => {
+                                    self.error = Some(WeirError::unknown_table(name));
+                                    return ControlFlow::Break(());
+                                }
+                            }
+                        }
+                        ("oid" | "regclass", _) | (_, None) => {
+                            *data_type = SqlType::BigInt(None);
+                        }
+                        (_, Some(_)) => *data_type = SqlType::BigInt(None),
+                    }
+                }
+            }
+            Expr::BinaryOp { op, .. } => {
+                if let BinaryOperator::PGCustomBinaryOperator(parts) = op {
+                    let plain = match parts.last().map(String::as_str) {
+                        Some("~") => Some(BinaryOperator::PGRegexMatch),
+                        Some("~*") => Some(BinaryOperator::PGRegexIMatch),
+                        Some("!~") => Some(BinaryOperator::PGRegexNotMatch),
+                        Some("!~*") => Some(BinaryOperator::PGRegexNotIMatch),
+                        Some("=") => Some(BinaryOperator::Eq),
+                        Some("<>") => Some(BinaryOperator::NotEq),
+                        Some("<") => Some(BinaryOperator::Lt),
+                        Some(">") => Some(BinaryOperator::Gt),
+                        Some("<=") => Some(BinaryOperator::LtEq),
+                        Some(">=") => Some(BinaryOperator::GtEq),
+                        _ => None,
+                    };
+                    if let Some(plain) = plain {
+                        *op = plain;
+                    }
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The function a Postgres special value (`current_user`, ...) calls.
+fn special_value(name: &str) -> Option<&'static str> {
+    match name {
+        "current_user" | "current_role" | "user" => Some("current_user"),
+        "session_user" => Some("session_user"),
+        "current_schema" => Some("current_schema"),
+        "current_catalog" => Some("current_database"),
+        _ => None,
+    }
+}
+
+/// Postgres's names of the output columns of query `stmt`, one per select item (`None`:
+/// DataFusion's name, which is Postgres's for a column); `None` when the select list has a
+/// wildcard (its columns keep their names) or the statement is not a plain query.
+pub fn output_names(stmt: &Statement) -> Option<Vec<Option<String>>> {
+    let Statement::Query(query) = stmt else { return None };
+    let select = leftmost_select(query)?;
+    let mut names = Vec::with_capacity(select.projection.len());
+    for item in &select.projection {
+        names.push(match item {
+            SelectItem::UnnamedExpr(e) => Some(expr_name(e)),
+            SelectItem::ExprWithAlias { .. } => None,
+            _ => return None,
+        });
+    }
+    Some(names)
+}
+
+fn leftmost_select(query: &Query) -> Option<&sqlparser::ast::Select> {
+    let mut body = query.body.as_ref();
+    loop {
+        match body {
+            SetExpr::Select(select) => return Some(select),
+            SetExpr::SetOperation { left, .. } => body = left.as_ref(),
+            SetExpr::Query(q) => body = q.body.as_ref(),
+            _ => return None,
+        }
+    }
+}
+
+/// Postgres's name of an unaliased output expression (its `FigureColname`).
+fn expr_name(e: &Expr) -> String {
+    match e {
+        Expr::Identifier(i) => i.value.clone(),
+        Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.clone()).unwrap_or_default(),
+        Expr::Function(f) => f.name.0.last().and_then(|p| p.as_ident()).map(|i| i.value.to_lowercase()).unwrap_or_default(),
+        Expr::Cast { expr, data_type, kind, .. } => match expr.as_ref() {
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Function(_) | Expr::Cast { .. } | Expr::Nested(_) => {
+                expr_name(expr)
+            }
+            _ if matches!(kind, CastKind::DoubleColon | CastKind::Cast) => cast_type_name(data_type),
+            _ => "?column?".into(),
+        },
+        Expr::Nested(inner) => expr_name(inner),
+        Expr::Case { .. } => "case".into(),
+        Expr::Exists { .. } => "exists".into(),
+        Expr::Array(_) => "array".into(),
+        _ => "?column?".into(),
+    }
+}
+
+/// Postgres's internal name of a cast's target type, which names a cast constant's column
+/// (`SELECT 1::int` is `int4`).
+fn cast_type_name(t: &SqlType) -> String {
+    match t {
+        SqlType::Int(_) | SqlType::Integer(_) | SqlType::Int4(_) => "int4".into(),
+        SqlType::BigInt(_) | SqlType::Int8(_) => "int8".into(),
+        SqlType::SmallInt(_) | SqlType::Int2(_) => "int2".into(),
+        SqlType::Text | SqlType::String(_) => "text".into(),
+        SqlType::Varchar(_) | SqlType::CharacterVarying(_) => "varchar".into(),
+        SqlType::Boolean | SqlType::Bool => "bool".into(),
+        SqlType::Real | SqlType::Float4 => "float4".into(),
+        SqlType::DoublePrecision | SqlType::Double(_) | SqlType::Float8 => "float8".into(),
+        SqlType::Numeric(_) | SqlType::Decimal(_) => "numeric".into(),
+        SqlType::Date => "date".into(),
+        SqlType::Timestamp(_, _) => "timestamp".into(),
+        other => other.to_string().to_lowercase(),
+    }
+}
+
+/// `schema` and `batches` with the output columns renamed to `names` (where given).
+///
+/// # Errors
+/// Arrow's, when a batch does not take the renamed schema (it always does: same types).
+pub fn rename(schema: &SchemaRef, batches: Vec<arrow::array::RecordBatch>, names: &[Option<String>]) -> Result<(SchemaRef, Vec<arrow::array::RecordBatch>)> {
+    if names.len() != schema.fields().len() || names.iter().all(Option::is_none) {
+        return Ok((Arc::clone(schema), batches));
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .zip(names)
+        .map(|(f, n)| match n {
+            Some(n) => f.as_ref().clone().with_name(n.clone()),
+            None => f.as_ref().clone(),
+        })
+        .collect();
+    let renamed = Arc::new(Schema::new(fields));
+    let batches = batches
+        .into_iter()
+        .map(|b| arrow::array::RecordBatch::try_new(Arc::clone(&renamed), b.columns().to_vec()))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok((renamed, batches))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(sql: &str) -> Option<Vec<Option<String>>> {
+        let stmt = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, sql).expect("parses").remove(0);
+        output_names(&stmt)
+    }
+
+    #[test]
+    fn names_output_columns_as_postgres() {
+        let some = |v: &[&str]| Some(v.iter().map(|s| Some(s.to_string())).collect::<Vec<_>>());
+        assert_eq!(names("SELECT 1"), some(&["?column?"]));
+        assert_eq!(names("SELECT count(*), max(x) FROM t"), some(&["count", "max"]));
+        assert_eq!(names("SELECT x, t.y, x + 1 FROM t"), some(&["x", "y", "?column?"]));
+        assert_eq!(names("SELECT 1::int, x::text, CAST(x AS BIGINT) FROM t"), some(&["int4", "x", "x"]));
+        assert_eq!(names("SELECT CASE WHEN x THEN 1 END FROM t"), some(&["case"]));
+        assert_eq!(names("SELECT x AS a, 2 FROM t"), Some(vec![None, Some("?column?".into())]));
+        assert_eq!(names("SELECT * FROM t"), None);
+        assert_eq!(names("SELECT 1 UNION ALL SELECT 2"), some(&["?column?"]));
+    }
+}

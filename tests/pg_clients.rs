@@ -1,0 +1,55 @@
+//! What drivers see of Weir's Postgres side beyond rows: output column names as Postgres
+//! names them, and the statements SQLAlchemy's psycopg dialect sends when it connects
+//! (`initialize`: the server version, the schema, the isolation level, standard strings, the
+//! `hstore` type lookup), sent here with tokio-postgres, as simple and as extended queries.
+
+mod common;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_columns_and_a_drivers_connect_queries() {
+    let dir = common::scratch_dir("pg-clients");
+    let server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    client.batch_execute("CREATE TABLE pg_c (id INT, name VARCHAR)").await.expect("table");
+
+    // Postgres's names: a column's own, a function's, else ?column? (also for duplicates).
+    let names = |stmt: &tokio_postgres::Statement| stmt.columns().iter().map(|c| c.name().to_string()).collect::<Vec<_>>();
+    let stmt = client.prepare("SELECT 1, 2, count(*), max(id), id + 1 AS next, name FROM pg_c GROUP BY id, name").await.expect("prepare");
+    assert_eq!(names(&stmt), ["?column?", "?column?", "count", "max", "next", "name"]);
+    let rows = client.simple_query("SELECT 1, 'a'::text, CAST(2 AS BIGINT)").await.expect("simple");
+    let Some(tokio_postgres::SimpleQueryMessage::RowDescription(columns)) = rows.first() else { panic!("no row description: {rows:?}") };
+    let simple: Vec<&str> = columns.iter().map(|c| c.name()).collect();
+    assert_eq!(simple, ["?column?", "text", "int8"]);
+
+    // SQLAlchemy 2's psycopg dialect at connect (dialect.initialize), in order.
+    let version: String = client.query_one("select pg_catalog.version()", &[]).await.expect("version").get(0);
+    assert!(version.starts_with("PostgreSQL 16.0 "), "{version}");
+    let schema: String = client.query_one("select current_schema()", &[]).await.expect("schema").get(0);
+    assert_eq!(schema, "public");
+    for (sql, want) in [("show transaction isolation level", "read committed"), ("show standard_conforming_strings", "on")] {
+        let rows = client.simple_query(sql).await.expect(sql);
+        let value = rows.iter().find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
+            _ => None,
+        });
+        assert_eq!(value.as_deref(), Some(want), "{sql}");
+    }
+    let hstore = client
+        .query("SELECT t.oid, typarray FROM pg_type t JOIN pg_namespace ns ON typnamespace = ns.oid WHERE typname = 'hstore'", &[])
+        .await
+        .expect("hstore lookup");
+    assert!(hstore.is_empty(), "no hstore type");
+    // SQLAlchemy's has_table / get_table_names.
+    let tables: Vec<String> = client
+        .query(
+            "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relkind = ANY (ARRAY['r', 'p', 'f', 'v', 'm']) AND c.relname = $2",
+            &[&"public", &"pg_c"],
+        )
+        .await
+        .expect("has_table")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(tables, ["pg_c"]);
+}
