@@ -1,7 +1,7 @@
 //! The one error type of the server's stages, and its SQLSTATE.
 //!
 //! Variants say whose fault an error is: the user's statement (`Syntax`, `UnknownTable`,
-//! `UnknownColumn`, `Unsupported`, `InvalidOption`, `Plan`, `Execution`, `StatementTimeout`), the environment
+//! `UnknownColumn`, `Unsupported`, `InvalidOption`, `Plan`, `Execution`, `InvalidText`, `StatementTimeout`), the environment
 //! (`Storage`, `Io`), or ours (`Internal`). The SQLSTATE of each is set in one place,
 //! [`WeirError::sqlstate`], an exhaustive match; the frontend turns it into a Postgres
 //! `ErrorResponse`.
@@ -47,6 +47,10 @@ pub enum ErrorKind {
     /// A runtime failure caused by the data (division by zero, overflow, bad cast).
     #[error("{0}")]
     Execution(String),
+    /// Input data (a `COPY` stream) whose text is not a value of its column's type, or rows
+    /// of the wrong shape.
+    #[error("{0}")]
+    InvalidText(String),
     /// The statement ran longer than the session's `statement_timeout`.
     #[error("canceling statement due to statement timeout")]
     StatementTimeout,
@@ -77,6 +81,9 @@ impl WeirError {
     pub fn option(msg: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidOption(msg.into()))
     }
+    pub fn invalid_text(msg: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidText(msg.into()))
+    }
     pub fn execution(msg: impl Into<String>) -> Self {
         Self::new(ErrorKind::Execution(msg.into()))
     }
@@ -102,6 +109,7 @@ impl WeirError {
             ErrorKind::Plan(_) => "42804",
             ErrorKind::DependentObjects(_) => "2BP01",
             ErrorKind::Execution(_) => "22000",
+            ErrorKind::InvalidText(_) => "22P02",
             ErrorKind::StatementTimeout => "57014",
             ErrorKind::Storage(_) => "58030",
             ErrorKind::Internal(_) => "XX000",

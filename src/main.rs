@@ -70,6 +70,9 @@ enum Bench {
         /// Distinct group keys of the view.
         #[arg(long, default_value_t = 1000)]
         groups: u64,
+        /// Load the rows with `COPY ... FROM STDIN` (text format) instead of INSERT ... SELECT.
+        #[arg(long)]
+        copy: bool,
         /// Scratch directory for the database (emptied first).
         #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-insert")]
         data_dir: PathBuf,
@@ -243,8 +246,8 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Some(Command::Serve(args)) => serve(args).await,
-            Some(Command::Bench(Bench::Insert { rows, groups, data_dir })) => {
-                bench_insert(&data_dir, rows, groups).await
+            Some(Command::Bench(Bench::Insert { rows, groups, copy, data_dir })) => {
+                bench_insert(&data_dir, rows, groups, copy).await
             }
             Some(Command::Bench(Bench::Window { kind, rows, batch, keys, rate, slide_s, size_s, sink, data_dir })) => {
                 let input = weir::bench::window::Input { rows, batch, keys, rate };
@@ -387,9 +390,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
 }
 
 /// `weir bench insert`: prints one line of figures.
-async fn bench_insert(data_dir: &std::path::Path, rows: u64, groups: u64) -> Result<(), String> {
-    let report = weir::bench::insert::run(data_dir, rows, groups).await.map_err(|e| e.to_string())?;
-    println!("insert into a table feeding a GROUP BY view ({groups} groups): {report}");
+async fn bench_insert(data_dir: &std::path::Path, rows: u64, groups: u64, copy: bool) -> Result<(), String> {
+    let report = weir::bench::insert::run(data_dir, rows, groups, copy).await.map_err(|e| e.to_string())?;
+    let how = if copy { "COPY FROM STDIN" } else { "INSERT ... SELECT" };
+    println!("{how} into a table feeding a GROUP BY view ({groups} groups): {report}");
     let _ = std::fs::remove_dir_all(data_dir);
     Ok(())
 }

@@ -87,6 +87,6 @@ pub fn single_i64(result: &crate::sql::StatementResult) -> Option<i64> {
             .iter()
             .find(|b| b.num_rows() > 0)
             .and_then(|b| b.column(0).as_any().downcast_ref::<Int64Array>().filter(|a| a.is_valid(0)).map(|a| a.value(0))),
-        crate::sql::StatementResult::Command { .. } => None,
+        _ => None,
     }
 }

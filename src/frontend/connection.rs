@@ -31,15 +31,16 @@ use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
-use futures::{future, stream, FutureExt, Sink, Stream, StreamExt};
+use futures::{future, stream, FutureExt, Sink, SinkExt, Stream, StreamExt};
 use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
     StartupHandler,
 };
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{send_describe_response, ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::copy::CopyHandler;
 use pgwire::api::results::{
-    DescribePortalResponse, DescribeResponse, FieldInfo, QueryResponse, Response, Tag,
+    CopyResponse, DescribePortalResponse, DescribeResponse, FieldInfo, QueryResponse, Response, Tag,
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::{Entry, PortalStore};
@@ -48,6 +49,7 @@ use pgwire::api::{
     DEFAULT_NAME, METADATA_DATABASE, METADATA_USER,
 };
 use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::DataRow;
 use pgwire::messages::extendedquery::{
     Describe, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
@@ -77,6 +79,16 @@ pub struct Connection {
     parser: Arc<StatementParser>,
     /// The pid the connection got at startup (0 before): its `pg_stat_activity` row.
     pid: AtomicI32,
+    /// A `COPY ... FROM STDIN` in progress: where its rows go and the data received so far.
+    copy_in: std::sync::Mutex<Option<PendingCopy>>,
+}
+
+/// A `COPY ... FROM STDIN` between its statement and the client's CopyDone.
+struct PendingCopy {
+    table: String,
+    columns: Vec<String>,
+    format: crate::sql::copy::CopyFormat,
+    data: Vec<u8>,
 }
 
 /// Ends a connection's `pg_stat_activity` row and its count in `weir_connections`.
@@ -121,6 +133,7 @@ impl Connection {
             shared,
             session: Mutex::new(Session::default()),
             pid: AtomicI32::new(0),
+            copy_in: std::sync::Mutex::new(None),
         }
     }
 
@@ -130,7 +143,15 @@ impl Connection {
         let mut in_flight = InFlight::start(self, sql);
         let execution = AssertUnwindSafe(self.shared.db.execute(session, sql)).catch_unwind();
         let result = execution.await.map_err(|panic| panicked(&*panic))??;
-        let response = response(result, formats)?;
+        let response = match result {
+            StatementResult::CopyIn { table, columns, format } => {
+                let n = columns.len();
+                *self.copy_in.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Some(PendingCopy { table, columns, format, data: Vec::new() });
+                Response::CopyIn(CopyResponse::new(0, n, stream::empty()))
+            }
+            result => response(result, formats)?,
+        };
         in_flight.ok = true;
         Ok(response)
     }
@@ -249,6 +270,11 @@ impl SimpleQueryHandler for Connection {
                 .run(&mut session, statement, &Format::UnifiedText)
                 .await
             {
+                // The client streams a COPY's rows next: nothing after it in this query string.
+                Ok(response @ Response::CopyIn(_)) => {
+                    responses.push(response);
+                    break;
+                }
                 Ok(response) => responses.push(response),
                 Err(err) => {
                     responses.push(Response::Error(Box::new(error_info(&err, offset))));
@@ -466,7 +492,129 @@ fn response(result: StatementResult, formats: &Format) -> Result<Response> {
             ))
         }
         StatementResult::Command { tag, rows } => Response::Execution(command_tag(&tag, rows)),
+        StatementResult::CopyOut { schema, batches, format } => {
+            let fields = Arc::new(encode::field_infos(&schema, &Format::UnifiedText)?);
+            let header = format.header.then(|| {
+                let mut line = Vec::new();
+                for (i, f) in schema.fields().iter().enumerate() {
+                    if i > 0 {
+                        line.push(format.delimiter);
+                    }
+                    crate::sql::copy::write_field(Some(f.name().as_bytes()), &format, &mut line);
+                }
+                line.push(b'\n');
+                line
+            });
+            Response::CopyOut(CopyResponse::new(0, schema.fields().len(), copy_rows(fields, batches, format, header)))
+        }
+        StatementResult::CopyIn { .. } => return Err(FrontendError::from(crate::error::WeirError::internal("COPY FROM STDIN outside a query"))),
     })
+}
+
+/// The CopyData messages of `batches` in COPY `format`, one per row (pgwire counts them into
+/// the `COPY n` tag); `header` goes before the first row.
+fn copy_rows(
+    fields: Arc<Vec<FieldInfo>>,
+    batches: Vec<RecordBatch>,
+    format: crate::sql::copy::CopyFormat,
+    header: Option<Vec<u8>>,
+) -> impl Stream<Item = PgWireResult<CopyData>> + Send + 'static {
+    let mut header = header;
+    let no_rows = batches.iter().all(|b| b.num_rows() == 0);
+    let lone_header = if no_rows { header.take() } else { None };
+    let rows = stream::iter(batches).flat_map(move |batch| {
+        let lines: PgWireResult<Vec<CopyData>> = encode::encode_batch(&batch, &fields)
+            .map(|rows| {
+                rows.iter()
+                    .map(|row| {
+                        let mut line = header.take().unwrap_or_default();
+                        for (i, value) in data_row_fields(row).into_iter().enumerate() {
+                            if i > 0 {
+                                line.push(format.delimiter);
+                            }
+                            crate::sql::copy::write_field(value, &format, &mut line);
+                        }
+                        line.push(b'\n');
+                        CopyData::new(line.into())
+                    })
+                    .collect()
+            })
+            .map_err(Into::into);
+        match lines {
+            Ok(lines) => stream::iter(lines).map(Ok).left_stream(),
+            Err(err) => stream::once(future::ready(Err(err))).right_stream(),
+        }
+    });
+    stream::iter(lone_header.map(|h| Ok(CopyData::new(h.into())))).chain(rows)
+}
+
+/// The fields of an encoded DataRow (each an i32 length, -1 for NULL, then its bytes).
+fn data_row_fields(row: &DataRow) -> Vec<Option<&[u8]>> {
+    let mut out = Vec::with_capacity(row.field_count.max(0) as usize);
+    let mut rest: &[u8] = &row.data;
+    for _ in 0..row.field_count {
+        let Some((len, tail)) = rest.split_first_chunk::<4>() else { break };
+        let len = i32::from_be_bytes(*len);
+        if len < 0 {
+            out.push(None);
+            rest = tail;
+        } else {
+            let (value, tail) = tail.split_at((len as usize).min(tail.len()));
+            out.push(Some(value));
+            rest = tail;
+        }
+    }
+    out
+}
+
+#[async_trait]
+impl CopyHandler for Connection {
+    async fn on_copy_data<C>(&self, _client: &mut C, copy_data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Some(pending) = self.copy_in.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut() {
+            pending.data.extend_from_slice(&copy_data.data);
+        }
+        Ok(())
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let pending = self.copy_in.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let Some(PendingCopy { table, columns, format, data }) = pending else { return Ok(()) };
+        let sql = format!("COPY {table} FROM STDIN");
+        let mut in_flight = InFlight::start(self, &sql);
+        let copied = AssertUnwindSafe(self.shared.db.copy_in(&table, &columns, &format, &data)).catch_unwind();
+        match copied.await.map_err(|panic| panicked(&*panic)).and_then(|r| r.map_err(FrontendError::from)) {
+            Ok(rows) => {
+                in_flight.ok = true;
+                client.send(PgWireBackendMessage::CommandComplete(Tag::new("COPY").with_rows(rows).into())).await?;
+                Ok(())
+            }
+            Err(err) => Err(PgWireError::UserError(Box::new(error_info(&err, 0)))),
+        }
+    }
+
+    async fn on_copy_fail<C>(&self, _client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.copy_in.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        PgWireError::UserError(Box::new(pgwire::error::ErrorInfo::new(
+            "ERROR".to_owned(),
+            "57014".to_owned(),
+            format!("COPY from stdin failed: {}", fail.message),
+        )))
+    }
 }
 
 /// The `DataRow`s of `batches`, encoded one batch at a time as the client reads them.

@@ -153,4 +153,8 @@ impl PgWireServerHandlers for ConnectionHandlers {
     fn cancel_handler(&self) -> Arc<impl CancelHandler> {
         Arc::clone(&self.cancel)
     }
+
+    fn copy_handler(&self) -> Arc<impl pgwire::api::copy::CopyHandler> {
+        Arc::clone(&self.connection)
+    }
 }

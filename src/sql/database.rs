@@ -40,6 +40,11 @@ pub enum StatementResult {
     /// A command tag: `tag` is the command name as Postgres sends it ("INSERT", "CREATE TABLE",
     /// "FLUSH", ...) and `rows` the affected row count where Postgres reports one.
     Command { tag: String, rows: Option<usize> },
+    /// `COPY t FROM STDIN`: the client sends the rows next (`columns` of `table`, in
+    /// `format`), which [`Database::copy_in`] inserts.
+    CopyIn { table: String, columns: Vec<String>, format: crate::sql::copy::CopyFormat },
+    /// `COPY ... TO STDOUT`: rows to send in COPY `format`.
+    CopyOut { schema: SchemaRef, batches: Vec<RecordBatch>, format: crate::sql::copy::CopyFormat },
 }
 
 /// The system tables' rows now: the engine's (under its read lock) and the connections.
@@ -251,6 +256,39 @@ impl Database {
         self.execute_parsed(session, stmt, sql).await
     }
 
+    /// Inserts the rows of a `COPY table (columns) FROM STDIN` (`data`: the whole stream the
+    /// client sent) into `table`, as one epoch; returns the row count. Columns not listed are
+    /// NULL.
+    ///
+    /// # Errors
+    /// `InvalidText` for a malformed row or value (naming its line or column): nothing is
+    /// inserted; the insert's errors.
+    pub async fn copy_in(&self, table: &str, columns: &[String], format: &crate::sql::copy::CopyFormat, data: &[u8]) -> Result<usize> {
+        let mut engine = self.write_engine().await?;
+        let rel = engine.catalog.get(table).ok_or_else(|| WeirError::unknown_table(table))?.clone();
+        let full = crate::runtime::relation::relation_schema(&rel)?;
+        let listed: Vec<usize> = if columns.is_empty() {
+            (0..full.fields().len()).collect()
+        } else {
+            columns.iter().filter_map(|c| full.index_of(c).ok()).collect()
+        };
+        let copied = Arc::new(arrow::datatypes::Schema::new(listed.iter().map(|&i| full.field(i).clone()).collect::<Vec<_>>()));
+        let parsed = crate::sql::copy::parse_rows(data, format, &copied)?;
+        let rows = parsed.num_rows();
+        let mut all: Vec<arrow::array::ArrayRef> = Vec::with_capacity(full.fields().len());
+        for (i, field) in full.fields().iter().enumerate() {
+            all.push(match listed.iter().position(|&l| l == i) {
+                Some(p) => Arc::clone(parsed.column(p)),
+                None => arrow::array::new_null_array(field.data_type(), rows),
+            });
+        }
+        let nullable = Arc::new(arrow::datatypes::Schema::new(
+            full.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
+        ));
+        let batch = RecordBatch::try_new(nullable, all)?;
+        dml::insert_batches(&mut engine, table, &[batch]).await
+    }
+
     /// The result schema a statement would return (`None` for a command), without running it.
     /// Used by the extended protocol's Describe.
     pub async fn describe(&self, session: &Session, sql: &str) -> Result<Option<SchemaRef>> {
@@ -291,7 +329,7 @@ impl Database {
                 let mut session = session.clone();
                 match self.execute_parsed(&mut session, stmt, sql).await? {
                     StatementResult::Rows { schema, .. } => Ok(Some(schema)),
-                    StatementResult::Command { .. } => Ok(None),
+                    _ => Ok(None),
                 }
             }
             _ => Ok(None),
@@ -550,6 +588,37 @@ impl Database {
                     None => query.await,
                 }
             }
+            Statement::Copy { .. } => match crate::sql::copy::plan(&stmt)? {
+                crate::sql::copy::CopyPlan::In { table, columns, format } => {
+                    let snapshot = self.read_snapshot();
+                    let rel = snapshot.catalog.get(&table).ok_or_else(|| WeirError::unknown_table(&table))?;
+                    if rel.kind != weir_catalog::RelationKind::Table || crate::runtime::relation::connector_of(rel) != "table" {
+                        return Err(WeirError::unsupported(format!(
+                            "COPY {table} FROM STDIN: {table} is not a plain table (a connector table is fed by its connector, a view by its query)"
+                        )));
+                    }
+                    for c in &columns {
+                        if !rel.columns.iter().any(|col| &col.name == c) {
+                            return Err(crate::error::ErrorKind::UnknownColumn(format!(
+                                "column \"{c}\" of relation \"{table}\" does not exist"
+                            ))
+                            .into());
+                        }
+                    }
+                    let columns = if columns.is_empty() { rel.columns.iter().map(|c| c.name.clone()).collect() } else { columns };
+                    Ok(StatementResult::CopyIn { table, columns, format })
+                }
+                crate::sql::copy::CopyPlan::Out { query, format } => {
+                    let inner = parser::parse_statement(&query)?;
+                    let WeirStatement::Sql(inner) = inner else {
+                        return Err(WeirError::plan("COPY (query) TO STDOUT takes a SELECT"));
+                    };
+                    match Box::pin(self.execute_sql(*inner, &query, settings)).await? {
+                        StatementResult::Rows { schema, batches } => Ok(StatementResult::CopyOut { schema, batches, format }),
+                        _ => Err(WeirError::plan("COPY (query) TO STDOUT takes a SELECT")),
+                    }
+                }
+            },
             Statement::Insert(insert) => {
                 let n = dml::insert(&mut *self.write_engine().await?, &stmt, insert, settings).await?;
                 Ok(StatementResult::Command { tag: "INSERT".into(), rows: Some(n) })

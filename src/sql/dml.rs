@@ -38,7 +38,7 @@ pub async fn insert(
     if connector_of(&rel) != "table" {
         return insert_into_connector(engine, &rel, insert, settings).await;
     }
-    let (store, id) = engine.table_store(&table)?;
+    engine.table_store(&table)?;
     let ctx = session_context(crate::sql::planning::planning_snapshot(engine, None));
     let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt.clone()))).await?;
     let LogicalPlan::Dml(dml) = plan else {
@@ -48,7 +48,18 @@ pub async fn insert(
         return Err(WeirError::internal("INSERT planned as another write"));
     }
     let batches = DataFrame::new(ctx.state(), dml.input.as_ref().clone()).collect().await?;
+    insert_batches(engine, &table, &batches).await
+}
+
+/// Inserts `batches` (the table's columns, in order; types cast to the table's) into plain
+/// table `table` as one epoch (`INSERT`, `COPY ... FROM STDIN`); returns the rows written.
+///
+/// # Errors
+/// `UnknownTable`; a NOT NULL or primary-key violation; the commit's. Nothing is written then.
+pub async fn insert_batches(engine: &mut Engine, table: &str, batches: &[RecordBatch]) -> Result<usize> {
+    let (store, id) = engine.table_store(table)?;
     let batches = batches.iter().map(|b| conform(b, store.schema())).collect::<Result<Vec<_>>>()?;
+    let table = table.to_string();
     let watermark = watermark_of_rows(engine, &table, &batches).await?;
     let mut writes = EpochWrites::default();
     let mut next = engine.next_row_id(id)?;

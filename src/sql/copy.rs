@@ -1,0 +1,397 @@
+//! `COPY`: Postgres's bulk path, over the wire (psql's `\copy`, drivers' copy APIs).
+//!
+//! - `COPY t [(columns)] FROM STDIN [WITH (FORMAT text|csv, HEADER, DELIMITER 'c', NULL 's',
+//!   QUOTE 'c')]` (and the pre-9.0 form `... CSV HEADER`): the client streams the rows; they
+//!   are parsed ([`parse_rows`]) into the table's column types (a value that does not convert
+//!   fails the whole COPY, naming the line and column) and inserted as one statement: one
+//!   epoch, all or nothing, through every view that reads the table. Columns not listed are
+//!   NULL. Plain tables only (a connector table is fed by its connector).
+//! - `COPY t TO STDOUT` and `COPY (query) TO STDOUT`, same options: the rows in the text or CSV
+//!   format, values in their Postgres text form (encoded by the frontend).
+//!
+//! Formats, as Postgres's: *text*: one line per row, fields separated by the delimiter (tab),
+//! `\N` for NULL, backslash escapes (`\\`, `\t`, `\n`, `\r`, `\b`, `\f`, `\v`); *csv*: fields
+//! separated by the delimiter (`,`), quoted with `"` when needed (doubled inside), NULL as an
+//! unquoted empty field (or the `NULL` string), an optional header line.
+//! A file on the server (`COPY ... FROM '/path'`) is refused: use STDIN/STDOUT.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch, StringBuilder};
+use arrow::compute::{cast_with_options, CastOptions};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use sqlparser::ast::{CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget, Statement};
+
+use crate::error::{Result, WeirError};
+use crate::sql::parser::{ident, object_name};
+
+/// A COPY's format options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CopyFormat {
+    /// CSV (else text).
+    pub csv: bool,
+    pub delimiter: u8,
+    /// The string that stands for NULL (text `\N`, CSV the empty string).
+    pub null: String,
+    /// A header line (CSV only): skipped on input, written on output.
+    pub header: bool,
+    pub quote: u8,
+}
+
+impl CopyFormat {
+    fn text() -> Self {
+        CopyFormat { csv: false, delimiter: b'\t', null: "\\N".into(), header: false, quote: b'"' }
+    }
+}
+
+/// What a COPY statement asks.
+#[derive(Debug, Clone)]
+pub enum CopyPlan {
+    /// Rows from the client into `table`'s `columns` (all when empty).
+    In { table: String, columns: Vec<String>, format: CopyFormat },
+    /// The rows of `query` (SQL text) to the client.
+    Out { query: String, format: CopyFormat },
+}
+
+/// Reads a COPY statement.
+///
+/// # Errors
+/// `Unsupported` for a server file or program, `FORMAT binary`, or an option Weir does not
+/// take; `InvalidOption` for a delimiter or quote that is not one ASCII character.
+pub fn plan(stmt: &Statement) -> Result<CopyPlan> {
+    let Statement::Copy { source, to, target, options, legacy_options, .. } = stmt else {
+        return Err(WeirError::internal("not a COPY"));
+    };
+    let mut format = CopyFormat::text();
+    let ascii = |c: char, what: &str| -> Result<u8> {
+        u8::try_from(c).ok().filter(u8::is_ascii).ok_or_else(|| WeirError::option(format!("COPY {what} must be one ASCII character")))
+    };
+    let mut null = None;
+    for option in options {
+        match option {
+            CopyOption::Format(name) => match name.value.to_lowercase().as_str() {
+                "csv" => format.csv = true,
+                "text" => format.csv = false,
+                other => return Err(WeirError::unsupported(format!("COPY format {other} (Weir reads and writes text and csv)"))),
+            },
+            CopyOption::Delimiter(c) => format.delimiter = ascii(*c, "delimiter")?,
+            CopyOption::Null(s) => null = Some(s.clone()),
+            CopyOption::Header(h) => format.header = *h,
+            CopyOption::Quote(c) => format.quote = ascii(*c, "quote")?,
+            CopyOption::Encoding(e) if e.eq_ignore_ascii_case("utf8") || e.eq_ignore_ascii_case("utf-8") => {}
+            other => return Err(WeirError::unsupported(format!("COPY option {other}"))),
+        }
+    }
+    for option in legacy_options {
+        match option {
+            CopyLegacyOption::Csv(csv) => {
+                format.csv = true;
+                for o in csv {
+                    match o {
+                        CopyLegacyCsvOption::Header => format.header = true,
+                        CopyLegacyCsvOption::Quote(c) => format.quote = ascii(*c, "quote")?,
+                        other => return Err(WeirError::unsupported(format!("COPY option {other}"))),
+                    }
+                }
+            }
+            CopyLegacyOption::Delimiter(c) => format.delimiter = ascii(*c, "delimiter")?,
+            CopyLegacyOption::Null(s) => null = Some(s.clone()),
+            CopyLegacyOption::Header => format.header = true,
+            CopyLegacyOption::Binary => return Err(WeirError::unsupported("COPY BINARY (Weir reads and writes text and csv)")),
+            other => return Err(WeirError::unsupported(format!("COPY option {other}"))),
+        }
+    }
+    if format.csv {
+        if !options.iter().any(|o| matches!(o, CopyOption::Delimiter(_)))
+            && !legacy_options.iter().any(|o| matches!(o, CopyLegacyOption::Delimiter(_)))
+        {
+            format.delimiter = b',';
+        }
+        format.null = String::new();
+    } else if format.header {
+        return Err(WeirError::option("COPY HEADER is available only in CSV mode"));
+    }
+    if let Some(null) = null {
+        format.null = null;
+    }
+    match (to, target) {
+        (false, CopyTarget::Stdin) => {
+            let CopySource::Table { table_name, columns } = source else {
+                return Err(WeirError::plan("COPY FROM reads into a table, not a query"));
+            };
+            Ok(CopyPlan::In { table: object_name(table_name), columns: columns.iter().map(ident).collect(), format })
+        }
+        (true, CopyTarget::Stdout) => {
+            let query = match source {
+                CopySource::Table { table_name, columns } if columns.is_empty() => format!("SELECT * FROM {table_name}"),
+                CopySource::Table { table_name, columns } => {
+                    format!("SELECT {} FROM {table_name}", columns.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "))
+                }
+                CopySource::Query(q) => q.to_string(),
+            };
+            Ok(CopyPlan::Out { query, format })
+        }
+        _ => Err(WeirError::unsupported(
+            "COPY to or from a file or program on the server; use COPY ... FROM STDIN / TO STDOUT (psql: \\copy)",
+        )),
+    }
+}
+
+/// Parses `data` (the whole COPY stream) in `format` into rows of `schema`'s columns, each
+/// converted from its text to the column's type.
+///
+/// # Errors
+/// `InvalidText` naming the line and column for a row with the wrong number of fields or a
+/// value that does not convert (the whole COPY fails: nothing is inserted).
+pub fn parse_rows(data: &[u8], format: &CopyFormat, schema: &SchemaRef) -> Result<RecordBatch> {
+    let text = std::str::from_utf8(data).map_err(|e| WeirError::invalid_text(format!("COPY data is not UTF-8: {e}")))?;
+    let n = schema.fields().len();
+    let mut builders: Vec<StringBuilder> = (0..n).map(|_| StringBuilder::new()).collect();
+    let mut rows = 0usize;
+    let mut line_no = 0usize;
+    let mut fields: Vec<Option<String>> = Vec::with_capacity(n);
+    let mut rest = text;
+    let mut header_pending = format.csv && format.header;
+    while !rest.is_empty() {
+        line_no += 1;
+        fields.clear();
+        rest = if format.csv { csv_record(rest, format, &mut fields) } else { text_record(rest, format, &mut fields) };
+        if !format.csv && fields.len() == 1 && fields[0].as_deref() == Some("\\.") {
+            break; // the end-of-data marker of the old protocol
+        }
+        if header_pending {
+            header_pending = false;
+            continue;
+        }
+        if fields.len() == 1 && fields[0].as_deref() == Some("") && n != 1 {
+            continue; // an empty line
+        }
+        if fields.len() != n {
+            return Err(WeirError::invalid_text(format!(
+                "COPY line {line_no}: {} fields, the table's COPY takes {n}",
+                fields.len()
+            )));
+        }
+        for (b, f) in builders.iter_mut().zip(fields.drain(..)) {
+            match f {
+                Some(v) => b.append_value(v),
+                None => b.append_null(),
+            }
+        }
+        rows += 1;
+    }
+    let safe = CastOptions { safe: false, ..Default::default() };
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(n);
+    for (i, (mut b, field)) in builders.into_iter().zip(schema.fields()).enumerate() {
+        let strings: ArrayRef = Arc::new(b.finish());
+        let converted = match field.data_type() {
+            DataType::Utf8 => Ok(strings),
+            DataType::Boolean => cast_with_options(&bools(&strings)?, field.data_type(), &safe),
+            t => cast_with_options(&strings, t, &safe),
+        }
+        .map_err(|e| WeirError::invalid_text(format!("COPY column {} ({}): {e}", field.name(), i + 1)))?;
+        columns.push(converted);
+    }
+    let all_text = Arc::new(Schema::new(schema.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<Field>>()));
+    let _ = rows;
+    Ok(RecordBatch::try_new(all_text, columns)?)
+}
+
+/// Postgres's spellings of booleans (`t`, `f`, `yes`, `on`, `1`, ...) as `true` / `false`.
+fn bools(strings: &ArrayRef) -> Result<ArrayRef> {
+    let strings = strings.as_any().downcast_ref::<arrow::array::StringArray>().ok_or_else(|| WeirError::internal("not text"))?;
+    let mut out = StringBuilder::new();
+    for v in strings.iter() {
+        match v.map(|s| s.trim().to_lowercase()) {
+            None => out.append_null(),
+            Some(s) => out.append_value(match s.as_str() {
+                "t" | "true" | "y" | "yes" | "on" | "1" => "true",
+                "f" | "false" | "n" | "no" | "off" | "0" => "false",
+                _ => return Err(WeirError::invalid_text(format!("invalid input syntax for type boolean: \"{s}\""))),
+            }),
+        }
+    }
+    Ok(Arc::new(out.finish()))
+}
+
+/// Reads one text-format line from `input` into `fields`; returns the rest.
+fn text_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<String>>) -> &'a str {
+    let (line, rest) = match input.find('\n') {
+        Some(i) => (&input[..i], &input[i + 1..]),
+        None => (input, ""),
+    };
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let delimiter = format.delimiter as char;
+    for raw in line.split(delimiter) {
+        if raw == format.null {
+            fields.push(None);
+            continue;
+        }
+        if !raw.contains('\\') {
+            fields.push(Some(raw.to_string()));
+            continue;
+        }
+        let mut value = String::with_capacity(raw.len());
+        let mut chars = raw.chars();
+        while let Some(c) = chars.next() {
+            if c != '\\' {
+                value.push(c);
+                continue;
+            }
+            match chars.next() {
+                Some('t') => value.push('\t'),
+                Some('n') => value.push('\n'),
+                Some('r') => value.push('\r'),
+                Some('b') => value.push('\u{8}'),
+                Some('f') => value.push('\u{c}'),
+                Some('v') => value.push('\u{b}'),
+                Some(other) => value.push(other),
+                None => value.push('\\'),
+            }
+        }
+        fields.push(Some(value));
+    }
+    rest
+}
+
+/// Reads one CSV record (quoted fields may span lines) from `input` into `fields`; returns
+/// the rest.
+fn csv_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<String>>) -> &'a str {
+    let bytes = input.as_bytes();
+    let (delimiter, quote) = (format.delimiter, format.quote);
+    let mut i = 0;
+    loop {
+        // One field starting at i.
+        if i < bytes.len() && bytes[i] == quote {
+            let mut value = Vec::new();
+            i += 1;
+            while i < bytes.len() {
+                if bytes[i] == quote {
+                    if i + 1 < bytes.len() && bytes[i + 1] == quote {
+                        value.push(quote);
+                        i += 2;
+                        continue;
+                    }
+                    i += 1;
+                    break;
+                }
+                value.push(bytes[i]);
+                i += 1;
+            }
+            // Quoted: never NULL, even when empty.
+            fields.push(Some(String::from_utf8_lossy(&value).into_owned()));
+        } else {
+            let start = i;
+            while i < bytes.len() && bytes[i] != delimiter && bytes[i] != b'\n' {
+                i += 1;
+            }
+            let raw = input[start..i].strip_suffix('\r').unwrap_or(&input[start..i]);
+            fields.push(if raw == format.null { None } else { Some(raw.to_string()) });
+        }
+        match bytes.get(i) {
+            Some(&b) if b == delimiter => i += 1,
+            Some(b'\r') if bytes.get(i + 1) == Some(&b'\n') => return &input[i + 2..],
+            Some(b'\n') => return &input[i + 1..],
+            None => return "",
+            Some(_) => {
+                // Text after a closing quote: up to the next delimiter or line end.
+                while i < bytes.len() && bytes[i] != delimiter && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Appends `value` as one COPY field in `format` to `out` (`None`: NULL).
+pub fn write_field(value: Option<&[u8]>, format: &CopyFormat, out: &mut Vec<u8>) {
+    let Some(value) = value else {
+        out.extend_from_slice(format.null.as_bytes());
+        return;
+    };
+    if format.csv {
+        let needs_quotes = value.is_empty() && format.null.is_empty()
+            || value.iter().any(|&b| b == format.delimiter || b == format.quote || b == b'\n' || b == b'\r')
+            || value == format.null.as_bytes();
+        if needs_quotes {
+            out.push(format.quote);
+            for &b in value {
+                if b == format.quote {
+                    out.push(format.quote);
+                }
+                out.push(b);
+            }
+            out.push(format.quote);
+        } else {
+            out.extend_from_slice(value);
+        }
+        return;
+    }
+    for &b in value {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            _ if b == format.delimiter => {
+                out.push(b'\\');
+                out.push(b);
+            }
+            _ => out.push(b),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::Int64Type;
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, true),
+            Field::new("name", DataType::Utf8, true),
+            Field::new("ok", DataType::Boolean, true),
+        ]))
+    }
+
+    #[test]
+    fn reads_text_and_csv() -> Result<()> {
+        let text = CopyFormat::text();
+        let batch = parse_rows(b"1\tann\tt\n2\t\\N\tf\n3\ttab\\there\\\\\tyes\n", &text, &schema())?;
+        assert_eq!(batch.num_rows(), 3);
+        assert_eq!(batch.column(0).as_primitive::<Int64Type>().values().to_vec(), vec![1, 2, 3]);
+        let names = batch.column(1).as_string::<i32>();
+        assert!(names.is_null(1));
+        assert_eq!(names.value(2), "tab\there\\");
+        let csv = CopyFormat { csv: true, delimiter: b',', null: String::new(), header: true, quote: b'"' };
+        let batch = parse_rows(b"id,name,ok\n1,\"a, \"\"b\"\"\nc\",true\n2,,false\r\n3,\"\",on", &csv, &schema())?;
+        let names = batch.column(1).as_string::<i32>();
+        assert_eq!(names.value(0), "a, \"b\"\nc");
+        assert!(names.is_null(1), "an unquoted empty field is NULL");
+        assert_eq!(names.value(2), "", "a quoted empty field is the empty string");
+        let err = parse_rows(b"1\tann\n", &text, &schema()).expect_err("two fields");
+        assert!(err.to_string().contains("COPY line 1: 2 fields"), "{err}");
+        let err = parse_rows(b"x\tann\tt\n", &text, &schema()).expect_err("not a number");
+        assert!(err.to_string().contains("COPY column id (1)"), "{err}");
+        Ok(())
+    }
+
+    #[test]
+    fn writes_fields_as_postgres() {
+        let mut out = Vec::new();
+        let text = CopyFormat::text();
+        write_field(Some(b"a\tb\\c\nd"), &text, &mut out);
+        out.push(b'|');
+        write_field(None, &text, &mut out);
+        assert_eq!(out, b"a\\tb\\\\c\\nd|\\N");
+        let csv = CopyFormat { csv: true, delimiter: b',', null: String::new(), header: false, quote: b'"' };
+        let mut out = Vec::new();
+        for v in [Some(&b"plain"[..]), Some(b"a,\"b\""), Some(b""), None] {
+            write_field(v, &csv, &mut out);
+            out.push(b'|');
+        }
+        assert_eq!(String::from_utf8_lossy(&out), "plain|\"a,\"\"b\"\"\"|\"\"||");
+    }
+}

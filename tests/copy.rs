@@ -1,0 +1,109 @@
+//! `COPY` over the wire: psql's `\copy` both ways (text and CSV) and tokio-postgres's copy
+//! API, into a plain table feeding a GROUP BY view. Expected values are computed here from the
+//! rows sent: rows i = 1..=N with id i, name `n{i % 7}` (a tab, a backslash, a quote or a
+//! comma in some), amount i * 10 cents, and a NULL name every 11th row.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use futures::{SinkExt, StreamExt};
+
+const N: i64 = 5_000;
+
+fn name(i: i64) -> Option<String> {
+    if i % 11 == 0 {
+        return None;
+    }
+    Some(match i % 7 {
+        0 => "tab\there".to_string(),
+        1 => "back\\slash".to_string(),
+        2 => "say \"hi\"".to_string(),
+        3 => "a, b".to_string(),
+        k => format!("n{k}"),
+    })
+}
+
+/// The rows as COPY text lines.
+fn text_lines() -> String {
+    let mut out = String::new();
+    for i in 1..=N {
+        let n = match name(i) {
+            None => "\\N".to_string(),
+            Some(n) => n.replace('\\', "\\\\").replace('\t', "\\t"),
+        };
+        out.push_str(&format!("{i}\t{n}\t{}.{:02}\n", i * 10 / 100, i * 10 % 100));
+    }
+    out
+}
+
+/// Runs psql with `command`, feeding `stdin`; returns stdout (fails the test on an error).
+fn psql(port: u16, command: &str, stdin: &str) -> String {
+    let mut child = Command::new("psql")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "weir", "-d", "weir", "-X", "-A", "-t"])
+        .args(["-v", "ON_ERROR_STOP=1", "-c", command])
+        .env("LC_ALL", "C")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("psql runs");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    let out = child.wait_with_output().expect("psql output");
+    assert!(out.status.success(), "psql -c {command:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_in_and_out_through_psql_and_a_driver() {
+    let dir = common::scratch_dir("copy");
+    let server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(
+            "CREATE TABLE cp (id BIGINT, name VARCHAR, amount DECIMAL(10, 2), PRIMARY KEY (id) NOT ENFORCED);
+             CREATE MATERIALIZED VIEW cp_by_name AS SELECT name, COUNT(*) AS n, SUM(amount) AS total FROM cp GROUP BY name;",
+        )
+        .await
+        .expect("schema");
+
+    // psql \copy from stdin, text format: one COPY, one epoch.
+    let out = psql(server.port, "\\copy cp FROM STDIN", &text_lines());
+    assert_eq!(out.trim(), format!("COPY {N}"));
+    let count: i64 = client.query_one("SELECT COUNT(*) FROM cp", &[]).await.expect("count").get(0);
+    assert_eq!(count, N);
+    let nulls: i64 = client.query_one("SELECT n FROM cp_by_name WHERE name IS NULL", &[]).await.expect("nulls").get(0);
+    assert_eq!(nulls, N / 11);
+    let tabs: i64 = client.query_one("SELECT n FROM cp_by_name WHERE name = E'tab\\there'", &[]).await.expect("tabs").get(0);
+    assert_eq!(tabs, (1..=N).filter(|i| i % 7 == 0 && i % 11 != 0).count() as i64);
+
+    // Out again, CSV with a header: the same rows, Postgres's quoting.
+    let csv = psql(server.port, "\\copy (SELECT id, name, amount FROM cp ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER)", "");
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("id,name,amount"));
+    assert_eq!(lines.next(), Some("1,back\\slash,0.10"));
+    assert_eq!(lines.next(), Some("2,\"say \"\"hi\"\"\",0.20"));
+    assert_eq!(lines.next(), Some("3,\"a, b\",0.30"));
+    assert_eq!(csv.lines().count() as i64, N + 1);
+    assert!(csv.contains("\n11,,1.10\n"), "NULL is an unquoted empty field");
+
+    // A driver's copy API: CSV in, text out; a bad value fails the whole COPY.
+    let sink = client.copy_in("COPY cp (id, name) FROM STDIN WITH (FORMAT csv)").await.expect("copy in");
+    futures::pin_mut!(sink);
+    sink.send(bytes::Bytes::from_static(b"100001,\"x, y\"\n100002,\n")).await.expect("send");
+    assert_eq!(sink.finish().await.expect("finish"), 2);
+    let stream = client.copy_out("COPY (SELECT id, name, amount FROM cp WHERE id > 100000 ORDER BY id) TO STDOUT").await.expect("copy out");
+    let chunks: Vec<_> = stream.collect().await;
+    let text: Vec<u8> = chunks.into_iter().flat_map(|c| c.expect("chunk").to_vec()).collect();
+    assert_eq!(String::from_utf8(text).expect("utf-8"), "100001\tx, y\t\\N\n100002\t\\N\t\\N\n");
+    let sink = client.copy_in("COPY cp FROM STDIN").await.expect("copy in");
+    futures::pin_mut!(sink);
+    sink.send(bytes::Bytes::from_static(b"200001\tok\t1.00\nnot-a-number\tbad\t2.00\n")).await.expect("send");
+    let err = sink.finish().await.expect_err("a bad value");
+    let db = err.as_db_error().expect("a server error");
+    assert_eq!(db.code().code(), "22P02");
+    assert!(db.message().contains("COPY column id"), "{}", db.message());
+    let count: i64 = client.query_one("SELECT COUNT(*) FROM cp", &[]).await.expect("count").get(0);
+    assert_eq!(count, N + 2, "the failed COPY inserted nothing");
+}
