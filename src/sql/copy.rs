@@ -146,10 +146,9 @@ pub fn plan(stmt: &Statement) -> Result<CopyPlan> {
 pub fn parse_rows(data: &[u8], format: &CopyFormat, schema: &SchemaRef) -> Result<RecordBatch> {
     let text = std::str::from_utf8(data).map_err(|e| WeirError::invalid_text(format!("COPY data is not UTF-8: {e}")))?;
     let n = schema.fields().len();
-    let mut builders: Vec<StringBuilder> = (0..n).map(|_| StringBuilder::new()).collect();
-    let mut rows = 0usize;
+    let mut builders: Vec<StringBuilder> = (0..n).map(|_| StringBuilder::with_capacity(data.len() / 16 / n.max(1), data.len() / n.max(1))).collect();
     let mut line_no = 0usize;
-    let mut fields: Vec<Option<String>> = Vec::with_capacity(n);
+    let mut fields: Vec<Option<std::borrow::Cow<'_, str>>> = Vec::with_capacity(n);
     let mut rest = text;
     let mut header_pending = format.csv && format.header;
     while !rest.is_empty() {
@@ -178,7 +177,6 @@ pub fn parse_rows(data: &[u8], format: &CopyFormat, schema: &SchemaRef) -> Resul
                 None => b.append_null(),
             }
         }
-        rows += 1;
     }
     let safe = CastOptions { safe: false, ..Default::default() };
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(n);
@@ -193,7 +191,6 @@ pub fn parse_rows(data: &[u8], format: &CopyFormat, schema: &SchemaRef) -> Resul
         columns.push(converted);
     }
     let all_text = Arc::new(Schema::new(schema.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<Field>>()));
-    let _ = rows;
     Ok(RecordBatch::try_new(all_text, columns)?)
 }
 
@@ -215,7 +212,7 @@ fn bools(strings: &ArrayRef) -> Result<ArrayRef> {
 }
 
 /// Reads one text-format line from `input` into `fields`; returns the rest.
-fn text_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<String>>) -> &'a str {
+fn text_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<std::borrow::Cow<'a, str>>>) -> &'a str {
     let (line, rest) = match input.find('\n') {
         Some(i) => (&input[..i], &input[i + 1..]),
         None => (input, ""),
@@ -228,7 +225,7 @@ fn text_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<
             continue;
         }
         if !raw.contains('\\') {
-            fields.push(Some(raw.to_string()));
+            fields.push(Some(std::borrow::Cow::Borrowed(raw)));
             continue;
         }
         let mut value = String::with_capacity(raw.len());
@@ -249,14 +246,14 @@ fn text_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<
                 None => value.push('\\'),
             }
         }
-        fields.push(Some(value));
+        fields.push(Some(std::borrow::Cow::Owned(value)));
     }
     rest
 }
 
 /// Reads one CSV record (quoted fields may span lines) from `input` into `fields`; returns
 /// the rest.
-fn csv_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<String>>) -> &'a str {
+fn csv_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<std::borrow::Cow<'a, str>>>) -> &'a str {
     let bytes = input.as_bytes();
     let (delimiter, quote) = (format.delimiter, format.quote);
     let mut i = 0;
@@ -279,14 +276,14 @@ fn csv_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<S
                 i += 1;
             }
             // Quoted: never NULL, even when empty.
-            fields.push(Some(String::from_utf8_lossy(&value).into_owned()));
+            fields.push(Some(std::borrow::Cow::Owned(String::from_utf8_lossy(&value).into_owned())));
         } else {
             let start = i;
             while i < bytes.len() && bytes[i] != delimiter && bytes[i] != b'\n' {
                 i += 1;
             }
             let raw = input[start..i].strip_suffix('\r').unwrap_or(&input[start..i]);
-            fields.push(if raw == format.null { None } else { Some(raw.to_string()) });
+            fields.push(if raw == format.null { None } else { Some(std::borrow::Cow::Borrowed(raw)) });
         }
         match bytes.get(i) {
             Some(&b) if b == delimiter => i += 1,
