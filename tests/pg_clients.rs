@@ -1,5 +1,5 @@
 //! What drivers see of Weir's Postgres side beyond rows: output column names as Postgres
-//! names them, and the statements SQLAlchemy's psycopg dialect sends when it connects
+//! names them, counts and ranks typed bigint, and the statements SQLAlchemy's psycopg dialect sends when it connects
 //! (`initialize`: the server version, the schema, the isolation level, standard strings, the
 //! `hstore` type lookup), sent here with tokio-postgres, as simple and as extended queries.
 
@@ -20,6 +20,21 @@ async fn output_columns_and_a_drivers_connect_queries() {
     let Some(tokio_postgres::SimpleQueryMessage::RowDescription(columns)) = rows.first() else { panic!("no row description: {rows:?}") };
     let simple: Vec<&str> = columns.iter().map(|c| c.name()).collect();
     assert_eq!(simple, ["?column?", "text", "int8"]);
+
+    // Counts and ranks are bigint, as in Postgres and Flink (not numeric).
+    client
+        .batch_execute(
+            "INSERT INTO pg_c VALUES (1, 'a'), (2, 'a'), (3, 'b');
+             CREATE MATERIALIZED VIEW pg_c_ranked AS
+             SELECT id, rn FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY name ORDER BY id DESC) AS rn FROM pg_c) WHERE rn <= 2",
+        )
+        .await
+        .expect("view");
+    let stmt = client.prepare("SELECT count(*), rn FROM pg_c_ranked GROUP BY rn ORDER BY rn").await.expect("prepare");
+    let types: Vec<&tokio_postgres::types::Type> = stmt.columns().iter().map(|c| c.type_()).collect();
+    assert_eq!(types, [&tokio_postgres::types::Type::INT8, &tokio_postgres::types::Type::INT8]);
+    let counts: Vec<(i64, i64)> = client.query(&stmt, &[]).await.expect("binary bigint").iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(counts, [(2, 1), (1, 2)]);
 
     // SQLAlchemy 2's psycopg dialect at connect (dialect.initialize), in order.
     let version: String = client.query_one("select pg_catalog.version()", &[]).await.expect("version").get(0);

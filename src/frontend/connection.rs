@@ -231,6 +231,7 @@ impl StartupHandler for Connection {
                 state_change: now,
             }, cancel);
             self.pid.store(pid, Ordering::Relaxed);
+            self.session.lock().await.pid = pid;
             instruments().connections.inc();
             instruments().connections_total.inc();
             debug!(

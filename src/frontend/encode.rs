@@ -6,8 +6,8 @@
 //! | Boolean                                 | `bool`                                     |
 //! | Int8, Int16, UInt8                      | `int2`                                     |
 //! | Int32, UInt16                           | `int4`                                     |
-//! | Int64, UInt32                           | `int8`                                     |
-//! | UInt64, Decimal32/64/128/256            | `numeric` (typmod from precision, scale)   |
+//! | Int64, UInt32, UInt64                   | `int8` (a UInt64 above i64's range: an error) |
+//! | Decimal32/64/128/256                    | `numeric` (typmod from precision, scale)   |
 //! | Float16, Float32                        | `float4`                                   |
 //! | Float64                                 | `float8`                                   |
 //! | Utf8, LargeUtf8, Utf8View               | `text`                                     |
@@ -515,9 +515,10 @@ impl<'a> Encoder<'a> {
             Values::UInt8(values) => out.put_i16(values[row].into()),
             Values::UInt16(values) => out.put_i32(values[row].into()),
             Values::UInt32(values) => out.put_i64(values[row].into()),
-            Values::UInt64(values) => {
-                binary::write_numeric(StackBuf::display(values[row]).as_str(), 0, out)
-            }
+            // COUNT, ROW_NUMBER and the like: bigint, as Postgres and Flink type them.
+            Values::UInt64(values) => out.put_i64(i64::try_from(values[row]).map_err(|_| {
+                crate::error::WeirError::execution(format!("value {} is out of range for type bigint", values[row]))
+            })?),
             Values::Float16(values) => out.put_f32(values[row].to_f32()),
             Values::Float32(values) => out.put_f32(values[row]),
             Values::Float64(values) => out.put_f64(values[row]),
@@ -732,7 +733,7 @@ mod tests {
             (DataType::Int8, Type::INT2),
             (DataType::UInt16, Type::INT4),
             (DataType::UInt32, Type::INT8),
-            (DataType::UInt64, Type::NUMERIC),
+            (DataType::UInt64, Type::INT8),
             (DataType::Utf8View, Type::TEXT),
             (DataType::Decimal128(12, 2), Type::NUMERIC),
             (

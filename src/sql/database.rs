@@ -30,6 +30,9 @@ use crate::state::{ScanState, Store, StoreOptions};
 pub struct Session {
     /// Settings made with `SET 'key' = 'value'`, by key.
     pub settings: BTreeMap<String, String>,
+    /// The connection's process id (`pg_backend_pid()`, `pg_stat_activity.pid`); 0 outside
+    /// a client connection.
+    pub pid: i32,
 }
 
 /// What one statement returns to the client.
@@ -299,7 +302,7 @@ impl Database {
                 let catalog = Arc::clone(&snapshot.catalog);
                 let mut stmt = s.as_ref().clone();
                 let planned: Result<SchemaRef> = async {
-                    crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog)?;
+                    crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, session.pid)?;
                     let names = crate::sql::pg_compat::output_names(&stmt);
                     let ctx = session_context(snapshot);
                     let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
@@ -348,7 +351,7 @@ impl Database {
         }
         let snapshot = self.read_snapshot();
         let mut stmt = *stmt;
-        crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog)?;
+        crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, 0)?;
         let ctx = session_context(snapshot);
         let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
         let types = plan.get_parameter_types()?;
@@ -509,7 +512,7 @@ impl Database {
                 let state = self.system_state().await;
                 show::explain_analyze(&state, &job)
             }
-            WeirStatement::Sql(stmt) => self.execute_sql(*stmt, sql, &session.settings).await,
+            WeirStatement::Sql(stmt) => self.execute_sql(*stmt, sql, &session.settings, session.pid).await,
         }
     }
 
@@ -543,7 +546,7 @@ impl Database {
         text_rows(&["QUERY PLAN"], plan.explain_parallel(parallelism).into_iter().map(|l| vec![Some(l)]).collect())
     }
 
-    async fn execute_sql(&self, stmt: Statement, sql: &str, settings: &BTreeMap<String, String>) -> Result<StatementResult> {
+    async fn execute_sql(&self, stmt: Statement, sql: &str, settings: &BTreeMap<String, String>, pid: i32) -> Result<StatementResult> {
         match &stmt {
             Statement::Query(_) => {
                 // The last committed epoch, read without the engine's lock: a job or a write
@@ -553,7 +556,7 @@ impl Database {
                 let catalog = Arc::clone(&snapshot.catalog);
                 // Postgres's catalog functions, casts and column names (`pg_compat`).
                 let mut stmt = stmt;
-                crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog)?;
+                crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, pid)?;
                 let names = crate::sql::pg_compat::output_names(&stmt);
                 let ctx = session_context(snapshot);
                 let state = ctx.state();
@@ -613,7 +616,7 @@ impl Database {
                     let WeirStatement::Sql(inner) = inner else {
                         return Err(WeirError::plan("COPY (query) TO STDOUT takes a SELECT"));
                     };
-                    match Box::pin(self.execute_sql(*inner, &query, settings)).await? {
+                    match Box::pin(self.execute_sql(*inner, &query, settings, pid)).await? {
                         StatementResult::Rows { schema, batches } => Ok(StatementResult::CopyOut { schema, batches, format }),
                         _ => Err(WeirError::plan("COPY (query) TO STDOUT takes a SELECT")),
                     }

@@ -12,7 +12,8 @@
 //! no comments), `pg_get_indexdef(oid)`, `pg_get_constraintdef(oid)`, `pg_get_expr` (NULL),
 //! `pg_encoding_to_char(int)`, `quote_ident(text)`.
 //!
-//! Rewrites ([`rewrite`]): `pg_catalog.f(...)` calls `f(...)`; `'t'::regclass` is relation
+//! Rewrites ([`rewrite`]): `pg_catalog.f(...)` calls `f(...)`; `pg_backend_pid()` is the
+//! connection's pid (as `pg_stat_activity` shows it); `'t'::regclass` is relation
 //! `t`'s OID (an unknown name: Postgres's "relation does not exist"); other casts to `oid`,
 //! `regclass`, `regtype`, `regproc`, `regnamespace` are casts to BIGINT (Weir's OID columns);
 //! `OPERATOR(pg_catalog.~)` and its kin are the plain operators.
@@ -241,12 +242,13 @@ pub fn register(ctx: &SessionContext, catalog: &Arc<Catalog>) {
     }));
 }
 
-/// Rewrites `stmt` (see the module docs) so DataFusion can plan it.
+/// Rewrites `stmt` (see the module docs) so DataFusion can plan it; `pg_backend_pid()` is
+/// `pid`, the connection's process id.
 ///
 /// # Errors
 /// `UnknownTable` for `'name'::regclass` naming no relation.
-pub fn rewrite(stmt: &mut Statement, catalog: &Catalog) -> Result<()> {
-    let mut rewriter = Rewriter { catalog, error: None };
+pub fn rewrite(stmt: &mut Statement, catalog: &Catalog, pid: i32) -> Result<()> {
+    let mut rewriter = Rewriter { catalog, pid, error: None };
     let _ = stmt.visit(&mut rewriter);
     match rewriter.error {
         Some(e) => Err(e),
@@ -256,6 +258,8 @@ pub fn rewrite(stmt: &mut Statement, catalog: &Catalog) -> Result<()> {
 
 struct Rewriter<'a> {
     catalog: &'a Catalog,
+    /// The connection's process id, for `pg_backend_pid()`.
+    pid: i32,
     error: Option<WeirError>,
 }
 
@@ -292,6 +296,9 @@ impl VisitorMut for Rewriter<'_> {
                 if f.name.0[0].as_ident().is_some_and(|i| i.value.eq_ignore_ascii_case("pg_catalog")) {
                     f.name.0.remove(0);
                 }
+            }
+            Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("pg_backend_pid") => {
+                *expr = Expr::value(Value::Number(self.pid.to_string(), false));
             }
             Expr::Function(f) if f.name.0.len() == 1 && matches!(f.args, FunctionArguments::None) => {
                 // `current_user`, `session_user`, `current_schema` without parentheses.

@@ -116,9 +116,9 @@ pub fn pg_type(data_type: &DataType) -> Type {
         DataType::Boolean => Type::BOOL,
         DataType::Int8 | DataType::Int16 | DataType::UInt8 => Type::INT2,
         DataType::Int32 | DataType::UInt16 => Type::INT4,
-        DataType::Int64 | DataType::UInt32 => Type::INT8,
-        DataType::UInt64
-        | DataType::Decimal32(..)
+        // UInt64: COUNT, ROW_NUMBER; bigint as Postgres and Flink type them.
+        DataType::Int64 | DataType::UInt32 | DataType::UInt64 => Type::INT8,
+        DataType::Decimal32(..)
         | DataType::Decimal64(..)
         | DataType::Decimal128(..)
         | DataType::Decimal256(..) => Type::NUMERIC,
