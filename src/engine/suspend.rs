@@ -114,7 +114,7 @@ impl Engine {
         Ok(())
     }
 
-    /// The source progress job `new_job` starts `table` from when created with
+    /// The source progress a new job starts `table` from when created with
     /// `'execution.savepoint.path'` = `from`: suspended job `from`'s committed positions and
     /// watermark for that table (its row counts start at zero), or `None` when `from` does not
     /// read it.

@@ -411,11 +411,7 @@ pub fn pg_table(catalog: &Catalog, name: &str) -> Result<Option<Arc<dyn TablePro
             let rows = relations(catalog)
                 .filter(|r| !r.primary_key.is_empty())
                 .map(|r| {
-                    let positions: Vec<String> = r
-                        .primary_key
-                        .iter()
-                        .filter_map(|k| r.columns.iter().position(|c| &c.name == k).map(|p| (p + 1).to_string()))
-                        .collect();
+                    let positions = key_positions(r);
                     vec![
                         V::I(relation_oid(&format!("{}_pkey", r.name)).into()),
                         V::I(relation_oid(&r.name).into()),
@@ -458,11 +454,7 @@ pub fn pg_table(catalog: &Catalog, name: &str) -> Result<Option<Arc<dyn TablePro
             let rows = relations(catalog)
                 .filter(|r| !r.primary_key.is_empty())
                 .map(|r| {
-                    let positions: Vec<String> = r
-                        .primary_key
-                        .iter()
-                        .filter_map(|k| r.columns.iter().position(|c| &c.name == k).map(|p| (p + 1).to_string()))
-                        .collect();
+                    let positions = key_positions(r);
                     let name = format!("{}_pkey", r.name);
                     vec![
                         V::I(relation_oid(&format!("{name}_constraint")).into()),
@@ -547,6 +539,11 @@ pub fn pg_table(catalog: &Catalog, name: &str) -> Result<Option<Arc<dyn TablePro
         "pg_extension" => table(&[("oid", I64), ("extname", TEXT), ("extversion", TEXT)], vec![])?,
         _ => return Ok(None),
     }))
+}
+
+/// The 1-based column numbers of `rel`'s primary key, as text (pg_index.indkey, conkey).
+fn key_positions(rel: &Relation) -> Vec<String> {
+    rel.primary_key.iter().filter_map(|k| rel.columns.iter().position(|c| &c.name == k).map(|p| (p + 1).to_string())).collect()
 }
 
 fn class_row(oid: u32, name: &str, kind: &str, natts: i64, has_index: bool) -> Vec<V> {
