@@ -115,6 +115,9 @@ fn psql_describe_commands() -> TestResult {
     assert_lines("\\dv", &out, &["Schema|Name|Type|Owner", "public|big_orders|view|weir", "(1 row)"]);
     let out = psql_ok(port, "\\dm")?;
     assert_lines("\\dm", &out, &["Schema|Name|Type|Owner", "public|revenue|materialized view|weir", "(1 row)"]);
+    // One database, weir, owned by the one role; UTF8, C collation, libc provider, no ACL.
+    let out = psql_ok(port, "\\l")?;
+    assert_lines("\\l", &out, &["weir|weir|UTF8|C|C||libc|", "(1 row)"]);
 
     let out = psql_ok(port, "\\d orders")?;
     assert_lines(

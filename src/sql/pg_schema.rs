@@ -114,7 +114,7 @@ fn table(columns: &[(&str, DataType)], rows: Vec<Vec<V>>) -> Result<Arc<dyn Tabl
                     })
                     .collect::<Float32Array>(),
             ),
-            _ => Arc::new(
+            DataType::Utf8 => Arc::new(
                 rows.iter()
                     .map(|r| match r.get(i) {
                         Some(V::S(v)) => Some(v.clone()),
@@ -122,6 +122,8 @@ fn table(columns: &[(&str, DataType)], rows: Vec<Vec<V>>) -> Result<Arc<dyn Tabl
                     })
                     .collect::<StringArray>(),
             ),
+            // ACL arrays and the like: always NULL here.
+            other => arrow::array::new_null_array(other, rows.len()),
         };
         arrays.push(array);
     }
@@ -494,15 +496,31 @@ pub fn pg_table(catalog: &Catalog, name: &str) -> Result<Option<Arc<dyn TablePro
                 ("datname", TEXT),
                 ("datdba", I64),
                 ("encoding", I32),
+                ("datlocprovider", TEXT),
                 ("datcollate", TEXT),
                 ("datctype", TEXT),
+                ("daticulocale", TEXT),
                 ("datistemplate", BOOL),
                 ("datallowconn", BOOL),
                 ("datconnlimit", I32),
                 ("dattablespace", I64),
-                ("datacl", TEXT),
+                ("datacl", DataType::List(Arc::new(Field::new("item", TEXT, true)))),
             ],
-            vec![vec![V::I(DATABASE_OID), s("weir"), owner(), V::I(6), s("C"), s("C"), V::B(false), V::B(true), V::I(-1), V::I(1663), V::N]],
+            vec![vec![
+                V::I(DATABASE_OID),
+                s("weir"),
+                owner(),
+                V::I(6),
+                s("c"),
+                s("C"),
+                s("C"),
+                V::N,
+                V::B(false),
+                V::B(true),
+                V::I(-1),
+                V::I(1663),
+                V::N,
+            ]],
         )?,
         "pg_roles" | "pg_user" => {
             let (name_col, id_col) = if name == "pg_roles" { ("rolname", "oid") } else { ("usename", "usesysid") };
