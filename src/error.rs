@@ -51,6 +51,10 @@ pub enum ErrorKind {
     /// of the wrong shape.
     #[error("{0}")]
     InvalidText(String),
+    /// A COPY stream that is not rows of the COPY's shape (missing or extra fields, an
+    /// unterminated quote).
+    #[error("{0}")]
+    BadCopyData(String),
     /// The statement ran longer than the session's `statement_timeout`.
     #[error("canceling statement due to statement timeout")]
     StatementTimeout,
@@ -110,6 +114,7 @@ impl WeirError {
             ErrorKind::DependentObjects(_) => "2BP01",
             ErrorKind::Execution(_) => "22000",
             ErrorKind::InvalidText(_) => "22P02",
+            ErrorKind::BadCopyData(_) => "22P04",
             ErrorKind::StatementTimeout => "57014",
             ErrorKind::Storage(_) => "58030",
             ErrorKind::Internal(_) => "XX000",

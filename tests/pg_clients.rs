@@ -20,6 +20,8 @@ async fn output_columns_and_a_drivers_connect_queries() {
     let Some(tokio_postgres::SimpleQueryMessage::RowDescription(columns)) = rows.first() else { panic!("no row description: {rows:?}") };
     let simple: Vec<&str> = columns.iter().map(|c| c.name()).collect();
     assert_eq!(simple, ["?column?", "text", "int8"]);
+    let stmt = client.prepare("SELECT pg_backend_pid(), current_user, 'pg_c'::regclass").await.expect("prepare");
+    assert_eq!(names(&stmt), ["pg_backend_pid", "current_user", "regclass"]);
 
     // Counts and ranks are bigint, as in Postgres and Flink (not numeric).
     client

@@ -17,7 +17,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, RecordBatch, StringBuilder};
+use arrow::array::{Array, ArrayRef, RecordBatch, StringBuilder};
 use arrow::compute::{cast_with_options, CastOptions};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use sqlparser::ast::{CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget, Statement};
@@ -33,7 +33,7 @@ pub struct CopyFormat {
     pub delimiter: u8,
     /// The string that stands for NULL (text `\N`, CSV the empty string).
     pub null: String,
-    /// A header line (CSV only): skipped on input, written on output.
+    /// A header line: skipped on input, written on output (text and CSV, as Postgres 15+).
     pub header: bool,
     pub quote: u8,
 }
@@ -108,8 +108,6 @@ pub fn plan(stmt: &Statement) -> Result<CopyPlan> {
             format.delimiter = b',';
         }
         format.null = String::new();
-    } else if format.header {
-        return Err(WeirError::option("COPY HEADER is available only in CSV mode"));
     }
     if let Some(null) = null {
         format.null = null;
@@ -148,16 +146,32 @@ pub fn parse_rows(data: &[u8], format: &CopyFormat, schema: &SchemaRef) -> Resul
     let n = schema.fields().len();
     let mut builders: Vec<StringBuilder> = (0..n).map(|_| StringBuilder::with_capacity(data.len() / 16 / n.max(1), data.len() / n.max(1))).collect();
     let mut line_no = 0usize;
+    // The input line of each row, for errors.
+    let mut row_lines: Vec<usize> = Vec::new();
     let mut fields: Vec<Option<std::borrow::Cow<'_, str>>> = Vec::with_capacity(n);
     let mut rest = text;
-    let mut header_pending = format.csv && format.header;
+    let mut header_pending = format.header;
     while !rest.is_empty() {
         line_no += 1;
-        fields.clear();
-        rest = if format.csv { csv_record(rest, format, &mut fields) } else { text_record(rest, format, &mut fields) };
-        if !format.csv && fields.len() == 1 && fields[0].as_deref() == Some("\\.") {
-            break; // the end-of-data marker of the old protocol
+        // `\.` alone on a line ends the data (psql sends it after a script's rows).
+        let first_line = rest.split('\n').next().unwrap_or_default();
+        if first_line.strip_suffix('\r').unwrap_or(first_line) == "\\." {
+            break;
         }
+        fields.clear();
+        let start_line = line_no;
+        rest = if format.csv {
+            let (after, lines, closed) = csv_record(rest, format, &mut fields);
+            if !closed {
+                return Err(WeirError::new(crate::error::ErrorKind::BadCopyData(format!(
+                    "unterminated CSV quoted field (COPY line {start_line})"
+                ))));
+            }
+            line_no += lines;
+            after
+        } else {
+            text_record(rest, format, &mut fields)
+        };
         if header_pending {
             header_pending = false;
             continue;
@@ -166,11 +180,14 @@ pub fn parse_rows(data: &[u8], format: &CopyFormat, schema: &SchemaRef) -> Resul
             continue; // an empty line
         }
         if fields.len() != n {
-            return Err(WeirError::invalid_text(format!(
-                "COPY line {line_no}: {} fields, the table's COPY takes {n}",
-                fields.len()
-            )));
+            let what = if fields.len() < n { "missing data for a column" } else { "extra data after the last expected column" };
+            return Err(WeirError::new(crate::error::ErrorKind::BadCopyData(format!(
+                "{what} (COPY line {start_line}: {} fields, the COPY takes {n}: {})",
+                fields.len(),
+                schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+            ))));
         }
+        row_lines.push(start_line);
         for (b, f) in builders.iter_mut().zip(fields.drain(..)) {
             match f {
                 Some(v) => b.append_value(v),
@@ -178,37 +195,52 @@ pub fn parse_rows(data: &[u8], format: &CopyFormat, schema: &SchemaRef) -> Resul
             }
         }
     }
-    let safe = CastOptions { safe: false, ..Default::default() };
+    // Values that do not convert come out NULL (`safe`); the first such non-NULL input is
+    // the error, named as Postgres names it (line, column, value).
+    let lenient = CastOptions { safe: true, ..Default::default() };
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(n);
-    for (i, (mut b, field)) in builders.into_iter().zip(schema.fields()).enumerate() {
+    for (mut b, field) in builders.into_iter().zip(schema.fields()) {
         let strings: ArrayRef = Arc::new(b.finish());
         let converted = match field.data_type() {
-            DataType::Utf8 => Ok(strings),
-            DataType::Boolean => cast_with_options(&bools(&strings)?, field.data_type(), &safe),
-            t => cast_with_options(&strings, t, &safe),
+            DataType::Utf8 => strings.clone(),
+            DataType::Boolean => bools(&strings)?,
+            t => cast_with_options(&strings, t, &lenient)
+                .map_err(|e| WeirError::invalid_text(format!("COPY column {}: {e}", field.name())))?,
+        };
+        if converted.null_count() != strings.null_count() {
+            let texts = strings.as_any().downcast_ref::<arrow::array::StringArray>().ok_or_else(|| WeirError::internal("not text"))?;
+            if let Some(row) = (0..texts.len()).find(|&r| texts.is_valid(r) && converted.is_null(r)) {
+                let type_name = crate::sql::types::format_type_name(&crate::sql::types::pg_type(field.data_type()));
+                return Err(WeirError::invalid_text(format!(
+                    "invalid input for type {type_name}: \"{}\" (COPY line {}, column {})",
+                    texts.value(row),
+                    row_lines.get(row).copied().unwrap_or(0),
+                    field.name()
+                )));
+            }
         }
-        .map_err(|e| WeirError::invalid_text(format!("COPY column {} ({}): {e}", field.name(), i + 1)))?;
         columns.push(converted);
     }
     let all_text = Arc::new(Schema::new(schema.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<Field>>()));
     Ok(RecordBatch::try_new(all_text, columns)?)
 }
 
-/// Postgres's spellings of booleans (`t`, `f`, `yes`, `on`, `1`, ...) as `true` / `false`.
+/// Postgres's spellings of booleans (`t`, `f`, `yes`, `on`, `1`, ...) as booleans; NULL for
+/// any other text.
 fn bools(strings: &ArrayRef) -> Result<ArrayRef> {
     let strings = strings.as_any().downcast_ref::<arrow::array::StringArray>().ok_or_else(|| WeirError::internal("not text"))?;
     let mut out = StringBuilder::new();
     for v in strings.iter() {
         match v.map(|s| s.trim().to_lowercase()) {
             None => out.append_null(),
-            Some(s) => out.append_value(match s.as_str() {
-                "t" | "true" | "y" | "yes" | "on" | "1" => "true",
-                "f" | "false" | "n" | "no" | "off" | "0" => "false",
-                _ => return Err(WeirError::invalid_text(format!("invalid input syntax for type boolean: \"{s}\""))),
-            }),
+            Some(s) => match s.as_str() {
+                "t" | "true" | "y" | "yes" | "on" | "1" => out.append_value("true"),
+                "f" | "false" | "n" | "no" | "off" | "0" => out.append_value("false"),
+                _ => out.append_null(), // reported by the caller, with its line
+            },
         }
     }
-    Ok(Arc::new(out.finish()))
+    Ok(arrow::compute::cast(&(Arc::new(out.finish()) as ArrayRef), &DataType::Boolean)?)
 }
 
 /// Reads one text-format line from `input` into `fields`; returns the rest.
@@ -242,6 +274,33 @@ fn text_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<
                 Some('b') => value.push('\u{8}'),
                 Some('f') => value.push('\u{c}'),
                 Some('v') => value.push('\u{b}'),
+                // `\digits`: up to three octal digits; `\xdigits`: up to two hex digits.
+                Some(d @ '0'..='7') => {
+                    let mut code = d.to_digit(8).unwrap_or(0);
+                    for _ in 0..2 {
+                        match chars.clone().next().and_then(|c| c.to_digit(8)) {
+                            Some(v) => {
+                                code = code * 8 + v;
+                                chars.next();
+                            }
+                            None => break,
+                        }
+                    }
+                    value.push(char::from_u32(code & 0xff).unwrap_or('?'));
+                }
+                Some('x') if chars.clone().next().is_some_and(|c| c.is_ascii_hexdigit()) => {
+                    let mut code = 0;
+                    for _ in 0..2 {
+                        match chars.clone().next().and_then(|c| c.to_digit(16)) {
+                            Some(v) => {
+                                code = code * 16 + v;
+                                chars.next();
+                            }
+                            None => break,
+                        }
+                    }
+                    value.push(char::from_u32(code).unwrap_or('?'));
+                }
                 Some(other) => value.push(other),
                 None => value.push('\\'),
             }
@@ -252,15 +311,17 @@ fn text_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<
 }
 
 /// Reads one CSV record (quoted fields may span lines) from `input` into `fields`; returns
-/// the rest.
-fn csv_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<std::borrow::Cow<'a, str>>>) -> &'a str {
+/// the rest, the newlines inside quoted fields, and whether every quoted field was closed.
+fn csv_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<std::borrow::Cow<'a, str>>>) -> (&'a str, usize, bool) {
     let bytes = input.as_bytes();
     let (delimiter, quote) = (format.delimiter, format.quote);
     let mut i = 0;
+    let mut lines = 0;
     loop {
         // One field starting at i.
         if i < bytes.len() && bytes[i] == quote {
             let mut value = Vec::new();
+            let mut closed = false;
             i += 1;
             while i < bytes.len() {
                 if bytes[i] == quote {
@@ -270,10 +331,15 @@ fn csv_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<s
                         continue;
                     }
                     i += 1;
+                    closed = true;
                     break;
                 }
+                lines += usize::from(bytes[i] == b'\n');
                 value.push(bytes[i]);
                 i += 1;
+            }
+            if !closed {
+                return ("", lines, false);
             }
             // Quoted: never NULL, even when empty.
             fields.push(Some(std::borrow::Cow::Owned(String::from_utf8_lossy(&value).into_owned())));
@@ -287,9 +353,9 @@ fn csv_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<s
         }
         match bytes.get(i) {
             Some(&b) if b == delimiter => i += 1,
-            Some(b'\r') if bytes.get(i + 1) == Some(&b'\n') => return &input[i + 2..],
-            Some(b'\n') => return &input[i + 1..],
-            None => return "",
+            Some(b'\r') if bytes.get(i + 1) == Some(&b'\n') => return (&input[i + 2..], lines, true),
+            Some(b'\n') => return (&input[i + 1..], lines, true),
+            None => return ("", lines, true),
             Some(_) => {
                 // Text after a closing quote: up to the next delimiter or line end.
                 while i < bytes.len() && bytes[i] != delimiter && bytes[i] != b'\n' {
@@ -342,7 +408,7 @@ pub fn write_field(value: Option<&[u8]>, format: &CopyFormat, out: &mut Vec<u8>)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{Array, AsArray};
+    use arrow::array::AsArray;
     use arrow::datatypes::Int64Type;
 
     fn schema() -> SchemaRef {
@@ -369,9 +435,20 @@ mod tests {
         assert!(names.is_null(1), "an unquoted empty field is NULL");
         assert_eq!(names.value(2), "", "a quoted empty field is the empty string");
         let err = parse_rows(b"1\tann\n", &text, &schema()).expect_err("two fields");
-        assert!(err.to_string().contains("COPY line 1: 2 fields"), "{err}");
-        let err = parse_rows(b"x\tann\tt\n", &text, &schema()).expect_err("not a number");
-        assert!(err.to_string().contains("COPY column id (1)"), "{err}");
+        assert!(err.to_string().contains("missing data for a column (COPY line 1: 2 fields"), "{err}");
+        let err = parse_rows(b"1\tann\tt\nx\tann\tt\n", &text, &schema()).expect_err("not a number");
+        assert_eq!(err.to_string(), "invalid input for type bigint: \"x\" (COPY line 2, column id)");
+        let err = parse_rows(b"1\tann\tmaybe\n", &text, &schema()).expect_err("not a boolean");
+        assert_eq!(err.to_string(), "invalid input for type boolean: \"maybe\" (COPY line 1, column ok)");
+        // The end-of-data marker, octal and hex escapes, a header in text format.
+        let batch = parse_rows(b"1\t\\101\\x42C\tt\n\\.\n2\tafter\tf\n", &text, &schema())?;
+        assert_eq!(batch.num_rows(), 1, "nothing after \\.");
+        assert_eq!(batch.column(1).as_string::<i32>().value(0), "ABC");
+        let with_header = CopyFormat { header: true, ..CopyFormat::text() };
+        assert_eq!(parse_rows(b"id\tname\tok\n1\ta\tt\n", &with_header, &schema())?.num_rows(), 1);
+        let csv = CopyFormat { csv: true, delimiter: b',', null: String::new(), header: false, quote: b'"' };
+        let err = parse_rows(b"1,\"open,t\n", &csv, &schema()).expect_err("unterminated");
+        assert!(err.to_string().contains("unterminated CSV quoted field (COPY line 1)"), "{err}");
         Ok(())
     }
 

@@ -302,8 +302,8 @@ impl Database {
                 let catalog = Arc::clone(&snapshot.catalog);
                 let mut stmt = s.as_ref().clone();
                 let planned: Result<SchemaRef> = async {
-                    crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, session.pid)?;
                     let names = crate::sql::pg_compat::output_names(&stmt);
+                    crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, session.pid)?;
                     let ctx = session_context(snapshot);
                     let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
                     ctx.state().optimize(&plan)?;
@@ -556,8 +556,9 @@ impl Database {
                 let catalog = Arc::clone(&snapshot.catalog);
                 // Postgres's catalog functions, casts and column names (`pg_compat`).
                 let mut stmt = stmt;
-                crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, pid)?;
+                // Named as written (`pg_backend_pid`, `regclass`), before the rewrite.
                 let names = crate::sql::pg_compat::output_names(&stmt);
+                crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, pid)?;
                 let ctx = session_context(snapshot);
                 let state = ctx.state();
                 // Analyzed and optimized here, so a plan DataFusion cannot run fails now.

@@ -25,7 +25,7 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, AsArray, BooleanArray, ListBuilder, StringArray, StringBuilder};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, ListBuilder, StringArray, StringBuilder};
 use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use datafusion::error::Result as DfResult;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
@@ -147,6 +147,36 @@ fn by_text(f: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Body {
     })
 }
 
+/// `format_type(oid, typmod)`: the type's name, with `numeric(p,s)` and the fractional digits
+/// of a timestamp or time from the modifier (Postgres's `format_type`).
+fn format_type() -> Body {
+    Arc::new(|args, rows| {
+        let nulls = || Arc::new(StringArray::from(vec![None::<String>; rows])) as ArrayRef;
+        let Some(first) = args.first() else { return Ok(nulls()) };
+        let oids = arrow::compute::cast(first, &DataType::Int64)?;
+        let mods = match args.get(1) {
+            Some(m) => Some(arrow::compute::cast(m, &DataType::Int64)?),
+            None => None,
+        };
+        let oids = oids.as_primitive::<Int64Type>();
+        let out: StringArray = (0..oids.len())
+            .map(|i| {
+                let t = type_of_oid(if oids.is_null(i) { return None } else { oids.value(i) })?;
+                let typmod = mods.as_ref().map(|m| m.as_primitive::<Int64Type>()).filter(|m| m.is_valid(i)).map_or(-1, |m| m.value(i));
+                let name = crate::sql::types::format_type_name(&t);
+                Some(match (t.clone(), typmod) {
+                    (pgwire::api::Type::NUMERIC, m) if m >= 4 => format!("numeric({},{})", (m - 4) >> 16, (m - 4) & 0xffff),
+                    (pgwire::api::Type::TIMESTAMP | pgwire::api::Type::TIMESTAMPTZ | pgwire::api::Type::TIME, m) if m >= 0 => {
+                        name.replacen(' ', &format!("({m}) "), 1)
+                    }
+                    _ => name,
+                })
+            })
+            .collect();
+        Ok(Arc::new(out) as ArrayRef)
+    })
+}
+
 /// The built-in type of OID `oid`.
 fn type_of_oid(oid: i64) -> Option<pgwire::api::Type> {
     u32::try_from(oid).ok().and_then(pgwire::api::Type::from_oid)
@@ -175,12 +205,7 @@ pub fn register(ctx: &SessionContext, catalog: &Arc<Catalog>) {
         ("pg_table_is_visible", any(1), DataType::Boolean, truth(true)),
         ("pg_type_is_visible", any(1), DataType::Boolean, truth(true)),
         ("current_setting", any(1), DataType::Utf8, by_text(|name| setting(name).map(str::to_string))),
-        (
-            "format_type",
-            any(1),
-            DataType::Utf8,
-            by_oid(|oid| type_of_oid(oid).map(|t| crate::sql::types::format_type_name(&t))),
-        ),
+        ("format_type", any(1), DataType::Utf8, format_type()),
         (
             "quote_ident",
             any(1),

@@ -299,7 +299,9 @@ pub fn pg_table(catalog: &Catalog, name: &str) -> Result<Option<Arc<dyn TablePro
                     let t = crate::sql::types::pg_type(field.data_type());
                     let not_null = table_like && (!column.nullable || rel.primary_key.contains(&column.name));
                     let generated = if column.computed.is_some() { "s" } else { "" };
-                    rows.push(attribute_row(oid, &column.name, &t, i as i64 + 1, not_null, generated));
+                    let mut row = attribute_row(oid, &column.name, &t, i as i64 + 1, not_null, generated);
+                    row[8] = V::I(typmod(field.data_type()));
+                    rows.push(row);
                 }
                 if !rel.primary_key.is_empty() {
                     let index = relation_oid(&format!("{}_pkey", rel.name));
@@ -559,6 +561,23 @@ pub fn pg_table(catalog: &Catalog, name: &str) -> Result<Option<Arc<dyn TablePro
     }))
 }
 
+/// Postgres's type modifier of a column of Arrow type `t` (`atttypmod`): `numeric(p,s)` is
+/// `(p << 16 | s) + 4`, a timestamp's or time's is its fractional digits (6 at most); -1 for
+/// none.
+pub fn typmod(t: &DataType) -> i64 {
+    use arrow::datatypes::TimeUnit;
+    let digits = |u: &TimeUnit| match u {
+        TimeUnit::Second => 0,
+        TimeUnit::Millisecond => 3,
+        TimeUnit::Microsecond | TimeUnit::Nanosecond => 6,
+    };
+    match t {
+        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => ((i64::from(*p) << 16) | i64::from(*s as u8)) + 4,
+        DataType::Timestamp(u, _) | DataType::Time64(u) | DataType::Time32(u) => digits(u),
+        _ => -1,
+    }
+}
+
 /// The 1-based column numbers of `rel`'s primary key, as text (pg_index.indkey, conkey).
 fn key_positions(rel: &Relation) -> Vec<String> {
     rel.primary_key.iter().filter_map(|k| rel.columns.iter().position(|c| &c.name == k).map(|p| (p + 1).to_string())).collect()
@@ -661,7 +680,8 @@ fn info_table(catalog: &Catalog, name: &str) -> Result<Option<Arc<dyn TableProvi
         )?,
         "columns" => {
             let mut rows = Vec::new();
-            for rel in relations(catalog) {
+            // Postgres's view lists tables and views, not materialized views.
+            for rel in relations(catalog).filter(|r| r.kind != RelationKind::MaterializedView) {
                 let Ok(schema) = relation_schema(rel) else { continue };
                 for (i, (column, field)) in rel.columns.iter().zip(schema.fields()).enumerate() {
                     let mut row = in_public(&rel.name);
@@ -678,6 +698,20 @@ fn info_table(catalog: &Catalog, name: &str) -> Result<Option<Arc<dyn TableProvi
                     row.push(precision);
                     row.push(scale);
                     row.push(s(crate::sql::types::pg_type(field.data_type()).name()));
+                    let datetime = typmod(field.data_type());
+                    row.push(if matches!(field.data_type(), DataType::Timestamp(..) | DataType::Time32(_) | DataType::Time64(_)) {
+                        V::I(datetime)
+                    } else {
+                        V::N
+                    });
+                    row.push(V::N);
+                    row.push(V::N);
+                    row.push(s("weir"));
+                    row.push(s("pg_catalog"));
+                    row.push(s("NO"));
+                    row.push(s(if column.computed.is_some() { "ALWAYS" } else { "NEVER" }));
+                    row.push(column.computed.clone().map_or(V::N, V::S));
+                    row.push(s(if rel.kind == RelationKind::Table { "YES" } else { "NO" }));
                     rows.push(row);
                 }
             }
@@ -694,6 +728,15 @@ fn info_table(catalog: &Catalog, name: &str) -> Result<Option<Arc<dyn TableProvi
                     ("numeric_precision", I32),
                     ("numeric_scale", I32),
                     ("udt_name", TEXT),
+                    ("datetime_precision", I32),
+                    ("character_maximum_length", I32),
+                    ("character_octet_length", I32),
+                    ("udt_catalog", TEXT),
+                    ("udt_schema", TEXT),
+                    ("is_identity", TEXT),
+                    ("is_generated", TEXT),
+                    ("generation_expression", TEXT),
+                    ("is_updatable", TEXT),
                 ],
                 rows,
             )?
