@@ -38,11 +38,16 @@ fn text_lines() -> String {
     out
 }
 
-/// Runs psql with `command`, feeding `stdin`; returns stdout (fails the test on an error).
-fn psql(port: u16, command: &str, stdin: &str) -> String {
-    let mut child = Command::new("psql")
-        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "weir", "-d", "weir", "-X", "-A", "-t"])
-        .args(["-v", "ON_ERROR_STOP=1", "-c", command])
+/// Runs psql with `-c command` (or, without one, the script on stdin), feeding `stdin`;
+/// returns stdout (fails the test on an error).
+fn psql(port: u16, command: Option<&str>, stdin: &str) -> String {
+    let mut psql = Command::new("psql");
+    psql.args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "weir", "-d", "weir", "-X", "-A", "-t"])
+        .args(["-v", "ON_ERROR_STOP=1"]);
+    if let Some(command) = command {
+        psql.args(["-c", command]);
+    }
+    let mut child = psql
         .env("LC_ALL", "C")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -51,7 +56,7 @@ fn psql(port: u16, command: &str, stdin: &str) -> String {
         .expect("psql runs");
     child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
     let out = child.wait_with_output().expect("psql output");
-    assert!(out.status.success(), "psql -c {command:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "psql {command:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).expect("utf-8")
 }
 
@@ -69,7 +74,7 @@ async fn copy_in_and_out_through_psql_and_a_driver() {
         .expect("schema");
 
     // psql \copy from stdin, text format: one COPY, one epoch.
-    let out = psql(server.port, "\\copy cp FROM STDIN", &text_lines());
+    let out = psql(server.port, Some("\\copy cp FROM STDIN"), &text_lines());
     assert_eq!(out.trim(), format!("COPY {N}"));
     let count: i64 = client.query_one("SELECT COUNT(*) FROM cp", &[]).await.expect("count").get(0);
     assert_eq!(count, N);
@@ -80,22 +85,11 @@ async fn copy_in_and_out_through_psql_and_a_driver() {
 
     // A psql script: COPY ... FROM stdin, rows inline, ended by `\.`, then more SQL.
     let script = "COPY cp (id, name) FROM stdin;\n300001\tfrom a script\n300002\t\\101\\x42\n\\.\nSELECT name FROM cp WHERE id > 300000 ORDER BY id;\n";
-    let mut child = Command::new("psql")
-        .args(["-h", "127.0.0.1", "-p", &server.port.to_string(), "-U", "weir", "-d", "weir", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
-        .env("LC_ALL", "C")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("psql runs");
-    child.stdin.take().expect("stdin").write_all(script.as_bytes()).expect("script");
-    let out = child.wait_with_output().expect("psql output");
-    assert!(out.status.success(), "script: {}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "COPY 2\nfrom a script\nAB\n");
+    assert_eq!(psql(server.port, None, script), "COPY 2\nfrom a script\nAB\n");
     client.batch_execute("DELETE FROM cp WHERE id > 300000").await.expect("delete");
 
     // Out again, CSV with a header: the same rows, Postgres's quoting.
-    let csv = psql(server.port, "\\copy (SELECT id, name, amount FROM cp ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER)", "");
+    let csv = psql(server.port, Some("\\copy (SELECT id, name, amount FROM cp ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER)"), "");
     let mut lines = csv.lines();
     assert_eq!(lines.next(), Some("id,name,amount"));
     assert_eq!(lines.next(), Some("1,back\\slash,0.10"));
