@@ -276,30 +276,11 @@ fn text_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<
                 Some('v') => value.push('\u{b}'),
                 // `\digits`: up to three octal digits; `\xdigits`: up to two hex digits.
                 Some(d @ '0'..='7') => {
-                    let mut code = d.to_digit(8).unwrap_or(0);
-                    for _ in 0..2 {
-                        match chars.clone().next().and_then(|c| c.to_digit(8)) {
-                            Some(v) => {
-                                code = code * 8 + v;
-                                chars.next();
-                            }
-                            None => break,
-                        }
-                    }
-                    value.push(char::from_u32(code & 0xff).unwrap_or('?'));
+                    let code = d.to_digit(8).unwrap_or(0);
+                    value.push(char::from_u32(escaped_code(&mut chars, code, 8, 2) & 0xff).unwrap_or('?'));
                 }
                 Some('x') if chars.clone().next().is_some_and(|c| c.is_ascii_hexdigit()) => {
-                    let mut code = 0;
-                    for _ in 0..2 {
-                        match chars.clone().next().and_then(|c| c.to_digit(16)) {
-                            Some(v) => {
-                                code = code * 16 + v;
-                                chars.next();
-                            }
-                            None => break,
-                        }
-                    }
-                    value.push(char::from_u32(code).unwrap_or('?'));
+                    value.push(char::from_u32(escaped_code(&mut chars, 0, 16, 2)).unwrap_or('?'));
                 }
                 Some(other) => value.push(other),
                 None => value.push('\\'),
@@ -308,6 +289,21 @@ fn text_record<'a>(input: &'a str, format: &CopyFormat, fields: &mut Vec<Option<
         fields.push(Some(std::borrow::Cow::Owned(value)));
     }
     rest
+}
+
+/// Continues the numeric escape whose value so far is `code`: up to `max` more digits of
+/// `radix` from `chars` (octal `\101`, hex `\x41`).
+fn escaped_code(chars: &mut std::str::Chars<'_>, mut code: u32, radix: u32, max: usize) -> u32 {
+    for _ in 0..max {
+        match chars.clone().next().and_then(|c| c.to_digit(radix)) {
+            Some(v) => {
+                code = code * radix + v;
+                chars.next();
+            }
+            None => break,
+        }
+    }
+    code
 }
 
 /// Reads one CSV record (quoted fields may span lines) from `input` into `fields`; returns

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
-use datafusion::dataframe::DataFrame;
 use datafusion::sql::parser::Statement as DfStatement;
 use sqlparser::ast::Statement;
 use tokio::sync::RwLock;
@@ -561,9 +560,10 @@ impl Database {
                 crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, pid)?;
                 let ctx = session_context(snapshot);
                 let state = ctx.state();
-                // Analyzed and optimized here, so a plan DataFusion cannot run fails now.
+                // Analyzed and optimized here, so a plan DataFusion cannot run fails now; the
+                // optimized plan is what runs (not optimized again).
                 let planned = match state.statement_to_plan(DfStatement::Statement(Box::new(stmt))).await {
-                    Ok(plan) => state.optimize(&plan).map(|_| plan),
+                    Ok(plan) => state.optimize(&plan),
                     Err(e) => Err(e),
                 };
                 let plan = match planned {
@@ -577,7 +577,8 @@ impl Database {
                 };
                 let query = self.queries.run(async move {
                     let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
-                    let batches = DataFrame::new(ctx.state(), plan).collect().await?;
+                    let physical = state.query_planner().create_physical_plan(&plan, &state).await?;
+                    let batches = datafusion::physical_plan::collect(physical, state.task_ctx()).await?;
                     let (schema, batches) = match names {
                         Some(names) => crate::sql::pg_compat::rename(&schema, batches, &names)?,
                         None => (schema, batches),
