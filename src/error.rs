@@ -1,7 +1,8 @@
 //! The one error type of the server's stages, and its SQLSTATE.
 //!
 //! Variants say whose fault an error is: the user's statement (`Syntax`, `UnknownTable`,
-//! `UnknownColumn`, `Unsupported`, `InvalidOption`, `Plan`, `Execution`, `InvalidText`, `StatementTimeout`), the environment
+//! `UnknownColumn`, `Unsupported`, `InvalidOption`, `Plan`, `Execution`, `InvalidText`, `StatementTimeout`, the
+//! transaction-block states, `InsufficientPrivilege`), the environment
 //! (`Storage`, `Io`), or ours (`Internal`). The SQLSTATE of each is set in one place,
 //! [`WeirError::sqlstate`], an exhaustive match; the frontend turns it into a Postgres
 //! `ErrorResponse`.
@@ -58,6 +59,39 @@ pub enum ErrorKind {
     /// The statement ran longer than the session's `statement_timeout`.
     #[error("canceling statement due to statement timeout")]
     StatementTimeout,
+    /// A statement that cannot run inside a transaction block (DDL, FLUSH, starting a job);
+    /// the message names it as Postgres does: "CREATE TABLE cannot run inside a transaction
+    /// block".
+    #[error("{0}")]
+    ActiveTransaction(String),
+    /// A statement that needs a transaction block outside one (`DECLARE ... CURSOR`).
+    #[error("{0}")]
+    NoActiveTransaction(String),
+    /// A statement other than ROLLBACK in a transaction block a failed statement aborted.
+    #[error("current transaction is aborted, commands ignored until end of transaction block")]
+    InFailedTransaction,
+    /// A write in a `READ ONLY` transaction block, or by a read-only role.
+    #[error("{0}")]
+    ReadOnlyTransaction(String),
+    /// `ROLLBACK TO` or `RELEASE` of a savepoint the block does not have.
+    #[error("{0}")]
+    InvalidSavepoint(String),
+    /// A cursor name that is not declared (`FETCH`, `CLOSE`), or declared twice.
+    #[error("{0}")]
+    InvalidCursor(String),
+    /// `ON CONFLICT` naming columns that are not the table's primary key, or on a table
+    /// without one.
+    #[error("{0}")]
+    InvalidConflictTarget(String),
+    /// `ON CONFLICT DO UPDATE` that would change one row twice.
+    #[error("{0}")]
+    CardinalityViolation(String),
+    /// A statement the role may not run (a read-only role's write).
+    #[error("{0}")]
+    InsufficientPrivilege(String),
+    /// NULL in a NOT NULL or primary-key column.
+    #[error("{0}")]
+    NotNullViolation(String),
     /// RocksDB or the file system failed.
     #[error("storage error: {0}")]
     Storage(String),
@@ -116,6 +150,16 @@ impl WeirError {
             ErrorKind::InvalidText(_) => "22P02",
             ErrorKind::BadCopyData(_) => "22P04",
             ErrorKind::StatementTimeout => "57014",
+            ErrorKind::ActiveTransaction(_) => "25001",
+            ErrorKind::NoActiveTransaction(_) => "25P01",
+            ErrorKind::InFailedTransaction => "25P02",
+            ErrorKind::ReadOnlyTransaction(_) => "25006",
+            ErrorKind::InvalidSavepoint(_) => "3B001",
+            ErrorKind::InvalidCursor(_) => "34000",
+            ErrorKind::InvalidConflictTarget(_) => "42P10",
+            ErrorKind::CardinalityViolation(_) => "21000",
+            ErrorKind::InsufficientPrivilege(_) => "42501",
+            ErrorKind::NotNullViolation(_) => "23502",
             ErrorKind::Storage(_) => "58030",
             ErrorKind::Internal(_) => "XX000",
         }

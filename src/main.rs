@@ -26,6 +26,8 @@ use clap::{Args, Parser, Subcommand};
 use tracing::{error, info};
 use tracing_subscriber::EnvFilter;
 use weir::frontend;
+use weir::frontend::auth::{AuthMethod, Users};
+use weir::frontend::ServerOptions;
 use weir::sql::database::{Database, OpenOptions};
 use weir::state::StoreOptions;
 
@@ -222,6 +224,26 @@ struct ServeArgs {
     /// at a restart; their state is kept by key group, so nothing is lost.
     #[arg(long, value_name = "N")]
     workers: Option<usize>,
+    /// Users who may connect, one per line: name:password[:full|read-only]. Without it (or
+    /// --password) every client is trusted, which is only safe on a loopback address.
+    #[arg(long, value_name = "FILE", conflicts_with = "password")]
+    auth_file: Option<PathBuf>,
+    /// The password of one user (--user, full role) instead of an auth file. Also read from
+    /// the environment variable WEIR_PASSWORD.
+    #[arg(long, value_name = "PASSWORD", env = "WEIR_PASSWORD", hide_env_values = true)]
+    password: Option<String>,
+    /// The user --password is for.
+    #[arg(long, value_name = "NAME", default_value = "weir", requires = "password")]
+    user: String,
+    /// How passwords are checked: scram-sha-256 (Postgres's default) or md5 (older clients).
+    #[arg(long, value_name = "METHOD", default_value = "scram-sha-256", value_parser = ["scram-sha-256", "md5"])]
+    auth_method: String,
+    /// TLS certificate chain (PEM) for clients connecting with sslmode=require or stronger.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -352,6 +374,17 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     if let Some(w) = args.workers.filter(|w| !(1..=max).contains(w)) {
         return Err(format!("--workers {w}: expected 1 to {max}"));
     }
+    // Who may connect, read before anything is opened so a bad file fails the start at once.
+    let method = if args.auth_method == "md5" { AuthMethod::Md5 } else { AuthMethod::ScramSha256 };
+    let users = match (&args.auth_file, &args.password) {
+        (Some(file), _) => Some(Arc::new(Users::from_file(file, method)?)),
+        (None, Some(password)) => Some(Arc::new(Users::single(&args.user, password, method))),
+        (None, None) => None,
+    };
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(frontend::auth::tls_acceptor(cert, key)?),
+        _ => None,
+    };
     let options = OpenOptions {
         store: StoreOptions { state_cache_bytes: args.state_cache_size.as_u64() },
         workers: args.workers.unwrap_or_else(weir::sql::default_workers),
@@ -377,7 +410,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             Some((stop, task))
         }
     };
-    let served = frontend::serve(args.pg_listen.as_str(), db, shutdown)
+    let served = frontend::serve(args.pg_listen.as_str(), db, ServerOptions { users, tls }, shutdown)
         .await
         .map_err(|err| format!("cannot serve on {}: {err}", args.pg_listen));
     if let Some((stop, task)) = web {

@@ -118,6 +118,9 @@ fn psql_describe_commands() -> TestResult {
     // One database, weir, owned by the one role; UTF8, C collation, libc provider, no ACL.
     let out = psql_ok(port, "\\l")?;
     assert_lines("\\l", &out, &["weir|weir|UTF8|C|C||libc|", "(1 row)"]);
+    // No user-defined functions: the list is empty, as in a fresh Postgres database.
+    let out = psql_ok(port, "\\df")?;
+    assert_lines("\\df", &out, &["List of functions", "Schema|Name|Result data type|Argument data types|Type", "(0 rows)"]);
 
     let out = psql_ok(port, "\\d orders")?;
     assert_lines(

@@ -45,7 +45,7 @@ pub async fn run(data_dir: &std::path::Path, rows: u64, groups: u64, copy: bool)
         let crate::sql::copy::CopyPlan::In { format, .. } = format else { return Err(WeirError::internal("not a COPY FROM")) };
         let columns = ["id", "k", "v"].map(String::from);
         let start = Instant::now();
-        db.copy_in("bench_rows", &columns, &format, &data).await?;
+        db.copy_in(&mut session, "bench_rows", &columns, &format, &data).await?;
         start.elapsed().as_secs_f64()
     } else {
         let start = Instant::now();

@@ -16,6 +16,7 @@ use weir_catalog::Catalog;
 
 use crate::error::Result;
 use crate::observe::now_ms;
+use crate::runtime::feed::Feeds;
 use crate::state::{EpochWrites, Store, StoreSnapshot};
 
 /// What readers see: the last committed epoch's catalog and a snapshot of the store as of that
@@ -36,12 +37,15 @@ pub struct Committed {
 pub type CommittedSlot = Arc<RwLock<Arc<Committed>>>;
 
 /// The epoch counter and the readers' slot of one store, shared by the engine and its job
-/// runners.
+/// runners, and the relations' change feeds subscribers follow.
 pub struct Commits {
     store: Arc<Store>,
     /// The last committed epoch's number, locked while an epoch is written and published.
     epoch: Mutex<u64>,
     slot: CommittedSlot,
+    /// Each relation's committed changes, for `SUBSCRIBE` ([`crate::runtime::feed`]); kept
+    /// across reloads, so a subscription outlives a job's recovery.
+    feeds: Arc<Feeds>,
 }
 
 impl Commits {
@@ -49,7 +53,12 @@ impl Commits {
     pub fn new(store: Arc<Store>, epoch: u64, catalog: Arc<Catalog>) -> Self {
         let committed =
             Arc::new(Committed { epoch, catalog, state: Arc::new(StoreSnapshot::of(&store)), committed_at_ms: now_ms() });
-        Self { store, epoch: Mutex::new(epoch), slot: Arc::new(RwLock::new(committed)) }
+        Self { store, epoch: Mutex::new(epoch), slot: Arc::new(RwLock::new(committed)), feeds: Arc::default() }
+    }
+
+    /// The relations' change feeds.
+    pub fn feeds(&self) -> &Arc<Feeds> {
+        &self.feeds
     }
 
     /// The readers' slot.

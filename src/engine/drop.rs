@@ -20,6 +20,7 @@ impl Engine {
         let mut catalog = (*self.catalog).clone();
         let mut writes = EpochWrites::default();
         let mut dropped_jobs = Vec::new();
+        let mut dropped = Vec::new();
         for name in names {
             let Some(rel) = catalog.get(name) else {
                 if if_exists {
@@ -51,6 +52,7 @@ impl Engine {
             }
             for victim in order {
                 if let Some(r) = catalog.relations.remove(&victim) {
+                    dropped.push((victim.clone(), format!("{} {victim} was dropped", r.kind.sql_name())));
                     if self.watermarks.remove(&victim).is_some() {
                         writes.delete_meta(&super::jobs::watermark_key(&victim));
                     }
@@ -82,6 +84,10 @@ impl Engine {
             Ok(()) => {
                 for name in &dropped_jobs {
                     self.suspended.remove(name);
+                }
+                // Its subscribers end, told why.
+                for (name, why) in &dropped {
+                    self.feeds().close(name, why);
                 }
                 Ok(())
             }

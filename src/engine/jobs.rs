@@ -333,7 +333,10 @@ impl Engine {
             let rows_table = rel
                 .state_table
                 .ok_or_else(|| WeirError::internal(format!("{} has no state table", rel.name)))?;
-            Job::build(plan, mode, rows_table, &mut allocate, &self.store, self.parallelism_of(rel)?)?
+            // The feed's rows are as the job emits them.
+            let schema: arrow::datatypes::SchemaRef = Arc::new(plan.schema.as_arrow().clone());
+            let feed = self.commits.feeds().of(&rel.name, &schema);
+            Job::build(plan, (mode, rows_table, feed), &mut allocate, &self.store, self.parallelism_of(rel)?)?
         };
         if let Some(r) = catalog.relations.get_mut(&rel.name) {
             r.operator_state = operator_state;
@@ -350,42 +353,47 @@ impl Engine {
         crate::runtime::relation::parallelism_option(&rel.options).map(|p| p.unwrap_or(self.workers))
     }
 
-    /// The table store of plain table `name`.
+    /// The table store of plain table `name`; see [`table_store`].
+    ///
+    /// # Errors
+    /// As [`table_store`].
     pub fn table_store(&self, name: &str) -> Result<(TableStore, u32)> {
-        let rel = self.catalog.get(name).ok_or_else(|| WeirError::unknown_table(name))?;
-        if rel.kind != RelationKind::Table {
-            return Err(WeirError::plan(format!(
-                "{name} is a {}; only tables take INSERT, UPDATE and DELETE",
-                rel.kind.sql_name()
-            )));
+        table_store(&self.catalog, name)
+    }
+
+    /// The next row id of keyless table `id`, as the engine holds it now.
+    ///
+    /// # Errors
+    /// `Storage` when the stored sequence cannot be read.
+    pub fn peek_row_id(&self, id: u32) -> Result<u64> {
+        if let Some(n) = self.row_ids.get(&id) {
+            return Ok(*n);
         }
-        if connector_of(rel) != "table" {
-            return Err(WeirError::unsupported(format!(
-                "writing to table {name}: its '{}' connector's sink is not built yet in this version",
-                connector_of(rel)
-            )));
-        }
-        let id = rel.state_table.ok_or_else(|| WeirError::internal(format!("{name} has no state table")))?;
-        let schema = relation_schema(rel)?;
-        let pk: Vec<usize> = rel
-            .primary_key
-            .iter()
-            .map(|k| schema.index_of(k).map_err(|_| WeirError::internal(format!("primary key column {k}"))))
-            .collect::<Result<_>>()?;
-        Ok((TableStore::try_new(id, schema, &pk)?, id))
+        Ok(match self.store.get_meta(&format!("seq/{id}"))? {
+            Some(b) => u64::from_be_bytes(b.as_slice().try_into().map_err(|_| WeirError::storage("bad sequence"))?),
+            None => 0,
+        })
     }
 
     /// The next row id of keyless table `id`.
     pub fn next_row_id(&mut self, id: u32) -> Result<u64> {
-        if let Some(n) = self.row_ids.get(&id) {
-            return Ok(*n);
-        }
-        let n = match self.store.get_meta(&format!("seq/{id}"))? {
-            Some(b) => u64::from_be_bytes(b.as_slice().try_into().map_err(|_| WeirError::storage("bad sequence"))?),
-            None => 0,
-        };
+        let n = self.peek_row_id(id)?;
         self.row_ids.insert(id, n);
         Ok(n)
+    }
+
+    /// Inserts rows (`columns` of plain table `side`, in order) that the engine routes there
+    /// itself (late rows, dead letters) into this epoch's `writes`, and pushes them through the
+    /// views that read it.
+    pub(super) fn insert_side_rows(&mut self, side: &str, columns: Vec<arrow::array::ArrayRef>, writes: &mut EpochWrites) -> Result<()> {
+        let (store, id) = self.table_store(side)?;
+        let batch = arrow::array::RecordBatch::try_new(Arc::clone(store.schema()), columns)?;
+        let mut next = self.next_row_id(id)?;
+        let mut rows = crate::state::TableWrites::log();
+        let chunk = store.insert(&batch, &*self.store, &mut rows, &mut next)?;
+        rows.write_into(writes);
+        self.row_ids.insert(id, next);
+        self.propagate(side, &chunk)
     }
 
     /// The materialized views whose jobs read `relation`, in dependency order.
@@ -432,17 +440,12 @@ impl Engine {
                 if self.catalog.get(&side).is_none() {
                     continue;
                 }
-                let (store, id) = self.table_store(&side)?;
                 let n = rows.num_rows();
                 let mut columns = rows.columns().to_vec();
                 columns.push(Arc::new(arrow::array::StringArray::from(vec![view.as_str(); n])));
                 columns.push(Arc::new(arrow::array::StringArray::from(vec![op; n])));
                 columns.push(Arc::new(arrow::array::TimestampMillisecondArray::from(vec![wm; n])));
-                let batch = arrow::array::RecordBatch::try_new(Arc::clone(store.schema()), columns)?;
-                let mut next = self.next_row_id(id)?;
-                let chunk = store.insert(&batch, &self.store, writes, &mut next)?;
-                self.row_ids.insert(id, next);
-                self.propagate(&side, &chunk)?;
+                self.insert_side_rows(&side, columns, writes)?;
             }
         }
         Ok(())
@@ -482,7 +485,15 @@ impl Engine {
 
     /// Commits an epoch: late rows pending for side tables, every job's writes, the source
     /// tasks' progress, the row sequences, `catalog` if given, the epoch.
-    pub fn commit(&mut self, mut writes: EpochWrites, catalog: Option<Catalog>) -> Result<()> {
+    pub fn commit(&mut self, writes: EpochWrites, catalog: Option<Catalog>) -> Result<()> {
+        self.commit_epoch(writes, catalog).map(drop)
+    }
+
+    /// [`Engine::commit`], returning the epoch's number.
+    ///
+    /// # Errors
+    /// As [`Engine::commit`].
+    pub fn commit_epoch(&mut self, mut writes: EpochWrites, catalog: Option<Catalog>) -> Result<u64> {
         self.flush_late_rows(&mut writes)?;
         self.flush_dead_letters(&mut writes)?;
         self.write_source_progress(&mut writes);
@@ -506,7 +517,7 @@ impl Engine {
             writes.put_meta("catalog", &c.to_bytes());
         }
         let changed = catalog.map(Arc::new);
-        self.commits.commit(writes, Some(Arc::clone(changed.as_ref().unwrap_or(&self.catalog))))?;
+        let epoch = self.commits.commit(writes, Some(Arc::clone(changed.as_ref().unwrap_or(&self.catalog))))?;
         for task in self.sources.values_mut() {
             task.on_committed();
         }
@@ -514,11 +525,16 @@ impl Engine {
             self.catalog = c;
             self.refresh_job_order();
         }
-        // The second phase of two-phase sinks.
+        // The second phase of two-phase sinks; views' change feeds.
         for job in self.jobs.values_mut() {
-            job.on_committed();
+            job.on_committed(epoch);
         }
-        Ok(())
+        Ok(epoch)
+    }
+
+    /// The relations' change feeds ([`crate::runtime::feed`]).
+    pub fn feeds(&self) -> &Arc<crate::runtime::feed::Feeds> {
+        self.commits.feeds()
     }
 }
 
@@ -579,4 +595,33 @@ pub const LATE_ROWS_TABLE: &str = "late-rows.table";
 /// The metadata key of a table's watermark.
 pub fn watermark_key(table: &str) -> String {
     format!("wm/{table}")
+}
+
+/// The stored rows of plain table `name` in `catalog`, and the id of its state table.
+///
+/// # Errors
+/// `UnknownTable`; `Plan` for a view or materialized view (only tables take INSERT, UPDATE and
+/// DELETE); `Unsupported` for a connector table.
+pub fn table_store(catalog: &Catalog, name: &str) -> Result<(TableStore, u32)> {
+    let rel = catalog.get(name).ok_or_else(|| WeirError::unknown_table(name))?;
+    if rel.kind != RelationKind::Table {
+        return Err(WeirError::plan(format!(
+            "{name} is a {}; only tables take INSERT, UPDATE and DELETE",
+            rel.kind.sql_name()
+        )));
+    }
+    if connector_of(rel) != "table" {
+        return Err(WeirError::unsupported(format!(
+            "writing to table {name}: its '{}' connector's sink is not built yet in this version",
+            connector_of(rel)
+        )));
+    }
+    let id = rel.state_table.ok_or_else(|| WeirError::internal(format!("{name} has no state table")))?;
+    let schema = relation_schema(rel)?;
+    let pk: Vec<usize> = rel
+        .primary_key
+        .iter()
+        .map(|k| schema.index_of(k).map_err(|_| WeirError::internal(format!("primary key column {k}"))))
+        .collect::<Result<_>>()?;
+    Ok((TableStore::try_new(id, schema, &pk)?, id))
 }

@@ -14,6 +14,7 @@
 //! | `sources.rs` | connector source tasks: opening, polling, progress, dead letters |
 //! | `sinks.rs` | the sink operators of `INSERT INTO` jobs, `STOP JOB` |
 //! | `runner.rs` | independent jobs on threads of their own, committing their own epochs |
+//! | `table_writes.rs` | write statements' changes to plain tables, committed as one epoch |
 //! | `drop.rs` | `DROP` of relations with their jobs and state |
 //! | `suspend.rs` | savepoints: suspending and resuming jobs, starting a job from a suspended one's positions |
 //! | `system.rs` | the rows of the system tables |
@@ -27,9 +28,11 @@ pub mod sinks;
 pub mod sources;
 pub mod suspend;
 pub mod system;
+pub mod table_writes;
 
 pub use committed::{Commits, Committed, CommittedSlot};
-pub use jobs::{watermark_key, Engine, JobPlanner, IDLE_ADVANCE, LATE_ROWS_TABLE};
+pub use jobs::{table_store, watermark_key, Engine, JobPlanner, IDLE_ADVANCE, LATE_ROWS_TABLE};
+pub use table_writes::TableChanges;
 pub use sinks::SINK_OPTION;
 pub use sources::{SourceRow, SourceStep, SOURCE_BATCH_ROWS, SOURCE_SLICE};
 pub use system::{job_status, JobStats, StateTableRow, SystemState};

@@ -303,10 +303,10 @@ fn commit(job: &mut Job, tasks: &mut Tasks, store: &Store, commits: &Commits) ->
         // Counted in the progress; an independent job's tables have no dead-letter place.
         task.dead_letters.clear();
     }
-    commits.commit(writes, None)?;
+    let epoch = commits.commit(writes, None)?;
     for (_, task) in tasks.iter_mut() {
         task.on_committed();
     }
-    job.on_committed();
+    job.on_committed(epoch);
     Ok(())
 }

@@ -212,12 +212,7 @@ impl Engine {
             self.send_dead_letters(&rel, &job, &letters)?;
         }
         for (side, columns) in batches {
-            let (store, id) = self.table_store(&side)?;
-            let batch = arrow::array::RecordBatch::try_new(std::sync::Arc::clone(store.schema()), columns)?;
-            let mut next = self.next_row_id(id)?;
-            let chunk = store.insert(&batch, &self.store, writes, &mut next)?;
-            self.row_ids.insert(id, next);
-            self.propagate(&side, &chunk)?;
+            self.insert_side_rows(&side, columns, writes)?;
         }
         Ok(())
     }

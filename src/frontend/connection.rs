@@ -6,7 +6,8 @@
 //! connection. Only one message of a connection runs at a time, so its session lock is never
 //! contended; it exists because the handlers take `&self`.
 //!
-//! - Startup: any user and database, no password; `server_version` is [`SERVER_VERSION`];
+//! - Startup: any user and database, no password, unless the server has users
+//!   ([`super::auth`]: SCRAM-SHA-256 or md5, roles); `server_version` is [`SERVER_VERSION`];
 //!   the connection registers with the server's `ConnectionManager` so that a CancelRequest
 //!   with its key cancels the running statement (pgwire drops the statement's future; a
 //!   `SELECT`'s query task is aborted with it), and with the database's activities, which
@@ -33,11 +34,15 @@ use arrow::record_batch::RecordBatch;
 use async_trait::async_trait;
 use futures::{future, stream, FutureExt, Sink, SinkExt, Stream, StreamExt};
 use pgwire::api::auth::{
-    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
+    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, AuthOutcome,
     StartupHandler,
 };
 use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::{send_describe_response, ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::copy::{send_copy_both_response, send_copy_in_response, send_copy_out_response};
+use pgwire::api::query::{
+    send_describe_response, send_execution_response, send_query_response, send_ready_for_query, ExtendedQueryHandler,
+    SimpleQueryHandler,
+};
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::results::{
     CopyResponse, DescribePortalResponse, DescribeResponse, FieldInfo, QueryResponse, Response, Tag,
@@ -45,25 +50,30 @@ use pgwire::api::results::{
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::{Entry, PortalStore};
 use pgwire::api::{
-    ClientInfo, ClientPortalStore, ConnectionGuard, ConnectionHandle, PidSecretKeyGenerator, Type,
-    DEFAULT_NAME, METADATA_DATABASE, METADATA_USER,
+    ClientInfo, ClientPortalStore, ConnectionGuard, ConnectionHandle, PgWireConnectionState, PidSecretKeyGenerator,
+    Type, DEFAULT_NAME, METADATA_DATABASE, METADATA_USER,
 };
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::DataRow;
 use pgwire::messages::extendedquery::{
-    Describe, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
+    Describe, Execute, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
 };
+use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus};
+use pgwire::messages::simplequery::Query;
+use pgwire::messages::startup::Authentication;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tokio::sync::Mutex;
 use tracing::debug;
 
+use super::auth::Role;
 use super::encode;
 use super::error::{error_info, FrontendError, Result};
 use super::params;
 use super::server::Shared;
 use crate::observe::{instruments, now_ms, Activity, Canceller};
-use crate::sql::database::{Database, Session, StatementResult};
+use crate::sql::database::{Database, Session, StatementResult, TransactionState};
+use crate::sql::subscribe::Subscription;
 
 /// The `server_version` reported at startup: a Postgres version psql understands (it reads the
 /// leading number), then ours.
@@ -143,17 +153,163 @@ impl Connection {
         let mut in_flight = InFlight::start(self, sql);
         let execution = AssertUnwindSafe(self.shared.db.execute(session, sql)).catch_unwind();
         let result = execution.await.map_err(|panic| panicked(&*panic))??;
-        let response = match result {
+        let response = self.respond(result, formats)?;
+        in_flight.ok = true;
+        Ok(response)
+    }
+
+    /// The wire response of a statement's result; a `COPY FROM STDIN` is set up to receive the
+    /// client's rows.
+    fn respond(&self, result: StatementResult, formats: &Format) -> Result<Response> {
+        match result {
             StatementResult::CopyIn { table, columns, format } => {
                 let n = columns.len();
                 *self.copy_in.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
                     Some(PendingCopy { table, columns, format, data: Vec::new() });
-                Response::CopyIn(CopyResponse::new(0, n, stream::empty()))
+                Ok(Response::CopyIn(CopyResponse::new(0, n, stream::empty())))
             }
-            result => response(result, formats)?,
+            result => response(result, formats),
+        }
+    }
+
+    /// Runs a simple-protocol query string: its statements in order, each one's result sent
+    /// as soon as it is done (a `SUBSCRIBE` streams until it ends); the first error ends the
+    /// string. An empty string answers EmptyQueryResponse.
+    async fn run_query_string<C>(&self, client: &mut C, query: &str) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let statements = match split_statements(query) {
+            Ok(statements) => statements,
+            Err(err) => {
+                client.feed(PgWireBackendMessage::ErrorResponse(error_info(&err, 0).into())).await?;
+                return Ok(());
+            }
         };
-        in_flight.ok = true;
-        Ok(response)
+        if statements.is_empty() {
+            client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await?;
+            return Ok(());
+        }
+        let mut session = self.session.lock().await;
+        let mut searched = 0;
+        for statement in &statements {
+            let offset = char_offset(query, statement, &mut searched);
+            let mut in_flight = InFlight::start(self, statement);
+            let execution = AssertUnwindSafe(self.shared.db.execute(&mut session, statement)).catch_unwind();
+            let result = match execution.await.map_err(|panic| panicked(&*panic)) {
+                Ok(Ok(result)) => Ok(result),
+                Ok(Err(e)) => Err(FrontendError::from(e)),
+                Err(e) => Err(e),
+            };
+            let sent = match result {
+                Ok(StatementResult::Subscribe(subscription)) => {
+                    stream_rows(client, *subscription, &Format::UnifiedText, true).await?
+                }
+                Ok(StatementResult::CopySubscribe(subscription)) => stream_copy(client, *subscription).await?,
+                Ok(result) => match self.respond(result, &Format::UnifiedText) {
+                    Ok(response) => {
+                        let copy_in = matches!(response, Response::CopyIn(_));
+                        send_response(client, response).await?;
+                        if copy_in {
+                            // The client streams the COPY's rows next: nothing after it.
+                            in_flight.ok = true;
+                            return Ok(());
+                        }
+                        Ok(())
+                    }
+                    Err(err) => Err(err),
+                },
+                Err(err) => Err(err),
+            };
+            match sent {
+                Ok(()) => in_flight.ok = true,
+                Err(err) => {
+                    client.feed(PgWireBackendMessage::ErrorResponse(error_info(&err, offset).into())).await?;
+                    if let Some(txn) = session.txn.as_mut() {
+                        txn.failed = true;
+                    }
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Execute of a portal that streams (`SUBSCRIBE`, `COPY (SUBSCRIBE ...) TO STDOUT`): its
+    /// rows flushed epoch by epoch, as over the simple protocol (pgwire's portal would hold
+    /// them until its buffer fills), in the formats Bind asked for; it ends only with an error
+    /// (cancel, the subscription's end), which goes the extended protocol's error path.
+    async fn execute_streaming<C>(&self, client: &mut C, portal: &Portal<Prepared>) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let sql = bound_sql(portal)?;
+        let cancel = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
+            Some(handle) => Some(handle.start_query().await),
+            None => None,
+        };
+        let formats = portal.result_column_format.clone();
+        // Wire errors (the client left) end it as pgwire's; the statement's own go back to
+        // the client.
+        let work = async {
+            let mut session = self.session.lock().await;
+            let mut in_flight = InFlight::start(self, &sql);
+            let execution = AssertUnwindSafe(self.shared.db.execute(&mut session, &sql)).catch_unwind();
+            let result = match execution.await {
+                Ok(Ok(result)) => result,
+                Ok(Err(e)) => return Ok(Err(FrontendError::from(e))),
+                Err(panic) => return Ok(Err(panicked(&*panic))),
+            };
+            let sent = match result {
+                StatementResult::Subscribe(subscription) => stream_rows(client, *subscription, &formats, false).await?,
+                StatementResult::CopySubscribe(subscription) => stream_copy(client, *subscription).await?,
+                other => match self.respond(other, &formats) {
+                    Ok(response) => {
+                        send_response(client, response).await?;
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                },
+            };
+            in_flight.ok = sent.is_ok();
+            Ok::<Result<()>, PgWireError>(sent)
+        };
+        let ran = match cancel {
+            Some(cancel) => match future::select(Box::pin(work), cancel).await {
+                future::Either::Left((ran, _)) => ran,
+                future::Either::Right(_) => Err(PgWireError::QueryCanceled),
+            },
+            None => work.await,
+        };
+        match ran? {
+            Ok(()) => {
+                client.set_state(PgWireConnectionState::ReadyForQuery);
+                Ok(())
+            }
+            Err(err) => Err(PgWireError::UserError(Box::new(error_info(&err, 0)))),
+        }
+    }
+
+    /// After a statement failed outside the database (cancelled, a protocol error): an open
+    /// block is aborted, as any error aborts it. Returns the status pgwire's error path turns
+    /// into the one it reports (`T` becomes `E`).
+    async fn abort_on_error(&self) -> TransactionStatus {
+        let mut session = self.session.lock().await;
+        match session.txn.as_mut() {
+            Some(txn) => {
+                txn.failed = true;
+                TransactionStatus::Transaction
+            }
+            None => TransactionStatus::Idle,
+        }
     }
 
     /// The result columns of `sql`, in `formats`; none for a command.
@@ -188,6 +344,8 @@ impl Connection {
 
 #[async_trait]
 impl StartupHandler for Connection {
+    /// Without users (trust): the startup completes at once. With users: the password exchange
+    /// ([`super::auth`]) runs first, and a wrong password ends the connection with 28P01.
     async fn on_startup<C>(
         &self,
         client: &mut C,
@@ -198,56 +356,157 @@ impl StartupHandler for Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        // As pgwire's NoopStartupHandler, with our server parameters.
-        if let PgWireFrontendMessage::Startup(ref startup) = message {
-            protocol_negotiation(client, startup).await?;
-            save_startup_parameters_to_metadata(client, startup);
-            let (pid, secret_key) = self.shared.pids.generate(&*client);
-            client.set_pid_and_secret_key(pid, secret_key.clone());
-            let (handle, guard) = self.shared.connections.register(pid, secret_key);
-            client
-                .session_extensions()
-                .insert::<Arc<ConnectionHandle>>(Arc::clone(&handle));
-            client.session_extensions().insert::<ConnectionGuard>(guard);
-            finish_authentication(client, &self.shared.parameters).await?;
-            let metadata = client.metadata();
-            let now = now_ms();
-            // pg_cancel_backend(pid) does what a CancelRequest with this connection's key does.
-            let runtime = tokio::runtime::Handle::current();
-            let cancel: Canceller = Arc::new(move || {
-                let handle = Arc::clone(&handle);
-                runtime.spawn(async move { handle.cancel().await });
-            });
-            self.shared.db.activities().open(Activity {
-                pid,
-                usename: metadata.get(METADATA_USER).cloned().unwrap_or_default(),
-                datname: metadata.get(METADATA_DATABASE).cloned().unwrap_or_default(),
-                application_name: metadata.get("application_name").cloned().unwrap_or_default(),
-                client_addr: Some(client.socket_addr().ip().to_string()),
-                backend_start: now,
-                state: "idle",
-                query: String::new(),
-                query_start: None,
-                state_change: now,
-            }, cancel);
-            self.pid.store(pid, Ordering::Relaxed);
-            self.session.lock().await.pid = pid;
-            instruments().connections.inc();
-            instruments().connections_total.inc();
-            debug!(
-                pid,
-                user = client.metadata().get(METADATA_USER).map(String::as_str),
-                database = client.metadata().get(METADATA_DATABASE).map(String::as_str),
-                peer = %client.socket_addr(),
-                "connection started"
-            );
+        match message {
+            PgWireFrontendMessage::Startup(ref startup) => {
+                protocol_negotiation(client, startup).await?;
+                save_startup_parameters_to_metadata(client, startup);
+                let Some(auth) = &self.shared.auth else {
+                    return self.complete_startup(client, None).await;
+                };
+                let begun = auth.driver.begin_authentication(client, auth.mechanism()).await;
+                match begun.map_err(|e| refused(client, e))? {
+                    AuthOutcome::InProgress => Ok(()),
+                    AuthOutcome::Authenticated { final_message, .. } => self.complete_startup(client, final_message).await,
+                }
+            }
+            PgWireFrontendMessage::PasswordMessageFamily(message) => {
+                let Some(auth) = &self.shared.auth else { return Err(PgWireError::NoAuthenticationInProgress) };
+                let advanced = auth.driver.advance_authentication(client, message).await;
+                match advanced.map_err(|e| refused(client, e))? {
+                    AuthOutcome::InProgress => Ok(()),
+                    AuthOutcome::Authenticated { final_message, .. } => self.complete_startup(client, final_message).await,
+                }
+            }
+            _ => Ok(()),
         }
+    }
+}
+
+/// A failed password exchange as Postgres reports it: FATAL 28P01 `password authentication
+/// failed for user "name"`, naming the startup's user (SCRAM's own user name is empty in
+/// libpq's messages); other failures as pgwire has them. Fatal: the connection closes.
+fn refused<C: ClientInfo>(client: &C, error: PgWireError) -> PgWireError {
+    match error {
+        PgWireError::InvalidPassword(_) => {
+            let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_default();
+            debug!(user, peer = %client.socket_addr(), "password authentication failed");
+            PgWireError::UserError(Box::new(pgwire::error::ErrorInfo::new(
+                "FATAL".to_owned(),
+                "28P01".to_owned(),
+                format!("password authentication failed for user \"{user}\""),
+            )))
+        }
+        other => other,
+    }
+}
+
+impl Connection {
+    /// The end of the startup, once the client is authenticated (or trusted): the password
+    /// exchange's last message, the pid and cancel key, the connection's `pg_stat_activity`
+    /// row and role, the server parameters, ReadyForQuery.
+    async fn complete_startup<C>(&self, client: &mut C, final_message: Option<Authentication>) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Some(message) = final_message {
+            client.send(PgWireBackendMessage::Authentication(message)).await?;
+        }
+        let (pid, secret_key) = self.shared.pids.generate(&*client);
+        client.set_pid_and_secret_key(pid, secret_key.clone());
+        let (handle, guard) = self.shared.connections.register(pid, secret_key);
+        client
+            .session_extensions()
+            .insert::<Arc<ConnectionHandle>>(Arc::clone(&handle));
+        client.session_extensions().insert::<ConnectionGuard>(guard);
+        finish_authentication(client, &self.shared.parameters).await?;
+        let metadata = client.metadata();
+        let user = metadata.get(METADATA_USER).cloned().unwrap_or_default();
+        let now = now_ms();
+        // pg_cancel_backend(pid) does what a CancelRequest with this connection's key does.
+        let runtime = tokio::runtime::Handle::current();
+        let cancel: Canceller = Arc::new(move || {
+            let handle = Arc::clone(&handle);
+            runtime.spawn(async move { handle.cancel().await });
+        });
+        self.shared.db.activities().open(Activity {
+            pid,
+            usename: user.clone(),
+            datname: metadata.get(METADATA_DATABASE).cloned().unwrap_or_default(),
+            application_name: metadata.get("application_name").cloned().unwrap_or_default(),
+            client_addr: Some(client.socket_addr().ip().to_string()),
+            backend_start: now,
+            state: "idle",
+            query: String::new(),
+            query_start: None,
+            state_change: now,
+        }, cancel);
+        self.pid.store(pid, Ordering::Relaxed);
+        {
+            let mut session = self.session.lock().await;
+            session.pid = pid;
+            session.read_only = self.shared.auth.as_ref().and_then(|a| a.users.role_of(&user)) == Some(Role::ReadOnly);
+            session.user = user;
+        }
+        instruments().connections.inc();
+        instruments().connections_total.inc();
+        debug!(
+            pid,
+            user = client.metadata().get(METADATA_USER).map(String::as_str),
+            database = client.metadata().get(METADATA_DATABASE).map(String::as_str),
+            peer = %client.socket_addr(),
+            tls = client.is_secure(),
+            "connection started"
+        );
         Ok(())
     }
 }
 
 #[async_trait]
 impl SimpleQueryHandler for Connection {
+    /// As pgwire's default, but ReadyForQuery reports the session's transaction state (`I`,
+    /// `T`, `E`: [`Session::transaction_state`]), which pgwire's status tracking cannot follow
+    /// (a `ROLLBACK TO SAVEPOINT` ends a failed block's abort), and a cancelled statement
+    /// aborts an open block as Postgres does.
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let cancel = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
+            Some(handle) => Some(handle.start_query().await),
+            None => None,
+        };
+        let ran = match cancel {
+            Some(cancel) => match future::select(Box::pin(self.run_query_string(client, &query.query)), cancel).await {
+                future::Either::Left((ran, _)) => ran,
+                future::Either::Right(_) => Err(PgWireError::QueryCanceled),
+            },
+            None => self.run_query_string(client, &query.query).await,
+        };
+        if let Err(err) = ran {
+            // pgwire's error path reports the status it holds, turned to `E` in a block.
+            let status = self.abort_on_error().await;
+            client.set_transaction_status(status);
+            return Err(err);
+        }
+        let status = wire_status(self.session.lock().await.transaction_state());
+        client.set_transaction_status(status);
+        // During COPY FROM STDIN, ReadyForQuery follows the client's CopyDone.
+        if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+            send_ready_for_query(client, status).await?;
+        }
+        Ok(())
+    }
+
     async fn do_query<C>(&self, _client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -296,6 +555,34 @@ impl ExtendedQueryHandler for Connection {
         Arc::clone(&self.parser)
     }
 
+    /// As pgwire's default, then the session's transaction state as the status the next
+    /// ReadyForQuery reports (see the simple protocol's `on_query`).
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let streaming = match client.portal_store().get_portal(portal_name) {
+            Some(Entry::Value(portal)) if streams(&portal.statement.statement.sql) => Some(portal),
+            _ => None,
+        };
+        let executed = match streaming {
+            Some(portal) => self.execute_streaming(client, &portal).await,
+            None => self._on_execute(client, message).await,
+        };
+        let status = match &executed {
+            Ok(()) => wire_status(self.session.lock().await.transaction_state()),
+            Err(_) => self.abort_on_error().await,
+        };
+        if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            client.set_transaction_status(status);
+        }
+        executed
+    }
+
     /// As pgwire's default, but the description comes from the database, and a statement with
     /// parameters and no result answers NoData (pgwire would send an empty RowDescription).
     async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
@@ -319,7 +606,15 @@ impl ExtendedQueryHandler for Connection {
                 let description = match client.portal_store().get_portal(name) {
                     Some(Entry::Value(portal)) => self.describe_portal(&portal).await?,
                     Some(Entry::Empty) => DescribePortalResponse::no_data(),
-                    None => return Err(PgWireError::PortalNotFound(name.to_owned())),
+                    // A cursor DECLAREd in SQL is a portal too, as in Postgres (psycopg's
+                    // server-side cursors describe it to learn their columns).
+                    None => {
+                        let cursor = self.session.lock().await.cursors.schema(name).await;
+                        match cursor {
+                            Ok(schema) => DescribePortalResponse::new(encode::field_infos(&schema, &Format::UnifiedText)?),
+                            Err(_) => return Err(PgWireError::PortalNotFound(name.to_owned())),
+                        }
+                    }
                 };
                 send_describe_response(client, &description).await
             }
@@ -460,6 +755,23 @@ impl DescribeResponse for StatementDescription {
     }
 }
 
+/// Whether `sql` is a statement whose rows stream until it ends (SUBSCRIBE).
+fn streams(sql: &str) -> bool {
+    matches!(
+        crate::sql::parser::parse_statement(sql),
+        Ok(crate::sql::parser::WeirStatement::Subscribe(_) | crate::sql::parser::WeirStatement::CopySubscribe(_))
+    )
+}
+
+/// The ReadyForQuery status of a session's transaction state.
+fn wire_status(state: TransactionState) -> TransactionStatus {
+    match state {
+        TransactionState::Idle => TransactionStatus::Idle,
+        TransactionState::InBlock => TransactionStatus::Transaction,
+        TransactionState::Failed => TransactionStatus::Error,
+    }
+}
+
 /// The portal's statement with its bound parameters substituted.
 fn bound_sql(portal: &Portal<Prepared>) -> Result<String> {
     let statement = &portal.statement;
@@ -492,6 +804,13 @@ fn response(result: StatementResult, formats: &Format) -> Result<Response> {
                 data_rows(fields, batches),
             ))
         }
+        StatementResult::Returned { tag, schema, batches } => {
+            let fields = Arc::new(encode::field_infos(&schema, formats)?);
+            let mut rows = QueryResponse::new(Arc::clone(&fields), data_rows(fields, batches));
+            // pgwire appends the row count: `INSERT 0 n` as Postgres tags it.
+            rows.set_command_tag(if tag == "INSERT" { "INSERT 0" } else { &tag });
+            Response::Query(rows)
+        }
         StatementResult::Command { tag, rows } => Response::Execution(command_tag(&tag, rows)),
         StatementResult::CopyOut { schema, batches, format } => {
             let fields = Arc::new(encode::field_infos(&schema, &Format::UnifiedText)?);
@@ -509,6 +828,20 @@ fn response(result: StatementResult, formats: &Format) -> Result<Response> {
             Response::CopyOut(CopyResponse::new(0, schema.fields().len(), copy_rows(fields, batches, format, header)))
         }
         StatementResult::CopyIn { .. } => return Err(FrontendError::from(crate::error::WeirError::internal("COPY FROM STDIN outside a query"))),
+        // The extended protocol's Execute: rows as the client fetches them (with a row limit,
+        // PortalSuspended flushes each piece; without one they go out as the socket's buffer
+        // fills). The simple protocol flushes each epoch (`stream_rows`).
+        StatementResult::Subscribe(subscription) => {
+            let fields = Arc::new(encode::field_infos(subscription.schema(), formats)?);
+            Response::Query(QueryResponse::new(Arc::clone(&fields), subscription_rows(fields, *subscription)))
+        }
+        StatementResult::CopySubscribe(subscription) => {
+            let n = subscription.schema().fields().len();
+            let fields = Arc::new(encode::field_infos(subscription.schema(), &Format::UnifiedText)?);
+            let format = crate::sql::copy::CopyFormat::text();
+            let lines = subscription_rows(Arc::clone(&fields), *subscription).map(move |row| row.map(|row| copy_line(&row, &format)));
+            Response::CopyOut(CopyResponse::new(0, n, lines))
+        }
     })
 }
 
@@ -528,15 +861,14 @@ fn copy_rows(
             .map(|rows| {
                 rows.iter()
                     .map(|row| {
-                        let mut line = header.take().unwrap_or_default();
-                        for (i, value) in data_row_fields(row).into_iter().enumerate() {
-                            if i > 0 {
-                                line.push(format.delimiter);
+                        let line = copy_line(row, &format);
+                        match header.take() {
+                            Some(mut first) => {
+                                first.extend_from_slice(&line.data);
+                                CopyData::new(first.into())
                             }
-                            crate::sql::copy::write_field(value, &format, &mut line);
+                            None => line,
                         }
-                        line.push(b'\n');
-                        CopyData::new(line.into())
                     })
                     .collect()
             })
@@ -547,6 +879,134 @@ fn copy_rows(
         }
     });
     stream::iter(lone_header.map(|h| Ok(CopyData::new(h.into())))).chain(rows)
+}
+
+/// One row as a line of COPY `format`.
+fn copy_line(row: &DataRow, format: &crate::sql::copy::CopyFormat) -> CopyData {
+    let mut line = Vec::new();
+    for (i, value) in data_row_fields(row).into_iter().enumerate() {
+        if i > 0 {
+            line.push(format.delimiter);
+        }
+        crate::sql::copy::write_field(value, format, &mut line);
+    }
+    line.push(b'\n');
+    CopyData::new(line.into())
+}
+
+/// A subscription's rows as DataRows, encoded one batch at a time as they come; ends with its
+/// error.
+fn subscription_rows(
+    fields: Arc<Vec<FieldInfo>>,
+    subscription: Subscription,
+) -> impl Stream<Item = PgWireResult<DataRow>> + Send + 'static {
+    stream::unfold(Some(subscription), move |state| {
+        let fields = Arc::clone(&fields);
+        async move {
+            let mut subscription = state?;
+            match subscription.next().await {
+                Ok(batch) => match encode::encode_batch(&batch, &fields) {
+                    Ok(rows) => Some((stream::iter(rows.into_iter().map(Ok)).left_stream(), Some(subscription))),
+                    Err(e) => Some((stream::once(future::ready(Err(e.into()))).right_stream(), None)),
+                },
+                Err(e) => Some((stream::once(future::ready(Err(FrontendError::from(e).into()))).right_stream(), None)),
+            }
+        }
+    })
+    .flatten()
+}
+
+/// Streams a subscription's rows: RowDescription (the simple protocol: `describe`), then each
+/// batch's DataRows in `formats`, flushed, until it ends (its error is returned, for the caller
+/// to send) or the client leaves (a write error).
+async fn stream_rows<C>(client: &mut C, mut subscription: Subscription, formats: &Format, describe: bool) -> PgWireResult<Result<()>>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let fields = match encode::field_infos(subscription.schema(), formats) {
+        Ok(fields) => Arc::new(fields),
+        Err(e) => return Ok(Err(e)),
+    };
+    // The extended protocol described the rows at Describe.
+    if describe {
+        let description = pgwire::messages::data::RowDescription::new(fields.iter().map(Into::into).collect());
+        client.send(PgWireBackendMessage::RowDescription(description)).await?;
+    }
+    loop {
+        let batch = match subscription.next().await {
+            Ok(batch) => batch,
+            Err(e) => return Ok(Err(e.into())),
+        };
+        let rows = match encode::encode_batch(&batch, &fields) {
+            Ok(rows) => rows,
+            Err(e) => return Ok(Err(e)),
+        };
+        for row in rows {
+            client.feed(PgWireBackendMessage::DataRow(row)).await?;
+        }
+        client.flush().await?;
+    }
+}
+
+/// Streams a subscription's rows as `COPY ... TO STDOUT` text, each batch flushed; as
+/// [`stream_rows`].
+async fn stream_copy<C>(client: &mut C, mut subscription: Subscription) -> PgWireResult<Result<()>>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let n = subscription.schema().fields().len();
+    let fields = match encode::field_infos(subscription.schema(), &Format::UnifiedText) {
+        Ok(fields) => fields,
+        Err(e) => return Ok(Err(e)),
+    };
+    let format = crate::sql::copy::CopyFormat::text();
+    let header = pgwire::messages::copy::CopyOutResponse::new(0, n as i16, vec![0; n]);
+    client.send(PgWireBackendMessage::CopyOutResponse(header)).await?;
+    loop {
+        let batch = match subscription.next().await {
+            Ok(batch) => batch,
+            Err(e) => return Ok(Err(e.into())),
+        };
+        let rows = match encode::encode_batch(&batch, &fields) {
+            Ok(rows) => rows,
+            Err(e) => return Ok(Err(e)),
+        };
+        for row in rows {
+            client.feed(PgWireBackendMessage::CopyData(copy_line(&row, &format))).await?;
+        }
+        client.flush().await?;
+    }
+}
+
+/// Sends one statement's response as pgwire's simple-query loop does.
+async fn send_response<C>(client: &mut C, response: Response) -> PgWireResult<()>
+where
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    match response {
+        Response::EmptyQuery => client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await?,
+        Response::Query(rows) => send_query_response(client, rows, true).await?,
+        Response::Execution(tag) | Response::TransactionStart(tag) | Response::TransactionEnd(tag) => {
+            send_execution_response(client, tag).await?;
+        }
+        Response::Error(e) => client.feed(PgWireBackendMessage::ErrorResponse((*e).into())).await?,
+        Response::CopyIn(copy) => {
+            send_copy_in_response(client, copy).await?;
+            client.set_state(PgWireConnectionState::CopyInProgress(false));
+        }
+        Response::CopyOut(copy) => send_copy_out_response(client, copy).await?,
+        Response::CopyBoth(copy) => {
+            send_copy_both_response(client, copy).await?;
+            client.set_state(PgWireConnectionState::CopyInProgress(false));
+        }
+    }
+    Ok(())
 }
 
 /// The fields of an encoded DataRow (each an i32 length, -1 for NULL, then its bytes).
@@ -592,24 +1052,33 @@ impl CopyHandler for Connection {
         let Some(PendingCopy { table, columns, format, data }) = pending else { return Ok(()) };
         let sql = format!("COPY {table} FROM STDIN");
         let mut in_flight = InFlight::start(self, &sql);
-        let copied = AssertUnwindSafe(self.shared.db.copy_in(&table, &columns, &format, &data)).catch_unwind();
+        let mut session = self.session.lock().await;
+        let copied = AssertUnwindSafe(self.shared.db.copy_in(&mut session, &table, &columns, &format, &data)).catch_unwind();
         match copied.await.map_err(|panic| panicked(&*panic)).and_then(|r| r.map_err(FrontendError::from)) {
             Ok(rows) => {
                 in_flight.ok = true;
+                client.set_transaction_status(wire_status(session.transaction_state()));
                 client.send(PgWireBackendMessage::CommandComplete(Tag::new("COPY").with_rows(rows).into())).await?;
                 Ok(())
             }
-            Err(err) => Err(PgWireError::UserError(Box::new(error_info(&err, 0)))),
+            Err(err) => {
+                // pgwire's error path turns `T` into `E`.
+                let status = if session.txn.is_some() { TransactionStatus::Transaction } else { TransactionStatus::Idle };
+                client.set_transaction_status(status);
+                Err(PgWireError::UserError(Box::new(error_info(&err, 0))))
+            }
         }
     }
 
-    async fn on_copy_fail<C>(&self, _client: &mut C, fail: CopyFail) -> PgWireError
+    async fn on_copy_fail<C>(&self, client: &mut C, fail: CopyFail) -> PgWireError
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         self.copy_in.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let status = self.abort_on_error().await;
+        client.set_transaction_status(status);
         PgWireError::UserError(Box::new(pgwire::error::ErrorInfo::new(
             "ERROR".to_owned(),
             "57014".to_owned(),

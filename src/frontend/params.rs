@@ -172,6 +172,15 @@ fn literal(number: usize, ty: &Type, value: Option<&[u8]>, format: FieldFormat) 
         type_name: ty.name().to_owned(),
         value: String::from_utf8_lossy(value).into_owned(),
     };
+    if let postgres_types::Kind::Array(element) = ty.kind() {
+        return match format {
+            FieldFormat::Text => {
+                let text = std::str::from_utf8(value).map_err(|_| invalid())?;
+                array_text_literal(number, element, text)?.ok_or_else(invalid)
+            }
+            FieldFormat::Binary => binary_array_literal(number, element, value).ok_or_else(invalid)?,
+        };
+    }
     let text = match format {
         FieldFormat::Text => std::str::from_utf8(value).map_err(|_| invalid())?,
         FieldFormat::Binary => return binary_literal(number, ty, value).ok_or_else(invalid)?,
@@ -358,6 +367,133 @@ fn decode_numeric(value: &[u8]) -> Option<String> {
     Some(number_literal(&text))
 }
 
+/// An array parameter in Postgres's text form (`{1,2,NULL}`, `{"a b","c\\"d"}`, nested braces
+/// for more dimensions) as `ARRAY[...]` of its elements' literals; `None` when malformed.
+fn array_text_literal(number: usize, element: &Type, text: &str) -> Result<Option<String>> {
+    let chars: Vec<char> = text.trim().chars().collect();
+    let mut at = 0;
+    let literal = parse_array_text(number, element, &chars, &mut at)?;
+    Ok(literal.filter(|_| chars[at..].iter().all(|c| c.is_whitespace())))
+}
+
+/// One `{...}` at `chars[*at]`, moving `at` past it.
+fn parse_array_text(number: usize, element: &Type, chars: &[char], at: &mut usize) -> Result<Option<String>> {
+    if chars.get(*at) != Some(&'{') {
+        return Ok(None);
+    }
+    *at += 1;
+    let mut items = Vec::new();
+    loop {
+        while chars.get(*at).is_some_and(|c| c.is_whitespace()) {
+            *at += 1;
+        }
+        match chars.get(*at) {
+            None => return Ok(None),
+            Some('}') if items.is_empty() => {
+                *at += 1;
+                return Ok(Some("make_array()".to_owned()));
+            }
+            Some('{') => match parse_array_text(number, element, chars, at)? {
+                Some(inner) => items.push(inner),
+                None => return Ok(None),
+            },
+            Some('"') => {
+                *at += 1;
+                let mut value = String::new();
+                loop {
+                    match chars.get(*at) {
+                        None => return Ok(None),
+                        Some('\\') => {
+                            let Some(c) = chars.get(*at + 1) else { return Ok(None) };
+                            value.push(*c);
+                            *at += 2;
+                        }
+                        Some('"') => {
+                            *at += 1;
+                            break;
+                        }
+                        Some(c) => {
+                            value.push(*c);
+                            *at += 1;
+                        }
+                    }
+                }
+                items.push(literal(number, element, Some(value.as_bytes()), FieldFormat::Text)?);
+            }
+            Some(_) => {
+                let start = *at;
+                while chars.get(*at).is_some_and(|c| *c != ',' && *c != '}') {
+                    *at += 1;
+                }
+                let value: String = chars[start..*at].iter().collect::<String>().trim().to_owned();
+                items.push(if value.eq_ignore_ascii_case("null") {
+                    "NULL".to_owned()
+                } else {
+                    literal(number, element, Some(value.as_bytes()), FieldFormat::Text)?
+                });
+            }
+        }
+        while chars.get(*at).is_some_and(|c| c.is_whitespace()) {
+            *at += 1;
+        }
+        match chars.get(*at) {
+            Some(',') => *at += 1,
+            Some('}') => {
+                *at += 1;
+                return Ok(Some(format!("ARRAY[{}]", items.join(", "))));
+            }
+            _ => return Ok(None),
+        }
+    }
+}
+
+/// An array parameter in Postgres's binary form (dimensions, a null flag, the element OID,
+/// each dimension's length and lower bound, then each element as its length and bytes, -1
+/// for NULL) as `ARRAY[...]`; `None` when malformed.
+fn binary_array_literal(number: usize, element: &Type, value: &[u8]) -> Option<Result<String>> {
+    let mut rest = value;
+    fn int(rest: &mut &[u8]) -> Option<i32> {
+        let (head, tail) = rest.split_first_chunk::<4>()?;
+        *rest = tail;
+        Some(i32::from_be_bytes(*head))
+    }
+    let dims = usize::try_from(int(&mut rest)?).ok()?;
+    let _has_null = int(&mut rest)?;
+    let _oid = int(&mut rest)?;
+    if dims == 0 {
+        return Some(Ok("make_array()".to_owned()));
+    }
+    let mut lengths = Vec::with_capacity(dims);
+    for _ in 0..dims {
+        lengths.push(usize::try_from(int(&mut rest)?).ok()?);
+        let _lower = int(&mut rest)?;
+    }
+    let total: usize = lengths.iter().product();
+    let mut items = Vec::with_capacity(total);
+    for _ in 0..total {
+        let len = int(&mut rest)?;
+        if len < 0 {
+            items.push("NULL".to_owned());
+            continue;
+        }
+        let len = usize::try_from(len).ok()?;
+        let (item, tail) = (rest.get(..len)?, rest.get(len..)?);
+        rest = tail;
+        match binary_literal(number, element, item)? {
+            Ok(l) => items.push(l),
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    if !rest.is_empty() {
+        return None;
+    }
+    // Rows of the last dimension nest inside the ones before.
+    for len in lengths.iter().rev().take(dims - 1) {
+        items = items.chunks(*len).map(|c| format!("ARRAY[{}]", c.join(", "))).collect();
+    }
+    Some(Ok(format!("ARRAY[{}]", items.join(", "))))
+}
+
 /// A number as SQL: in parentheses when negative.
 fn number_literal(text: &str) -> String {
     if text.starts_with('-') {
@@ -470,7 +606,13 @@ fn type_from_name(text: &str) -> Option<Type> {
         .count();
     let word = text[..word_len].to_ascii_lowercase();
     let rest = text[word_len..].trim_start().to_ascii_lowercase();
+    // `oid[]`, `int8[]`, ...: the array type of the element type.
+    if rest.starts_with("[]") {
+        let element = type_from_name(&text[..word_len])?;
+        return crate::sql::types::array_type_of(&element);
+    }
     Some(match word.as_str() {
+        "oid" | "regtype" | "regclass" => Type::OID,
         "bool" | "boolean" => Type::BOOL,
         "tinyint" | "smallint" | "int2" => Type::INT2,
         "int" | "integer" | "int4" => Type::INT4,
@@ -647,6 +789,20 @@ mod tests {
         assert_eq!(err.sqlstate(), "08P01");
         let err = bind_text("SELECT $0", &[], &[]).unwrap_err();
         assert_eq!(err.sqlstate(), "42P02");
+        assert!(bind_text("SELECT $1", &[Type::INT4_ARRAY], &[Some("{1,x}")]).is_err());
+        assert!(bind_text("SELECT $1", &[Type::INT4_ARRAY], &[Some("{1,2")]).is_err());
+    }
+
+    /// Arrays in Postgres's text form: quoted elements with escapes, NULL, nesting, empty.
+    #[test]
+    fn text_arrays_become_array_literals() -> Result<()> {
+        let bound = bind_text(
+            "SELECT $1, $2, $3",
+            &[Type::TEXT_ARRAY, Type::INT4_ARRAY, Type::INT4_ARRAY],
+            &[Some(r#"{r,"p q","a\"b",NULL}"#), Some("{{1,2},{3,-4}}"), Some("{}")],
+        )?;
+        assert_eq!(bound, r#"SELECT ARRAY['r', 'p q', 'a"b', NULL], ARRAY[ARRAY[1, 2], ARRAY[3, (-4)]], make_array()"#);
+        Ok(())
     }
 
     #[test]
@@ -686,8 +842,19 @@ mod tests {
         );
         assert_eq!(
             bind_binary(Type::INT4_ARRAY, &[]).unwrap_err().sqlstate(),
-            "0A000"
+            "22P02"
         );
+        // int8[] {1, NULL, 3}: 1 dimension, has nulls, OID 20, length 3 from 1, elements.
+        let mut array = Vec::new();
+        for word in [1i32, 1, 20, 3, 1] {
+            array.extend_from_slice(&word.to_be_bytes());
+        }
+        array.extend_from_slice(&8i32.to_be_bytes());
+        array.extend_from_slice(&1i64.to_be_bytes());
+        array.extend_from_slice(&(-1i32).to_be_bytes());
+        array.extend_from_slice(&8i32.to_be_bytes());
+        array.extend_from_slice(&3i64.to_be_bytes());
+        assert_eq!(bind_binary(Type::INT8_ARRAY, &array)?, "SELECT ARRAY[1, NULL, 3]");
         Ok(())
     }
 }

@@ -14,7 +14,10 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pgwire::api::auth::{DefaultServerParameterProvider, StartupHandler};
+use pgwire::api::auth::md5pass::Md5PasswordAuth;
+use pgwire::api::auth::mechanism::{AuthMechanism, AuthMechanismFactory};
+use pgwire::api::auth::sasl::scram::ScramAuth;
+use pgwire::api::auth::{AuthDriver, DefaultServerParameterProvider, StartupHandler};
 use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::{ConnectionManager, PgWireServerHandlers, RandomPidSecretKeyGenerator};
@@ -23,11 +26,20 @@ use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::task::JoinSet;
 use tracing::{debug, error, info, warn};
 
+use super::auth::{AuthMethod, Users, UsersSource};
 use super::connection::{Connection, SERVER_VERSION};
 use crate::sql::database::Database;
 
 /// How long to wait after a failed accept (out of file descriptors, ...) before the next.
 const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(100);
+
+/// Who may connect and how: the users (none: trust everyone) and the TLS acceptor (none:
+/// plain connections only, an SSLRequest is answered `N`).
+#[derive(Default)]
+pub struct ServerOptions {
+    pub users: Option<Arc<Users>>,
+    pub tls: Option<pgwire::tokio::TlsAcceptor>,
+}
 
 /// Binds `addr`, logs `listening on <address>`, and serves Postgres clients on it until
 /// `shutdown` completes.
@@ -37,24 +49,40 @@ const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(100);
 pub async fn serve(
     addr: impl ToSocketAddrs,
     db: Arc<Database>,
+    options: ServerOptions,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let listener = TcpListener::bind(addr).await?;
-    serve_listener(listener, db, shutdown).await
+    serve_listener(listener, db, options, shutdown).await
 }
 
 /// Serves Postgres clients on an already bound `listener` (tests bind port 0 and read
-/// `listener.local_addr()` first) until `shutdown` completes. Logs `listening on <address>`.
+/// `listener.local_addr()` first) until `shutdown` completes. Logs `listening on <address>`,
+/// and a warning when the address is not a loopback one and every client is trusted.
 ///
 /// # Errors
 /// When the listener's address cannot be read; failed accepts are logged and retried.
 pub async fn serve_listener(
     listener: TcpListener,
     db: Arc<Database>,
+    options: ServerOptions,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    info!("listening on {}", listener.local_addr()?);
-    let shared = Arc::new(Shared::new(db));
+    let addr = listener.local_addr()?;
+    // Alone on its line: tests and scripts read the address from it.
+    info!("listening on {addr}");
+    let auth = options.users.as_ref().map_or("trust (no users)", |u| match u.method() {
+        AuthMethod::ScramSha256 => "scram-sha-256",
+        AuthMethod::Md5 => "md5",
+    });
+    info!("client authentication: {auth}; TLS: {}", if options.tls.is_some() { "on" } else { "off" });
+    if options.users.is_none() && !addr.ip().is_loopback() {
+        warn!(
+            "!!! listening on {addr}, a non-loopback address, WITHOUT AUTHENTICATION: anyone who can reach it can read and change every table. Pass --auth-file or --password (and --tls-cert/--tls-key), or listen on 127.0.0.1 !!!"
+        );
+    }
+    let tls = options.tls.clone();
+    let shared = Arc::new(Shared::new(db, options));
     let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
@@ -63,8 +91,9 @@ pub async fn serve_listener(
             accepted = listener.accept() => match accepted {
                 Ok((socket, peer)) => {
                     let handlers = ConnectionHandlers::new(&shared);
+                    let tls = tls.clone();
                     connections.spawn(async move {
-                        if let Err(err) = process_socket(socket, None, handlers).await {
+                        if let Err(err) = process_socket(socket, tls, handlers).await {
                             debug!(%peer, "connection ended: {err}");
                         }
                     });
@@ -104,10 +133,37 @@ pub(crate) struct Shared {
     pub(crate) parameters: DefaultServerParameterProvider,
     /// Routes CancelRequests through `connections`.
     cancel: Arc<DefaultCancelHandler>,
+    /// Password authentication, when the server has users.
+    pub(crate) auth: Option<Auth>,
+}
+
+/// Password authentication: the users, and the driver of pgwire's mechanisms.
+pub(crate) struct Auth {
+    pub(crate) users: Arc<Users>,
+    pub(crate) driver: AuthDriver<DefaultServerParameterProvider>,
+    scram: ScramAuth,
+    md5: Md5PasswordAuth<UsersSource>,
+}
+
+impl Auth {
+    fn new(users: Arc<Users>) -> Self {
+        let mut scram = ScramAuth::new(Arc::new(UsersSource(Arc::clone(&users))));
+        scram.set_iterations(super::auth::SCRAM_ITERATIONS);
+        let md5 = Md5PasswordAuth::new(Arc::new(UsersSource(Arc::clone(&users))));
+        Self { users, driver: AuthDriver::new(DefaultServerParameterProvider::default()), scram, md5 }
+    }
+
+    /// A fresh password exchange of the server's method.
+    pub(crate) fn mechanism(&self) -> Box<dyn AuthMechanism> {
+        match self.users.method() {
+            AuthMethod::ScramSha256 => self.scram.create(),
+            AuthMethod::Md5 => self.md5.create(),
+        }
+    }
 }
 
 impl Shared {
-    fn new(db: Arc<Database>) -> Self {
+    fn new(db: Arc<Database>, options: ServerOptions) -> Self {
         let connections = Arc::new(ConnectionManager::new());
         let mut parameters = DefaultServerParameterProvider::default();
         parameters.server_version = SERVER_VERSION.to_owned();
@@ -118,6 +174,7 @@ impl Shared {
             connections,
             pids: RandomPidSecretKeyGenerator::default(),
             parameters,
+            auth: options.users.map(Auth::new),
         }
     }
 }

@@ -22,6 +22,7 @@ use crate::error::{Result, WeirError};
 use crate::plan::{StreamNode, StreamPlan};
 use crate::plan::Exchange;
 use crate::runtime::changelog::{fix_update_pairs, Op, StreamChunk};
+use crate::runtime::feed::ChangeFeed;
 use crate::runtime::operator::{OpContext, Operator};
 use crate::runtime::operators::filter::Filter;
 use crate::runtime::operators::group_agg::{AggCall, AggKind, GroupAggregate};
@@ -137,21 +138,21 @@ impl Operator for Source {
 }
 
 impl Job {
-    /// Instantiates `plan` followed by a materialization into state table `rows_table`, its
+    /// Instantiates `plan` followed by a materialization (`mode`) into state table `rows_table`, its
     /// parallel operators as `parallelism` instances (1 runs every operator as one).
     ///
     /// `state_table(name)` returns the id of the operator state table `name`, allocating it on
-    /// first use; operators load their state from `store`.
+    /// first use; operators load their state from `store`. The view's committed changes go to
+    /// `feed` ([`crate::runtime::feed`]).
     pub fn build(
         plan: &StreamPlan,
-        mode: StorageMode,
-        rows_table: u32,
+        (mode, rows_table, feed): (StorageMode, u32, Arc<ChangeFeed>),
         state_table: &mut dyn FnMut(&str) -> u32,
         store: &Store,
         parallelism: usize,
     ) -> Result<Self> {
         let out_schema: SchemaRef = Arc::new(plan.schema.as_arrow().clone());
-        let root = Box::new(Materialize::try_new(&out_schema, mode, rows_table)?);
+        let root = Box::new(Materialize::try_new(&out_schema, mode, rows_table)?.with_feed(feed));
         Self::build_with_root(plan, root, state_table, store, parallelism)
     }
 
@@ -647,12 +648,12 @@ impl Job {
         out
     }
 
-    /// Tells every operator that the epoch of the last [`Job::on_barrier`] is committed
-    /// ([`Operator::on_committed`]).
-    pub fn on_committed(&mut self) {
+    /// Tells every operator that the epoch of the last [`Job::on_barrier`] is committed, as
+    /// epoch `epoch` ([`Operator::on_committed`]).
+    pub fn on_committed(&mut self, epoch: u64) {
         for node in &mut self.nodes {
             for op in &mut node.lanes {
-                op.on_committed();
+                op.on_committed(epoch);
             }
         }
     }

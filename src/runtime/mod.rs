@@ -1,5 +1,6 @@
 //! The runtime: changelog chunks, operators and jobs.
 pub mod changelog;
+pub mod feed;
 pub mod job;
 pub mod operator;
 pub mod operators;

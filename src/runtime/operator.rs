@@ -108,10 +108,11 @@ pub trait Operator: Send + Sync {
         Ok(())
     }
 
-    /// Called after the epoch whose writes [`Operator::on_barrier`] gave is committed: the
-    /// second phase of a two-phase sink (an exactly-once Kafka sink commits its transaction
-    /// here). It cannot fail the commit, which is done: a sink that cannot finish keeps the
-    /// failure and returns it from its next `process_batch` or `on_barrier`, so the job
-    /// recovers from the last commit, whose writes say what to do again.
-    fn on_committed(&mut self) {}
+    /// Called after the epoch whose writes [`Operator::on_barrier`] gave is committed, as epoch
+    /// number `epoch`: the second phase of a two-phase sink (an exactly-once Kafka sink commits
+    /// its transaction here), a view's change feed publishing the epoch's changes. It cannot
+    /// fail the commit, which is done: a sink that cannot finish keeps the failure and returns
+    /// it from its next `process_batch` or `on_barrier`, so the job recovers from the last
+    /// commit, whose writes say what to do again.
+    fn on_committed(&mut self, _epoch: u64) {}
 }

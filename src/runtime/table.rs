@@ -5,7 +5,8 @@
 //! tables). A table without one stores `key = row id` (u64, big-endian, from a per-table
 //! sequence) → row. `UPDATE` emits `-U old, +U new`; `DELETE` emits `-D old`.
 //!
-//! Writes go into the statement's [`EpochWrites`]; the statement is one epoch.
+//! Writes go into the statement's (or transaction block's) [`TableWrites`], read back by the
+//! statements after it; they are committed as one epoch.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,9 +15,9 @@ use arrow::array::{Array, ArrayRef, BinaryArray, RecordBatch};
 use arrow::compute::interleave;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
-use crate::error::{Result, WeirError};
+use crate::error::Result;
 use crate::runtime::changelog::{Op, StreamChunk};
-use crate::state::{EpochWrites, RowCodec, ScanState, Store};
+use crate::state::{RowCodec, ScanState, TableWrites};
 
 /// The name of the hidden column that carries a row's storage key in DML scans.
 pub const KEY_COLUMN: &str = "_weir_key";
@@ -74,38 +75,39 @@ impl TableStore {
         for (i, field) in self.schema.fields().iter().enumerate() {
             let is_key = self.pk.as_ref().is_some_and(|(cols, _)| cols.contains(&i));
             if (is_key || !field.is_nullable()) && batch.column(i).null_count() > 0 {
-                return Err(WeirError::execution(format!(
+                return Err(crate::error::ErrorKind::NotNullViolation(format!(
                     "null value in column \"{}\" violates not-null constraint{}",
                     field.name(),
                     if is_key { " (it is part of the primary key)" } else { "" }
-                )));
+                ))
+                .into());
             }
         }
         Ok(())
     }
 
     /// Inserts `batch` (the table's schema); returns the changelog. Rows of a keyed table whose
-    /// key exists replace it (upsert). `next_row_id` is the sequence of a keyless table.
+    /// key exists replace it (upsert). `next_row_id` is the sequence of a keyless table. The
+    /// table's rows are `state` as changed by `writes`, into which the rows go.
     pub fn insert(
         &self,
         batch: &RecordBatch,
-        store: &Store,
-        writes: &mut EpochWrites,
+        state: &dyn ScanState,
+        writes: &mut TableWrites,
         next_row_id: &mut u64,
     ) -> Result<StreamChunk> {
         self.check_not_null(batch)?;
         let n = batch.num_rows();
         let values = self.row_codec.encode_rows(batch.columns(), n)?;
-        let Some((cols, codec)) = &self.pk else {
-            for v in &values {
-                writes.put(self.id, &next_row_id.to_be_bytes(), v);
+        let Some(keys) = self.primary_keys(batch)? else {
+            for v in values {
+                writes.put(self.id, next_row_id.to_be_bytes().to_vec(), v);
                 *next_row_id += 1;
             }
             return Ok(StreamChunk::inserts(batch.clone()));
         };
-        let key_cols: Vec<ArrayRef> = cols.iter().map(|c| Arc::clone(batch.column(*c))).collect();
-        let keys = codec.encode_rows(&key_cols, n)?;
-        let stored = store.multi_get(self.id, &keys)?;
+        let stored = writes.get_many(state, self.id, &keys)?;
+        // Keys an earlier row of this batch wrote: their value now.
         let mut current: HashMap<&[u8], Option<Vec<u8>>> = HashMap::new();
         let mut old_values: Vec<Vec<u8>> = Vec::new();
         let mut plan: Vec<(Op, From)> = Vec::with_capacity(n);
@@ -122,14 +124,45 @@ impl TableStore {
                 }
                 None => plan.push((Op::Insert, From::New(i))),
             }
-            writes.put(self.id, &keys[i], &values[i]);
+            writes.put(self.id, keys[i].clone(), values[i].clone());
             current.insert(keys[i].as_slice(), Some(values[i].clone()));
         }
         self.assemble(batch, &old_values, &plan)
     }
 
+    /// The encoded primary keys of `batch`'s rows; `None` for a keyless table.
+    ///
+    /// # Errors
+    /// `Unsupported` for a key type the codec cannot encode.
+    pub fn primary_keys(&self, batch: &RecordBatch) -> Result<Option<Vec<Vec<u8>>>> {
+        let Some((cols, codec)) = &self.pk else { return Ok(None) };
+        let key_cols: Vec<ArrayRef> = cols.iter().map(|c| Arc::clone(batch.column(*c))).collect();
+        Ok(Some(codec.encode_rows(&key_cols, batch.num_rows())?))
+    }
+
+    /// The primary key column indexes; empty for a keyless table.
+    pub fn primary_key_columns(&self) -> &[usize] {
+        self.pk.as_ref().map_or(&[], |(cols, _)| cols.as_slice())
+    }
+
+    /// Decodes stored rows (values of the table's state table) into a batch of its schema.
+    ///
+    /// # Errors
+    /// `Storage` for a value that does not decode.
+    pub fn decode_rows(&self, values: &[Vec<u8>]) -> Result<RecordBatch> {
+        let mut decoder = self.row_codec.decoder(values.len());
+        for v in values {
+            decoder.append(v)?;
+        }
+        Ok(RecordBatch::try_new_with_options(
+            Arc::clone(&self.schema),
+            decoder.finish()?,
+            &arrow::array::RecordBatchOptions::new().with_row_count(Some(values.len())),
+        )?)
+    }
+
     /// Deletes the rows with storage keys `keys`, whose current contents are `old_rows`.
-    pub fn delete(&self, keys: &BinaryArray, old_rows: &RecordBatch, writes: &mut EpochWrites) -> Result<StreamChunk> {
+    pub fn delete(&self, keys: &BinaryArray, old_rows: &RecordBatch, writes: &mut TableWrites) -> Result<StreamChunk> {
         for k in keys.iter().flatten() {
             writes.delete(self.id, k);
         }
@@ -143,8 +176,8 @@ impl TableStore {
         keys: &BinaryArray,
         old_rows: &RecordBatch,
         new_rows: &RecordBatch,
-        store: &Store,
-        writes: &mut EpochWrites,
+        state: &dyn ScanState,
+        writes: &mut TableWrites,
     ) -> Result<StreamChunk> {
         self.check_not_null(new_rows)?;
         let n = new_rows.num_rows();
@@ -179,7 +212,7 @@ impl TableStore {
                 plan.push((Op::Delete, From::Old(old_values.len() - 1)));
                 let prev = match current.get(&new_keys[i]) {
                     Some(v) => v.clone(),
-                    None => store.get(self.id, &new_keys[i])?,
+                    None => writes.get_many(state, self.id, std::slice::from_ref(&new_keys[i]))?.pop().flatten(),
                 };
                 match prev {
                     Some(collided) => {
@@ -190,7 +223,7 @@ impl TableStore {
                     None => plan.push((Op::Insert, From::New(i))),
                 }
             }
-            writes.put(self.id, &new_keys[i], &values[i]);
+            writes.put(self.id, new_keys[i].clone(), values[i].clone());
             current.insert(new_keys[i].clone(), Some(values[i].clone()));
         }
         self.assemble(new_rows, &old_values, &plan)

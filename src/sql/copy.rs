@@ -39,7 +39,8 @@ pub struct CopyFormat {
 }
 
 impl CopyFormat {
-    fn text() -> Self {
+    /// Postgres's text format: tab-delimited, `\N` for NULL.
+    pub fn text() -> Self {
         CopyFormat { csv: false, delimiter: b'\t', null: "\\N".into(), header: false, quote: b'"' }
     }
 }

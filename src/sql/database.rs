@@ -15,16 +15,19 @@ use sqlparser::ast::Statement;
 use tokio::sync::RwLock;
 
 use crate::error::{Result, WeirError};
-use crate::engine::{Committed, CommittedSlot, Engine, SystemState};
+use crate::engine::{Committed, CommittedSlot, Engine, SystemState, TableChanges};
 use crate::observe::Activities;
 use crate::sql::parser::{self, object_name, DropKind, JobRef, WeirStatement};
 use crate::sql::planning::{plan_job, JobKind, SqlPlanner};
-use crate::sql::{ddl, dml};
+use crate::sql::dml::{self, WriteBase, WriteStep};
+use crate::sql::ddl;
+use crate::sql::subscribe::{Cursor, Cursors, Subscription};
+use crate::sql::transaction::Transaction;
 use crate::sql::relations::{session_context, Snapshot, SystemLoader, SystemTables};
 use crate::sql::show::{self, text_rows, DEFAULT_SETTINGS};
 use crate::state::{ScanState, Store, StoreOptions};
 
-/// Per-connection settings (`SET` / `SHOW` / `RESET`).
+/// Per-connection state: settings (`SET` / `SHOW` / `RESET`), the transaction block, cursors.
 #[derive(Debug, Default, Clone)]
 pub struct Session {
     /// Settings made with `SET 'key' = 'value'`, by key.
@@ -32,6 +35,33 @@ pub struct Session {
     /// The connection's process id (`pg_backend_pid()`, `pg_stat_activity.pid`); 0 outside
     /// a client connection.
     pub pid: i32,
+    /// The open transaction block, if any ([`crate::sql::transaction`]).
+    pub txn: Option<Transaction>,
+    /// Declared cursors ([`crate::sql::subscribe`]).
+    pub cursors: Cursors,
+    /// The user the connection authenticated as (or gave, when the server trusts everyone).
+    pub user: String,
+    /// The user's role reads only: writes fail with 42501.
+    pub read_only: bool,
+}
+
+impl Session {
+    /// Where the session stands, for ReadyForQuery: idle, in a block, or in a failed block.
+    pub fn transaction_state(&self) -> TransactionState {
+        match &self.txn {
+            None => TransactionState::Idle,
+            Some(t) if t.failed => TransactionState::Failed,
+            Some(_) => TransactionState::InBlock,
+        }
+    }
+}
+
+/// A session's transaction state (Postgres's ReadyForQuery status: `I`, `T`, `E`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransactionState {
+    Idle,
+    InBlock,
+    Failed,
 }
 
 /// What one statement returns to the client.
@@ -39,6 +69,9 @@ pub struct Session {
 pub enum StatementResult {
     /// Rows, with their schema (also sent for zero rows).
     Rows { schema: SchemaRef, batches: Vec<RecordBatch> },
+    /// A write statement's `RETURNING` rows; `tag` is its command (`INSERT`, `UPDATE`, ...),
+    /// counted with the rows.
+    Returned { tag: String, schema: SchemaRef, batches: Vec<RecordBatch> },
     /// A command tag: `tag` is the command name as Postgres sends it ("INSERT", "CREATE TABLE",
     /// "FLUSH", ...) and `rows` the affected row count where Postgres reports one.
     Command { tag: String, rows: Option<usize> },
@@ -47,6 +80,10 @@ pub enum StatementResult {
     CopyIn { table: String, columns: Vec<String>, format: crate::sql::copy::CopyFormat },
     /// `COPY ... TO STDOUT`: rows to send in COPY `format`.
     CopyOut { schema: SchemaRef, batches: Vec<RecordBatch>, format: crate::sql::copy::CopyFormat },
+    /// `SUBSCRIBE`: rows to stream as they come, until the subscription ends.
+    Subscribe(Box<Subscription>),
+    /// `COPY (SUBSCRIBE ...) TO STDOUT`: the same, as COPY text.
+    CopySubscribe(Box<Subscription>),
 }
 
 /// The system tables' rows now: the engine's (under its read lock) and the connections.
@@ -253,22 +290,57 @@ impl Database {
     }
 
     /// Executes one statement.
+    ///
+    /// Inside a transaction block an error aborts the block: until ROLLBACK every statement
+    /// fails with 25P02 ([`crate::sql::transaction`]).
     pub async fn execute(&self, session: &mut Session, sql: &str) -> Result<StatementResult> {
-        let stmt = parser::parse_statement(sql)?;
-        self.execute_parsed(session, stmt, sql).await
+        let result = match parser::parse_statement(sql) {
+            Ok(stmt) => self.execute_parsed(session, stmt, sql).await,
+            Err(e) => Err(e),
+        };
+        if result.is_err() {
+            if let Some(txn) = session.txn.as_mut() {
+                txn.failed = true;
+            }
+        }
+        result
     }
 
     /// Inserts the rows of a `COPY table (columns) FROM STDIN` (`data`: the whole stream the
-    /// client sent) into `table`, as one epoch; returns the row count. Columns not listed are
-    /// NULL.
+    /// client sent) into `table`, as one epoch, or into the session's transaction block;
+    /// returns the row count. Columns not listed are NULL.
     ///
     /// # Errors
     /// `InvalidText` for a malformed row or value (naming its line or column): nothing is
     /// inserted; the insert's errors.
-    pub async fn copy_in(&self, table: &str, columns: &[String], format: &crate::sql::copy::CopyFormat, data: &[u8]) -> Result<usize> {
-        let mut engine = self.write_engine().await?;
-        let rel = engine.catalog.get(table).ok_or_else(|| WeirError::unknown_table(table))?.clone();
-        let full = crate::runtime::relation::relation_schema(&rel)?;
+    pub async fn copy_in(
+        &self,
+        session: &mut Session,
+        table: &str,
+        columns: &[String],
+        format: &crate::sql::copy::CopyFormat,
+        data: &[u8],
+    ) -> Result<usize> {
+        let result = self.copy_rows(session, table, columns, format, data).await;
+        if result.is_err() {
+            if let Some(txn) = session.txn.as_mut() {
+                txn.failed = true;
+            }
+        }
+        result
+    }
+
+    async fn copy_rows(
+        &self,
+        session: &mut Session,
+        table: &str,
+        columns: &[String],
+        format: &crate::sql::copy::CopyFormat,
+        data: &[u8],
+    ) -> Result<usize> {
+        let catalog = Arc::clone(&self.last_commit().catalog);
+        let rel = catalog.get(table).ok_or_else(|| WeirError::unknown_table(table))?;
+        let full = crate::runtime::relation::relation_schema(rel)?;
         let listed: Vec<usize> = if columns.is_empty() {
             (0..full.fields().len()).collect()
         } else {
@@ -284,11 +356,9 @@ impl Database {
                 None => arrow::array::new_null_array(field.data_type(), rows),
             });
         }
-        let nullable = Arc::new(arrow::datatypes::Schema::new(
-            full.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
-        ));
-        let batch = RecordBatch::try_new(nullable, all)?;
-        dml::insert_batches(&mut engine, table, &[batch]).await
+        let batch = RecordBatch::try_new(dml::nullable(&full), all)?;
+        let step = WriteStep::Insert { table: table.to_string(), alias: None, rows: vec![batch], on_conflict: None };
+        Ok(self.write(session, "COPY", WriteRequest::Step(step)).await?.count)
     }
 
     /// The result schema a statement would return (`None` for a command), without running it.
@@ -297,7 +367,7 @@ impl Database {
         let stmt = parser::parse_statement(sql)?;
         match &stmt {
             WeirStatement::Sql(s) if matches!(s.as_ref(), Statement::Query(_)) => {
-                let snapshot = self.read_snapshot();
+                let snapshot = self.session_snapshot(session);
                 let catalog = Arc::clone(&snapshot.catalog);
                 let mut stmt = s.as_ref().clone();
                 let planned: Result<SchemaRef> = async {
@@ -321,6 +391,21 @@ impl Database {
                         _ => Err(e),
                     },
                 }
+            }
+            WeirStatement::Sql(s) if returning_of(s).is_some() => {
+                let (table, alias, items) = returning_of(s).expect("checked");
+                let catalog = Arc::clone(&self.read_snapshot().catalog);
+                let (store, _) = crate::engine::table_store(&catalog, &table)?;
+                let schema = dml::nullable(store.schema());
+                let none = dml::Applied { count: 0, rows: vec![], schema };
+                Ok(Some(dml::returning(&table, alias.as_ref(), &none, items).await?.0))
+            }
+            WeirStatement::Fetch { name, .. } => Ok(Some(session.cursors.schema(&name).await?)),
+            WeirStatement::Subscribe(sub) => {
+                let catalog = Arc::clone(&self.read_snapshot().catalog);
+                let rel = catalog.get(&sub.relation).ok_or_else(|| WeirError::unknown_table(&sub.relation))?;
+                let schema = crate::runtime::relation::relation_schema(rel)?;
+                Ok(Some(crate::sql::subscribe::output_schema(&crate::runtime::feed::diff_schema(&schema), sub.progress)))
             }
             WeirStatement::Show(_)
             | WeirStatement::ShowCreate(_)
@@ -351,11 +436,33 @@ impl Database {
         let snapshot = self.read_snapshot();
         let mut stmt = *stmt;
         crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, 0)?;
+        let arrays = crate::sql::pg_compat::any_placeholders(&mut stmt);
         let ctx = session_context(snapshot);
         let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
-        let types = plan.get_parameter_types()?;
+        let mut types = plan.get_parameter_types()?;
+        for name in arrays {
+            if let Some(Some(element)) = types.get(&name).cloned() {
+                let list = arrow::datatypes::DataType::List(Arc::new(arrow::datatypes::Field::new("item", element, true)));
+                types.insert(name, Some(list));
+            }
+        }
         let n = types.keys().filter_map(|k| k.trim_start_matches('$').parse::<usize>().ok()).max().unwrap_or(0);
         Ok((1..=n).map(|i| types.get(&format!("${i}")).cloned().flatten()).collect())
+    }
+
+    /// What a read of `session` plans against: [`Database::read_snapshot`], its plain tables
+    /// read through the session's transaction block's writes, if it has any.
+    fn session_snapshot(&self, session: &Session) -> Arc<Snapshot> {
+        let snapshot = self.read_snapshot();
+        let Some(txn) = session.txn.as_ref().filter(|t| !t.preview.writes.is_empty()) else { return snapshot };
+        let reader = crate::state::Overlaid::new(Arc::clone(&snapshot.reader), Arc::new(txn.preview.writes.clone()));
+        Arc::new(Snapshot {
+            catalog: Arc::clone(&snapshot.catalog),
+            reader: Arc::new(reader),
+            keyed_table: None,
+            system: snapshot.system.clone(),
+            activities: snapshot.activities.clone(),
+        })
     }
 
     /// What a read plans against: the last committed epoch (its catalog and a store snapshot
@@ -380,6 +487,23 @@ impl Database {
     }
 
     async fn execute_parsed(&self, session: &mut Session, stmt: WeirStatement, sql: &str) -> Result<StatementResult> {
+        if session.read_only && writes(&stmt) {
+            return Err(WeirError::new(crate::error::ErrorKind::InsufficientPrivilege(format!(
+                "permission denied: role \"{}\" is read-only (SELECT, SUBSCRIBE, SHOW, EXPLAIN, cursors and COPY ... TO)",
+                session.user
+            ))));
+        }
+        if let Some(txn) = &session.txn {
+            let ends_block = matches!(&stmt, WeirStatement::Sql(s) if matches!(s.as_ref(), Statement::Commit { .. } | Statement::Rollback { .. }));
+            if txn.failed && !ends_block {
+                return Err(WeirError::new(crate::error::ErrorKind::InFailedTransaction));
+            }
+            if let Some(what) = not_in_a_block(&stmt) {
+                return Err(WeirError::new(crate::error::ErrorKind::ActiveTransaction(format!(
+                    "{what} cannot run inside a transaction block"
+                ))));
+            }
+        }
         match stmt {
             WeirStatement::CreateTable(t) => {
                 ddl::create_table(&mut *self.write_engine().await?, &t, sql).await?;
@@ -506,12 +630,42 @@ impl Database {
                 self.write_engine().await?.resume_job(name)?;
                 Ok(command(tag))
             }
+            WeirStatement::Subscribe(sub) => Ok(StatementResult::Subscribe(Box::new(self.subscribe(&sub).await?))),
+            WeirStatement::CopySubscribe(sub) => Ok(StatementResult::CopySubscribe(Box::new(self.subscribe(&sub).await?))),
+            WeirStatement::DeclareCursor { name, hold, query } => {
+                if session.txn.is_none() && !hold {
+                    return Err(WeirError::new(crate::error::ErrorKind::NoActiveTransaction(
+                        "DECLARE CURSOR can only be used in transaction blocks (or declare it WITH HOLD)".into(),
+                    )));
+                }
+                let cursor = match query {
+                    parser::CursorQuery::Subscribe(sub) => Cursor::Subscription(Box::new(self.subscribe(&sub).await?)),
+                    parser::CursorQuery::Select(query) => {
+                        let text = query.to_string();
+                        match Box::pin(self.execute_sql(session, Statement::Query(query), &text)).await? {
+                            StatementResult::Rows { schema, batches } => Cursor::Rows { schema, ready: batches.into() },
+                            _ => return Err(WeirError::internal("a cursor's query gave no rows")),
+                        }
+                    }
+                };
+                session.cursors.declare(&name, cursor, hold).await?;
+                Ok(command("DECLARE CURSOR"))
+            }
+            WeirStatement::Fetch { name, count, timeout_ms } => {
+                let timeout = timeout_ms.map(std::time::Duration::from_millis);
+                let (schema, batches) = session.cursors.fetch(&name, count, timeout).await?;
+                Ok(StatementResult::Returned { tag: "FETCH".into(), schema, batches })
+            }
+            WeirStatement::CloseCursor(name) => {
+                session.cursors.close(name.as_deref()).await?;
+                Ok(command(if name.is_some() { "CLOSE CURSOR" } else { "CLOSE CURSOR ALL" }))
+            }
             WeirStatement::Explain(inner) => self.explain(*inner, &session.settings).await,
             WeirStatement::ExplainAnalyze(job) => {
                 let state = self.system_state().await;
                 show::explain_analyze(&state, &job)
             }
-            WeirStatement::Sql(stmt) => self.execute_sql(*stmt, sql, &session.settings, session.pid).await,
+            WeirStatement::Sql(stmt) => self.execute_sql(session, *stmt, sql).await,
         }
     }
 
@@ -545,13 +699,14 @@ impl Database {
         text_rows(&["QUERY PLAN"], plan.explain_parallel(parallelism).into_iter().map(|l| vec![Some(l)]).collect())
     }
 
-    async fn execute_sql(&self, stmt: Statement, sql: &str, settings: &BTreeMap<String, String>, pid: i32) -> Result<StatementResult> {
+    async fn execute_sql(&self, session: &mut Session, stmt: Statement, sql: &str) -> Result<StatementResult> {
+        let (settings, pid) = (&session.settings.clone(), session.pid);
         match &stmt {
             Statement::Query(_) => {
                 // The last committed epoch, read without the engine's lock: a job or a write
                 // statement running meanwhile neither waits for this read nor changes what it
                 // sees (README, "Design notes").
-                let snapshot = self.read_snapshot();
+                let snapshot = self.session_snapshot(session);
                 let catalog = Arc::clone(&snapshot.catalog);
                 // Postgres's catalog functions, casts and column names (`pg_compat`).
                 let mut stmt = stmt;
@@ -571,7 +726,10 @@ impl Database {
                     // psql's `\d` queries use Postgres syntax DataFusion cannot plan; their
                     // shapes are answered from the catalog (`pg_catalog`).
                     Err(e) => match crate::sql::pg_catalog::answer(&catalog, sql)? {
-                        Some(result) => return Ok(result),
+                        Some(result) => {
+                            tracing::debug!(error = %e, sql, "a catalog query DataFusion cannot plan, answered from the catalog's shapes");
+                            return Ok(result);
+                        }
                         None => return Err(e.into()),
                     },
                 };
@@ -618,23 +776,45 @@ impl Database {
                     let WeirStatement::Sql(inner) = inner else {
                         return Err(WeirError::plan("COPY (query) TO STDOUT takes a SELECT"));
                     };
-                    match Box::pin(self.execute_sql(*inner, &query, settings, pid)).await? {
+                    match Box::pin(self.execute_sql(session, *inner, &query)).await? {
                         StatementResult::Rows { schema, batches } => Ok(StatementResult::CopyOut { schema, batches, format }),
                         _ => Err(WeirError::plan("COPY (query) TO STDOUT takes a SELECT")),
                     }
                 }
             },
             Statement::Insert(insert) => {
-                let n = dml::insert(&mut *self.write_engine().await?, &stmt, insert, settings).await?;
-                Ok(StatementResult::Command { tag: "INSERT".into(), rows: Some(n) })
+                let table = dml::insert_table(insert)?;
+                let rel = self.last_commit().catalog.get(&table).cloned();
+                if let Some(rel) = rel.filter(|r| crate::runtime::relation::connector_of(r) != "table") {
+                    if session.txn.is_some() {
+                        return Err(WeirError::new(crate::error::ErrorKind::ActiveTransaction(format!(
+                            "INSERT INTO connector table {table} starts a job: it cannot run inside a transaction block"
+                        ))));
+                    }
+                    let mut engine = self.write_engine().await?;
+                    // The catalog under the engine: the table may have changed since the read.
+                    let rel = engine.catalog.get(&table).cloned().unwrap_or(rel);
+                    dml::insert_into_connector(&mut engine, &rel, insert, settings).await?;
+                    return Ok(StatementResult::Command { tag: "INSERT".into(), rows: Some(0) });
+                }
+                let written = self.write(session, "INSERT", WriteRequest::Insert(insert)).await?;
+                self.write_result("INSERT", &table, insert.table_alias.as_ref().map(|a| &a.alias), insert.returning.as_deref(), written).await
             }
             Statement::Update(update) => {
-                let n = dml::update(&mut *self.write_engine().await?, update).await?;
-                Ok(StatementResult::Command { tag: "UPDATE".into(), rows: Some(n) })
+                let step = WriteStep::Update(Box::new(update.clone()));
+                let table = dml::write_table(&step)?;
+                let written = self.write(session, "UPDATE", WriteRequest::Step(step)).await?;
+                let alias = match &update.table.relation {
+                    sqlparser::ast::TableFactor::Table { alias, .. } => alias.as_ref().map(|a| &a.name),
+                    _ => None,
+                };
+                self.write_result("UPDATE", &table, alias, update.returning.as_deref(), written).await
             }
             Statement::Delete(delete) => {
-                let n = dml::delete(&mut *self.write_engine().await?, delete).await?;
-                Ok(StatementResult::Command { tag: "DELETE".into(), rows: Some(n) })
+                let step = WriteStep::Delete(Box::new(delete.clone()));
+                let table = dml::write_table(&step)?;
+                let written = self.write(session, "DELETE", WriteRequest::Step(step)).await?;
+                self.write_result("DELETE", &table, None, delete.returning.as_deref(), written).await
             }
             Statement::CreateView(v) => {
                 let name = object_name(&v.name);
@@ -649,9 +829,52 @@ impl Database {
                 ddl::create_view(&mut engine, &name, &v.query, v.or_replace, sql).await?;
                 Ok(command("CREATE VIEW"))
             }
-            Statement::StartTransaction { .. } => Ok(command("BEGIN")),
-            Statement::Commit { .. } => Ok(command("COMMIT")),
-            Statement::Rollback { .. } => Ok(command("ROLLBACK")),
+            Statement::StartTransaction { modes, begin, .. } => {
+                // A BEGIN inside a block keeps the block (Postgres warns and goes on).
+                if session.txn.is_none() {
+                    session.txn = Some(Transaction::new(read_only(modes)));
+                }
+                Ok(command(if *begin { "BEGIN" } else { "START TRANSACTION" }))
+            }
+            Statement::Set(sqlparser::ast::Set::SetTransaction { modes, session: false, .. }) => {
+                if let Some(txn) = session.txn.as_mut() {
+                    txn.read_only = read_only(modes);
+                }
+                Ok(command("SET"))
+            }
+            Statement::Commit { .. } => {
+                let txn = session.txn.take();
+                if txn.is_some() {
+                    session.cursors.end_block().await;
+                }
+                match txn {
+                    // Outside a block Postgres warns "there is no transaction in progress".
+                    None => Ok(command("COMMIT")),
+                    Some(txn) if txn.failed => Ok(command("ROLLBACK")),
+                    Some(txn) => {
+                        self.commit_block(txn).await?;
+                        Ok(command("COMMIT"))
+                    }
+                }
+            }
+            Statement::Rollback { savepoint: None, .. } => {
+                if session.txn.take().is_some() {
+                    session.cursors.end_block().await;
+                }
+                Ok(command("ROLLBACK"))
+            }
+            Statement::Rollback { savepoint: Some(name), .. } => {
+                in_block(session, "ROLLBACK TO SAVEPOINT")?.rollback_to(&parser::ident(name))?;
+                Ok(command("ROLLBACK"))
+            }
+            Statement::Savepoint { name } => {
+                in_block(session, "SAVEPOINT")?.savepoint(parser::ident(name));
+                Ok(command("SAVEPOINT"))
+            }
+            Statement::ReleaseSavepoint { name } => {
+                in_block(session, "RELEASE SAVEPOINT")?.release(&parser::ident(name))?;
+                Ok(command("RELEASE"))
+            }
             Statement::Set(_) => Ok(command("SET")),
             other => Err(WeirError::unsupported(format!(
                 "statement {}",
@@ -659,6 +882,226 @@ impl Database {
             ))),
         }
     }
+}
+
+/// A write statement for [`Database::write`].
+enum WriteRequest<'a> {
+    /// An INSERT on a plain table: its rows are evaluated where it runs.
+    Insert(&'a sqlparser::ast::Insert),
+    /// A step already made (UPDATE, DELETE, COPY's rows).
+    Step(WriteStep),
+}
+
+impl Database {
+    /// Runs a write on plain tables: outside a transaction block under the engine, committed
+    /// at once as one epoch; inside one over the last commit and the block's own writes, kept
+    /// for COMMIT ([`crate::sql::transaction`]). `what` names it for a read-only block's error.
+    async fn write(&self, session: &mut Session, what: &str, request: WriteRequest<'_>) -> Result<dml::Applied> {
+        if let Some(txn) = session.txn.as_ref() {
+            txn.check_writable(what)?;
+            let snapshot = self.session_snapshot(session);
+            let step = match request {
+                WriteRequest::Insert(insert) => dml::insert_step(Arc::clone(&snapshot), insert).await?,
+                WriteRequest::Step(step) => step,
+            };
+            let base = WriteBase {
+                catalog: Arc::clone(&snapshot.catalog),
+                state: Arc::clone(&self.last_commit().state) as Arc<dyn ScanState>,
+                system: snapshot.system.clone(),
+                row_ids: dml::RowIds::Tentative,
+            };
+            let txn = session.txn.as_mut().expect("checked above");
+            // On an error the block is aborted: what the step wrote to the preview is dropped
+            // with it at ROLLBACK.
+            let applied = dml::apply(&base, &mut txn.preview, &step).await?;
+            txn.steps.push(step);
+            return Ok(applied);
+        }
+        let mut engine = self.write_engine().await?;
+        let step = match request {
+            WriteRequest::Insert(insert) => dml::insert_step(crate::sql::planning::planning_snapshot(&engine, None), insert).await?,
+            WriteRequest::Step(step) => step,
+        };
+        let mut changes = TableChanges::one_statement();
+        let applied = dml::apply(&WriteBase::of_engine(&engine), &mut changes, &step).await?;
+        engine.commit_table_changes(changes)?;
+        Ok(applied)
+    }
+
+    /// Starts a subscription ([`crate::sql::subscribe`]). Under the engine, with every job
+    /// taken back, the epoch in flight is committed first: so no change of the relation is
+    /// half applied while its feed gets the reader (a change computed before would miss it),
+    /// the snapshot is the relation at exactly that epoch, and the reader gets every later one.
+    ///
+    /// # Errors
+    /// `UnknownTable`; `Unsupported` for a view (computed when read) or a connector table (no
+    /// stored rows); the commit's.
+    async fn subscribe(&self, sub: &crate::sql::parser::Subscribe) -> Result<Subscription> {
+        use weir_catalog::RelationKind;
+        let mut engine = self.write_engine().await?;
+        let rel = engine.catalog.get(&sub.relation).filter(|r| r.kind != RelationKind::SinkJob).cloned();
+        let rel = rel.ok_or_else(|| WeirError::unknown_table(&sub.relation))?;
+        let name = &rel.name;
+        match rel.kind {
+            RelationKind::MaterializedView => {}
+            RelationKind::Table if crate::runtime::relation::connector_of(&rel) == "table" => {}
+            RelationKind::Table => {
+                return Err(WeirError::unsupported(format!(
+                    "SUBSCRIBE to connector table {name}: it stores no rows; subscribe to a materialized view over it"
+                )))
+            }
+            _ => {
+                return Err(WeirError::unsupported(format!(
+                    "SUBSCRIBE to view {name}: a view is computed when read; subscribe to a materialized view of its query"
+                )))
+            }
+        }
+        let epoch = engine.commit_epoch(crate::state::EpochWrites::default(), None)?;
+        let schema = crate::runtime::relation::relation_schema(&rel)?;
+        let reader = engine.feeds().of(name, &schema).subscribe();
+        let snapshot = sub.snapshot.then(|| crate::state::StoreSnapshot::of(&engine.store));
+        drop(engine);
+        let rows = match (snapshot, rel.state_table) {
+            (Some(snapshot), Some(id)) => {
+                crate::runtime::table::scan_rows(&snapshot, id, &schema, crate::runtime::relation::layout_of(&rel), false)?
+            }
+            _ => Vec::new(),
+        };
+        Subscription::new(name, reader, epoch, rows, sub.progress)
+    }
+
+    /// COMMIT of `txn`: every step of the block applied again over the latest commit, as one
+    /// epoch. Nothing is written when a step fails.
+    async fn commit_block(&self, txn: Transaction) -> Result<()> {
+        if txn.steps.is_empty() {
+            return Ok(());
+        }
+        let mut engine = self.write_engine().await?;
+        let mut changes = TableChanges::default();
+        {
+            let base = WriteBase::of_engine(&engine);
+            for step in &txn.steps {
+                dml::apply(&base, &mut changes, step).await?;
+            }
+        }
+        engine.commit_table_changes(changes)
+    }
+
+    /// A write statement's result: its tag and count, or its `RETURNING` rows.
+    async fn write_result(
+        &self,
+        tag: &str,
+        table: &str,
+        alias: Option<&sqlparser::ast::Ident>,
+        returning: Option<&[sqlparser::ast::SelectItem]>,
+        written: dml::Applied,
+    ) -> Result<StatementResult> {
+        match returning {
+            Some(items) => {
+                let (schema, batches) = dml::returning(table, alias, &written, items).await?;
+                Ok(StatementResult::Returned { tag: tag.to_string(), schema, batches })
+            }
+            None => Ok(StatementResult::Command { tag: tag.into(), rows: Some(written.count) }),
+        }
+    }
+}
+
+/// The table, alias and `RETURNING` items of a write statement that has them.
+fn returning_of(stmt: &Statement) -> Option<(String, Option<sqlparser::ast::Ident>, &[sqlparser::ast::SelectItem])> {
+    match stmt {
+        Statement::Insert(i) => {
+            let items = i.returning.as_deref()?;
+            Some((dml::insert_table(i).ok()?, i.table_alias.as_ref().map(|a| a.alias.clone()), items))
+        }
+        Statement::Update(u) => {
+            let items = u.returning.as_deref()?;
+            let (table, alias) = match &u.table.relation {
+                sqlparser::ast::TableFactor::Table { name, alias, .. } => (parser::object_name(name), alias.as_ref().map(|a| a.name.clone())),
+                _ => return None,
+            };
+            Some((table, alias, items))
+        }
+        Statement::Delete(d) => {
+            let items = d.returning.as_deref()?;
+            let step = WriteStep::Delete(Box::new(d.clone()));
+            Some((dml::write_table(&step).ok()?, None, items))
+        }
+        _ => None,
+    }
+}
+
+/// What a transaction block refuses (named as Postgres names it), if `stmt` is one of those.
+fn not_in_a_block(stmt: &WeirStatement) -> Option<&'static str> {
+    Some(match stmt {
+        WeirStatement::CreateTable(_) => "CREATE TABLE",
+        WeirStatement::CreateMaterializedView { .. } => "CREATE MATERIALIZED VIEW",
+        WeirStatement::Drop { .. } => "DROP",
+        WeirStatement::Flush => "FLUSH",
+        WeirStatement::StopJob { .. } => "STOP JOB",
+        WeirStatement::Suspend(_) => "ALTER MATERIALIZED VIEW ... SUSPEND",
+        WeirStatement::Resume(_) => "RESUME",
+        WeirStatement::Sql(s) => match s.as_ref() {
+            Statement::CreateView(_) => "CREATE VIEW",
+            Statement::CreateTable(_) => "CREATE TABLE",
+            Statement::Drop { .. } => "DROP",
+            Statement::AlterTable { .. } => "ALTER TABLE",
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
+/// Whether `stmt` changes anything: what a read-only role may not run.
+fn writes(stmt: &WeirStatement) -> bool {
+    match stmt {
+        WeirStatement::Subscribe(_)
+        | WeirStatement::CopySubscribe(_)
+        | WeirStatement::DeclareCursor { .. }
+        | WeirStatement::Fetch { .. }
+        | WeirStatement::CloseCursor(_)
+        | WeirStatement::Show(_)
+        | WeirStatement::ShowCreate(_)
+        | WeirStatement::Describe(_)
+        | WeirStatement::Set { .. }
+        | WeirStatement::ShowVariable(_)
+        | WeirStatement::Reset(_)
+        | WeirStatement::Explain(_)
+        | WeirStatement::ExplainAnalyze(_)
+        | WeirStatement::Flush => false,
+        WeirStatement::CreateTable(_)
+        | WeirStatement::CreateMaterializedView { .. }
+        | WeirStatement::Drop { .. }
+        | WeirStatement::StopJob { .. }
+        | WeirStatement::Suspend(_)
+        | WeirStatement::Resume(_) => true,
+        WeirStatement::Sql(s) => match s.as_ref() {
+            Statement::Query(_)
+            | Statement::StartTransaction { .. }
+            | Statement::Commit { .. }
+            | Statement::Rollback { .. }
+            | Statement::Savepoint { .. }
+            | Statement::ReleaseSavepoint { .. }
+            | Statement::Set(_) => false,
+            Statement::Copy { to, .. } => !to,
+            _ => true,
+        },
+    }
+}
+
+/// Whether transaction `modes` make the block read-only.
+fn read_only(modes: &[sqlparser::ast::TransactionMode]) -> bool {
+    use sqlparser::ast::{TransactionAccessMode, TransactionMode};
+    modes.iter().any(|m| matches!(m, TransactionMode::AccessMode(TransactionAccessMode::ReadOnly)))
+}
+
+/// The session's open block, for a statement (`what`) that needs one.
+///
+/// # Errors
+/// `NoActiveTransaction` outside a block.
+fn in_block<'s>(session: &'s mut Session, what: &str) -> Result<&'s mut Transaction> {
+    session.txn.as_mut().ok_or_else(|| {
+        WeirError::new(crate::error::ErrorKind::NoActiveTransaction(format!("{what} can only be used in transaction blocks")))
+    })
 }
 
 /// How long FLUSH waits for bounded sources to reach their end.

@@ -1,46 +1,168 @@
-//! INSERT, UPDATE and DELETE on plain tables, and INSERT INTO connector tables (sink checks).
+//! INSERT, UPDATE and DELETE on plain tables (with `RETURNING` and `ON CONFLICT`), and INSERT
+//! INTO connector tables (sink checks).
 //!
-//! Each statement is one epoch: the table's changelog is computed against its stored rows,
-//! pushed through every view that reads it, and committed with their state in one write. The
-//! statement returns after that commit, so an acknowledged row is durable.
+//! A write statement becomes a [`WriteStep`]: an INSERT's (or COPY's) rows as computed when the
+//! statement runs, an UPDATE or DELETE as parsed. [`apply`] turns a step into table writes and
+//! changelog chunks ([`TableChanges`]) over some state ([`WriteBase`]) without touching the
+//! engine:
+//! - outside a transaction block, over the latest commit under the engine; the engine then
+//!   commits the changes at once as the statement's epoch ([`Engine::commit_table_changes`]),
+//!   so an acknowledged row is durable;
+//! - inside one, first when the statement runs, over the last commit read through the block's
+//!   own writes (for its row count, `RETURNING` and its errors), then at COMMIT again over the
+//!   latest commit, every step of the block into one epoch. So UPDATE and DELETE see what was
+//!   committed meanwhile, as Postgres's READ COMMITTED re-checks rows changed under a
+//!   statement; an INSERT writes the rows it computed.
+//!
+//! Keyed tables upsert: an INSERT of an existing key replaces its row (Flink's semantics for a
+//! table with a primary key). `ON CONFLICT (key) DO NOTHING` keeps the stored row instead, `DO
+//! UPDATE SET ... [WHERE ...]` updates it from `excluded.*` (Postgres's rules: the target names
+//! the primary key; one statement may not update a row twice, 21000).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BinaryArray, RecordBatch};
-use arrow::compute::cast;
+use arrow::array::{Array, ArrayRef, BinaryArray, RecordBatch, UInt32Array};
+use arrow::compute::{cast, concat_batches, take_record_batch};
+use arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::dataframe::DataFrame;
 use datafusion::logical_expr::{LogicalPlan, WriteOp};
 use datafusion::sql::parser::Statement as DfStatement;
-use sqlparser::ast::{AssignmentTarget, Delete, FromTable, Insert, Statement, TableFactor, TableObject, Update};
+use sqlparser::ast::{
+    AssignmentTarget, ConflictTarget, Delete, DoUpdate, Expr, FromTable, Ident, Insert, OnConflict, OnConflictAction,
+    OnInsert, SelectItem, Statement, TableFactor, TableObject, Update, VisitMut, VisitorMut,
+};
+use weir_catalog::Catalog;
 
-use crate::engine::Engine;
-use crate::error::{Result, WeirError};
+use crate::engine::{table_store, Engine, TableChanges};
+use crate::error::{ErrorKind, Result, WeirError};
 use crate::plan::updating_operator;
 use crate::runtime::relation::connector_of;
-use crate::runtime::table::KEY_COLUMN;
+use crate::runtime::table::{TableStore, KEY_COLUMN};
 use crate::sql::parser::{ident, object_name};
 use crate::sql::planning::CatalogSources;
-use crate::sql::relations::session_context;
-use crate::state::EpochWrites;
+use crate::sql::relations::{session_context, Snapshot, SystemTables};
+use crate::state::{Overlaid, ScanState};
 
-/// `INSERT INTO table ...`; returns the number of rows written.
-pub async fn insert(
-    engine: &mut Engine,
-    stmt: &Statement,
-    insert: &Insert,
-    settings: &std::collections::BTreeMap<String, String>,
-) -> Result<usize> {
-    let TableObject::TableName(name) = &insert.table else {
-        return Err(WeirError::unsupported("INSERT INTO a table function"));
-    };
-    let table = object_name(name);
-    let rel = engine.catalog.get(&table).ok_or_else(|| WeirError::unknown_table(&table))?.clone();
-    if connector_of(&rel) != "table" {
-        return insert_into_connector(engine, &rel, insert, settings).await;
+/// Where the row ids of a transaction block's keyless tables start while its statements run:
+/// far above any real one, so they never collide (COMMIT numbers the rows again).
+const TENTATIVE_ROW_IDS: u64 = 1 << 63;
+
+/// A write statement on a plain table, as [`apply`] runs it.
+#[derive(Debug, Clone)]
+pub enum WriteStep {
+    /// `INSERT` or `COPY FROM`: rows of the table's columns, in order, cast to their types, as
+    /// evaluated when the statement ran; `ON CONFLICT` if it had one.
+    Insert { table: String, alias: Option<Ident>, rows: Vec<RecordBatch>, on_conflict: Option<OnConflict> },
+    Update(Box<Update>),
+    Delete(Box<Delete>),
+}
+
+/// The state a [`WriteStep`] is applied over.
+pub struct WriteBase<'a> {
+    pub catalog: Arc<Catalog>,
+    /// The committed state under the changes.
+    pub state: Arc<dyn ScanState>,
+    /// The system tables, for a WHERE that reads one.
+    pub system: SystemTables,
+    /// Where keyless tables' row ids start: the engine's sequences, or tentative ones.
+    pub row_ids: RowIds<'a>,
+}
+
+/// Where a keyless table's row ids start.
+pub enum RowIds<'a> {
+    /// At the engine's sequence (a statement that commits).
+    Engine(&'a Engine),
+    /// Far above it (a transaction block's statement, before COMMIT).
+    Tentative,
+}
+
+impl RowIds<'_> {
+    fn first(&self, table: u32) -> Result<u64> {
+        match self {
+            RowIds::Engine(engine) => engine.peek_row_id(table),
+            RowIds::Tentative => Ok(TENTATIVE_ROW_IDS),
+        }
     }
-    engine.table_store(&table)?;
-    let ctx = session_context(crate::sql::planning::planning_snapshot(engine, None));
-    let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt.clone()))).await?;
+}
+
+impl<'a> WriteBase<'a> {
+    /// The engine's latest commit, for a statement that commits under the engine.
+    pub fn of_engine(engine: &'a Engine) -> Self {
+        Self {
+            catalog: Arc::clone(&engine.catalog),
+            state: Arc::clone(&engine.store) as Arc<dyn ScanState>,
+            system: SystemTables::ready(Arc::new(engine.system_state())),
+            row_ids: RowIds::Engine(engine),
+        }
+    }
+}
+
+/// What a step did: the rows it wrote (the new rows of an INSERT or UPDATE, the old ones of a
+/// DELETE; `RETURNING` reads them) and their count.
+pub struct Applied {
+    pub count: usize,
+    pub rows: Vec<RecordBatch>,
+    /// The rows' schema: the table's columns.
+    pub schema: SchemaRef,
+}
+
+/// The table `INSERT` writes to.
+///
+/// # Errors
+/// `Unsupported` for `INSERT INTO` a table function.
+pub fn insert_table(insert: &Insert) -> Result<String> {
+    match &insert.table {
+        TableObject::TableName(name) => Ok(object_name(name)),
+        _ => Err(WeirError::unsupported("INSERT INTO a table function")),
+    }
+}
+
+/// The table an UPDATE or DELETE writes to.
+///
+/// # Errors
+/// `Unsupported` for UPDATE ... FROM, an UPDATE of a join, DELETE ... USING or of several
+/// tables.
+pub fn write_table(step: &WriteStep) -> Result<String> {
+    match step {
+        WriteStep::Insert { table, .. } => Ok(table.clone()),
+        WriteStep::Update(update) => {
+            if update.from.is_some() || !update.table.joins.is_empty() {
+                return Err(WeirError::unsupported("UPDATE ... FROM and UPDATE of a join"));
+            }
+            table_factor_name(&update.table.relation)
+        }
+        WriteStep::Delete(delete) => {
+            let tables = match &delete.from {
+                FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+            };
+            if tables.len() != 1 || !tables[0].joins.is_empty() || delete.using.is_some() {
+                return Err(WeirError::unsupported("DELETE from several tables or with USING"));
+            }
+            table_factor_name(&tables[0].relation)
+        }
+    }
+}
+
+/// The step of `INSERT INTO table ...` on a plain table: its rows (VALUES or the query,
+/// evaluated over `snapshot`), cast to the table's column types, unlisted columns NULL.
+///
+/// # Errors
+/// `UnknownTable`, planning and evaluation errors; `Unsupported` for MySQL's `ON DUPLICATE KEY
+/// UPDATE`.
+pub async fn insert_step(snapshot: Arc<Snapshot>, insert: &Insert) -> Result<WriteStep> {
+    let table = insert_table(insert)?;
+    let (store, _) = table_store(&snapshot.catalog, &table)?;
+    let on_conflict = match &insert.on {
+        None => None,
+        Some(OnInsert::OnConflict(c)) => Some(c.clone()),
+        Some(_) => return Err(WeirError::unsupported("ON DUPLICATE KEY UPDATE; use ON CONFLICT (key) DO UPDATE")),
+    };
+    let mut plain = insert.clone();
+    plain.on = None;
+    plain.returning = None;
+    let ctx = session_context(snapshot);
+    let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(Statement::Insert(plain)))).await?;
     let LogicalPlan::Dml(dml) = plan else {
         return Err(WeirError::internal("INSERT did not plan as DML"));
     };
@@ -48,60 +170,78 @@ pub async fn insert(
         return Err(WeirError::internal("INSERT planned as another write"));
     }
     let batches = DataFrame::new(ctx.state(), dml.input.as_ref().clone()).collect().await?;
-    insert_batches(engine, &table, &batches).await
+    let rows = batches.iter().map(|b| conform(b, store.schema())).collect::<Result<Vec<_>>>()?;
+    let alias = insert.table_alias.as_ref().map(|a| a.alias.clone());
+    Ok(WriteStep::Insert { table, alias, rows, on_conflict })
 }
 
-/// Inserts `batches` (the table's columns, in order; types cast to the table's) into plain
-/// table `table` as one epoch (`INSERT`, `COPY ... FROM STDIN`); returns the rows written.
+/// Applies `step` over `base` as changed by `changes`, adding what it writes to `changes`.
 ///
 /// # Errors
-/// `UnknownTable`; a NOT NULL or primary-key violation; the commit's. Nothing is written then.
-pub async fn insert_batches(engine: &mut Engine, table: &str, batches: &[RecordBatch]) -> Result<usize> {
-    let (store, id) = engine.table_store(table)?;
-    let batches = batches.iter().map(|b| conform(b, store.schema())).collect::<Result<Vec<_>>>()?;
-    let table = table.to_string();
-    let watermark = watermark_of_rows(engine, &table, &batches).await?;
-    let mut writes = EpochWrites::default();
-    let mut next = engine.next_row_id(id)?;
-    let mut count = 0;
-    let result: Result<()> = (|| {
-        for batch in batches {
-            count += batch.num_rows();
-            let chunk = store.insert(&batch, &engine.store, &mut writes, &mut next)?;
-            engine.propagate(&table, &chunk)?;
+/// `UnknownTable`; a NOT NULL or primary-key violation; `ON CONFLICT` errors; planning and
+/// evaluation errors of UPDATE and DELETE. `changes` may hold part of the step then: drop it.
+pub async fn apply(base: &WriteBase<'_>, changes: &mut TableChanges, step: &WriteStep) -> Result<Applied> {
+    let table = write_table(step)?;
+    let (store, id) = table_store(&base.catalog, &table)?;
+    let schema = nullable(store.schema());
+    let (count, rows) = match step {
+        WriteStep::Insert { rows, on_conflict, alias, .. } => {
+            let rows = match on_conflict {
+                Some(c) => resolve_conflicts(base, changes, &store, (id, &table, alias.as_ref()), rows, c).await?,
+                None => rows.clone(),
+            };
+            let mut next = changes.next_row_id(id, &|t| base.row_ids.first(t))?;
+            let mut count = 0;
+            for batch in &rows {
+                count += batch.num_rows();
+                let chunk = store.insert(batch, &*base.state, &mut changes.writes, &mut next)?;
+                changes.chunks.push((table.clone(), chunk));
+            }
+            changes.row_ids.insert(id, next);
+            raise_watermark(base, changes, &table, &rows).await?;
+            (count, rows)
         }
-        engine.row_ids.insert(id, next);
-        engine.flush_late_rows(&mut writes)?;
-        if let Some(w) = watermark {
-            engine.advance_watermark(&table, w, &mut writes)?;
+        WriteStep::Update(update) => {
+            let (count, rows) = apply_update(base, changes, &store, &table, &schema, update).await?;
+            raise_watermark(base, changes, &table, &rows).await?;
+            (count, rows)
         }
-        Ok(())
-    })();
-    finish_write(engine, result, writes, id, next)?;
-    Ok(count)
+        WriteStep::Delete(delete) => {
+            let mut sql = format!("SELECT * FROM {table}");
+            if let Some(w) = &delete.selection {
+                sql.push_str(&format!(" WHERE {w}"));
+            }
+            let batches = keyed_scan(base, changes, &table, &sql).await?;
+            let ncols = schema.fields().len();
+            let mut count = 0;
+            let mut rows = Vec::with_capacity(batches.len());
+            for batch in batches {
+                let keys = key_column(&batch, ncols)?;
+                let old = RecordBatch::try_new(Arc::clone(&schema), batch.columns()[..ncols].to_vec())?;
+                count += old.num_rows();
+                let chunk = store.delete(&keys, &old, &mut changes.writes)?;
+                changes.chunks.push((table.clone(), chunk));
+                rows.push(old);
+            }
+            (count, rows)
+        }
+    };
+    Ok(Applied { count, rows, schema })
 }
 
-/// `UPDATE table SET ... [WHERE ...]`; returns the number of rows updated.
-pub async fn update(engine: &mut Engine, update: &Update) -> Result<usize> {
-    if update.from.is_some() || !update.table.joins.is_empty() {
-        return Err(WeirError::unsupported("UPDATE ... FROM and UPDATE of a join"));
-    }
-    let table = table_factor_name(&update.table.relation)?;
-    let (store, id) = engine.table_store(&table)?;
-    let schema = nullable(store.schema());
+/// UPDATE's changes: each matching row with the SET expressions evaluated over it.
+async fn apply_update(
+    base: &WriteBase<'_>,
+    changes: &mut TableChanges,
+    store: &TableStore,
+    table: &str,
+    schema: &SchemaRef,
+    update: &Update,
+) -> Result<(usize, Vec<RecordBatch>)> {
     let mut new_exprs = Vec::new();
     let mut targets = Vec::new();
     for a in &update.assignments {
-        let AssignmentTarget::ColumnName(col) = &a.target else {
-            return Err(WeirError::unsupported("UPDATE of a tuple of columns"));
-        };
-        let col = col.0.last().and_then(|p| p.as_ident()).map(ident).unwrap_or_default();
-        let index = schema.index_of(&col).map_err(|_| {
-            crate::error::ErrorKind::UnknownColumn(format!(
-                "column \"{col}\" of table {table} does not exist; columns: {}",
-                schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
-            ))
-        })?;
+        let index = assigned_column(&a.target, table, schema)?;
         targets.push(index);
         new_exprs.push(format!("({}) AS \"__weir_new_{}\"", a.value, targets.len() - 1));
     }
@@ -109,98 +249,264 @@ pub async fn update(engine: &mut Engine, update: &Update) -> Result<usize> {
     if let Some(w) = &update.selection {
         sql.push_str(&format!(" WHERE {w}"));
     }
-    let batches = keyed_scan(engine, &table, &sql).await?;
+    let batches = keyed_scan(base, changes, table, &sql).await?;
     let ncols = schema.fields().len();
-    let mut changes = Vec::with_capacity(batches.len());
+    let mut count = 0;
+    let mut rows = Vec::with_capacity(batches.len());
     for batch in &batches {
         let keys = key_column(batch, ncols)?;
-        let old = RecordBatch::try_new(Arc::clone(&schema), batch.columns()[..ncols].to_vec())?;
+        let old = RecordBatch::try_new(Arc::clone(schema), batch.columns()[..ncols].to_vec())?;
         let mut cols: Vec<ArrayRef> = old.columns().to_vec();
         for (i, target) in targets.iter().enumerate() {
             let value = batch.column(ncols + 1 + i);
             cols[*target] = cast(value, schema.field(*target).data_type())?;
         }
-        changes.push((keys, old, RecordBatch::try_new(Arc::clone(&schema), cols)?));
+        let new = RecordBatch::try_new(Arc::clone(schema), cols)?;
+        count += new.num_rows();
+        let chunk = store.update(&keys, &old, &new, &*base.state, &mut changes.writes)?;
+        changes.chunks.push((table.to_string(), chunk));
+        rows.push(new);
     }
-    let new_rows: Vec<RecordBatch> = changes.iter().map(|(_, _, new)| new.clone()).collect();
-    let watermark = watermark_of_rows(engine, &table, &new_rows).await?;
-    let mut writes = EpochWrites::default();
-    let next = engine.next_row_id(id)?;
-    let mut count = 0;
-    let result: Result<()> = (|| {
-        for (keys, old, new) in &changes {
-            count += new.num_rows();
-            let chunk = store.update(keys, old, new, &engine.store, &mut writes)?;
-            engine.propagate(&table, &chunk)?;
-        }
-        engine.flush_late_rows(&mut writes)?;
-        if let Some(w) = watermark {
-            engine.advance_watermark(&table, w, &mut writes)?;
-        }
-        Ok(())
-    })();
-    finish_write(engine, result, writes, id, next)?;
-    Ok(count)
+    Ok((count, rows))
 }
 
-/// `DELETE FROM table [WHERE ...]`; returns the number of rows deleted.
-pub async fn delete(engine: &mut Engine, delete: &Delete) -> Result<usize> {
-    let tables = match &delete.from {
-        FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+/// The index in `schema` of the column an assignment sets.
+fn assigned_column(target: &AssignmentTarget, table: &str, schema: &SchemaRef) -> Result<usize> {
+    let AssignmentTarget::ColumnName(col) = target else {
+        return Err(WeirError::unsupported("UPDATE of a tuple of columns"));
     };
-    if tables.len() != 1 || !tables[0].joins.is_empty() || delete.using.is_some() {
-        return Err(WeirError::unsupported("DELETE from several tables or with USING"));
-    }
-    let table = table_factor_name(&tables[0].relation)?;
-    let (store, id) = engine.table_store(&table)?;
+    let col = col.0.last().and_then(|p| p.as_ident()).map(ident).unwrap_or_default();
+    schema.index_of(&col).map_err(|_| {
+        ErrorKind::UnknownColumn(format!(
+            "column \"{col}\" of table {table} does not exist; columns: {}",
+            schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+        ))
+        .into()
+    })
+}
+
+/// The rows of `rows` to write under `ON CONFLICT`: those whose key is new, and for `DO
+/// UPDATE` the stored rows of the others, updated.
+async fn resolve_conflicts(
+    base: &WriteBase<'_>,
+    changes: &TableChanges,
+    store: &TableStore,
+    (id, table, alias): (u32, &str, Option<&Ident>),
+    rows: &[RecordBatch],
+    conflict: &OnConflict,
+) -> Result<Vec<RecordBatch>> {
     let schema = nullable(store.schema());
-    let mut sql = format!("SELECT * FROM {table}");
-    if let Some(w) = &delete.selection {
+    let pk: Vec<String> = store.primary_key_columns().iter().map(|&i| schema.field(i).name().clone()).collect();
+    let no_constraint = || {
+        WeirError::new(ErrorKind::InvalidConflictTarget(format!(
+            "there is no unique or exclusion constraint matching the ON CONFLICT specification (table {table} has {})",
+            if pk.is_empty() { "no primary key".to_string() } else { format!("PRIMARY KEY ({})", pk.join(", ")) }
+        )))
+    };
+    if pk.is_empty() {
+        return Err(no_constraint());
+    }
+    match &conflict.conflict_target {
+        None if matches!(conflict.action, OnConflictAction::DoUpdate(_)) => {
+            return Err(WeirError::syntax(
+                "ON CONFLICT DO UPDATE requires inference specification or constraint name; name the primary key: ON CONFLICT (key) DO UPDATE",
+                None,
+            ));
+        }
+        None => {}
+        Some(ConflictTarget::Columns(cols)) => {
+            let mut named: Vec<String> = cols.iter().map(ident).collect();
+            let mut key = pk.clone();
+            named.sort();
+            key.sort();
+            if named != key {
+                return Err(no_constraint());
+            }
+        }
+        Some(ConflictTarget::OnConstraint(name)) => {
+            if object_name(name) != format!("{table}_pkey") {
+                return Err(no_constraint());
+            }
+        }
+    }
+    let batch = concat_batches(&schema, rows)?;
+    let keys = store.primary_keys(&batch)?.expect("a keyed table has keys");
+    let stored = changes.writes.get_many(&*base.state, id, &keys)?;
+    let mut first_of_key: HashMap<&[u8], usize> = HashMap::new();
+    let mut fresh: Vec<u32> = Vec::new();
+    let mut conflicting: Vec<(u32, Vec<u8>)> = Vec::new();
+    for (i, (key, old)) in keys.iter().zip(stored).enumerate() {
+        let repeated = first_of_key.insert(key.as_slice(), i).is_some();
+        match (&conflict.action, old) {
+            (OnConflictAction::DoNothing, Some(_)) => {}
+            (OnConflictAction::DoNothing, None) if repeated => {}
+            (OnConflictAction::DoUpdate(_), _) if repeated => {
+                return Err(WeirError::new(ErrorKind::CardinalityViolation(
+                    "ON CONFLICT DO UPDATE command cannot affect row a second time (a key appears twice among the rows proposed for insertion)".into(),
+                )));
+            }
+            (OnConflictAction::DoUpdate(_), Some(old)) => conflicting.push((i as u32, old)),
+            (_, None) => fresh.push(i as u32),
+        }
+    }
+    let mut out = vec![take_record_batch(&batch, &UInt32Array::from(fresh))?];
+    if let (OnConflictAction::DoUpdate(update), false) = (&conflict.action, conflicting.is_empty()) {
+        let (positions, old): (Vec<u32>, Vec<Vec<u8>>) = conflicting.into_iter().unzip();
+        let stored = store.decode_rows(&old)?;
+        let excluded = take_record_batch(&batch, &UInt32Array::from(positions))?;
+        out.push(updated_rows((table, alias), &schema, store.primary_key_columns(), (&stored, &excluded), update).await?);
+    }
+    Ok(out)
+}
+
+/// `DO UPDATE SET ... [WHERE ...]` over stored rows and the rows proposed for them
+/// (`excluded`), row by row: the updated rows, cast to the table's types, those the WHERE
+/// keeps.
+async fn updated_rows(
+    (table, alias): (&str, Option<&Ident>),
+    schema: &SchemaRef,
+    key: &[usize],
+    (stored, excluded): (&RecordBatch, &RecordBatch),
+    update: &DoUpdate,
+) -> Result<RecordBatch> {
+    // One table of the stored row's columns followed by the proposed row's, renamed, so a bare
+    // column and `table.column` name the stored row and `excluded.column` the proposed one.
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.extend(schema.fields().iter().map(|f| Field::new(excluded_name(f.name()), f.data_type().clone(), true)));
+    let mut columns: Vec<ArrayRef> = stored.columns().to_vec();
+    columns.extend(excluded.columns().iter().cloned());
+    let both = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
+    let mut assigned: Vec<Option<String>> = vec![None; schema.fields().len()];
+    for a in &update.assignments {
+        let index = assigned_column(&a.target, table, schema)?;
+        if key.contains(&index) {
+            return Err(WeirError::unsupported(format!(
+                "ON CONFLICT DO UPDATE of primary key column {} (the row's key is the conflict's)",
+                schema.field(index).name()
+            )));
+        }
+        let mut value = a.value.clone();
+        let _ = value.visit(&mut ExcludedColumns { schema });
+        assigned[index] = Some(value.to_string());
+    }
+    let select: Vec<String> = schema
+        .fields()
+        .iter()
+        .zip(&assigned)
+        .map(|(f, a)| format!("{} AS {}", a.clone().unwrap_or_else(|| quote(f.name())), quote(f.name())))
+        .collect();
+    let from = match alias {
+        Some(a) => format!("{} AS {a}", quote(table)),
+        None => quote(table),
+    };
+    let mut sql = format!("SELECT {} FROM {from}", select.join(", "));
+    if let Some(w) = &update.selection {
+        let mut w = w.clone();
+        let _ = w.visit(&mut ExcludedColumns { schema });
         sql.push_str(&format!(" WHERE {w}"));
     }
-    let batches = keyed_scan(engine, &table, &sql).await?;
-    let ncols = schema.fields().len();
-    let mut writes = EpochWrites::default();
-    let next = engine.next_row_id(id)?;
-    let mut count = 0;
-    let result: Result<()> = (|| {
-        for batch in batches {
-            let keys = key_column(&batch, ncols)?;
-            let old = RecordBatch::try_new(Arc::clone(&schema), batch.columns()[..ncols].to_vec())?;
-            count += old.num_rows();
-            let chunk = store.delete(&keys, &old, &mut writes)?;
-            engine.propagate(&table, &chunk)?;
-        }
-        Ok(())
-    })();
-    finish_write(engine, result, writes, id, next)?;
-    Ok(count)
+    let (result, batches) = query_over(table, both, &sql).await?;
+    conform(&concat_batches(&result, &batches)?, schema)
 }
 
-/// Commits a write statement's epoch, or on failure drops all in-memory state so the
-/// engine matches the last commit again.
-fn finish_write(engine: &mut Engine, result: Result<()>, writes: EpochWrites, table: u32, next_row_id: u64) -> Result<()> {
-    let committed = result.and_then(|()| {
-        engine.row_ids.insert(table, next_row_id);
-        engine.commit(writes, None)
-    });
-    if let Err(e) = committed {
-        if let Err(reload) = engine.reload() {
-            tracing::error!("reloading after a failed statement failed: {reload}");
+/// The column of a proposed row's `name` in the table [`updated_rows`] queries.
+fn excluded_name(name: &str) -> String {
+    format!("__weir_excluded_{name}")
+}
+
+/// Rewrites `excluded.c` into the column [`excluded_name`] names.
+struct ExcludedColumns<'a> {
+    schema: &'a SchemaRef,
+}
+
+impl VisitorMut for ExcludedColumns<'_> {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<()> {
+        if let Expr::CompoundIdentifier(parts) = expr {
+            if parts.len() == 2 && parts[0].value.eq_ignore_ascii_case("excluded") {
+                let name = ident(&parts[1]);
+                let column = self
+                    .schema
+                    .fields()
+                    .iter()
+                    .find(|f| f.name().eq_ignore_ascii_case(&name))
+                    .map_or(name, |f| f.name().clone());
+                *expr = Expr::Identifier(Ident::with_quote('"', excluded_name(&column)));
+            }
         }
-        return Err(e);
+        std::ops::ControlFlow::Continue(())
+    }
+}
+
+/// `name` as a quoted SQL identifier.
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Runs `sql` over one in-memory table named `name` holding `rows`, with Weir's functions;
+/// returns the result's schema and rows.
+async fn query_over(name: &str, rows: RecordBatch, sql: &str) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+    let ctx = datafusion::prelude::SessionContext::new();
+    crate::plan::functions::register(&ctx);
+    let mem = datafusion::datasource::MemTable::try_new(rows.schema(), vec![vec![rows]])?;
+    ctx.register_table(quote(name).as_str(), Arc::new(mem))?;
+    let frame = ctx.sql(sql).await?;
+    let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
+    Ok((schema, frame.collect().await?))
+}
+
+/// The rows of `RETURNING items` over `applied`'s rows (of table `table`, named `alias` too if
+/// the statement gave one), with Postgres's output column names.
+///
+/// # Errors
+/// Planning and evaluation errors of the items (an unknown column, say).
+pub async fn returning(table: &str, alias: Option<&Ident>, applied: &Applied, items: &[SelectItem]) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+    let rows = concat_batches(&applied.schema, &applied.rows)?;
+    let list = items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+    let from = match alias {
+        Some(a) => format!("{} AS {a}", quote(table)),
+        None => quote(table),
+    };
+    let sql = format!("SELECT {list} FROM {from}");
+    let names = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, &sql)
+        .ok()
+        .and_then(|stmts| stmts.first().and_then(crate::sql::pg_compat::output_names));
+    let (schema, batches) = query_over(table, rows, &sql).await?;
+    match names {
+        Some(names) => crate::sql::pg_compat::rename(&schema, batches, &names),
+        None => Ok((schema, batches)),
+    }
+}
+
+/// Raises `table`'s watermark in `changes` to what `rows` reach.
+async fn raise_watermark(base: &WriteBase<'_>, changes: &mut TableChanges, table: &str, rows: &[RecordBatch]) -> Result<()> {
+    if let Some(w) = watermark_of_rows(&base.catalog, table, rows).await? {
+        changes.raise_watermark(table, w);
     }
     Ok(())
 }
 
-/// Runs `sql` with `table`'s hidden storage-key column visible.
-async fn keyed_scan(engine: &Engine, table: &str, sql: &str) -> Result<Vec<RecordBatch>> {
-    let ctx = session_context(crate::sql::planning::planning_snapshot(engine, Some(table.to_string())));
+/// Runs `sql` with `table`'s hidden storage-key column visible, over `base` as `changes` left it.
+async fn keyed_scan(base: &WriteBase<'_>, changes: &TableChanges, table: &str, sql: &str) -> Result<Vec<RecordBatch>> {
+    let reader: Arc<dyn ScanState> = if changes.writes.is_empty() {
+        Arc::clone(&base.state)
+    } else {
+        Arc::new(Overlaid::new(Arc::clone(&base.state), Arc::new(changes.writes.clone())))
+    };
+    let ctx = session_context(Arc::new(Snapshot {
+        catalog: Arc::clone(&base.catalog),
+        reader,
+        keyed_table: Some(table.to_string()),
+        system: base.system.clone(),
+        activities: None,
+    }));
     Ok(ctx.sql(sql).await?.collect().await?)
 }
 
-/// INSERT INTO a connector table: checks the query's changelog against the sink.
-async fn insert_into_connector(
+/// INSERT INTO a connector table: checks the query's changelog against the sink, then starts
+/// the job that writes it.
+pub async fn insert_into_connector(
     engine: &mut Engine,
     rel: &weir_catalog::Relation,
     insert: &Insert,
@@ -232,8 +538,8 @@ async fn insert_into_connector(
 
 /// The watermark table `table` reaches with `rows` (its schema): the largest value of its
 /// WATERMARK expression over them, in ms; `None` without a WATERMARK or rows.
-async fn watermark_of_rows(engine: &Engine, table: &str, rows: &[arrow::array::RecordBatch]) -> Result<Option<i64>> {
-    let Some(wm) = engine.catalog.get(table).and_then(|r| r.watermark.clone()) else { return Ok(None) };
+async fn watermark_of_rows(catalog: &Catalog, table: &str, rows: &[RecordBatch]) -> Result<Option<i64>> {
+    let Some(wm) = catalog.get(table).and_then(|r| r.watermark.clone()) else { return Ok(None) };
     let Some(first) = rows.first() else { return Ok(None) };
     if rows.iter().all(|b| b.num_rows() == 0) {
         return Ok(None);
@@ -269,7 +575,10 @@ fn key_column(batch: &RecordBatch, index: usize) -> Result<BinaryArray> {
 }
 
 /// `batch` with the columns cast to `schema`'s types and labelled with its names.
-fn conform(batch: &RecordBatch, schema: &arrow::datatypes::SchemaRef) -> Result<RecordBatch> {
+///
+/// # Errors
+/// `Plan` when the column counts differ; a cast that fails.
+pub fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
     if batch.num_columns() != schema.fields().len() {
         return Err(WeirError::plan(format!(
             "INSERT has {} columns but the table has {}",
@@ -292,8 +601,6 @@ fn conform(batch: &RecordBatch, schema: &arrow::datatypes::SchemaRef) -> Result<
 
 /// `schema` with every column nullable: the table's writer checks NOT NULL itself, with
 /// Postgres's message, instead of Arrow refusing the batch.
-fn nullable(schema: &arrow::datatypes::SchemaRef) -> arrow::datatypes::SchemaRef {
-    Arc::new(arrow::datatypes::Schema::new(
-        schema.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
-    ))
+pub fn nullable(schema: &SchemaRef) -> SchemaRef {
+    Arc::new(Schema::new(schema.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>()))
 }

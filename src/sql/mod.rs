@@ -14,7 +14,9 @@ pub mod relations;
 pub mod settings;
 pub mod show;
 pub mod sink_jobs;
+pub mod subscribe;
 pub mod temporal;
+pub mod transaction;
 pub mod types;
 pub mod window_tvf;
 

@@ -69,9 +69,39 @@ pub enum JobRef {
     Id(String),
 }
 
+/// `SUBSCRIBE [TO] relation [WITH (SNAPSHOT = bool, PROGRESS [= bool])]` (Materialize's
+/// syntax): the relation's committed changes as they happen ([`crate::sql::subscribe`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subscribe {
+    /// The table or materialized view followed.
+    pub relation: String,
+    /// First the relation's rows at the current epoch (default true).
+    pub snapshot: bool,
+    /// Also a progress row after each epoch (default false).
+    pub progress: bool,
+}
+
+/// What a cursor reads.
+#[derive(Debug, Clone)]
+pub enum CursorQuery {
+    Select(Box<Query>),
+    Subscribe(Subscribe),
+}
+
 /// A parsed statement.
 #[derive(Debug, Clone)]
 pub enum WeirStatement {
+    /// `SUBSCRIBE ...`.
+    Subscribe(Subscribe),
+    /// `COPY (SUBSCRIBE ...) TO STDOUT`: the changes as COPY text, row by row.
+    CopySubscribe(Subscribe),
+    /// `DECLARE name CURSOR [WITH HOLD | WITHOUT HOLD] FOR query | SUBSCRIBE ...`.
+    DeclareCursor { name: String, hold: bool, query: CursorQuery },
+    /// `FETCH [FORWARD] [n | ALL | NEXT] [FROM | IN] name [WITH (timeout = 'duration')]`:
+    /// `count` none for ALL.
+    Fetch { name: String, count: Option<u64>, timeout_ms: Option<u64> },
+    /// `CLOSE name` or `CLOSE ALL` (none).
+    CloseCursor(Option<String>),
     CreateTable(Box<CreateTable>),
     CreateMaterializedView { name: String, if_not_exists: bool, query: Box<Query>, emit_on_window_close: bool },
     Drop { kind: DropKind, names: Vec<String>, if_exists: bool, cascade: bool },
@@ -323,6 +353,89 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         let key = parse_setting_name(p, sql)?;
         return Ok(WeirStatement::ShowVariable(key));
     }
+    if is_word(p, 0, "SUBSCRIBE") {
+        p.next_token();
+        return parse_subscribe(p, sql).map(WeirStatement::Subscribe);
+    }
+    if is_word(p, 0, "COPY") && p.peek_nth_token(1).token == Token::LParen && is_word(p, 2, "SUBSCRIBE") {
+        for _ in 0..3 {
+            p.next_token();
+        }
+        let subscribe = parse_subscribe(p, sql)?;
+        p.expect_token(&Token::RParen).map_err(err)?;
+        p.expect_keyword_is(Keyword::TO).map_err(err)?;
+        if !is_word(p, 0, "STDOUT") {
+            return Err(unexpected(p, sql, "STDOUT"));
+        }
+        p.next_token();
+        if p.parse_keyword(Keyword::WITH) || p.peek_token().token == Token::LParen {
+            return Err(WeirError::unsupported("COPY (SUBSCRIBE ...) TO STDOUT takes no options: it writes text format"));
+        }
+        return Ok(WeirStatement::CopySubscribe(subscribe));
+    }
+    if is_word(p, 0, "DECLARE") {
+        p.next_token();
+        let name = parse_cursor_name(p, sql)?;
+        // Postgres's options: BINARY, ASENSITIVE/INSENSITIVE, [NO] SCROLL; results are sent as
+        // FETCH's Bind asks whatever they say.
+        while is_word(p, 0, "BINARY") || is_word(p, 0, "INSENSITIVE") || is_word(p, 0, "ASENSITIVE") || is_word(p, 0, "SCROLL")
+            || (is_word(p, 0, "NO") && is_word(p, 1, "SCROLL"))
+        {
+            p.next_token();
+        }
+        if !p.parse_keyword(Keyword::CURSOR) {
+            return Err(unexpected(p, sql, "CURSOR"));
+        }
+        let hold = if p.parse_keywords(&[Keyword::WITH, Keyword::HOLD]) {
+            true
+        } else {
+            let _ = p.parse_keywords(&[Keyword::WITHOUT, Keyword::HOLD]);
+            false
+        };
+        p.expect_keyword_is(Keyword::FOR).map_err(err)?;
+        let query = if is_word(p, 0, "SUBSCRIBE") {
+            p.next_token();
+            CursorQuery::Subscribe(parse_subscribe(p, sql)?)
+        } else {
+            CursorQuery::Select(p.parse_query().map_err(err)?)
+        };
+        return Ok(WeirStatement::DeclareCursor { name, hold, query });
+    }
+    if is_word(p, 0, "FETCH") {
+        p.next_token();
+        let _ = p.parse_keyword(Keyword::FORWARD);
+        let count = match p.peek_token().token {
+            Token::Number(n, _) => {
+                p.next_token();
+                Some(n.parse::<u64>().map_err(|_| unexpected_prev(p, sql, "a row count"))?)
+            }
+            _ if p.parse_keyword(Keyword::ALL) => None,
+            _ if p.parse_keyword(Keyword::NEXT) => Some(1),
+            _ => Some(1),
+        };
+        let _ = p.parse_keyword(Keyword::FROM) || p.parse_keyword(Keyword::IN);
+        let name = parse_cursor_name(p, sql)?;
+        let mut timeout_ms = None;
+        if p.parse_keyword(Keyword::WITH) {
+            p.expect_token(&Token::LParen).map_err(err)?;
+            let key = parse_setting_name(p, sql)?;
+            if key != "timeout" {
+                return Err(WeirError::option(format!("FETCH option \"{key}\": the one option is timeout")));
+            }
+            let _ = p.consume_token(&Token::Eq);
+            let value = parse_setting_value(p, sql)?;
+            timeout_ms = Some(crate::plan::duration::parse_duration_ms("timeout", &value)? as u64);
+            p.expect_token(&Token::RParen).map_err(err)?;
+        }
+        return Ok(WeirStatement::Fetch { name, count, timeout_ms });
+    }
+    if is_word(p, 0, "CLOSE") {
+        p.next_token();
+        if p.parse_keyword(Keyword::ALL) {
+            return Ok(WeirStatement::CloseCursor(None));
+        }
+        return Ok(WeirStatement::CloseCursor(Some(parse_cursor_name(p, sql)?)));
+    }
     if is_word(p, 0, "DESCRIBE") || is_word(p, 0, "DESC") {
         p.next_token();
         let name = object_name(&p.parse_object_name(false).map_err(err)?);
@@ -495,6 +608,53 @@ fn parse_not_enforced(p: &mut Parser<'_>, sql: &str) -> Result<()> {
 }
 
 /// A setting name: `'table.exec.state.ttl'`, `table.exec.state.ttl`, or `search_path`.
+/// `[TO] relation [WITH (SNAPSHOT [=] bool, PROGRESS [[=] bool])]`, after SUBSCRIBE.
+fn parse_subscribe(p: &mut Parser<'_>, sql: &str) -> Result<Subscribe> {
+    let err = |e| syntax_error(sql, e);
+    let _ = p.parse_keyword(Keyword::TO);
+    if p.peek_token().token == Token::LParen {
+        return Err(WeirError::unsupported(
+            "SUBSCRIBE to a query: create a materialized view of the query and SUBSCRIBE to it",
+        ));
+    }
+    let relation = object_name(&p.parse_object_name(false).map_err(err)?);
+    let mut subscribe = Subscribe { relation, snapshot: true, progress: false };
+    if p.parse_keyword(Keyword::WITH) {
+        p.expect_token(&Token::LParen).map_err(err)?;
+        loop {
+            let key = parse_setting_name(p, sql)?;
+            let value = if p.consume_token(&Token::Eq) || !matches!(p.peek_token().token, Token::Comma | Token::RParen) {
+                let v = parse_setting_value(p, sql)?;
+                match v.to_lowercase().as_str() {
+                    "true" | "on" | "1" => true,
+                    "false" | "off" | "0" => false,
+                    _ => return Err(WeirError::option(format!("SUBSCRIBE option {key} = '{v}': true or false"))),
+                }
+            } else {
+                true
+            };
+            match key.as_str() {
+                "snapshot" => subscribe.snapshot = value,
+                "progress" => subscribe.progress = value,
+                other => {
+                    return Err(WeirError::option(format!("unknown SUBSCRIBE option \"{other}\"; options: SNAPSHOT, PROGRESS")))
+                }
+            }
+            if !p.consume_token(&Token::Comma) {
+                break;
+            }
+        }
+        p.expect_token(&Token::RParen).map_err(err)?;
+    }
+    Ok(subscribe)
+}
+
+/// A cursor's name: an identifier, quoted or not.
+fn parse_cursor_name(p: &mut Parser<'_>, sql: &str) -> Result<String> {
+    let name = p.parse_identifier().map_err(|e| syntax_error(sql, e))?;
+    Ok(ident(&name))
+}
+
 fn parse_setting_name(p: &mut Parser<'_>, sql: &str) -> Result<String> {
     match p.next_token().token {
         Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => Ok(s),

@@ -101,6 +101,9 @@ pub fn answer(catalog: &Catalog, sql: &str) -> Result<Option<StatementResult>> {
     if !sql.contains("pg_catalog") {
         return Ok(None);
     }
+    if sql.contains("typeinfo_tree") {
+        return type_introspection(sql).map(Some);
+    }
     let text = normalize(sql);
     let Some(query) = SelectQuery::parse(&text) else {
         return Ok(None);
@@ -630,6 +633,63 @@ fn outside_quotes(s: &str) -> impl Iterator<Item = &str> {
 }
 
 /// A result with columns `names`, typed by their first non-null value (text when none is).
+/// asyncpg's type introspection (`INTRO_LOOKUP_TYPES`: a recursive walk of `pg_type` from the
+/// OIDs of `ti.oid = any($1::oid[])` through element, base, range and attribute types), which
+/// asyncpg runs for the types it has no codec of, arrays among them: the built-in types of those
+/// OIDs and, for an array, its element, deepest first. The columns keep their types with no
+/// rows too, as the statement is described before it runs.
+fn type_introspection(sql: &str) -> Result<StatementResult> {
+    use arrow::array::Int32Array;
+    use pgwire::api::Type;
+    let wanted: Vec<u32> = sql
+        .find("ti.oid = any(")
+        .map(|at| {
+            let rest = &sql[at + "ti.oid = any(".len()..];
+            let list = &rest[..rest.find(')').unwrap_or(rest.len())];
+            list.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect()
+        })
+        .unwrap_or_default();
+    // (type, depth): each wanted type at depth 0, an array's element one deeper.
+    let mut found: Vec<(Type, i32)> = Vec::new();
+    let mut queue: Vec<(Type, i32)> = wanted.into_iter().filter_map(|o| Type::from_oid(o).map(|t| (t, 0))).collect();
+    while let Some((t, depth)) = queue.pop() {
+        if let Some(element) = crate::sql::types::element_of(&t) {
+            queue.push((element, depth + 1));
+        }
+        if !found.iter().any(|(f, _)| *f == t) {
+            found.push((t, depth));
+        }
+    }
+    found.sort_by_key(|(_, depth)| -depth);
+    let elements: Vec<Option<Type>> = found.iter().map(|(t, _)| crate::sql::types::element_of(t)).collect();
+    let texts = |f: &dyn Fn(usize, &Type) -> Option<String>| -> ArrayRef {
+        Arc::new(StringArray::from(found.iter().enumerate().map(|(i, (t, _))| f(i, t)).collect::<Vec<_>>()))
+    };
+    let nulls_text = || -> ArrayRef { Arc::new(StringArray::from(vec![None::<&str>; found.len()])) };
+    let nulls_int = || -> ArrayRef { Arc::new(Int64Array::from(vec![None::<i64>; found.len()])) };
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("oid", Arc::new(found.iter().map(|(t, _)| Some(i64::from(t.oid()))).collect::<Int64Array>())),
+        ("ns", texts(&|_, _| Some("pg_catalog".into()))),
+        ("name", texts(&|_, t| Some(t.name().to_string()))),
+        ("kind", texts(&|_, _| Some("b".into()))),
+        ("basetype", nulls_int()),
+        ("elemtype", Arc::new(elements.iter().map(|e| Some(e.as_ref().map_or(0, |e| i64::from(e.oid())))).collect::<Int64Array>())),
+        ("elemdelim", texts(&|i, _| elements[i].as_ref().map(|_| ",".into()))),
+        ("range_subtype", nulls_int()),
+        ("attrtypoids", nulls_text()),
+        ("attrnames", nulls_text()),
+        ("depth", Arc::new(found.iter().map(|(_, d)| Some(*d)).collect::<Int32Array>())),
+        ("basetype_name", nulls_text()),
+        ("elemtype_name", texts(&|i, _| Some(elements[i].as_ref().map_or("-".into(), crate::sql::types::format_type_name)))),
+        ("range_subtype_name", nulls_text()),
+    ];
+    let schema = Arc::new(Schema::new(
+        columns.iter().map(|(n, a)| Field::new(*n, a.data_type().clone(), true)).collect::<Vec<_>>(),
+    ));
+    let batch = RecordBatch::try_new(Arc::clone(&schema), columns.into_iter().map(|(_, a)| a).collect())?;
+    Ok(StatementResult::Rows { schema, batches: vec![batch] })
+}
+
 fn build_result(names: &[&str], rows: Vec<Vec<Value>>) -> Result<StatementResult> {
     let mut fields = Vec::with_capacity(names.len());
     let mut arrays: Vec<ArrayRef> = Vec::with_capacity(names.len());

@@ -177,6 +177,46 @@ fn format_type() -> Body {
     })
 }
 
+/// `json_build_object(key, value, ...)`: a JSON object per row, as text (Weir has no json
+/// type): keys as strings, numbers and booleans as themselves, NULL as null, the rest as
+/// strings. An odd number of arguments is an error, as in Postgres.
+fn json_build_object() -> Body {
+    Arc::new(|args, rows| {
+        if args.len() % 2 != 0 {
+            return Err(datafusion::error::DataFusionError::Plan(
+                "argument list must have even number of elements (json_build_object takes key, value pairs)".into(),
+            ));
+        }
+        let formatted: Vec<(ArrayRef, bool)> = args
+            .iter()
+            .map(|a| {
+                let bare = a.data_type().is_numeric() || *a.data_type() == DataType::Boolean;
+                Ok((arrow::compute::cast(a, &DataType::Utf8)?, bare))
+            })
+            .collect::<DfResult<_>>()?;
+        let quoted = |s: &str| serde_json::Value::String(s.to_string()).to_string();
+        let out: StringArray = (0..rows)
+            .map(|row| {
+                let pairs: Vec<String> = formatted
+                    .chunks(2)
+                    .map(|pair| {
+                        let (key, value) = (pair[0].0.as_string::<i32>(), pair[1].0.as_string::<i32>());
+                        let key = if key.is_null(row) { "null".to_string() } else { quoted(key.value(row)) };
+                        let value = match (value.is_null(row), pair[1].1) {
+                            (true, _) => "null".to_string(),
+                            (false, true) => value.value(row).to_string(),
+                            (false, false) => quoted(value.value(row)),
+                        };
+                        format!("{key} : {value}")
+                    })
+                    .collect();
+                Some(format!("{{{}}}", pairs.join(", ")))
+            })
+            .collect();
+        Ok(Arc::new(out) as ArrayRef)
+    })
+}
+
 /// The built-in type of OID `oid`.
 fn type_of_oid(oid: i64) -> Option<pgwire::api::Type> {
     u32::try_from(oid).ok().and_then(pgwire::api::Type::from_oid)
@@ -206,6 +246,18 @@ pub fn register(ctx: &SessionContext, catalog: &Arc<Catalog>) {
         ("pg_type_is_visible", any(1), DataType::Boolean, truth(true)),
         ("current_setting", any(1), DataType::Utf8, by_text(|name| setting(name).map(str::to_string))),
         ("format_type", any(1), DataType::Utf8, format_type()),
+        // No sequences, no user functions: NULL or nothing.
+        ("pg_get_serial_sequence", any(1), DataType::Utf8, text(None)),
+        ("pg_get_function_result", any(1), DataType::Utf8, text(None)),
+        ("pg_get_function_arguments", any(1), DataType::Utf8, text(None)),
+        ("pg_get_functiondef", any(1), DataType::Utf8, text(None)),
+        ("pg_function_is_visible", any(1), DataType::Boolean, truth(true)),
+        ("json_build_object", any(0), DataType::Utf8, json_build_object()),
+        // `set_config(name, value, is_local)`: Weir's settings are SET's; the value back.
+        ("set_config", any(1), DataType::Utf8, Arc::new(|args, rows| match args.get(1) {
+            Some(value) => Ok(arrow::compute::cast(value, &DataType::Utf8)?),
+            None => Ok(Arc::new(StringArray::from(vec![None::<String>; rows])) as ArrayRef),
+        })),
         (
             "quote_ident",
             any(1),
@@ -273,6 +325,9 @@ pub fn register(ctx: &SessionContext, catalog: &Arc<Catalog>) {
 /// # Errors
 /// `UnknownTable` for `'name'::regclass` naming no relation.
 pub fn rewrite(stmt: &mut Statement, catalog: &Catalog, pid: i32) -> Result<()> {
+    if stmt.to_string().contains("_pg_expandarray") {
+        let _ = stmt.visit(&mut ExpandArray);
+    }
     let mut rewriter = Rewriter { catalog, pid, error: None };
     let _ = stmt.visit(&mut rewriter);
     match rewriter.error {
@@ -322,6 +377,21 @@ impl VisitorMut for Rewriter<'_> {
                     f.name.0.remove(0);
                 }
             }
+            // `generate_subscripts(a, 1)`: the subscripts of a one-dimensional array, beside an
+            // `unnest(a)` (SQLAlchemy's primary-key query), as DataFusion can say it.
+            Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("generate_subscripts") => {
+                if let FunctionArguments::List(list) = &f.args {
+                    if let Some(sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Expr(array))) = list.args.first() {
+                        let text = format!("unnest(range(1, CAST(array_length({array}, 1) AS BIGINT) + 1))");
+                        let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {})
+                            .try_with_sql(&text)
+                            .and_then(|mut p| p.parse_expr());
+                        if let Ok(e) = parsed {
+                            *expr = e;
+                        }
+                    }
+                }
+            }
             Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("pg_backend_pid") => {
                 *expr = Expr::value(Value::Number(self.pid.to_string(), false));
             }
@@ -347,9 +417,9 @@ impl VisitorMut for Rewriter<'_> {
                         ("regclass", Some(name)) => {
                             let name = name.trim_matches('"').rsplit('.').next().unwrap_or_default().to_string();
                             let lower = name.to_lowercase();
-                            let found = self.catalog.get(&name).or_else(|| self.catalog.get(&lower)).map(|r| r.name.clone());
-                            match found {
-                                Some(name) => *expr = Expr::value(Value::Number(relation_oid(&name).to_string(), false)),
+                            let found = self.catalog.get(&name).or_else(|| self.catalog.get(&lower)).map(|r| relation_oid(&r.name));
+                            match found.or_else(|| catalog_table_oid(&lower)) {
+                                Some(oid) => *expr = Expr::value(Value::Number(oid.to_string(), false)),
                                 None => {
                                     self.error = Some(WeirError::unknown_table(name));
                                     return ControlFlow::Break(());
@@ -360,6 +430,26 @@ impl VisitorMut for Rewriter<'_> {
                             *data_type = SqlType::BigInt(None);
                         }
                         (_, Some(_)) => *data_type = SqlType::BigInt(None),
+                    }
+                }
+            }
+            Expr::Subquery(query) => {
+                if over_empty_catalog_table(query) {
+                    *expr = Expr::value(Value::Null);
+                } else {
+                    first_of_catalog_subquery(query);
+                }
+            }
+            // `x = ANY('{a,b}')`: Postgres reads the string as an array.
+            Expr::AnyOp { right, .. } => {
+                if let Expr::Value(ValueWithSpan { value: Value::SingleQuotedString(text), .. }) = right.as_ref() {
+                    if let Some(items) = text.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+                        let elem = items
+                            .split(',')
+                            .filter(|i| !i.trim().is_empty())
+                            .map(|i| Expr::value(Value::SingleQuotedString(i.trim().trim_matches('"').to_string())))
+                            .collect();
+                        **right = Expr::Array(sqlparser::ast::Array { elem, named: true });
                     }
                 }
             }
@@ -387,6 +477,162 @@ impl VisitorMut for Rewriter<'_> {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// `information_schema._pg_expandarray(a)`, the set of `(x, n)`: each element of `a` and its
+/// subscript, as pgjdbc's `getPrimaryKeys` reads it (`(_pg_expandarray(k)).n AS key_seq`,
+/// `_pg_expandarray(k) AS keys`, then `(keys).x` outside): `unnest(a)` for the element and its
+/// `.x`, the subscripts as `generate_subscripts` gives them for `.n`.
+struct ExpandArray;
+
+fn is_expandarray(e: &Expr) -> Option<&Expr> {
+    let Expr::Function(f) = e else { return None };
+    if !f.name.to_string().to_lowercase().ends_with("_pg_expandarray") {
+        return None;
+    }
+    let FunctionArguments::List(list) = &f.args else { return None };
+    match list.args.first() {
+        Some(sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Expr(a))) => Some(a),
+        _ => None,
+    }
+}
+
+fn parsed_expr(text: &str) -> Option<Expr> {
+    sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {}).try_with_sql(text).and_then(|mut p| p.parse_expr()).ok()
+}
+
+impl VisitorMut for ExpandArray {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::CompoundFieldAccess { root, access_chain } = expr {
+            let field = match access_chain.as_slice() {
+                [sqlparser::ast::AccessExpr::Dot(Expr::Identifier(i))] => i.value.to_lowercase(),
+                _ => return ControlFlow::Continue(()),
+            };
+            let inner = match root.as_ref() {
+                Expr::Nested(e) => e.as_ref().clone(),
+                other => other.clone(),
+            };
+            let replaced = match (is_expandarray(&inner), field.as_str()) {
+                (Some(a), "n") => parsed_expr(&format!("unnest(range(1, CAST(array_length({a}, 1) AS BIGINT) + 1))")),
+                (Some(a), "x") => parsed_expr(&format!("unnest({a})")),
+                // `(keys).x` of a column made from `_pg_expandarray(...)`: the element itself.
+                (None, "x") => Some(inner),
+                _ => None,
+            };
+            if let Some(r) = replaced {
+                *expr = r;
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Some(a) = is_expandarray(expr) {
+            if let Some(r) = parsed_expr(&format!("unnest({a})")) {
+                *expr = r;
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Rewrites `x op ANY($n)` into `x op $n` and returns the `$n`s, for parameter type
+/// inference: DataFusion infers `$n` from `x` in the second form; in the first, `$n` is an
+/// array of that type (asyncpg's `WHERE id = ANY($1)` with a list).
+pub fn any_placeholders(stmt: &mut Statement) -> Vec<String> {
+    struct Any(Vec<String>);
+    impl VisitorMut for Any {
+        type Break = ();
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            if let Expr::AnyOp { left, compare_op, right, .. } = expr {
+                if let Expr::Value(ValueWithSpan { value: Value::Placeholder(p), .. }) = right.as_ref() {
+                    self.0.push(p.clone());
+                    *expr = Expr::BinaryOp { left: left.clone(), op: compare_op.clone(), right: right.clone() };
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut any = Any(Vec::new());
+    let _ = stmt.visit(&mut any);
+    any.0
+}
+
+/// The OID Postgres gives a catalog table (`'pg_class'::regclass`, as drivers join
+/// `pg_description.classoid` with it); others of `pg_catalog` get one made from the name.
+fn catalog_table_oid(name: &str) -> Option<u32> {
+    let known = [
+        ("pg_type", 1247),
+        ("pg_attribute", 1249),
+        ("pg_proc", 1255),
+        ("pg_class", 1259),
+        ("pg_attrdef", 2604),
+        ("pg_constraint", 2606),
+        ("pg_description", 2609),
+        ("pg_index", 2610),
+        ("pg_namespace", 2615),
+        ("pg_database", 1262),
+    ];
+    known.iter().find(|(n, _)| *n == name).map(|(_, oid)| *oid).or_else(|| {
+        crate::sql::pg_schema::PG_TABLES.contains(&name).then(|| relation_oid(name))
+    })
+}
+
+/// The catalog tables that have no rows in Weir (no comments, functions, inheritance,
+/// column defaults, enums, collations, extensions or sequences).
+const EMPTY_CATALOG_TABLES: &[&str] =
+    &["pg_description", "pg_proc", "pg_inherits", "pg_attrdef", "pg_enum", "pg_collation", "pg_extension", "pg_sequence"];
+
+/// Whether `query` is a SELECT whose first FROM table is one of [`EMPTY_CATALOG_TABLES`]: as a
+/// scalar subquery it is NULL (SQLAlchemy's column default and identity subqueries, which
+/// DataFusion cannot decorrelate).
+fn over_empty_catalog_table(query: &Query) -> bool {
+    let SetExpr::Select(select) = query.body.as_ref() else { return false };
+    select.from.first().is_some_and(|t| {
+        matches!(&t.relation, sqlparser::ast::TableFactor::Table { name, .. }
+            if name.0.last().and_then(|p| p.as_ident()).is_some_and(|i| EMPTY_CATALOG_TABLES.contains(&i.value.to_lowercase().as_str())))
+    })
+}
+
+/// A scalar subquery over catalog tables that returns a plain column (SQLAlchemy's and
+/// pgjdbc's `(SELECT d.adbin FROM pg_attrdef d WHERE d.adrelid = a.attrelid ...)`): Postgres
+/// runs it as is (at most one row, or an error); DataFusion plans a correlated one only when
+/// it aggregates, so its column is taken with `first_value`, which gives the same for zero
+/// rows or one.
+fn first_of_catalog_subquery(query: &mut Query) {
+    let SetExpr::Select(select) = query.body.as_mut() else { return };
+    let over_catalog = !select.from.is_empty()
+        && select.from.iter().flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation))).all(|t| {
+            matches!(t, sqlparser::ast::TableFactor::Table { name, .. }
+                if name.0.last().and_then(|p| p.as_ident()).is_some_and(|i| i.value.to_lowercase().starts_with("pg_")))
+        });
+    let grouped = !matches!(&select.group_by, sqlparser::ast::GroupByExpr::Expressions(e, _) if e.is_empty());
+    if !over_catalog || grouped || select.projection.len() != 1 {
+        return;
+    }
+    let aggregate = |e: &Expr| {
+        matches!(e, Expr::Function(f) if ["count", "sum", "min", "max", "avg", "array_agg", "string_agg", "bool_and", "bool_or", "first_value", "last_value"]
+            .contains(&f.name.to_string().to_lowercase().rsplit('.').next().unwrap_or_default()))
+    };
+    let item = match &mut select.projection[0] {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
+        _ => return,
+    };
+    if aggregate(item) {
+        return;
+    }
+    let inner = std::mem::replace(item, Expr::value(Value::Null));
+    let mut call = plain_function("first_value");
+    if let Expr::Function(f) = &mut call {
+        f.args = FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: vec![sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Expr(inner))],
+            clauses: vec![],
+        });
+    }
+    *item = call;
 }
 
 /// The function a Postgres special value (`current_user`, ...) calls.

@@ -14,7 +14,7 @@
 //! | `pg_database`, `pg_roles`, `pg_user` | database `weir`, role `weir` |
 //! | `pg_settings` | the settings `SHOW` knows, with their defaults |
 //! | `pg_am` | `heap`, `btree` |
-//! | `pg_description`, `pg_proc`, `pg_inherits`, `pg_attrdef`, `pg_enum`, `pg_collation`, `pg_extension` | none (their columns, so queries plan) |
+//! | `pg_description`, `pg_proc`, `pg_inherits`, `pg_attrdef`, `pg_enum`, `pg_collation`, `pg_extension`, `pg_sequence` | none (their columns, so queries plan) |
 //! | `information_schema.schemata`, `.tables`, `.views`, `.columns` | as Postgres shows them: `table_type` `BASE TABLE` / `VIEW` (a materialized view is not listed in `tables`, as in Postgres), `data_type` in Postgres's spelling |
 //!
 //! OIDs: a relation's is [`super::pg_catalog::relation_oid`] (stable across restarts), an index's
@@ -66,6 +66,7 @@ pub const PG_TABLES: &[&str] = &[
     "pg_enum",
     "pg_collation",
     "pg_extension",
+    "pg_sequence",
 ];
 
 /// The tables of schema `information_schema`.
@@ -77,6 +78,8 @@ enum V {
     S(String),
     B(bool),
     F(f32),
+    /// An array of small integers (`conkey`, `indkey`).
+    L(Vec<i64>),
     N,
 }
 
@@ -84,8 +87,8 @@ fn s(v: impl Into<String>) -> V {
     V::S(v.into())
 }
 
-/// Builds a table of `columns` (name, Arrow type: Int64, Int32, Int16, Utf8, Boolean or
-/// Float32) from `rows`.
+/// Builds a table of `columns` (name, Arrow type: Int64, Int32, Int16, Utf8, Boolean,
+/// Float32, or a list of Int16) from `rows`.
 fn table(columns: &[(&str, DataType)], rows: Vec<Vec<V>>) -> Result<Arc<dyn TableProvider>, DataFusionError> {
     let schema = Arc::new(Schema::new(columns.iter().map(|(n, t)| Field::new(*n, t.clone(), true)).collect::<Vec<_>>()));
     let mut arrays: Vec<ArrayRef> = Vec::with_capacity(columns.len());
@@ -122,6 +125,21 @@ fn table(columns: &[(&str, DataType)], rows: Vec<Vec<V>>) -> Result<Arc<dyn Tabl
                     })
                     .collect::<StringArray>(),
             ),
+            DataType::List(item) if *item.data_type() == DataType::Int16 => {
+                let mut list = arrow::array::ListBuilder::new(arrow::array::Int16Builder::new());
+                for r in &rows {
+                    match r.get(i) {
+                        Some(V::L(values)) => {
+                            for v in values {
+                                list.values().append_value(*v as i16);
+                            }
+                            list.append(true);
+                        }
+                        _ => list.append(false),
+                    }
+                }
+                Arc::new(list.finish())
+            }
             // ACL arrays and the like: always NULL here.
             other => arrow::array::new_null_array(other, rows.len()),
         };
@@ -428,7 +446,7 @@ pub fn pg_table(catalog: &Catalog, name: &str) -> Result<Option<Arc<dyn TablePro
                         V::B(true),
                         V::B(true),
                         V::B(false),
-                        s(positions.join(" ")),
+                        V::L(positions.clone()),
                         V::N,
                         V::N,
                     ]
@@ -447,7 +465,7 @@ pub fn pg_table(catalog: &Catalog, name: &str) -> Result<Option<Arc<dyn TablePro
                     ("indisvalid", BOOL),
                     ("indisready", BOOL),
                     ("indisclustered", BOOL),
-                    ("indkey", TEXT),
+                    ("indkey", INT2_LIST.clone()),
                     ("indexprs", TEXT),
                     ("indpred", TEXT),
                 ],
@@ -470,7 +488,7 @@ pub fn pg_table(catalog: &Catalog, name: &str) -> Result<Option<Arc<dyn TablePro
                         V::B(true),
                         V::I(relation_oid(&r.name).into()),
                         V::I(relation_oid(&name).into()),
-                        s(format!("{{{}}}", positions.join(","))),
+                        V::L(positions.clone()),
                         V::N,
                     ]
                 })
@@ -486,7 +504,7 @@ pub fn pg_table(catalog: &Catalog, name: &str) -> Result<Option<Arc<dyn TablePro
                     ("convalidated", BOOL),
                     ("conrelid", I64),
                     ("conindid", I64),
-                    ("conkey", TEXT),
+                    ("conkey", INT2_LIST.clone()),
                     ("confkey", TEXT),
                 ],
                 rows,
@@ -557,6 +575,10 @@ pub fn pg_table(catalog: &Catalog, name: &str) -> Result<Option<Arc<dyn TablePro
         "pg_enum" => table(&[("oid", I64), ("enumtypid", I64), ("enumsortorder", F32), ("enumlabel", TEXT)], vec![])?,
         "pg_collation" => table(&[("oid", I64), ("collname", TEXT), ("collnamespace", I64)], vec![])?,
         "pg_extension" => table(&[("oid", I64), ("extname", TEXT), ("extversion", TEXT)], vec![])?,
+        "pg_sequence" => table(
+            &[("seqrelid", I64), ("seqtypid", I64), ("seqstart", I64), ("seqincrement", I64), ("seqmax", I64), ("seqmin", I64), ("seqcache", I64), ("seqcycle", BOOL)],
+            vec![],
+        )?,
         _ => return Ok(None),
     }))
 }
@@ -579,9 +601,13 @@ pub fn typmod(t: &DataType) -> i64 {
 }
 
 /// The 1-based column numbers of `rel`'s primary key, as text (pg_index.indkey, conkey).
-fn key_positions(rel: &Relation) -> Vec<String> {
-    rel.primary_key.iter().filter_map(|k| rel.columns.iter().position(|c| &c.name == k).map(|p| (p + 1).to_string())).collect()
+fn key_positions(rel: &Relation) -> Vec<i64> {
+    rel.primary_key.iter().filter_map(|k| rel.columns.iter().position(|c| &c.name == k).map(|p| p as i64 + 1)).collect()
 }
+
+/// `int2[]` (`conkey`; `indkey`, an `int2vector` in Postgres, read alike).
+static INT2_LIST: std::sync::LazyLock<DataType> =
+    std::sync::LazyLock::new(|| DataType::List(Arc::new(Field::new("item", DataType::Int16, true))));
 
 fn class_row(oid: u32, name: &str, kind: &str, natts: i64, has_index: bool) -> Vec<V> {
     vec![

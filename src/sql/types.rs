@@ -161,9 +161,10 @@ pub fn array_type(element: &DataType) -> Option<Type> {
 }
 
 /// The built-in scalar types that have array types, with them.
-pub fn array_pairs() -> [(Type, Type); 15] {
+pub fn array_pairs() -> [(Type, Type); 16] {
     [
         (Type::BOOL, Type::BOOL_ARRAY),
+        (Type::OID, Type::OID_ARRAY),
         (Type::INT2, Type::INT2_ARRAY),
         (Type::INT4, Type::INT4_ARRAY),
         (Type::INT8, Type::INT8_ARRAY),
@@ -179,6 +180,11 @@ pub fn array_pairs() -> [(Type, Type); 15] {
         (Type::TIMESTAMPTZ, Type::TIMESTAMPTZ_ARRAY),
         (Type::INTERVAL, Type::INTERVAL_ARRAY),
     ]
+}
+
+/// The built-in array type of elements of type `element`.
+pub fn array_type_of(element: &Type) -> Option<Type> {
+    array_pairs().into_iter().find(|(e, _)| e == element).map(|(_, a)| a)
 }
 
 /// The element type of built-in array type `t`.

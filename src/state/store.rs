@@ -357,11 +357,21 @@ pub trait ScanState: Send + Sync {
     /// # Errors
     /// `Storage` when RocksDB fails to read; `f`'s errors.
     fn scan_table(&self, table: u32, f: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()>;
+
+    /// The entries of `keys` in state table `table`, in the order of `keys`.
+    ///
+    /// # Errors
+    /// `Storage` when RocksDB fails to read.
+    fn get_many(&self, table: u32, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>>;
 }
 
 impl ScanState for Store {
     fn scan_table(&self, table: u32, f: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()> {
         self.scan(table, f)
+    }
+
+    fn get_many(&self, table: u32, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.multi_get(table, keys)
     }
 }
 
@@ -372,6 +382,11 @@ impl ScanState for StoreSnapshot {
             .borrow_snapshot()
             .iterator_opt(IteratorMode::From(&prefix, Direction::Forward), table_read_options(table));
         scan_entries(iter, f)
+    }
+
+    fn get_many(&self, table: u32, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        let snapshot = self.borrow_snapshot();
+        keys.iter().map(|k| Ok(snapshot.get(data_key(table, k))?)).collect()
     }
 }
 

@@ -32,14 +32,23 @@ impl Server {
 
     /// [`Server::start`] with environment variables `env` set (`WEIR_FAILPOINT`, ...).
     pub fn start_with_env(data_dir: &Path, env: &[(&str, &str)]) -> Server {
+        Self::start_with(data_dir, &[], env)
+    }
+
+    /// [`Server::start`] with more `weir serve` arguments (`--auth-file`, ...) and `env`.
+    pub fn start_with(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
         std::fs::create_dir_all(data_dir).expect("data dir");
         let log = data_dir.with_extension("log");
         let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log).expect("log file");
         let log_start = log_file.metadata().map(|m| m.len()).unwrap_or(0);
+        // `args` may name another --pg-listen address.
+        let listen = if args.contains(&"--pg-listen") { &[][..] } else { &["--pg-listen", "127.0.0.1:0"][..] };
         let child = Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["serve", "--workers", "2", "--pg-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"])
+            .args(["serve", "--workers", "2", "--http-listen", "127.0.0.1:0"])
+            .args(listen)
             .arg("--data-dir")
             .arg(data_dir)
+            .args(args)
             .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()))
             .envs(env.iter().copied())
             .stdout(Stdio::null())

@@ -11,11 +11,23 @@
 //!   (a retraction of a row never inserted) and fails the epoch.
 //!
 //! Nothing frees the state but deletes: the view is the state.
+//!
+//! # Change feed
+//! While the view has subscribers ([`crate::runtime::feed`]), each row's change is also kept as
+//! diff rows and published when its epoch commits ([`Operator::on_committed`]): in keyed mode
+//! the row a put replaces or a delete removes is read from the state first (-1 of the old row,
+//! +1 of the new), so the diffs are right whatever the changelog's shape (upsert or retract);
+//! in multiset mode each row's diff is its op's sign.
 
+use std::sync::Arc;
+
+use arrow::array::{Int64Array, RecordBatch};
+use arrow::compute::interleave;
 use arrow::datatypes::SchemaRef;
 
 use crate::error::{Result, WeirError};
 use crate::runtime::changelog::StreamChunk;
+use crate::runtime::feed::{with_diffs, ChangeFeed};
 use crate::runtime::operator::{OpContext, Operator};
 use crate::state::{EpochWrites, RowCodec, StateTable};
 
@@ -39,6 +51,10 @@ pub struct Materialize {
     /// Codec of the stream key columns (keyed mode).
     key_codec: Option<RowCodec>,
     rows: StateTable,
+    /// Where the view's committed changes go; none for a root without subscribers to have.
+    feed: Option<Arc<ChangeFeed>>,
+    /// This epoch's changes as diff rows, kept while the feed has subscribers.
+    pending: Vec<RecordBatch>,
 }
 
 impl Materialize {
@@ -54,7 +70,51 @@ impl Materialize {
             }
             StorageMode::Multiset => None,
         };
-        Ok(Self { mode, row_codec: RowCodec::try_new(types)?, key_codec, rows: StateTable::new(table) })
+        Ok(Self {
+            mode,
+            row_codec: RowCodec::try_new(types)?,
+            key_codec,
+            rows: StateTable::new(table),
+            feed: None,
+            pending: Vec::new(),
+        })
+    }
+
+    /// The same, publishing the view's committed changes to `feed`.
+    pub fn with_feed(mut self, feed: Arc<ChangeFeed>) -> Self {
+        self.feed = Some(feed);
+        self
+    }
+
+    /// The diff rows of a keyed chunk whose rows' current values (before the chunk, each key
+    /// as the rows before it in the chunk left it) are `olds`: -1 of each old row, +1 of each
+    /// inserted one, in the chunk's order.
+    fn keyed_diffs(&self, feed: &ChangeFeed, chunk: &StreamChunk, olds: &[Option<Vec<u8>>]) -> Result<RecordBatch> {
+        let mut decoder = self.row_codec.decoder(olds.len());
+        let mut order: Vec<(usize, usize)> = Vec::with_capacity(chunk.len() * 2);
+        let mut diffs: Vec<i64> = Vec::with_capacity(chunk.len() * 2);
+        let mut retracted = 0;
+        for (i, (op, old)) in chunk.ops.iter().zip(olds).enumerate() {
+            if let Some(old) = old {
+                decoder.append(old)?;
+                order.push((1, retracted));
+                diffs.push(-1);
+                retracted += 1;
+            }
+            if op.is_insert() {
+                order.push((0, i));
+                diffs.push(1);
+            }
+        }
+        let old_columns = decoder.finish()?;
+        let columns = chunk
+            .batch
+            .columns()
+            .iter()
+            .zip(&old_columns)
+            .map(|(new, old)| Ok(interleave(&[new.as_ref(), old.as_ref()], &order)?))
+            .collect::<Result<Vec<_>>>()?;
+        with_diffs(feed.schema(), Int64Array::from(diffs), columns)
     }
 }
 
@@ -83,15 +143,27 @@ impl Operator for Materialize {
                 let key_cols: Vec<_> =
                     cols.iter().map(|c| std::sync::Arc::clone(chunk.batch.column(*c))).collect();
                 let keys = key_codec.encode_rows(&key_cols, chunk.len())?;
+                let feed = self.feed.as_ref().filter(|f| f.is_active()).map(Arc::clone);
+                let mut olds = Vec::with_capacity(if feed.is_some() { chunk.len() } else { 0 });
                 for ((op, key), row) in chunk.ops.iter().zip(keys).zip(rows) {
+                    if feed.is_some() {
+                        olds.push(self.rows.get(ctx.store, &key)?);
+                    }
                     if op.is_insert() {
                         self.rows.put(key, row);
                     } else {
                         self.rows.delete(key);
                     }
                 }
+                if let Some(feed) = feed {
+                    let diffs = self.keyed_diffs(&feed, &chunk, &olds)?;
+                    self.pending.push(diffs);
+                }
             }
             _ => {
+                if let Some(feed) = self.feed.as_ref().filter(|f| f.is_active()) {
+                    self.pending.push(feed.diff_rows(&chunk)?);
+                }
                 for (op, row) in chunk.ops.iter().zip(rows) {
                     let count = match self.rows.get(ctx.store, &row)? {
                         Some(v) => decode_count(&v)?,
@@ -117,6 +189,13 @@ impl Operator for Materialize {
     fn on_barrier(&mut self, writes: &mut EpochWrites, _ctx: &OpContext<'_>) -> Result<()> {
         self.rows.flush(writes);
         Ok(())
+    }
+
+    fn on_committed(&mut self, epoch: u64) {
+        let changes = std::mem::take(&mut self.pending);
+        if let Some(feed) = self.feed.as_ref().filter(|f| f.is_active() || !changes.is_empty()) {
+            feed.publish(epoch, changes);
+        }
     }
 }
 

@@ -412,7 +412,7 @@ impl Operator for KafkaSink {
         Ok(())
     }
 
-    fn on_committed(&mut self) {
+    fn on_committed(&mut self, _epoch: u64) {
         let Some(outbox) = &mut self.outbox else { return };
         let Some(seq) = outbox.precommitted.take() else { return };
         outbox.sequence = seq;
@@ -560,7 +560,7 @@ mod tests {
                 epoch += 1; // committed: the sources go on after it
                 continue;
             }
-            sink.on_committed();
+            sink.on_committed(stored_epoch);
             if at(Crash::AfterKafkaCommit) {
                 crashed = true;
                 sink = open_sink(&broker, &store)?;
