@@ -60,6 +60,11 @@ async fn scram_users_roles_and_tls() {
     let reader = connect(&server, "reader", "r3ad").await.expect("reader's password");
     let rows = reader.query("SELECT count(*) FROM au", &[]).await.expect("reader reads");
     assert_eq!(rows[0].get::<_, i64>(0), 1);
+    // Each connection is its own user, in every spelling Postgres has.
+    let row = reader.query_one("SELECT current_user AS a, session_user AS b, user AS c, current_role AS d", &[]).await.expect("current_user");
+    assert_eq!((0..4).map(|i| row.get::<_, String>(i)).collect::<Vec<_>>(), ["reader"; 4]);
+    let row = alice.query_one("SELECT current_user", &[]).await.expect("current_user");
+    assert_eq!(row.get::<_, String>(0), "alice");
     let err = reader.batch_execute("INSERT INTO au VALUES (2)").await.expect_err("reader writes");
     assert_eq!(code(&err), Some("42501"), "{err}");
     let err = reader.batch_execute("CREATE TABLE au2 (x BIGINT)").await.expect_err("reader creates");

@@ -196,7 +196,9 @@ async fn exactly_once_sinks_survive_twenty_kills() {
     assert!(kills >= 20, "{kills} kills");
     let log = std::fs::read_to_string(data.with_extension("log")).expect("log");
     let aborted = log.matches("failpoint after_precommit reached").count();
-    assert!(failpoints >= 4 && aborted == failpoints, "{failpoints} failpoint aborts seen, {aborted} in the log");
+    // Each abort is in the log; the two sinks, on threads of their own, can both reach the
+    // failpoint in the moment before the process ends, so a round may log it twice.
+    assert!(failpoints >= 4 && aborted >= failpoints, "{failpoints} failpoint aborts seen, {aborted} in the log");
 
     produce(&mut producer, ROUNDS * per_round..EVENTS);
     let server = common::Server::start(&data);

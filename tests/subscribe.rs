@@ -1,8 +1,9 @@
 //! SUBSCRIBE against a real server: a client following a view fed by a Nexmark source sees
 //! every change once, in epoch order, and after a kill -9 and a restart a new subscription's
 //! snapshot plus its changes still add up to the view; a plain table's changes; a cursor with
-//! FETCH and its timeout; a subscription ended by DROP. Streamed with `COPY (SUBSCRIBE ...) TO
-//! STDOUT` (tokio-postgres reads COPY data as it comes).
+//! FETCH and its timeout; a subscription ended by DROP; a query followed through a temporary
+//! view, dropped when its subscriber leaves or, after a crash, at the restart. Streamed with
+//! `COPY (SUBSCRIBE ...) TO STDOUT` (tokio-postgres reads COPY data as it comes).
 
 mod common;
 
@@ -199,4 +200,64 @@ async fn tables_cursors_progress_and_drop() {
     let err = end.expect_err("an error ends it");
     let message = err.as_db_error().map(|e| e.message().to_string()).unwrap_or_else(|| err.to_string());
     assert_eq!(message, "SUBSCRIBE to st ended: table st was dropped");
+}
+
+/// The temporary views of query subscriptions there are now.
+async fn temporary_views(client: &Client) -> usize {
+    rows(client, "SELECT relname FROM pg_class WHERE relkind = 'm' AND relname LIKE 'weir_subscribe_%'").await.len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_is_followed_through_a_temporary_view() {
+    let dir = common::scratch_dir("subscribe-query");
+    let mut server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    client.batch_execute("CREATE TABLE sq (id BIGINT, v BIGINT); INSERT INTO sq VALUES (1, 10), (2, 20)").await.expect("table");
+
+    // The follower's connection is its own task, so that it can leave (its socket closed) while
+    // the subscription streams: a client's Drop would wait for the endless COPY to end.
+    let (follower, connection) = tokio_postgres::connect(&server.conn_str(), tokio_postgres::NoTls).await.expect("connect");
+    let connection = tokio::spawn(connection);
+    let sql = "COPY (SUBSCRIBE (SELECT v % 2 AS parity, SUM(v) AS total FROM sq GROUP BY v % 2)) TO STDOUT";
+    let mut stream = Box::pin(follower.copy_out(sql).await.expect("subscribe to a query"));
+    // The snapshot: 10 + 20, both even.
+    let first = parse_line(&stream.next().await.expect("snapshot").expect("data"));
+    assert_eq!((first.1, first.2), (1, vec!["0".to_string(), "30".into()]));
+    assert_eq!(temporary_views(&client).await, 1, "the query runs as a view while followed");
+    client.batch_execute("INSERT INTO sq VALUES (3, 5), (4, 2)").await.expect("insert");
+    // One epoch: the odd group appears (5), the even one goes from 30 to 32.
+    let mut changes: Vec<(i64, Vec<String>)> = Vec::new();
+    for _ in 0..3 {
+        let (_, diff, row) = parse_line(&stream.next().await.expect("change").expect("data"));
+        changes.push((diff, row));
+    }
+    changes.sort();
+    let row = |p: &str, t: &str| vec![p.to_string(), t.to_string()];
+    assert_eq!(changes, [(-1, row("0", "30")), (1, row("0", "32")), (1, row("1", "5"))]);
+
+    // The follower leaves (nothing changes meanwhile, so only its socket tells): its view is
+    // dropped.
+    connection.abort();
+    let _ = connection.await;
+    drop(stream);
+    drop(follower);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while temporary_views(&client).await > 0 {
+        assert!(Instant::now() < deadline, "the temporary view outlived its subscription");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // A cursor over a query in a block; a crash while it is open leaves a view that the
+    // restarted server drops.
+    client
+        .batch_execute("BEGIN; DECLARE c CURSOR FOR SUBSCRIBE (SELECT COUNT(*) AS n FROM sq) WITH (SNAPSHOT = true)")
+        .await
+        .expect("cursor");
+    let got = rows(&client, "FETCH ALL c").await;
+    assert_eq!(got.iter().map(|r| r[1..].to_vec()).collect::<Vec<_>>(), [vec!["1".to_string(), "4".into()]]);
+    server.kill9();
+    let server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    assert_eq!(temporary_views(&client).await, 0, "dropped at the restart");
+    assert_eq!(rows(&client, "SELECT count(*) FROM sq").await, [["4".to_string()]]);
 }

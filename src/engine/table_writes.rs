@@ -78,8 +78,9 @@ impl Engine {
 
     fn apply_table_changes(&mut self, changes: TableChanges) -> Result<()> {
         let TableChanges { writes: rows, chunks, watermarks, row_ids } = changes;
-        let mut writes = EpochWrites::default();
+        let mut writes = EpochWrites::with_capacity(rows.log_bytes());
         rows.write_into(&mut writes);
+        drop(rows);
         // The tables' own changes for their subscribers, published once committed.
         let mut followed: BTreeMap<String, (Arc<ChangeFeed>, Vec<RecordBatch>)> = BTreeMap::new();
         for (table, chunk) in &chunks {

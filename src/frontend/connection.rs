@@ -91,6 +91,57 @@ pub struct Connection {
     pid: AtomicI32,
     /// A `COPY ... FROM STDIN` in progress: where its rows go and the data received so far.
     copy_in: std::sync::Mutex<Option<PendingCopy>>,
+    /// The client's socket, watched while a subscription streams.
+    peer: PeerSocket,
+}
+
+/// How often a streaming subscription that has sent nothing checks whether its client left.
+const PEER_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The client's socket (a duplicate of its descriptor, registered with Tokio on its own),
+/// watched for the client leaving while a statement streams: pgwire reads nothing from the
+/// client until the statement ends (and the extended protocol's Sync waits unread behind its
+/// Execute), and a subscription writes only when its relation changes, so without this a
+/// subscriber that left would be noticed at the next change, or never (and a `SUBSCRIBE
+/// (query)`'s temporary view would run on).
+pub struct PeerSocket(Option<tokio::net::TcpStream>);
+
+impl PeerSocket {
+    /// Watches `socket` (nothing when its descriptor cannot be duplicated). Called on a Tokio
+    /// runtime.
+    pub fn of(socket: &tokio::net::TcpStream) -> Self {
+        use std::os::fd::AsFd;
+        let duplicate = socket.as_fd().try_clone_to_owned().ok().map(std::net::TcpStream::from);
+        Self(duplicate.and_then(|s| tokio::net::TcpStream::from_std(s).ok()))
+    }
+
+    /// Whether the client has closed its side of the connection, or the connection failed
+    /// (epoll's `EPOLLRDHUP` / `EPOLLHUP` / `EPOLLERR`, as Tokio last saw them). Does not wait
+    /// and reads nothing.
+    fn hung_up(&self) -> bool {
+        let Some(socket) = &self.0 else { return false };
+        match socket.ready(tokio::io::Interest::READABLE).now_or_never() {
+            Some(Ok(ready)) => ready.is_read_closed() || ready.is_error(),
+            Some(Err(_)) => true,
+            None => false,
+        }
+    }
+
+    /// `subscription`'s next batch, or an I/O error once the client has left (checked every
+    /// [`PEER_CHECK_INTERVAL`] while no batch comes), which ends the connection.
+    async fn next_batch(&self, subscription: &mut Subscription) -> PgWireResult<crate::error::Result<RecordBatch>> {
+        loop {
+            // Subscription::next waits only in its feed's channel, so a timeout loses nothing.
+            match tokio::time::timeout(PEER_CHECK_INTERVAL, subscription.next()).await {
+                Ok(batch) => return Ok(batch),
+                Err(_) if self.hung_up() => {
+                    let left = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "the subscriber left");
+                    return Err(PgWireError::IoError(left));
+                }
+                Err(_) => {}
+            }
+        }
+    }
 }
 
 /// A `COPY ... FROM STDIN` between its statement and the client's CopyDone.
@@ -137,13 +188,14 @@ impl Drop for InFlight<'_> {
 
 impl Connection {
     /// A new connection with a fresh session.
-    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, peer: PeerSocket) -> Self {
         Self {
             parser: Arc::new(StatementParser { db: Arc::clone(&shared.db) }),
             shared,
             session: Mutex::new(Session::default()),
             pid: AtomicI32::new(0),
             copy_in: std::sync::Mutex::new(None),
+            peer,
         }
     }
 
@@ -205,9 +257,9 @@ impl Connection {
             };
             let sent = match result {
                 Ok(StatementResult::Subscribe(subscription)) => {
-                    stream_rows(client, *subscription, &Format::UnifiedText, true).await?
+                    stream_rows(client, &self.peer, *subscription, &Format::UnifiedText, true).await?
                 }
-                Ok(StatementResult::CopySubscribe(subscription)) => stream_copy(client, *subscription).await?,
+                Ok(StatementResult::CopySubscribe(subscription)) => stream_copy(client, &self.peer, *subscription).await?,
                 Ok(result) => match self.respond(result, &Format::UnifiedText) {
                     Ok(response) => {
                         let copy_in = matches!(response, Response::CopyIn(_));
@@ -269,8 +321,8 @@ impl Connection {
                 Err(panic) => return Ok(Err(panicked(&*panic))),
             };
             let sent = match result {
-                StatementResult::Subscribe(subscription) => stream_rows(client, *subscription, &formats, false).await?,
-                StatementResult::CopySubscribe(subscription) => stream_copy(client, *subscription).await?,
+                StatementResult::Subscribe(subscription) => stream_rows(client, &self.peer, *subscription, &formats, false).await?,
+                StatementResult::CopySubscribe(subscription) => stream_copy(client, &self.peer, *subscription).await?,
                 other => match self.respond(other, &formats) {
                     Ok(response) => {
                         send_response(client, response).await?;
@@ -918,8 +970,14 @@ fn subscription_rows(
 
 /// Streams a subscription's rows: RowDescription (the simple protocol: `describe`), then each
 /// batch's DataRows in `formats`, flushed, until it ends (its error is returned, for the caller
-/// to send) or the client leaves (a write error).
-async fn stream_rows<C>(client: &mut C, mut subscription: Subscription, formats: &Format, describe: bool) -> PgWireResult<Result<()>>
+/// to send) or the client leaves (a write error, or `peer` hung up).
+async fn stream_rows<C>(
+    client: &mut C,
+    peer: &PeerSocket,
+    mut subscription: Subscription,
+    formats: &Format,
+    describe: bool,
+) -> PgWireResult<Result<()>>
 where
     C: Sink<PgWireBackendMessage> + Unpin + Send,
     C::Error: Debug,
@@ -935,7 +993,7 @@ where
         client.send(PgWireBackendMessage::RowDescription(description)).await?;
     }
     loop {
-        let batch = match subscription.next().await {
+        let batch = match peer.next_batch(&mut subscription).await? {
             Ok(batch) => batch,
             Err(e) => return Ok(Err(e.into())),
         };
@@ -952,7 +1010,7 @@ where
 
 /// Streams a subscription's rows as `COPY ... TO STDOUT` text, each batch flushed; as
 /// [`stream_rows`].
-async fn stream_copy<C>(client: &mut C, mut subscription: Subscription) -> PgWireResult<Result<()>>
+async fn stream_copy<C>(client: &mut C, peer: &PeerSocket, mut subscription: Subscription) -> PgWireResult<Result<()>>
 where
     C: Sink<PgWireBackendMessage> + Unpin + Send,
     C::Error: Debug,
@@ -967,7 +1025,7 @@ where
     let header = pgwire::messages::copy::CopyOutResponse::new(0, n as i16, vec![0; n]);
     client.send(PgWireBackendMessage::CopyOutResponse(header)).await?;
     loop {
-        let batch = match subscription.next().await {
+        let batch = match peer.next_batch(&mut subscription).await? {
             Ok(batch) => batch,
             Err(e) => return Ok(Err(e.into())),
         };

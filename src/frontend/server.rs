@@ -27,7 +27,7 @@ use tokio::task::JoinSet;
 use tracing::{debug, error, info, warn};
 
 use super::auth::{AuthMethod, Users, UsersSource};
-use super::connection::{Connection, SERVER_VERSION};
+use super::connection::{Connection, PeerSocket, SERVER_VERSION};
 use crate::sql::database::Database;
 
 /// How long to wait after a failed accept (out of file descriptors, ...) before the next.
@@ -90,7 +90,7 @@ pub async fn serve_listener(
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok((socket, peer)) => {
-                    let handlers = ConnectionHandlers::new(&shared);
+                    let handlers = ConnectionHandlers::new(&shared, PeerSocket::of(&socket));
                     let tls = tls.clone();
                     connections.spawn(async move {
                         if let Err(err) = process_socket(socket, tls, handlers).await {
@@ -186,9 +186,9 @@ struct ConnectionHandlers {
 }
 
 impl ConnectionHandlers {
-    fn new(shared: &Arc<Shared>) -> Self {
+    fn new(shared: &Arc<Shared>, peer: PeerSocket) -> Self {
         Self {
-            connection: Arc::new(Connection::new(Arc::clone(shared))),
+            connection: Arc::new(Connection::new(Arc::clone(shared), peer)),
             cancel: Arc::clone(&shared.cancel),
         }
     }

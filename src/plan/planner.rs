@@ -124,6 +124,11 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
             })
         }
         LogicalPlan::Projection(p) => {
+            if let Some(joined) = scalar_subqueries_in_projection(p)? {
+                let mut planned = plan_stream(&joined, catalog)?;
+                planned.schema = Arc::clone(&p.schema);
+                return Ok(planned);
+            }
             let input = match crate::plan::rank::plan_top_n(&p.input, Some(&p.expr), catalog)? {
                 Some(top_n) => top_n,
                 None => plan_stream(&p.input, catalog)?,
@@ -336,21 +341,8 @@ fn is_window_rank(w: &datafusion::logical_expr::Window) -> bool {
 /// # Errors
 /// DataFusion's, building the join.
 fn scalar_subqueries_as_joins(f: &datafusion::logical_expr::Filter) -> Result<Option<LogicalPlan>> {
-    use datafusion::common::tree_node::{Transformed, TreeNode};
     let mut subqueries = Vec::new();
-    let predicate = f
-        .predicate
-        .clone()
-        .transform_up(|e| match e {
-            Expr::ScalarSubquery(sq) if sq.outer_ref_columns.is_empty() => {
-                let alias = format!("__weir_scalar_sq_{}", subqueries.len());
-                let name = sq.subquery.schema().field(0).name().clone();
-                subqueries.push((alias.clone(), Arc::clone(&sq.subquery)));
-                Ok(Transformed::yes(Expr::Column(Column::new(Some(alias), name))))
-            }
-            other => Ok(Transformed::no(other)),
-        })?
-        .data;
+    let predicate = lift_scalar_subqueries(f.predicate.clone(), &mut subqueries)?;
     if subqueries.is_empty() {
         return Ok(None);
     }
@@ -364,6 +356,69 @@ fn scalar_subqueries_as_joins(f: &datafusion::logical_expr::Filter) -> Result<Op
     }
     let columns: Vec<Expr> = f.input.schema().columns().into_iter().map(Expr::Column).collect();
     Ok(Some(builder.project(columns)?.build()?))
+}
+
+/// A projection with uncorrelated scalar subqueries in its select list (`SELECT price,
+/// (SELECT MAX(price) FROM bid) AS top FROM bid`), as a LEFT join of its input with each
+/// subquery's row (on TRUE), then the projection over the subqueries' columns: every row
+/// carries the current value, and when the value changes each row is retracted and emitted
+/// again with the new one; while a subquery has no row, the rows carry NULL (SQL's empty scalar
+/// subquery). The planned projection keeps `p`'s schema (the caller sets it). `None` when the
+/// select list has no such subquery.
+///
+/// # Errors
+/// DataFusion's, building the join.
+fn scalar_subqueries_in_projection(p: &datafusion::logical_expr::Projection) -> Result<Option<LogicalPlan>> {
+    let mut subqueries = Vec::new();
+    let mut exprs = Vec::with_capacity(p.expr.len());
+    for (i, e) in p.expr.iter().enumerate() {
+        let lifted = lift_scalar_subqueries(e.clone(), &mut subqueries)?;
+        exprs.push(if &lifted == e { lifted } else { lifted.alias(p.schema.field(i).name()) });
+    }
+    if subqueries.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = LogicalPlanBuilder::from(p.input.as_ref().clone());
+    for (alias, subquery) in subqueries {
+        let right = LogicalPlanBuilder::from(subquery.as_ref().clone()).alias(alias)?.build()?;
+        // DataFusion wants a condition on an outer join: TRUE, every row with the one row.
+        builder = builder.join_on(right, JoinType::Left, vec![datafusion::prelude::lit(true)])?;
+    }
+    Ok(Some(builder.project(exprs)?.build()?))
+}
+
+/// `e` with each uncorrelated scalar subquery that gives at most one row replaced by a column
+/// of an alias `__weir_scalar_sq_N` of it, the subqueries added to `subqueries` (alias, plan).
+/// Others are left in place (and refused by name when the job is built): joined, a subquery
+/// of several rows would repeat the outer rows where SQL raises an error.
+fn lift_scalar_subqueries(e: Expr, subqueries: &mut Vec<(String, Arc<LogicalPlan>)>) -> Result<Expr> {
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    Ok(e.transform_up(|e| match e {
+        Expr::ScalarSubquery(sq) if sq.outer_ref_columns.is_empty() && at_most_one_row(&sq.subquery) => {
+            let alias = format!("__weir_scalar_sq_{}", subqueries.len());
+            let name = sq.subquery.schema().field(0).name().clone();
+            subqueries.push((alias.clone(), Arc::clone(&sq.subquery)));
+            Ok(Transformed::yes(Expr::Column(Column::new(Some(alias), name))))
+        }
+        other => Ok(Transformed::no(other)),
+    })?
+    .data)
+}
+
+/// Whether `plan` gives at most one row whatever its input: an aggregate without GROUP BY (one
+/// row, NULL over no input), under projections, filters, sorts and aliases, or a `LIMIT 1`.
+fn at_most_one_row(plan: &LogicalPlan) -> bool {
+    match plan {
+        LogicalPlan::Aggregate(a) => a.group_expr.is_empty(),
+        LogicalPlan::Limit(l) => {
+            matches!(l.get_fetch_type(), Ok(datafusion::logical_expr::FetchType::Literal(Some(n))) if n <= 1)
+                || at_most_one_row(&l.input)
+        }
+        LogicalPlan::Projection(_) | LogicalPlan::Filter(_) | LogicalPlan::Sort(_) | LogicalPlan::SubqueryAlias(_) => {
+            plan.inputs().first().is_some_and(|input| at_most_one_row(input))
+        }
+        _ => false,
+    }
 }
 
 /// Whether a window TVF feeds `plan`.

@@ -99,6 +99,7 @@ impl TableStore {
         self.check_not_null(batch)?;
         let n = batch.num_rows();
         let values = self.row_codec.encode_rows(batch.columns(), n)?;
+        writes.reserve(n);
         let Some(keys) = self.primary_keys(batch)? else {
             for v in values {
                 writes.put(self.id, next_row_id.to_be_bytes().to_vec(), v);

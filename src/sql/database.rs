@@ -137,6 +137,52 @@ impl Drop for EngineWrite<'_> {
     }
 }
 
+/// The name prefix of the temporary materialized views of `SUBSCRIBE (query)`.
+const TEMPORARY_VIEW_PREFIX: &str = "weir_subscribe_";
+
+/// A `SUBSCRIBE (query)`'s temporary materialized view, dropped (on the current Tokio runtime,
+/// in the background) when the subscription holding it is.
+struct TemporaryView {
+    engine: Arc<RwLock<Engine>>,
+    name: String,
+}
+
+impl Drop for TemporaryView {
+    fn drop(&mut self) {
+        let (engine, name) = (Arc::clone(&self.engine), std::mem::take(&mut self.name));
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // No runtime: the server is stopping; the next open drops the view.
+            return;
+        };
+        runtime.spawn(async move {
+            let mut engine = engine.write().await;
+            let dropped = engine.attach_jobs().and_then(|()| {
+                engine.drop_relations(weir_catalog::RelationKind::MaterializedView, &[name.clone()], true, false)
+            });
+            engine.detach_jobs();
+            if let Err(e) = dropped {
+                tracing::warn!("dropping {name}, the temporary view of a subscription: {e}");
+            }
+        });
+    }
+}
+
+/// Drops the temporary views of subscriptions a stopped server left ([`TemporaryView`]).
+fn drop_temporary_views(engine: &mut Engine) {
+    let names: Vec<String> = engine
+        .catalog
+        .relations
+        .values()
+        .filter(|r| r.kind == weir_catalog::RelationKind::MaterializedView && r.name.starts_with(TEMPORARY_VIEW_PREFIX))
+        .map(|r| r.name.clone())
+        .collect();
+    if !names.is_empty() {
+        if let Err(e) = engine.drop_relations(weir_catalog::RelationKind::MaterializedView, &names, true, false) {
+            tracing::warn!("dropping the temporary views of earlier subscriptions {names:?}: {e}");
+        }
+    }
+}
+
 /// A Tokio runtime for query execution, shut down without waiting when the database is dropped
 /// (a runtime may not be dropped from async code, where the database usually is).
 struct QueryRuntime(Option<tokio::runtime::Runtime>);
@@ -239,6 +285,7 @@ impl Database {
             "opened {}",
             data_dir.display()
         );
+        drop_temporary_views(&mut engine);
         if read_sources {
             engine.run_jobs_detached();
         }
@@ -372,7 +419,7 @@ impl Database {
                 let mut stmt = s.as_ref().clone();
                 let planned: Result<SchemaRef> = async {
                     let names = crate::sql::pg_compat::output_names(&stmt);
-                    crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, session.pid)?;
+                    crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, session.pid, &session.user)?;
                     let ctx = session_context(snapshot);
                     let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
                     ctx.state().optimize(&plan)?;
@@ -401,6 +448,12 @@ impl Database {
                 Ok(Some(dml::returning(&table, alias.as_ref(), &none, items).await?.0))
             }
             WeirStatement::Fetch { name, .. } => Ok(Some(session.cursors.schema(&name).await?)),
+            WeirStatement::Subscribe(sub) if sub.query.is_some() => {
+                let query = sub.query.as_ref().expect("checked").to_string();
+                let schema = Box::pin(self.describe(session, &query)).await?;
+                let schema = schema.ok_or_else(|| WeirError::internal("a subscribed query has no columns"))?;
+                Ok(Some(crate::sql::subscribe::output_schema(&crate::runtime::feed::diff_schema(&schema), sub.progress)))
+            }
             WeirStatement::Subscribe(sub) => {
                 let catalog = Arc::clone(&self.read_snapshot().catalog);
                 let rel = catalog.get(&sub.relation).ok_or_else(|| WeirError::unknown_table(&sub.relation))?;
@@ -435,7 +488,7 @@ impl Database {
         }
         let snapshot = self.read_snapshot();
         let mut stmt = *stmt;
-        crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, 0)?;
+        crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, 0, "")?;
         let arrays = crate::sql::pg_compat::any_placeholders(&mut stmt);
         let ctx = session_context(snapshot);
         let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
@@ -630,8 +683,10 @@ impl Database {
                 self.write_engine().await?.resume_job(name)?;
                 Ok(command(tag))
             }
-            WeirStatement::Subscribe(sub) => Ok(StatementResult::Subscribe(Box::new(self.subscribe(&sub).await?))),
-            WeirStatement::CopySubscribe(sub) => Ok(StatementResult::CopySubscribe(Box::new(self.subscribe(&sub).await?))),
+            WeirStatement::Subscribe(sub) => Ok(StatementResult::Subscribe(Box::new(self.subscribe(session, &sub).await?))),
+            WeirStatement::CopySubscribe(sub) => {
+                Ok(StatementResult::CopySubscribe(Box::new(self.subscribe(session, &sub).await?)))
+            }
             WeirStatement::DeclareCursor { name, hold, query } => {
                 if session.txn.is_none() && !hold {
                     return Err(WeirError::new(crate::error::ErrorKind::NoActiveTransaction(
@@ -639,7 +694,7 @@ impl Database {
                     )));
                 }
                 let cursor = match query {
-                    parser::CursorQuery::Subscribe(sub) => Cursor::Subscription(Box::new(self.subscribe(&sub).await?)),
+                    parser::CursorQuery::Subscribe(sub) => Cursor::Subscription(Box::new(self.subscribe(session, &sub).await?)),
                     parser::CursorQuery::Select(query) => {
                         let text = query.to_string();
                         match Box::pin(self.execute_sql(session, Statement::Query(query), &text)).await? {
@@ -700,7 +755,7 @@ impl Database {
     }
 
     async fn execute_sql(&self, session: &mut Session, stmt: Statement, sql: &str) -> Result<StatementResult> {
-        let (settings, pid) = (&session.settings.clone(), session.pid);
+        let (settings, pid, user) = (&session.settings.clone(), session.pid, session.user.clone());
         match &stmt {
             Statement::Query(_) => {
                 // The last committed epoch, read without the engine's lock: a job or a write
@@ -712,7 +767,7 @@ impl Database {
                 let mut stmt = stmt;
                 // Named as written (`pg_backend_pid`, `regclass`), before the rewrite.
                 let names = crate::sql::pg_compat::output_names(&stmt);
-                crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, pid)?;
+                crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, pid, &user)?;
                 let ctx = session_context(snapshot);
                 let state = ctx.state();
                 // Analyzed and optimized here, so a plan DataFusion cannot run fails now; the
@@ -933,11 +988,30 @@ impl Database {
     /// half applied while its feed gets the reader (a change computed before would miss it),
     /// the snapshot is the relation at exactly that epoch, and the reader gets every later one.
     ///
+    /// A query (`SUBSCRIBE (SELECT ...)`) first becomes a temporary materialized view named
+    /// `weir_subscribe_...`, created as `CREATE MATERIALIZED VIEW` would (its snapshot is the
+    /// query's result once its job has read what is there) and dropped when the subscription
+    /// ends; one left by a server that stopped meanwhile is dropped when the database opens.
+    ///
     /// # Errors
     /// `UnknownTable`; `Unsupported` for a view (computed when read) or a connector table (no
-    /// stored rows); the commit's.
-    async fn subscribe(&self, sub: &crate::sql::parser::Subscribe) -> Result<Subscription> {
+    /// stored rows); a query's CREATE MATERIALIZED VIEW's; the commit's.
+    async fn subscribe(&self, session: &Session, sub: &crate::sql::parser::Subscribe) -> Result<Subscription> {
         use weir_catalog::RelationKind;
+        let mut temporary = None;
+        let mut sub = sub.clone();
+        if let Some(query) = sub.query.take() {
+            static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let name = format!("{TEMPORARY_VIEW_PREFIX}{}_{n}", crate::observe::now_ms());
+            // Outside the caller's transaction block (DDL is refused in one) and role (a
+            // read-only user may SUBSCRIBE): the view is the server's, not the user's.
+            let mut own = Session { settings: session.settings.clone(), user: session.user.clone(), ..Session::default() };
+            let create = format!("CREATE MATERIALIZED VIEW {name} AS {query}");
+            Box::pin(self.execute(&mut own, &create)).await?;
+            temporary = Some(TemporaryView { engine: Arc::clone(&self.engine), name: name.clone() });
+            sub.relation = name;
+        }
         let mut engine = self.write_engine().await?;
         let rel = engine.catalog.get(&sub.relation).filter(|r| r.kind != RelationKind::SinkJob).cloned();
         let rel = rel.ok_or_else(|| WeirError::unknown_table(&sub.relation))?;
@@ -967,7 +1041,11 @@ impl Database {
             }
             _ => Vec::new(),
         };
-        Subscription::new(name, reader, epoch, rows, sub.progress)
+        let subscription = Subscription::new(name, reader, epoch, rows, sub.progress)?;
+        Ok(match temporary {
+            Some(view) => subscription.owning(Box::new(view)),
+            None => subscription,
+        })
     }
 
     /// COMMIT of `txn`: every step of the block applied again over the latest commit, as one

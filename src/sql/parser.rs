@@ -69,12 +69,16 @@ pub enum JobRef {
     Id(String),
 }
 
-/// `SUBSCRIBE [TO] relation [WITH (SNAPSHOT = bool, PROGRESS [= bool])]` (Materialize's
-/// syntax): the relation's committed changes as they happen ([`crate::sql::subscribe`]).
+/// `SUBSCRIBE [TO] relation | (query) [WITH (SNAPSHOT = bool, PROGRESS [= bool])]`
+/// (Materialize's syntax): the relation's committed changes as they happen
+/// ([`crate::sql::subscribe`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Subscribe {
-    /// The table or materialized view followed.
+    /// The table or materialized view followed; empty for a query.
     pub relation: String,
+    /// The query followed (`SUBSCRIBE (SELECT ...)`): it runs as a temporary materialized
+    /// view for as long as the subscription lasts.
+    pub query: Option<Box<Query>>,
     /// First the relation's rows at the current epoch (default true).
     pub snapshot: bool,
     /// Also a progress row after each epoch (default false).
@@ -608,17 +612,18 @@ fn parse_not_enforced(p: &mut Parser<'_>, sql: &str) -> Result<()> {
 }
 
 /// A setting name: `'table.exec.state.ttl'`, `table.exec.state.ttl`, or `search_path`.
-/// `[TO] relation [WITH (SNAPSHOT [=] bool, PROGRESS [[=] bool])]`, after SUBSCRIBE.
+/// `[TO] relation | (query) [WITH (SNAPSHOT [=] bool, PROGRESS [[=] bool])]`, after SUBSCRIBE.
 fn parse_subscribe(p: &mut Parser<'_>, sql: &str) -> Result<Subscribe> {
     let err = |e| syntax_error(sql, e);
     let _ = p.parse_keyword(Keyword::TO);
-    if p.peek_token().token == Token::LParen {
-        return Err(WeirError::unsupported(
-            "SUBSCRIBE to a query: create a materialized view of the query and SUBSCRIBE to it",
-        ));
-    }
-    let relation = object_name(&p.parse_object_name(false).map_err(err)?);
-    let mut subscribe = Subscribe { relation, snapshot: true, progress: false };
+    let (relation, query) = if p.consume_token(&Token::LParen) {
+        let query = p.parse_query().map_err(err)?;
+        p.expect_token(&Token::RParen).map_err(err)?;
+        (String::new(), Some(query))
+    } else {
+        (object_name(&p.parse_object_name(false).map_err(err)?), None)
+    };
+    let mut subscribe = Subscribe { relation, query, snapshot: true, progress: false };
     if p.parse_keyword(Keyword::WITH) {
         p.expect_token(&Token::LParen).map_err(err)?;
         loop {

@@ -122,6 +122,21 @@ fn text(value: Option<&'static str>) -> Body {
     Arc::new(move |_, rows| Ok(Arc::new(StringArray::from(vec![value; rows])) as ArrayRef))
 }
 
+/// `current_user([name])`: no argument, or the name the rewrite passes.
+fn user_signature() -> Signature {
+    use datafusion::logical_expr::TypeSignature;
+    Signature::one_of(vec![TypeSignature::Nullary, TypeSignature::Any(1)], Volatility::Stable)
+}
+
+/// The user named by the one argument, else `weir`.
+fn user() -> Body {
+    let fallback = text(Some("weir"));
+    Arc::new(move |args, rows| match args.first() {
+        Some(name) => Ok(arrow::compute::cast(name, &DataType::Utf8)?),
+        None => fallback(args, rows),
+    })
+}
+
 /// A boolean constant for every row.
 fn truth(value: bool) -> Body {
     Arc::new(move |_, rows| Ok(Arc::new(BooleanArray::from(vec![value; rows])) as ArrayRef))
@@ -230,8 +245,9 @@ pub fn register(ctx: &SessionContext, catalog: &Arc<Catalog>) {
         ("version", none(), DataType::Utf8, text(Some(VERSION))),
         ("current_schema", none(), DataType::Utf8, text(Some("public"))),
         ("current_database", none(), DataType::Utf8, text(Some("weir"))),
-        ("current_user", none(), DataType::Utf8, text(Some("weir"))),
-        ("session_user", none(), DataType::Utf8, text(Some("weir"))),
+        // The rewrite passes the connection's user ([`rewrite`]).
+        ("current_user", user_signature(), DataType::Utf8, user()),
+        ("session_user", user_signature(), DataType::Utf8, user()),
         ("pg_get_userbyid", any(1), DataType::Utf8, text(Some("weir"))),
         ("obj_description", any(1), DataType::Utf8, text(None)),
         ("col_description", any(1), DataType::Utf8, text(None)),
@@ -320,15 +336,17 @@ pub fn register(ctx: &SessionContext, catalog: &Arc<Catalog>) {
 }
 
 /// Rewrites `stmt` (see the module docs) so DataFusion can plan it; `pg_backend_pid()` is
-/// `pid`, the connection's process id.
+/// `pid`, the connection's process id, and `current_user` / `session_user` is `user`, the
+/// name the connection authenticated as (`weir` when empty).
 ///
 /// # Errors
 /// `UnknownTable` for `'name'::regclass` naming no relation.
-pub fn rewrite(stmt: &mut Statement, catalog: &Catalog, pid: i32) -> Result<()> {
+pub fn rewrite(stmt: &mut Statement, catalog: &Catalog, pid: i32, user: &str) -> Result<()> {
     if stmt.to_string().contains("_pg_expandarray") {
         let _ = stmt.visit(&mut ExpandArray);
     }
-    let mut rewriter = Rewriter { catalog, pid, error: None };
+    let user = if user.is_empty() { "weir" } else { user };
+    let mut rewriter = Rewriter { catalog, pid, user, error: None };
     let _ = stmt.visit(&mut rewriter);
     match rewriter.error {
         Some(e) => Err(e),
@@ -340,6 +358,8 @@ struct Rewriter<'a> {
     catalog: &'a Catalog,
     /// The connection's process id, for `pg_backend_pid()`.
     pid: i32,
+    /// The connection's user, for `current_user` and `session_user`.
+    user: &'a str,
     error: Option<WeirError>,
 }
 
@@ -365,6 +385,22 @@ fn plain_function(name: &str) -> Expr {
         over: None,
         within_group: vec![],
     })
+}
+
+impl Rewriter<'_> {
+    /// What special value `call` ([`special_value`]) is: the connection's user for the user
+    /// functions, else a call of the function.
+    fn special(&self, call: &str) -> Expr {
+        let mut f = plain_function(call);
+        if matches!(call, "current_user" | "session_user") {
+            // A call, not a literal, so `current_user, session_user` keep distinct names.
+            if let Expr::Function(Function { args: FunctionArguments::List(list), .. }) = &mut f {
+                let name = Expr::value(Value::SingleQuotedString(self.user.to_string()));
+                list.args.push(sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Expr(name)));
+            }
+        }
+        f
+    }
 }
 
 impl VisitorMut for Rewriter<'_> {
@@ -399,12 +435,12 @@ impl VisitorMut for Rewriter<'_> {
                 // `current_user`, `session_user`, `current_schema` without parentheses.
                 let name = f.name.to_string().to_lowercase();
                 if let Some(call) = special_value(&name) {
-                    *expr = plain_function(call);
+                    *expr = self.special(call);
                 }
             }
             Expr::Identifier(ident) if ident.quote_style.is_none() => {
                 if let Some(call) = special_value(&ident.value.to_lowercase()) {
-                    *expr = plain_function(call);
+                    *expr = self.special(call);
                 }
             }
             Expr::Cast { data_type, expr: inner, .. } => {

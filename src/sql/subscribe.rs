@@ -2,7 +2,9 @@
 //! over subscriptions and queries.
 //!
 //! `SUBSCRIBE [TO] name [WITH (SNAPSHOT = bool, PROGRESS [= bool])]` follows a materialized
-//! view or a plain table, as Materialize's `SUBSCRIBE` does. Its rows are
+//! view or a plain table, as Materialize's `SUBSCRIBE` does; `SUBSCRIBE [TO] (query) ...`
+//! follows a query, run as a temporary materialized view (`weir_subscribe_...`, listed by
+//! `SHOW JOBS` meanwhile) that is dropped when the subscription ends. Its rows are
 //!
 //! | column | type | |
 //! |---|---|---|
@@ -54,6 +56,8 @@ pub struct Subscription {
     /// Epochs up to this one are in the snapshot.
     after: u64,
     progress: bool,
+    /// What lives as long as the subscription: a `SUBSCRIBE (query)`'s temporary view.
+    owned: Option<Box<dyn Send + Sync>>,
 }
 
 impl std::fmt::Debug for Subscription {
@@ -68,7 +72,7 @@ impl Subscription {
     pub fn new(relation: &str, reader: FeedReader, epoch: u64, snapshot: Vec<RecordBatch>, progress: bool) -> Result<Self> {
         let schema = output_schema(reader.schema(), progress);
         let mut subscription =
-            Self { relation: relation.to_string(), schema, ready: VecDeque::new(), reader, after: epoch, progress };
+            Self { relation: relation.to_string(), schema, ready: VecDeque::new(), reader, after: epoch, progress, owned: None };
         let types: Vec<DataType> = subscription.reader.schema().fields().iter().skip(1).map(|f| f.data_type().clone()).collect();
         for batch in snapshot {
             let diffs = Int64Array::from(vec![1; batch.num_rows()]);
@@ -81,6 +85,12 @@ impl Subscription {
         }
         subscription.push_progress(epoch)?;
         Ok(subscription)
+    }
+
+    /// This subscription, keeping `owned` until it is dropped (a temporary view, dropped then).
+    pub fn owning(mut self, owned: Box<dyn Send + Sync>) -> Self {
+        self.owned = Some(owned);
+        self
     }
 
     /// The rows' schema.

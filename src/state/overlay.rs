@@ -61,6 +61,21 @@ impl TableWrites {
         self.tables.values().all(BTreeMap::is_empty)
     }
 
+    /// Room for `n` more writes (a log's; an index grows as it goes).
+    pub fn reserve(&mut self, n: usize) {
+        if let Some(log) = &mut self.log {
+            log.reserve(n);
+        }
+    }
+
+    /// The bytes of keys and values in the log (0 for an index), with room for the store's
+    /// framing of each: what [`EpochWrites::with_capacity`] wants for them.
+    pub fn log_bytes(&self) -> usize {
+        self.log.as_ref().map_or(0, |log| {
+            log.iter().map(|(_, k, v)| k.len() + v.as_ref().map_or(0, Vec::len) + 16).sum()
+        })
+    }
+
     /// Adds every write to an epoch's writes.
     pub fn write_into(&self, writes: &mut EpochWrites) {
         if let Some(log) = &self.log {

@@ -111,6 +111,8 @@ impl CacheBudget {
 #[derive(Default)]
 pub struct EpochWrites {
     batch: WriteBatch,
+    /// The last key written, reused for the next (RocksDB copies it into the batch).
+    key: Vec<u8>,
 }
 
 fn data_prefix(table: u32) -> [u8; 5] {
@@ -134,9 +136,18 @@ fn meta_key(name: &str) -> Vec<u8> {
 }
 
 impl EpochWrites {
+    /// Writes with room for about `bytes` of keys and values, so that a bulk write does not
+    /// grow (and copy) the batch as it goes.
+    pub fn with_capacity(bytes: usize) -> Self {
+        Self { batch: WriteBatch::with_capacity_bytes(bytes), key: Vec::new() }
+    }
+
     /// Puts `key` = `value` in state table `table`.
     pub fn put(&mut self, table: u32, key: &[u8], value: &[u8]) {
-        self.batch.put(data_key(table, key), value);
+        self.key.clear();
+        self.key.extend_from_slice(&data_prefix(table));
+        self.key.extend_from_slice(key);
+        self.batch.put(&self.key, value);
     }
 
     /// Deletes `key` from state table `table`.
