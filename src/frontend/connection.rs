@@ -974,7 +974,7 @@ fn subscription_rows(
 async fn stream_rows<C>(
     client: &mut C,
     peer: &PeerSocket,
-    mut subscription: Subscription,
+    subscription: Subscription,
     formats: &Format,
     describe: bool,
 ) -> PgWireResult<Result<()>>
@@ -992,17 +992,35 @@ where
         let description = pgwire::messages::data::RowDescription::new(fields.iter().map(Into::into).collect());
         client.send(PgWireBackendMessage::RowDescription(description)).await?;
     }
+    send_batches(client, peer, subscription, &fields, PgWireBackendMessage::DataRow).await
+}
+
+/// Sends each of `subscription`'s batches as rows encoded by `fields`, each row one message
+/// made by `message`, flushed per batch, until the subscription ends (its error returned) or
+/// the client leaves (a write error, or `peer` hung up).
+async fn send_batches<C>(
+    client: &mut C,
+    peer: &PeerSocket,
+    mut subscription: Subscription,
+    fields: &[FieldInfo],
+    message: impl Fn(DataRow) -> PgWireBackendMessage,
+) -> PgWireResult<Result<()>>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
     loop {
         let batch = match peer.next_batch(&mut subscription).await? {
             Ok(batch) => batch,
             Err(e) => return Ok(Err(e.into())),
         };
-        let rows = match encode::encode_batch(&batch, &fields) {
+        let rows = match encode::encode_batch(&batch, fields) {
             Ok(rows) => rows,
             Err(e) => return Ok(Err(e)),
         };
         for row in rows {
-            client.feed(PgWireBackendMessage::DataRow(row)).await?;
+            client.feed(message(row)).await?;
         }
         client.flush().await?;
     }
@@ -1010,7 +1028,7 @@ where
 
 /// Streams a subscription's rows as `COPY ... TO STDOUT` text, each batch flushed; as
 /// [`stream_rows`].
-async fn stream_copy<C>(client: &mut C, peer: &PeerSocket, mut subscription: Subscription) -> PgWireResult<Result<()>>
+async fn stream_copy<C>(client: &mut C, peer: &PeerSocket, subscription: Subscription) -> PgWireResult<Result<()>>
 where
     C: Sink<PgWireBackendMessage> + Unpin + Send,
     C::Error: Debug,
@@ -1024,20 +1042,7 @@ where
     let format = crate::sql::copy::CopyFormat::text();
     let header = pgwire::messages::copy::CopyOutResponse::new(0, n as i16, vec![0; n]);
     client.send(PgWireBackendMessage::CopyOutResponse(header)).await?;
-    loop {
-        let batch = match peer.next_batch(&mut subscription).await? {
-            Ok(batch) => batch,
-            Err(e) => return Ok(Err(e.into())),
-        };
-        let rows = match encode::encode_batch(&batch, &fields) {
-            Ok(rows) => rows,
-            Err(e) => return Ok(Err(e)),
-        };
-        for row in rows {
-            client.feed(PgWireBackendMessage::CopyData(copy_line(&row, &format))).await?;
-        }
-        client.flush().await?;
-    }
+    send_batches(client, peer, subscription, &fields, |row| PgWireBackendMessage::CopyData(copy_line(&row, &format))).await
 }
 
 /// Sends one statement's response as pgwire's simple-query loop does.
