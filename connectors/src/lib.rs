@@ -42,6 +42,10 @@ pub enum ConnectorError {
     /// operation, the brokers and the topic.
     #[error("kafka: {operation} (brokers {brokers}, topic '{topic}'): {message}")]
     Kafka { operation: String, brokers: String, topic: String, message: String },
+    /// A source's next offset is no longer in its partition (retention deleted unread records,
+    /// or the topic was recreated) and `'scan.out-of-range'` is `fail`: the job fails alone.
+    #[error("kafka topic '{topic}': {message}")]
+    OutOfRange { topic: String, message: String },
     /// The schema registry could not be reached or refused a call (the environment's fault, or
     /// an incompatible schema): names the registry.
     #[error("schema registry {url}: {message}")]
@@ -64,6 +68,7 @@ impl ConnectorError {
             ConnectorError::Unsupported { .. } => "0A000",
             ConnectorError::Encode { .. } => "22000",
             ConnectorError::Kafka { .. } | ConnectorError::Registry { .. } => "08000",
+            ConnectorError::OutOfRange { .. } => "55000",
             ConnectorError::Internal { .. } => "XX000",
         }
     }

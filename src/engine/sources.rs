@@ -265,6 +265,7 @@ pub fn source_rows_of(job: &str, table: &str, task: &SourceTask) -> Vec<SourceRo
                 finished: part.finished,
                 rows_read: task.progress.rows,
                 dead_letters: task.progress.dead_letters,
+                skipped: task.progress.skipped,
             }
         })
         .collect()
@@ -291,6 +292,9 @@ pub struct SourceRow {
     pub rows_read: u64,
     /// Records of the task that did not decode.
     pub dead_letters: u64,
+    /// Records skipped because they were no longer in Kafka when the task came to them
+    /// (`'scan.out-of-range'` = `earliest` / `latest`).
+    pub skipped: u64,
 }
 
 /// How long the source loop reads before it gives other statements the lock.

@@ -58,6 +58,14 @@ mod tests {
             DataType::Date32,
             DataType::Interval(IntervalUnit::MonthDayNano),
             DataType::List(std::sync::Arc::new(arrow::datatypes::Field::new("item", DataType::Int32, true))),
+            DataType::Struct(
+                vec![
+                    arrow::datatypes::Field::new("a", DataType::Int32, true),
+                    arrow::datatypes::Field::new("B c", DataType::Utf8, true),
+                ]
+                .into(),
+            ),
+            crate::sql::types::map_type(DataType::Utf8, DataType::Int64),
         ] {
             assert_eq!(DataType::from_str(&t.to_string()).expect("parses"), t, "{t}");
         }

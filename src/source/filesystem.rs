@@ -170,10 +170,25 @@ impl FileReader {
 }
 
 /// Decodes complete lines of `format` into one batch of `schema`.
+///
+/// # Errors
+/// `Execution` naming the format and, for a nested value, the field's path (`json: field
+/// buyer.zip: failed to parse ...`, as the Kafka formats say it).
 fn decode_lines(format: FileFormat, schema: &SchemaRef, lines: &[u8]) -> Result<RecordBatch> {
+    let what = match format {
+        FileFormat::Csv { .. } => "csv",
+        _ => "json",
+    };
+    decode_lines_arrow(format, schema, lines)
+        .map_err(|e| WeirError::execution(format!("{what}: {}", weir_connectors::format::message_of(&e))))
+}
+
+fn decode_lines_arrow(format: FileFormat, schema: &SchemaRef, lines: &[u8]) -> std::result::Result<RecordBatch, arrow::error::ArrowError> {
     let mut batches = Vec::new();
     match format {
-        FileFormat::Changelog => return Err(WeirError::internal("a changelog format is decoded by its decoder")),
+        FileFormat::Changelog => {
+            return Err(arrow::error::ArrowError::InvalidArgumentError("a changelog format is decoded by its decoder".into()))
+        }
         FileFormat::Json => {
             let reader = arrow::json::ReaderBuilder::new(Arc::clone(schema))
                 .with_batch_size(usize::MAX.min(1 << 20))
@@ -192,7 +207,7 @@ fn decode_lines(format: FileFormat, schema: &SchemaRef, lines: &[u8]) -> Result<
             }
         }
     }
-    Ok(arrow::compute::concat_batches(schema, &batches)?)
+    arrow::compute::concat_batches(schema, &batches)
 }
 
 impl SourceReader for FileReader {

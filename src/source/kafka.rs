@@ -60,6 +60,8 @@ pub struct KafkaSource {
     /// Per partition index, the last high watermark fetched, and when.
     high_watermarks: Vec<Option<i64>>,
     lag_fetched: Option<Instant>,
+    /// Records skipped by `'scan.out-of-range'` since the last `take_skipped`.
+    skipped: u64,
 }
 
 /// How a record becomes a row: its value alone (`kafka`), or its key and value (`upsert-kafka`).
@@ -139,6 +141,7 @@ impl KafkaSource {
             queued_dead_letters: Vec::new(),
             high_watermarks: vec![None; n],
             lag_fetched: None,
+            skipped: 0,
         })
     }
 
@@ -304,7 +307,22 @@ impl SourceReader for KafkaSource {
             }
         }
         if self.ready.is_empty() {
-            let records = self.reader.poll(max_rows, POLL_WAIT).map_err(kafka_error)?;
+            let records = match self.reader.poll(max_rows, POLL_WAIT) {
+                // The job fails alone; its committed position stays where it was.
+                Err(e @ weir_connectors::ConnectorError::OutOfRange { .. }) => return Ok(SourcePoll::Failed(e.to_string())),
+                polled => polled.map_err(kafka_error)?,
+            };
+            // Nothing is queued (`ready` is empty): a moved position holds from here.
+            for reset in self.reader.take_resets() {
+                if let Some(index) = self.index_of(reset.partition) {
+                    tracing::warn!(
+                        topic = %self.config.topic, partition = reset.partition, from = reset.from, to = reset.to,
+                        "the next offset is no longer in the partition; skipping {} records ('scan.out-of-range')", reset.skipped
+                    );
+                    self.positions[index] = reset.to;
+                    self.skipped += reset.skipped;
+                }
+            }
             let mut by_partition: BTreeMap<i32, Vec<KafkaRecord>> = BTreeMap::new();
             for r in records {
                 by_partition.entry(r.partition).or_default().push(r);
@@ -344,6 +362,10 @@ impl SourceReader for KafkaSource {
 
     fn take_dead_letters(&mut self) -> Vec<DeadLetter> {
         std::mem::take(&mut self.dead_letters)
+    }
+
+    fn take_skipped(&mut self) -> u64 {
+        std::mem::take(&mut self.skipped)
     }
 
     fn on_committed(&mut self, positions: &[u64]) {

@@ -90,6 +90,11 @@ pub trait SourceReader: Send + Sync {
     fn take_dead_letters(&mut self) -> Vec<DeadLetter> {
         Vec::new()
     }
+    /// Records skipped since the last call because they were gone when the reader came to
+    /// them (Kafka retention, `'scan.out-of-range'`); the positions already moved past them.
+    fn take_skipped(&mut self) -> u64 {
+        0
+    }
     /// Called after an epoch with `positions` committed (Kafka: commit them to the consumer
     /// group too, so standard lag tools see them).
     fn on_committed(&mut self, _positions: &[u64]) {}
@@ -193,6 +198,9 @@ pub struct SourceProgress {
     /// Records that did not decode (dead letters) since the job was created.
     #[serde(default)]
     pub dead_letters: u64,
+    /// Records skipped as gone (Kafka retention) since the job was created.
+    #[serde(default)]
+    pub skipped: u64,
 }
 
 /// The reading of one connector table for one job.
@@ -336,6 +344,15 @@ impl SourceTask {
             return Ok(None);
         }
         let polled = self.reader.poll(max_rows)?;
+        let skipped = self.reader.take_skipped();
+        if skipped > 0 {
+            tracing::warn!(job = %self.job, table = %self.table, skipped, "records were deleted before they were read; skipped per 'scan.out-of-range'");
+            self.progress.skipped += skipped;
+            let positions = self.reader.positions();
+            for (p, progress) in self.progress.partitions.iter_mut().enumerate() {
+                progress.position = positions[p];
+            }
+        }
         let dead = self.reader.take_dead_letters();
         if let (true, Some(d)) = (self.fail_on_decode_error, dead.first()) {
             // The batch is not pushed and the position stays before it.

@@ -67,7 +67,7 @@ pub async fn create_table(engine: &mut Engine, t: &CreateTable, definition: &str
             columns.push(Column {
                 name: c.name.clone(),
                 arrow_type: arrow_type.to_string(),
-                sql_type: sql_type.to_string(),
+                sql_type: declared_type_name(sql_type, &arrow_type),
                 nullable,
                 computed: c.metadata.as_ref().map(|key| crate::source::metadata_marker(key)),
             });
@@ -368,6 +368,18 @@ async fn expr_type(name: &str, schema: &Arc<Schema>, expr: &str) -> Result<DataT
     ctx.register_table(name, Arc::new(MemTable::try_new(Arc::clone(schema), vec![vec![]])?))?;
     let plan = ctx.state().create_logical_plan(&format!("SELECT {expr} FROM {name}")).await?;
     Ok(plan.schema().field(0).data_type().clone())
+}
+
+/// A declared type as DESCRIBE shows it: as written, but nested types in Flink's spelling
+/// (`ROW<\`a\` INT>`, `MAP<K, V>`), which [`crate::sql::types::rewrite_nested_types`] rewrote.
+fn declared_type_name(sql_type: &sqlparser::ast::DataType, arrow_type: &arrow::datatypes::DataType) -> String {
+    let text = sql_type.to_string();
+    let upper = text.to_uppercase();
+    if upper.contains("STRUCT<") || upper.contains("MAP(") {
+        crate::sql::show::sql_type_name(arrow_type)
+    } else {
+        text
+    }
 }
 
 fn sql_type_of(columns: &[Column], name: &str) -> String {

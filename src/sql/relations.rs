@@ -93,12 +93,13 @@ impl SystemTables {
 /// - `weir_operator_watermarks (view, job_id, operator_index, operator, watermark)`: the
 ///   current watermark of each event-time operator of each running job (NULL before the first).
 /// - `weir_sources (job, relation, partition, position, high_watermark, lag, watermark,
-///   finished, rows_read, dead_letters)`: each partition of each connector source task: the
+///   finished, rows_read, dead_letters, skipped)`: each partition of each connector source task: the
 ///   position after the last record read (a row offset for `nexmark`, a byte offset for
 ///   `filesystem`, the next offset for `kafka`), Kafka's high watermark (a bounded `nexmark`
 ///   table's rows of the partition in all) and the lag behind it,
 ///   the partition's watermark (the largest WATERMARK expression value of its rows), whether it
-///   has ended, and the rows and undecodable records the task has read in all.
+///   has ended, and the rows and undecodable records the task has read in all, and the Kafka
+///   records it skipped because retention had deleted them (`'scan.out-of-range'`).
 /// - `weir_state_tables (job, operator_index, operator, state_table, table_id, entries,
 ///   disk_bytes, cache_entries, cache_bytes, cache_hit_rate, ttl_ms)`: each state table of each
 ///   running job's operators: its entries (keys) as of the last committed epoch (counted when
@@ -186,6 +187,7 @@ fn system_table(name: &str, state: &SystemState, reader: &dyn ScanState) -> Resu
                     Field::new("finished", DataType::Boolean, false),
                     Field::new("rows_read", DataType::UInt64, false),
                     Field::new("dead_letters", DataType::UInt64, false),
+                    Field::new("skipped", DataType::UInt64, false),
                 ])),
                 vec![
                     Arc::new(StringArray::from_iter_values(rows.iter().map(|s| s.job.as_str()))),
@@ -198,6 +200,7 @@ fn system_table(name: &str, state: &SystemState, reader: &dyn ScanState) -> Resu
                     Arc::new(arrow::array::BooleanArray::from(rows.iter().map(|s| s.finished).collect::<Vec<_>>())),
                     Arc::new(UInt64Array::from_iter_values(rows.iter().map(|s| s.rows_read))),
                     Arc::new(UInt64Array::from_iter_values(rows.iter().map(|s| s.dead_letters))),
+                    Arc::new(UInt64Array::from_iter_values(rows.iter().map(|s| s.skipped))),
                 ],
             )
         }
@@ -335,7 +338,9 @@ impl datafusion::logical_expr::planner::TypePlanner for FlinkTypes {
         sql_type: &sqlparser::ast::DataType,
     ) -> datafusion::common::Result<Option<arrow::datatypes::FieldRef>> {
         Ok(match sql_type {
-            sqlparser::ast::DataType::Custom(..) => crate::sql::types::arrow_type(sql_type)
+            sqlparser::ast::DataType::Custom(..)
+            | sqlparser::ast::DataType::Struct(..)
+            | sqlparser::ast::DataType::Map(..) => crate::sql::types::arrow_type(sql_type)
                 .ok()
                 .map(|t| Arc::new(arrow::datatypes::Field::new("", t, true))),
             _ => None,

@@ -242,6 +242,16 @@ pub fn sql_type_name(t: &DataType) -> String {
         DataType::Timestamp(u, Some(_)) => format!("TIMESTAMP_LTZ({})", precision(u)),
         DataType::Interval(_) => "INTERVAL".into(),
         DataType::List(f) | DataType::LargeList(f) => format!("ARRAY<{}>", sql_type_name(f.data_type())),
+        DataType::Struct(fields) => {
+            let fields: Vec<String> = fields.iter().map(|f| format!("`{}` {}", f.name(), sql_type_name(f.data_type()))).collect();
+            format!("ROW<{}>", fields.join(", "))
+        }
+        DataType::Map(entries, _) => match entries.data_type() {
+            DataType::Struct(kv) if kv.len() == 2 => {
+                format!("MAP<{}, {}>", sql_type_name(kv[0].data_type()), sql_type_name(kv[1].data_type()))
+            }
+            other => other.to_string(),
+        },
         other => other.to_string(),
     }
 }

@@ -13,7 +13,14 @@
 //! | `DATE` / `TIME(p)` | Date32 / Time64(µs) |
 //! | `BYTES`, `BYTEA`, `BINARY`, `VARBINARY` | Binary |
 //! | `ARRAY<T>`, `T ARRAY`, `T[]` | List(T) |
+//! | `ROW<a T, b U>`, `ROW(a T, b U)` (Flink), `STRUCT<a T, b U>` | Struct(a: T, b: U), fields nullable |
+//! | `MAP<K, V>` (Flink), `MAP(K, V)` | Map(entries: Struct(key: K not null, value: V)) |
 //! | `INTERVAL` | Interval(MonthDayNano) |
+//!
+//! Field names of a `ROW` follow the rule for column names: unquoted ones are lower-cased,
+//! quoted ones kept as written; a field is read as `r.a` (or `r['a']`), a map's value as
+//! `m['key']`. sqlparser has no grammar for Flink's `ROW<...>`, `ROW(...)` and `MAP<...>` types,
+//! so [`rewrite_nested_types`] turns them into the `STRUCT<...>` and `MAP(...)` it parses first.
 
 use std::sync::Arc;
 
@@ -26,9 +33,178 @@ use crate::error::{Result, WeirError};
 /// The Arrow type of a declared SQL type.
 ///
 /// # Errors
-/// `Unsupported` naming the type, for `ROW<...>`, `MAP<...>` and unknown names.
+/// `Unsupported` naming the type, for unknown names; `Plan` for a `ROW` field without a name
+/// or named twice, and a DECIMAL out of range.
 pub fn arrow_type(t: &SqlType) -> Result<DataType> {
-    arrow_type_of_text(&t.to_string())
+    use sqlparser::ast::ArrayElemTypeDef;
+    Ok(match t {
+        SqlType::Array(ArrayElemTypeDef::AngleBracket(item) | ArrayElemTypeDef::SquareBracket(item, _) | ArrayElemTypeDef::Parenthesis(item)) => {
+            DataType::List(Arc::new(Field::new("item", arrow_type(item)?, true)))
+        }
+        SqlType::Struct(fields, _) => {
+            let mut out: Vec<Field> = Vec::with_capacity(fields.len());
+            for (i, f) in fields.iter().enumerate() {
+                let name = match &f.field_name {
+                    Some(ident) if ident.quote_style.is_some() => ident.value.clone(),
+                    Some(ident) => ident.value.to_lowercase(),
+                    None => return Err(WeirError::plan(format!("field {} of {t} has no name: ROW<name TYPE, ...>", i + 1))),
+                };
+                if out.iter().any(|o| o.name() == &name) {
+                    return Err(WeirError::plan(format!("field \"{name}\" is declared twice in {t}")));
+                }
+                out.push(Field::new(name, arrow_type(&f.field_type)?, true));
+            }
+            DataType::Struct(out.into())
+        }
+        SqlType::Map(key, value) => map_type(arrow_type(key)?, arrow_type(value)?),
+        _ => arrow_type_of_text(&t.to_string())?,
+    })
+}
+
+/// The Arrow type of `MAP<key, value>`: entries of a non-null key and a nullable value, as
+/// DataFusion's `map` functions make them.
+pub fn map_type(key: DataType, value: DataType) -> DataType {
+    let entries = DataType::Struct(vec![Field::new("key", key, false), Field::new("value", value, true)].into());
+    DataType::Map(Arc::new(Field::new("entries", entries, false)), false)
+}
+
+/// Type names that may follow a field name in Flink's `ROW(name TYPE, ...)`.
+const TYPE_WORDS: &[&str] = &[
+    "TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "FLOAT", "REAL", "DOUBLE", "DECIMAL", "DEC", "NUMERIC",
+    "STRING", "TEXT", "VARCHAR", "CHAR", "BOOLEAN", "BOOL", "TIMESTAMP", "TIMESTAMP_LTZ", "DATE", "TIME",
+    "BYTES", "BYTEA", "BINARY", "VARBINARY", "INTERVAL", "ARRAY", "ROW", "MAP", "STRUCT",
+];
+
+/// Rewrites Flink's nested type syntax into what sqlparser parses: `ROW<...>` into
+/// `STRUCT<...>`, `ROW(a INT, ...)` into `STRUCT<a INT, ...>`, `MAP<K, V>` into `MAP(K, V)`,
+/// and the map constructor `MAP[k1, v1, k2, v2]` into `MAP {k1: v1, k2: v2}`.
+/// `ROW(...)` is taken for a type only when a type name follows its first word (`ROW(a INT`),
+/// so a row constructor `ROW(1, 'x')` is left alone. Text without them comes back unchanged.
+///
+/// # Errors
+/// `Syntax` when the text cannot be tokenized.
+pub fn rewrite_nested_types(sql: &str) -> Result<String> {
+    use sqlparser::dialect::GenericDialect;
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let upper = sql.to_ascii_uppercase();
+    if !upper.contains("ROW") && !upper.contains("MAP") {
+        return Ok(sql.to_string());
+    }
+    let tokens =
+        Tokenizer::new(&GenericDialect {}, sql).tokenize().map_err(|e| WeirError::syntax(e.message.clone(), None))?;
+    let sig: Vec<usize> = (0..tokens.len()).filter(|i| !matches!(tokens[*i], Token::Whitespace(_))).collect();
+    let word_at = |k: usize| match sig.get(k).map(|i| &tokens[*i]) {
+        Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+        _ => None,
+    };
+    // What each open bracket closes with, for brackets opened since the start: a rewritten
+    // `ROW(` closes with `>`, a rewritten `MAP<` with `)`, any other with itself.
+    #[derive(PartialEq)]
+    enum Open {
+        Paren,
+        RowParen,
+        Angle,
+        MapAngle,
+        Bracket,
+        Brace,
+        /// `MAP[`: its commas so far at its own level.
+        MapBracket(usize),
+    }
+    let mut stack: Vec<Open> = Vec::new();
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut rewritten = std::collections::HashMap::new();
+    for (k, &i) in sig.iter().enumerate() {
+        let next = sig.get(k + 1).map(|j| &tokens[*j]);
+        match (&tokens[i], word_at(k).as_deref()) {
+            (Token::Word(_), Some("ROW")) if next == Some(&Token::Lt) => {
+                rewritten.insert(i, "STRUCT".to_string());
+            }
+            (Token::Word(_), Some("ROW"))
+                if next == Some(&Token::LParen)
+                    && matches!(sig.get(k + 2).map(|j| &tokens[*j]), Some(Token::Word(_)))
+                    && word_at(k + 3).is_some_and(|w| TYPE_WORDS.contains(&w.as_str())) =>
+            {
+                rewritten.insert(i, "STRUCT".to_string());
+                rewritten.insert(sig[k + 1], "<".to_string());
+                stack.push(Open::RowParen);
+                continue;
+            }
+            (Token::Word(_), Some("MAP")) if next == Some(&Token::Lt) => {
+                rewritten.insert(sig[k + 1], "(".to_string());
+                stack.push(Open::MapAngle);
+                continue;
+            }
+            (Token::Word(_), Some("MAP")) if next == Some(&Token::LBracket) => {
+                rewritten.insert(i, "MAP ".to_string());
+                rewritten.insert(sig[k + 1], "{".to_string());
+                stack.push(Open::MapBracket(0));
+                continue;
+            }
+            _ => {}
+        }
+        // The bracket of a `ROW(` or `MAP<` was pushed with its keyword; skip it here.
+        if rewritten.get(&i).is_some_and(|r| r == "<" || r == "(" || r == "{") {
+            continue;
+        }
+        match &tokens[i] {
+            Token::LParen => stack.push(Open::Paren),
+            Token::LBracket => stack.push(Open::Bracket),
+            Token::LBrace => stack.push(Open::Brace),
+            Token::RBracket => {
+                if matches!(stack.pop(), Some(Open::MapBracket(_))) {
+                    rewritten.insert(i, "}".to_string());
+                }
+            }
+            Token::RBrace => {
+                stack.pop();
+            }
+            Token::Comma => {
+                if let Some(Open::MapBracket(commas)) = stack.last_mut() {
+                    if *commas % 2 == 0 {
+                        rewritten.insert(i, ":".to_string());
+                    }
+                    *commas += 1;
+                }
+            }
+            Token::Lt if k > 0 && matches!(word_at(k - 1).as_deref(), Some("ARRAY" | "ROW" | "STRUCT")) => stack.push(Open::Angle),
+            Token::RParen => {
+                if stack.pop() == Some(Open::RowParen) {
+                    rewritten.insert(i, ">".to_string());
+                }
+            }
+            Token::Gt | Token::ShiftRight => {
+                let closes = if tokens[i] == Token::ShiftRight { 2 } else { 1 };
+                let mut text = String::new();
+                for _ in 0..closes {
+                    match stack.last() {
+                        Some(Open::MapAngle) => {
+                            stack.pop();
+                            text.push(')');
+                        }
+                        Some(Open::Angle) => {
+                            stack.pop();
+                            text.push('>');
+                        }
+                        _ => text.push('>'),
+                    }
+                }
+                if text != tokens[i].to_string() {
+                    rewritten.insert(i, text);
+                }
+            }
+            _ => {}
+        }
+    }
+    if rewritten.is_empty() {
+        return Ok(sql.to_string());
+    }
+    for (i, token) in tokens.iter().enumerate() {
+        match rewritten.get(&i) {
+            Some(text) => out.push_str(text),
+            None => out.push_str(&token.to_string()),
+        }
+    }
+    Ok(out)
 }
 
 fn unit_of(precision: Option<u32>) -> TimeUnit {
@@ -104,7 +280,7 @@ fn arrow_type_of_text(text: &str) -> Result<DataType> {
         "INTERVAL" => DataType::Interval(IntervalUnit::MonthDayNano),
         _ => {
             return Err(WeirError::unsupported(format!(
-                "type {text}; supported: BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), STRING/VARCHAR/TEXT, BYTES, DATE, TIME, TIMESTAMP(p), TIMESTAMP_LTZ(p), INTERVAL, ARRAY<T>"
+                "type {text}; supported: BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), STRING/VARCHAR/TEXT, BYTES, DATE, TIME, TIMESTAMP(p), TIMESTAMP_LTZ(p), INTERVAL, ARRAY<T>, ROW<name T, ...>, MAP<K, V>"
             )))
         }
     })
@@ -228,6 +404,40 @@ pub fn format_type_name(t: &Type) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flink_nested_types_are_rewritten_and_row_constructors_left_alone() -> Result<()> {
+        let cases = [
+            ("CREATE TABLE t (r ROW<a INT, b STRING>)", "CREATE TABLE t (r STRUCT<a INT, b STRING>)"),
+            ("CREATE TABLE t (r ROW(a INT, b ROW(c DECIMAL(10, 2))))", "CREATE TABLE t (r STRUCT<a INT, b STRUCT<c DECIMAL(10, 2)>>)"),
+            ("CREATE TABLE t (m MAP<STRING, ARRAY<INT>>, n INT)", "CREATE TABLE t (m MAP(STRING, ARRAY<INT>), n INT)"),
+            ("CREATE TABLE t (m MAP<STRING, MAP<INT, ROW<a INT>>>)", "CREATE TABLE t (m MAP(STRING, MAP(INT, STRUCT<a INT>)))"),
+            ("SELECT MAP['a', 1 + 2, 'b', f(3, 4)], x[1]", "SELECT MAP {'a': 1 + 2, 'b': f(3, 4)}, x[1]"),
+            ("SELECT ROW(1, 'x'), a > b, c < d FROM t", "SELECT ROW(1, 'x'), a > b, c < d FROM t"),
+            ("SELECT count(*) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM t", "SELECT count(*) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM t"),
+        ];
+        for (flink, parsed) in cases {
+            assert_eq!(rewrite_nested_types(flink)?, parsed, "{flink}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn row_and_map_types_name_their_fields() -> Result<()> {
+        use sqlparser::dialect::GenericDialect;
+        use sqlparser::parser::Parser;
+        let parse = |t: &str| -> Result<DataType> {
+            let text = rewrite_nested_types(t)?;
+            let sql_type = Parser::new(&GenericDialect {}).try_with_sql(&text).and_then(|mut p| p.parse_data_type()).map_err(|e| WeirError::syntax(e.to_string(), None))?;
+            arrow_type(&sql_type)
+        };
+        let row = parse("ROW<A INT, \"B\" STRING>")?;
+        assert_eq!(row, DataType::Struct(vec![Field::new("a", DataType::Int32, true), Field::new("B", DataType::Utf8, true)].into()));
+        assert_eq!(parse("MAP<STRING, BIGINT>")?, map_type(DataType::Utf8, DataType::Int64));
+        assert_eq!(parse("ARRAY<ROW<x INT>>")?, DataType::List(Arc::new(Field::new("item", DataType::Struct(vec![Field::new("x", DataType::Int32, true)].into()), true))));
+        assert!(parse("ROW<a INT, a STRING>").is_err());
+        Ok(())
+    }
 
     #[test]
     fn flink_and_postgres_spellings() -> Result<()> {

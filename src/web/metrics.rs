@@ -15,6 +15,7 @@
 //! | `weir_operator_late_records_dropped_total` | counter | job, operator_index, operator | numLateRecordsDropped |
 //! | `weir_source_records_read_total` | counter | job, table | numRecordsIn (source) |
 //! | `weir_source_dead_letters_total` | counter | job, table | numRecordsInErrors |
+//! | `weir_source_records_skipped_total` | counter | job, table | (Kafka records deleted by retention before they were read, `'scan.out-of-range'`) |
 //! | `weir_source_records_lag` | gauge | job, table, partition | records-lag (Kafka; bounded nexmark: rows to go) |
 //! | `weir_source_records_lag_max` | gauge | job, table | records-lag-max (Kafka) |
 //! | `weir_source_watermark_ms` | gauge | job, table, partition | currentEmitEventTimeLag's watermark |
@@ -190,6 +191,13 @@ impl Collector for StateCollector {
             "Records of a source task that did not decode",
             ConstCounter::new,
             tasks.iter().map(|r| (task_labels(r), r.dead_letters)),
+        )?;
+        family(
+            &mut e,
+            "weir_source_records_skipped",
+            "Kafka records a source task skipped because retention had deleted them before it read them ('scan.out-of-range')",
+            ConstCounter::new,
+            tasks.iter().map(|r| (task_labels(r), r.skipped)),
         )?;
         family(&mut e, "weir_source_records_lag", "Records of a partition not read yet (Kafka: its high watermark minus the position; a bounded nexmark table: rows not generated yet)", ConstGauge::new,
             s.sources.iter().filter_map(|r| Some((part_labels(r), r.lag?))),

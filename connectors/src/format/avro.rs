@@ -18,7 +18,10 @@
 //! DOUBLE, DECIMAL (scaled), DATE (days) or TIMESTAMP (ms); `float`/`double` to DOUBLE, FLOAT or
 //! DECIMAL; `string`/`enum`/`uuid` to STRING; `bytes`/`fixed` to BYTES; `decimal` (bytes or
 //! fixed) to DECIMAL with the writer's scale; `date`; `timestamp-millis`/`-micros`/`-nanos` and
-//! the `local-` ones to TIMESTAMP(3) (truncated to ms). A record that is not in the wire
+//! the `local-` ones to TIMESTAMP(3) (truncated to ms); a `record` to a ROW column (its fields
+//! by name, as the top level's), an `array` to an ARRAY column, a `map` to a MAP column with
+//! STRING keys, nested to any depth (a decimal inside them is refused: its scale is not
+//! carried). A record that is not in the wire
 //! format, names a schema id the registry does not have, or has a value of the wrong type is a
 //! dead letter. A registry that cannot be reached is an error of the environment
 //! ([`ConnectorError::Registry`]): the source retries from its last commit.
@@ -28,7 +31,9 @@
 //! `org.apache.flink.avro.generated`, as Flink names it; a nullable column is a union with
 //! `null`; BIGINT `long`, INT/SMALLINT/TINYINT `int`, DOUBLE `double`, FLOAT `float`, BOOLEAN
 //! `boolean`, STRING `string`, BYTES `bytes`, DECIMAL(p,s) `bytes` with logical type
-//! `decimal`, DATE `int`/`date`, TIMESTAMP(3) and TIMESTAMP_LTZ(3) `long`/`timestamp-millis`)
+//! `decimal`, DATE `int`/`date`, TIMESTAMP(3) and TIMESTAMP_LTZ(3) `long`/`timestamp-millis`,
+//! ROW a `record` named after its column's path (`record_buyer_address`), ARRAY an `array`,
+//! MAP with STRING keys a `map`; nested fields, elements and values are unions with `null`)
 //! and registered under the subject at the first write (`POST /subjects/{subject}/versions`,
 //! which returns the existing id for a schema already registered).
 //!
@@ -44,10 +49,12 @@ use arrow::array::{
     ArrayRef, BinaryBuilder, BooleanBuilder, Date32Builder, Decimal128Builder, Float32Builder, Float64Builder,
     Int16Builder, Int32Builder, Int64Builder, Int8Builder, RecordBatch, StringBuilder, TimestampMillisecondBuilder,
 };
-use arrow::array::{Array, AsArray};
+use arrow::array::builder::NullBufferBuilder;
+use arrow::array::{Array, AsArray, ListArray, MapArray, StructArray};
+use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::{
-    DataType, Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
-    SchemaRef, TimeUnit, TimestampMillisecondType,
+    DataType, Date32Type, Decimal128Type, FieldRef, Fields, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
+    Int8Type, SchemaRef, TimeUnit, TimestampMillisecondType,
 };
 use schema_registry_converter::blocking::schema_registry::{get_schema_by_id, post_schema, SrSettings};
 use schema_registry_converter::schema_registry_common::{SchemaType, SuppliedSchema};
@@ -233,6 +240,41 @@ enum Cell {
     Bytes(Vec<u8>),
     /// An unscaled decimal and its scale.
     Decimal(i128, usize),
+    /// A record, an array, a map, as read.
+    Record(Vec<(String, Value)>),
+    Array(Vec<Value>),
+    Map(HashMap<String, Value>),
+    /// Checked for a ROW, ARRAY or MAP column: the fields', elements' or entries' cells.
+    Row(Vec<Cell>),
+    Items(Vec<Cell>),
+    Entries(Vec<(String, Cell)>),
+}
+
+/// Why a value does not fit its column: the path of the nested field it is in (empty at the
+/// top), and the reason.
+struct Misfit {
+    path: Vec<String>,
+    message: String,
+}
+
+impl From<String> for Misfit {
+    fn from(message: String) -> Self {
+        Misfit { path: Vec::new(), message }
+    }
+}
+
+impl From<&str> for Misfit {
+    fn from(message: &str) -> Self {
+        message.to_string().into()
+    }
+}
+
+impl Misfit {
+    /// This misfit, inside field `name`.
+    fn inside(mut self, name: &str) -> Self {
+        self.path.insert(0, name.to_string());
+        self
+    }
 }
 
 fn cell(value: Value, scale: Option<usize>) -> Result<Cell, String> {
@@ -249,6 +291,12 @@ fn cell(value: Value, scale: Option<usize>) -> Result<Cell, String> {
         Value::String(s) | Value::Enum(_, s) => Cell::Str(s),
         Value::Uuid(u) => Cell::Str(u.to_string()),
         Value::Bytes(b) | Value::Fixed(_, b) => Cell::Bytes(b),
+        Value::Record(fields) => Cell::Record(fields),
+        Value::Array(items) => Cell::Array(items),
+        Value::Map(entries) => Cell::Map(entries),
+        Value::Decimal(_) if scale.is_none() => {
+            return Err("a decimal inside a record, array or map is not read (its scale is not carried)".into())
+        }
         Value::Decimal(d) => {
             let bytes = <Vec<u8>>::try_from(&d).map_err(|e| format!("decimal: {e}"))?;
             if bytes.len() > 16 {
@@ -288,6 +336,12 @@ enum Column {
     Dec(Decimal128Builder, u8, i8),
     Date(Date32Builder),
     Ts(TimestampMillisecondBuilder, Option<Arc<str>>),
+    /// A ROW: its fields (name, column), nulls, and its Arrow fields.
+    Struct(Vec<(String, Column)>, NullBufferBuilder, Fields),
+    /// An ARRAY: the elements' column, offsets, nulls, the element field.
+    List(Box<Column>, Vec<i32>, NullBufferBuilder, FieldRef),
+    /// A MAP with STRING keys: keys, values, offsets, nulls, the entries field.
+    Map(StringBuilder, Box<Column>, Vec<i32>, NullBufferBuilder, FieldRef),
 }
 
 impl Column {
@@ -305,6 +359,28 @@ impl Column {
             DataType::Decimal128(p, s) => Column::Dec(Decimal128Builder::new(), *p, *s),
             DataType::Date32 => Column::Date(Date32Builder::new()),
             DataType::Timestamp(TimeUnit::Millisecond, tz) => Column::Ts(TimestampMillisecondBuilder::new(), tz.clone()),
+            DataType::Struct(fields) => Column::Struct(
+                fields.iter().map(|f| Ok((f.name().clone(), Column::new(f.data_type())?))).collect::<Result<_, ConnectorError>>()?,
+                NullBufferBuilder::new(0),
+                fields.clone(),
+            ),
+            DataType::List(item) => {
+                Column::List(Box::new(Column::new(item.data_type())?), vec![0], NullBufferBuilder::new(0), Arc::clone(item))
+            }
+            DataType::Map(entries, _) => match entries.data_type() {
+                DataType::Struct(kv) if kv.len() == 2 && *kv[0].data_type() == DataType::Utf8 => Column::Map(
+                    StringBuilder::new(),
+                    Box::new(Column::new(kv[1].data_type())?),
+                    vec![0],
+                    NullBufferBuilder::new(0),
+                    Arc::clone(entries),
+                ),
+                _ => {
+                    return Err(ConnectorError::Unsupported {
+                        feature: format!("a column of type {t} in avro-confluent (Avro map keys are strings)"),
+                    })
+                }
+            },
             other => {
                 return Err(ConnectorError::Unsupported { feature: format!("a column of type {other} in avro-confluent") })
             }
@@ -312,16 +388,48 @@ impl Column {
     }
 
     /// Checks that `c` fits this column, returning what to append.
-    fn check(&self, c: Cell) -> Result<Cell, String> {
+    fn check(&self, c: Cell) -> Result<Cell, Misfit> {
         let int = |i: i64, lo: i64, hi: i64, name: &str| {
             if (lo..=hi).contains(&i) {
                 Ok(Cell::Int(i))
             } else {
-                Err(format!("{i} is out of range for {name}"))
+                Err(format!("{i} is out of range for {name}").into())
             }
         };
         match (self, c) {
             (_, Cell::Null) => Ok(Cell::Null),
+            (Column::Struct(fields, ..), Cell::Record(mut values)) => {
+                let mut row = Vec::with_capacity(fields.len());
+                for (name, column) in fields {
+                    let value = values
+                        .iter_mut()
+                        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                        .map_or(Value::Null, |(_, v)| std::mem::replace(v, Value::Null));
+                    let checked = cell(value, None).map_err(Misfit::from).and_then(|c| column.check(c));
+                    row.push(checked.map_err(|m| m.inside(name))?);
+                }
+                Ok(Cell::Row(row))
+            }
+            (Column::List(item, ..), Cell::Array(values)) => Ok(Cell::Items(
+                values.into_iter().map(|v| cell(v, None).map_err(Misfit::from).and_then(|c| item.check(c))).collect::<Result<_, _>>()?,
+            )),
+            (Column::Map(_, value, ..), Cell::Map(entries)) => {
+                let mut checked: Vec<(String, Cell)> = Vec::with_capacity(entries.len());
+                for (k, v) in entries {
+                    let c = cell(v, None).map_err(Misfit::from).and_then(|c| value.check(c)).map_err(|m| m.inside(&k))?;
+                    checked.push((k, c));
+                }
+                // Avro maps are unordered; entries are kept in key order, so equal maps are equal rows.
+                checked.sort_by(|a, b| a.0.cmp(&b.0));
+                Ok(Cell::Entries(checked))
+            }
+            (Column::Struct(..), _) => Err("a value that is not a record where the column is a ROW".into()),
+            (Column::List(..), _) => Err("a value that is not an array where the column is an ARRAY".into()),
+            (Column::Map(..), _) => Err("a value that is not a map where the column is a MAP".into()),
+            (_, Cell::Record(_)) => Err("a record where the column is not a ROW".into()),
+            (_, Cell::Array(_)) => Err("an array where the column is not an ARRAY".into()),
+            (_, Cell::Map(_)) => Err("a map where the column is not a MAP".into()),
+            (_, Cell::Row(_) | Cell::Items(_) | Cell::Entries(_)) => Err("a nested value checked twice".into()),
             (Column::I64(_) | Column::Ts(..), Cell::Int(i)) => Ok(Cell::Int(i)),
             (Column::I32(_) | Column::Date(_), Cell::Int(i)) => int(i, i32::MIN.into(), i32::MAX.into(), "INT"),
             (Column::I16(_), Cell::Int(i)) => int(i, i16::MIN.into(), i16::MAX.into(), "SMALLINT"),
@@ -345,7 +453,7 @@ impl Column {
                 };
                 match unscaled {
                     Some(v) if v.unsigned_abs() < 10u128.pow(u32::from(*p)) => Ok(Cell::Decimal(v, s as usize)),
-                    _ => Err(format!("the value does not fit DECIMAL({p}, {s})")),
+                    _ => Err(format!("the value does not fit DECIMAL({p}, {s})").into()),
                 }
             }
             (_, Cell::Int(_)) => Err("a number where the column is not numeric".into()),
@@ -372,6 +480,29 @@ impl Column {
             (Column::Dec(b, ..), Cell::Decimal(v, _)) => b.append_value(v),
             (Column::Date(b), Cell::Int(i)) => b.append_value(i as i32),
             (Column::Ts(b, _), Cell::Int(i)) => b.append_value(i),
+            (Column::Struct(fields, nulls, _), Cell::Row(cells)) => {
+                nulls.append_non_null();
+                for ((_, column), c) in fields.iter_mut().zip(cells) {
+                    column.append(c);
+                }
+            }
+            (Column::List(item, offsets, nulls, _), Cell::Items(cells)) => {
+                nulls.append_non_null();
+                let end = offsets.last().copied().unwrap_or(0) + cells.len() as i32;
+                for c in cells {
+                    item.append(c);
+                }
+                offsets.push(end);
+            }
+            (Column::Map(keys, values, offsets, nulls, _), Cell::Entries(entries)) => {
+                nulls.append_non_null();
+                let end = offsets.last().copied().unwrap_or(0) + entries.len() as i32;
+                for (k, c) in entries {
+                    keys.append_value(k);
+                    values.append(c);
+                }
+                offsets.push(end);
+            }
             (column, _) => column.append_null(),
         }
     }
@@ -390,6 +521,16 @@ impl Column {
             Column::Dec(b, ..) => b.append_null(),
             Column::Date(b) => b.append_null(),
             Column::Ts(b, _) => b.append_null(),
+            Column::Struct(fields, nulls, _) => {
+                nulls.append_null();
+                for (_, column) in fields {
+                    column.append_null();
+                }
+            }
+            Column::List(_, offsets, nulls, _) | Column::Map(_, _, offsets, nulls, _) => {
+                nulls.append_null();
+                offsets.push(offsets.last().copied().unwrap_or(0));
+            }
         }
     }
 
@@ -408,6 +549,20 @@ impl Column {
             Column::Dec(mut b, p, s) => Arc::new(b.finish().with_precision_and_scale(p, s).map_err(internal)?),
             Column::Date(mut b) => Arc::new(b.finish()),
             Column::Ts(mut b, tz) => Arc::new(b.finish().with_timezone_opt(tz)),
+            Column::Struct(fields, mut nulls, names) => {
+                let children = fields.into_iter().map(|(_, c)| c.finish()).collect::<Result<Vec<_>, _>>()?;
+                Arc::new(StructArray::try_new(names, children, nulls.finish()).map_err(internal)?)
+            }
+            Column::List(item, offsets, mut nulls, field) => Arc::new(
+                ListArray::try_new(field, OffsetBuffer::new(offsets.into()), item.finish()?, nulls.finish()).map_err(internal)?,
+            ),
+            Column::Map(mut keys, values, offsets, mut nulls, entries) => {
+                let DataType::Struct(kv) = entries.data_type() else { unreachable!("checked by Column::new") };
+                let pairs = StructArray::try_new(kv.clone(), vec![Arc::new(keys.finish()), values.finish()?], None).map_err(internal)?;
+                Arc::new(
+                    MapArray::try_new(entries, OffsetBuffer::new(offsets.into()), pairs, nulls.finish(), false).map_err(internal)?,
+                )
+            }
         })
     }
 }
@@ -475,8 +630,11 @@ impl Decoder for AvroConfluentDecoder {
                         .and_then(|i| fields.get_mut(i))
                         .map(|(_, v)| std::mem::replace(v, Value::Null))
                         .unwrap_or(Value::Null);
-                    let checked = cell(value, writer.scales[c]).and_then(|v| column.check(v));
-                    row.push(checked.map_err(|e| format!("column {}: {e}", self.schema.field(c).name()))?);
+                    let checked = cell(value, writer.scales[c]).map_err(Misfit::from).and_then(|v| column.check(v));
+                    row.push(checked.map_err(|m| {
+                        let path: String = m.path.iter().map(|p| format!(".{p}")).collect();
+                        format!("column {}{path}: {}", self.schema.field(c).name(), m.message)
+                    })?);
                 }
                 Ok(())
             });
@@ -499,9 +657,35 @@ impl Decoder for AvroConfluentDecoder {
 
 /// The Avro schema (JSON) of rows of `schema` (module docs, "Writing").
 pub fn avro_schema_of(schema: &SchemaRef) -> Result<String, ConnectorError> {
-    let mut fields = Vec::new();
-    for field in schema.fields() {
-        let t = match field.data_type() {
+    let fields = record_fields(schema.fields(), "record")?;
+    Ok(serde_json::json!({
+        "type": "record",
+        "name": "record",
+        "namespace": "org.apache.flink.avro.generated",
+        "fields": fields,
+    })
+    .to_string())
+}
+
+/// The Avro fields of a record of `fields`; `path` names the record (nested records are named
+/// after it, as Avro names must be unique in a schema).
+fn record_fields(fields: &Fields, path: &str) -> Result<Vec<serde_json::Value>, ConnectorError> {
+    let mut out = Vec::new();
+    for field in fields {
+        let t = avro_type(field.data_type(), &format!("{path}_{}", field.name()), field.name())?;
+        out.push(if field.is_nullable() {
+            serde_json::json!({"name": field.name(), "type": ["null", t], "default": null})
+        } else {
+            serde_json::json!({"name": field.name(), "type": t})
+        });
+    }
+    Ok(out)
+}
+
+/// The Avro type of values of `t`; `path` names a record type, `name` the column in errors.
+fn avro_type(t: &DataType, path: &str, name: &str) -> Result<serde_json::Value, ConnectorError> {
+    let nullable = |t: serde_json::Value, null: bool| if null { serde_json::json!(["null", t]) } else { t };
+    Ok(match t {
             DataType::Int64 => serde_json::json!("long"),
             DataType::Int32 | DataType::Int16 | DataType::Int8 => serde_json::json!("int"),
             DataType::Float64 => serde_json::json!("double"),
@@ -516,25 +700,30 @@ pub fn avro_schema_of(schema: &SchemaRef) -> Result<String, ConnectorError> {
             DataType::Timestamp(TimeUnit::Millisecond, _) => {
                 serde_json::json!({"type": "long", "logicalType": "timestamp-millis"})
             }
+            DataType::Struct(fields) => {
+                serde_json::json!({"type": "record", "name": path, "fields": record_fields(fields, path)?})
+            }
+            DataType::List(item) => serde_json::json!({
+                "type": "array",
+                "items": nullable(avro_type(item.data_type(), path, name)?, item.is_nullable()),
+            }),
+            DataType::Map(entries, _) => match entries.data_type() {
+                DataType::Struct(kv) if kv.len() == 2 && *kv[0].data_type() == DataType::Utf8 => serde_json::json!({
+                    "type": "map",
+                    "values": nullable(avro_type(kv[1].data_type(), path, name)?, kv[1].is_nullable()),
+                }),
+                other => {
+                    return Err(ConnectorError::Unsupported {
+                        feature: format!("column '{name}' of type MAP with {other} entries in avro-confluent (Avro map keys are strings)"),
+                    })
+                }
+            },
             other => {
                 return Err(ConnectorError::Unsupported {
-                    feature: format!("column '{}' of type {other} in avro-confluent", field.name()),
+                    feature: format!("column '{name}' of type {other} in avro-confluent"),
                 })
             }
-        };
-        fields.push(if field.is_nullable() {
-            serde_json::json!({"name": field.name(), "type": ["null", t], "default": null})
-        } else {
-            serde_json::json!({"name": field.name(), "type": t})
-        });
-    }
-    Ok(serde_json::json!({
-        "type": "record",
-        "name": "record",
-        "namespace": "org.apache.flink.avro.generated",
-        "fields": fields,
     })
-    .to_string())
 }
 
 /// Encodes rows in the Confluent wire format under a registered schema.
@@ -616,7 +805,39 @@ fn avro_value(column: &ArrayRef, row: usize) -> Value {
         DataType::Timestamp(TimeUnit::Millisecond, _) => {
             Value::TimestampMillis(column.as_primitive::<TimestampMillisecondType>().value(row))
         }
+        DataType::Struct(fields) => {
+            let s = column.as_struct();
+            Value::Record(
+                fields
+                    .iter()
+                    .zip(s.columns())
+                    .map(|(f, c)| (f.name().clone(), union_for(avro_value(c, row), f.is_nullable())))
+                    .collect(),
+            )
+        }
+        DataType::List(item) => {
+            let l = column.as_list::<i32>();
+            let values = l.value(row);
+            Value::Array((0..values.len()).map(|i| union_for(avro_value(&values, i), item.is_nullable())).collect())
+        }
+        DataType::Map(entries, _) => {
+            let m = column.as_map();
+            let range = m.value_offsets()[row] as usize..m.value_offsets()[row + 1] as usize;
+            let nullable = matches!(entries.data_type(), DataType::Struct(kv) if kv.len() == 2 && kv[1].is_nullable());
+            let keys = m.keys().as_string::<i32>();
+            Value::Map(range.map(|i| (keys.value(i).to_string(), union_for(avro_value(m.values(), i), nullable))).collect())
+        }
         _ => Value::Null, // refused by `avro_schema_of`
+    }
+}
+
+/// `v` as the value of a field, element or map value of that nullability: a union with `null`
+/// when nullable (see [`avro_schema_of`]).
+fn union_for(v: Value, nullable: bool) -> Value {
+    match (nullable, v) {
+        (false, v) => v,
+        (true, Value::Null) => Value::Union(0, Box::new(Value::Null)),
+        (true, v) => Value::Union(1, Box::new(v)),
     }
 }
 
@@ -633,18 +854,7 @@ impl Encoder for AvroConfluentEncoder {
                 .fields()
                 .iter()
                 .zip(batch.columns())
-                .map(|(f, column)| {
-                    let v = avro_value(column, row);
-                    let v = if f.is_nullable() {
-                        match v {
-                            Value::Null => Value::Union(0, Box::new(Value::Null)),
-                            v => Value::Union(1, Box::new(v)),
-                        }
-                    } else {
-                        v
-                    };
-                    (f.name().clone(), v)
-                })
+                .map(|(f, column)| (f.name().clone(), union_for(avro_value(column, row), f.is_nullable())))
                 .collect();
             let datum = writer
                 .write_value_to_vec(Value::Record(fields))
@@ -656,5 +866,108 @@ impl Encoder for AvroConfluentEncoder {
             out.push(Some(payload));
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod nested_tests {
+    use arrow::array::{Int32Builder, ListBuilder, MapBuilder, StructBuilder};
+    use arrow::datatypes::{Field, Schema as ArrowSchema};
+
+    use super::*;
+
+    fn registry() -> RegistryOptions {
+        RegistryOptions { url: "http://registry.invalid".into(), subject: Some("t-value".into()), basic_auth: None, bearer_token: None }
+    }
+
+    /// A decoder whose writer schema 1 is `avro` (no registry call).
+    fn decoder(schema: &SchemaRef, avro: &str) -> AvroConfluentDecoder {
+        let mut d = AvroConfluentDecoder::new(Arc::clone(schema), registry());
+        let writer = d.bind(Schema::parse_str(avro).expect("schema"));
+        d.writers.insert(1, Ok(Arc::new(writer)));
+        d
+    }
+
+    fn payloads(avro: &Schema, records: Vec<Value>) -> Vec<Vec<u8>> {
+        let writer = apache_avro::writer::datum::GenericDatumWriter::builder(avro).build().expect("writer");
+        records
+            .into_iter()
+            .map(|r| [vec![0, 0, 0, 0, 1], writer.write_value_to_vec(r).expect("datum")].concat())
+            .collect()
+    }
+
+    /// ROW, ARRAY<ROW> and MAP columns written with the derived schema read back equal.
+    #[test]
+    fn nested_columns_round_trip() {
+        let address = Fields::from(vec![Field::new("city", DataType::Utf8, true), Field::new("zip", DataType::Int32, true)]);
+        let mut buyer = StructBuilder::from_fields(address.clone(), 2);
+        for (city, zip, valid) in [(Some("Oslo"), Some(150), true), (None, None, false)] {
+            buyer.field_builder::<StringBuilder>(0).expect("city").append_option(city);
+            buyer.field_builder::<Int32Builder>(1).expect("zip").append_option(zip);
+            buyer.append(valid);
+        }
+        let mut items = ListBuilder::new(Int32Builder::new());
+        items.values().append_value(2);
+        items.values().append_null();
+        items.append(true);
+        items.append(true);
+        let mut tags = MapBuilder::new(None, StringBuilder::new(), Int32Builder::new());
+        for (k, v) in [("a", Some(1)), ("b", None)] {
+            tags.keys().append_value(k);
+            tags.values().append_option(v);
+        }
+        tags.append(true).expect("map");
+        tags.append(false).expect("map");
+        let columns: Vec<ArrayRef> = vec![Arc::new(buyer.finish()), Arc::new(items.finish()), Arc::new(tags.finish())];
+        let schema = Arc::new(ArrowSchema::new(
+            [("buyer", &columns[0]), ("items", &columns[1]), ("tags", &columns[2])]
+                .map(|(n, c)| Field::new(n, c.data_type().clone(), true))
+                .to_vec(),
+        ));
+        let batch = RecordBatch::try_new(Arc::clone(&schema), columns).expect("batch");
+        let avro_json = avro_schema_of(&schema).expect("schema");
+        assert!(avro_json.contains(r#""name":"record_buyer""#), "{avro_json}");
+        let avro = Schema::parse_str(&avro_json).expect("derived schema parses");
+        let records = (0..2)
+            .map(|row| {
+                Value::Record(
+                    schema
+                        .fields()
+                        .iter()
+                        .zip(batch.columns())
+                        .map(|(f, c)| (f.name().clone(), union_for(avro_value(c, row), true)))
+                        .collect(),
+                )
+            })
+            .collect();
+        let payloads = payloads(&avro, records);
+        let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+        let decoded = decoder(&schema, &avro_json).decode(&refs).expect("decode");
+        assert!(decoded.errors.is_empty(), "{:?}", decoded.errors.iter().map(|e| &e.message).collect::<Vec<_>>());
+        assert_eq!(decoded.batch, batch);
+    }
+
+    /// A nested value that does not fit its field makes the record a dead letter naming the
+    /// field's path; the other records are read.
+    #[test]
+    fn a_nested_misfit_names_its_path() {
+        let address = Fields::from(vec![Field::new("zip", DataType::Int32, true)]);
+        let buyer = Fields::from(vec![Field::new("address", DataType::Struct(address), true)]);
+        let schema = Arc::new(ArrowSchema::new(vec![Field::new("buyer", DataType::Struct(buyer), true)]));
+        let avro_json = r#"{"type": "record", "name": "r", "fields": [{"name": "buyer", "type": {"type": "record", "name": "b",
+            "fields": [{"name": "address", "type": {"type": "record", "name": "a", "fields": [{"name": "zip", "type": "long"}]}}]}}]}"#;
+        let avro = Schema::parse_str(avro_json).expect("schema");
+        let record = |zip: i64| {
+            Value::Record(vec![(
+                "buyer".into(),
+                Value::Record(vec![("address".into(), Value::Record(vec![("zip".into(), Value::Long(zip))]))]),
+            )])
+        };
+        let payloads = payloads(&avro, vec![record(7), record(1 << 40)]);
+        let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+        let decoded = decoder(&schema, avro_json).decode(&refs).expect("decode");
+        assert_eq!(decoded.sources, vec![0]);
+        assert_eq!(decoded.errors.len(), 1);
+        assert_eq!(decoded.errors[0].message, "avro-confluent: column buyer.address.zip: 1099511627776 is out of range for INT");
     }
 }

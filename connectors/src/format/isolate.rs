@@ -115,7 +115,7 @@ fn flush_segment<S: RowStream>(
             })
         }
         Err(e) if segment.len() == 1 => {
-            out.errors.push(DecodeError { index: segment[0], message: format!("{what}: {e}") });
+            out.errors.push(DecodeError { index: segment[0], message: format!("{what}: {}", message_of(&e)) });
         }
         Err(_) => {
             let (left, right) = segment.split_at(segment.len() / 2);
@@ -124,4 +124,27 @@ fn flush_segment<S: RowStream>(
         }
     }
     Ok(())
+}
+
+/// The text of a decoder's error, without Arrow's name for its kind (`Json error: `), and with
+/// the path of the field it is in: Arrow's JSON reader says `whilst decoding field 'buyer':
+/// whilst decoding field 'zip': failed to parse ...`, read here as `field buyer.zip: failed to
+/// parse ...` (an element of an array adds no step: `items.qty`).
+pub fn message_of(e: &ArrowError) -> String {
+    let text = match e {
+        ArrowError::JsonError(m) | ArrowError::CsvError(m) | ArrowError::ParseError(m) | ArrowError::CastError(m) => m.as_str(),
+        _ => return e.to_string(),
+    };
+    let mut rest = text;
+    let mut path = Vec::new();
+    while let Some(after) = rest.strip_prefix("whilst decoding field '") {
+        let Some((name, tail)) = after.split_once("': ") else { break };
+        path.push(name);
+        rest = tail;
+    }
+    if path.is_empty() {
+        text.to_string()
+    } else {
+        format!("field {}: {rest}", path.join("."))
+    }
 }

@@ -36,6 +36,7 @@ pub use change_json::{ChangeLog, ChangeLogDecoder};
 pub use codec::{DecodeError, Decoded, Decoder, Encoder, Op};
 pub use csv::{CsvDecoder, CsvEncoder};
 pub use debezium::{DebeziumDecoder, DebeziumEncoder};
+pub use isolate::message_of;
 pub use json::{JsonDecoder, JsonEncoder};
 pub use options::{decoder, encoder, CsvOptions, FormatKind, FormatOptions, TimestampStandard, FORMAT_NAMES};
 pub use raw::{RawDecoder, RawEncoder};

@@ -319,33 +319,41 @@ pub fn encoder(
     FormatOptions::from_options(options, prefix)?.encoder(schema)
 }
 
-/// Refuses column types outside Weir's set (see the crate docs of [`super`]).
+/// Refuses column types outside Weir's set (see the crate docs of [`super`]): the scalar types
+/// everywhere, and ROW, ARRAY and MAP (nested to any depth) in every format but `csv`.
 fn check_types(schema: &SchemaRef, kind: FormatKind) -> Result<(), ConnectorError> {
     if kind == FormatKind::Raw {
         return Ok(()); // RawDecoder checks its one column
     }
-    for field in schema.fields() {
-        let ok = matches!(
-            field.data_type(),
+    fn supported(t: &DataType, nested: bool) -> bool {
+        match t {
             DataType::Int8
-                | DataType::Int16
-                | DataType::Int32
-                | DataType::Int64
-                | DataType::Float32
-                | DataType::Float64
-                | DataType::Boolean
-                | DataType::Utf8
-                | DataType::Binary
-                | DataType::Decimal128(_, _)
-                | DataType::Date32
-                | DataType::Timestamp(_, _)
-        );
-        if !ok {
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::Float32
+            | DataType::Float64
+            | DataType::Boolean
+            | DataType::Utf8
+            | DataType::Binary
+            | DataType::Decimal128(_, _)
+            | DataType::Date32
+            | DataType::Timestamp(_, _) => true,
+            DataType::Struct(fields) => nested && fields.iter().all(|f| supported(f.data_type(), nested)),
+            DataType::List(item) => nested && supported(item.data_type(), nested),
+            DataType::Map(entries, _) => nested && supported(entries.data_type(), nested),
+            _ => false,
+        }
+    }
+    let nested = kind != FormatKind::Csv;
+    for field in schema.fields() {
+        if !supported(field.data_type(), nested) {
             return Err(ConnectorError::Unsupported {
                 feature: format!(
-                    "column '{}' of type {} in a {kind:?} format (supported: BIGINT, INT, SMALLINT, TINYINT, DOUBLE, FLOAT, BOOLEAN, STRING, BYTES, DECIMAL, DATE, TIMESTAMP, TIMESTAMP_LTZ)",
+                    "column '{}' of type {} in a {kind:?} format (supported: BIGINT, INT, SMALLINT, TINYINT, DOUBLE, FLOAT, BOOLEAN, STRING, BYTES, DECIMAL, DATE, TIMESTAMP, TIMESTAMP_LTZ{})",
                     field.name(),
-                    field.data_type()
+                    field.data_type(),
+                    if nested { ", and ROW, ARRAY, MAP of them" } else { "" },
                 ),
             });
         }

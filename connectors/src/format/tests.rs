@@ -364,8 +364,12 @@ fn options_are_checked() {
     let value_prefix = decoder(&opts(&[("value.format", "csv"), ("value.csv.field-delimiter", "\\t")]), "value.", orders());
     assert!(value_prefix.is_ok());
     let list = schema(&[("xs", DataType::List(Arc::new(Field::new("item", DataType::Int64, true))))]);
-    let unsupported = decoder(&opts(&[("format", "json")]), "", list).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(decoder(&opts(&[("format", "json")]), "", Arc::clone(&list)).is_ok(), "ARRAY in json");
+    let unsupported = decoder(&opts(&[("format", "csv")]), "", list).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(unsupported.contains("column 'xs'"), "{unsupported}");
+    let interval = schema(&[("i", DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano))]);
+    let unsupported = decoder(&opts(&[("format", "json")]), "", interval).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(unsupported.contains("column 'i'"), "{unsupported}");
 }
 
 #[test]
@@ -410,5 +414,44 @@ fn avro_confluent_writer_schema_is_derived_from_the_columns() -> TestResult {
     assert_eq!(json["fields"][1]["type"][1]["logicalType"], "decimal");
     assert_eq!(json["fields"][1]["type"][1]["scale"], 2);
     assert_eq!(json["fields"][2]["type"][1]["logicalType"], "timestamp-millis");
+    Ok(())
+}
+
+/// ROW, MAP and ARRAY<ROW> columns in `json`: read from objects and arrays, written back as the
+/// same JSON; a nested value of the wrong type makes its record alone a dead letter, with the
+/// field's path.
+#[test]
+fn json_reads_and_writes_nested_values() -> TestResult {
+    let address = Field::new("address", DataType::Struct(vec![Field::new("zip", DataType::Int32, true)].into()), true);
+    let buyer = DataType::Struct(vec![Field::new("name", DataType::Utf8, true), address].into());
+    let entries = DataType::Struct(vec![Field::new("key", DataType::Utf8, false), Field::new("value", DataType::Int32, true)].into());
+    let tags = DataType::Map(Arc::new(Field::new("entries", entries, false)), false);
+    let item = DataType::Struct(vec![Field::new("sku", DataType::Utf8, true)].into());
+    let items = DataType::List(Arc::new(Field::new("item", item, true)));
+    let s = schema(&[("id", DataType::Int64), ("buyer", buyer), ("tags", tags), ("items", items)]);
+    let records: Vec<&[u8]> = vec![
+        br#"{"id": 1, "buyer": {"name": "ann", "address": {"zip": 150}}, "tags": {"vip": 1}, "items": [{"sku": "a"}, {"sku": "b"}]}"#,
+        br#"{"id": 2, "buyer": {"name": "bob", "address": {"zip": "north"}}}"#,
+        br#"{"id": 3, "buyer": null, "tags": {}, "items": []}"#,
+    ];
+    let decoded = decoder(&opts(&[("format", "json")]), "", Arc::clone(&s))?.decode(&records)?;
+    assert_eq!(error_indices(&decoded), vec![1]);
+    assert_eq!(decoded.errors[0].message, r#"json: field buyer.address.zip: failed to parse "north" as Int32"#);
+    assert_eq!(
+        table(&decoded)?,
+        vec![
+            "+I #0 | 1 | {name: ann, address: {zip: 150}} | {vip: 1} | [{sku: a}, {sku: b}] |",
+            "+I #2 | 3 | | {} | [] |",
+        ]
+    );
+    let written = encoder(&opts(&[("format", "json")]), "", s)?.encode(&decoded.batch, None)?;
+    let texts: Vec<String> = written.into_iter().map(|r| String::from_utf8(r.unwrap_or_default()).unwrap_or_default()).collect();
+    assert_eq!(
+        texts,
+        vec![
+            r#"{"id":1,"buyer":{"name":"ann","address":{"zip":150}},"tags":{"vip":1},"items":[{"sku":"a"},{"sku":"b"}]}"#,
+            r#"{"id":3,"buyer":null,"tags":{},"items":[]}"#,
+        ]
+    );
     Ok(())
 }

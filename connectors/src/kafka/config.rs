@@ -5,7 +5,8 @@
 //! | `topic` | required | required | one topic (no `;` lists, no `topic-pattern`) |
 //! | `properties.bootstrap.servers` | required | required | `host:port[,host:port...]` |
 //! | `properties.group.id` | optional | — | the consumer group: `group-offsets` start there; offsets are committed there for lag tools |
-//! | `properties.auto.offset.reset` | `earliest` \| `latest` \| `none` | — | where `group-offsets` starts in a partition the group never committed (default `none`: an error, as Flink) |
+//! | `properties.auto.offset.reset` | `earliest` \| `latest` \| `none` | — | where `group-offsets` starts in a partition the group never committed (default `none`: an error, as Flink); also the default of `scan.out-of-range` |
+//! | `scan.out-of-range` | `fail` (default) \| `earliest` \| `latest` | — | what a source does when its next offset is no longer in the partition (retention deleted unread records): see [`OutOfRange`] |
 //! | `properties.*` | passed on | passed on | any other librdkafka property, prefix removed |
 //! | `scan.startup.mode` | `group-offsets` (default) \| `earliest-offset` \| `latest-offset` \| `timestamp` \| `specific-offsets` | — | see [`StartupMode`] |
 //! | `scan.startup.timestamp-millis` | with `timestamp` | — | epoch ms |
@@ -63,6 +64,23 @@ pub enum OffsetReset {
     None,
 }
 
+/// What a source does when the next offset it is to read is no longer in its partition: the
+/// records between were deleted by retention while the job was stopped or behind, or the topic
+/// was recreated (`'scan.out-of-range'`; default `fail`, or what `'properties.auto.offset.reset'`
+/// says when it is `earliest` or `latest`, as Kafka's consumer reads that property).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutOfRange {
+    /// `fail`: the job fails alone (FAILED in SHOW JOBS) with the partition, its position and
+    /// the retained range; nothing is skipped silently.
+    #[default]
+    Fail,
+    /// `earliest`: go on from the earliest retained offset; the records skipped are counted
+    /// (`weir_sources.skipped`) and logged.
+    Earliest,
+    /// `latest`: go on from the end of the partition, counted likewise.
+    Latest,
+}
+
 /// How a sink picks the partition of a message (Flink `'sink.partitioner'`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SinkPartitioner {
@@ -103,6 +121,8 @@ pub struct KafkaSourceConfig {
     pub startup: StartupMode,
     /// `'properties.auto.offset.reset'`.
     pub offset_reset: OffsetReset,
+    /// `'scan.out-of-range'`.
+    pub out_of_range: OutOfRange,
     /// The librdkafka properties from `'properties.*'`, prefix removed, less
     /// `auto.offset.reset` (which Weir resolves itself).
     pub properties: BTreeMap<String, String>,
@@ -178,6 +198,19 @@ impl KafkaSourceConfig {
             Some("latest") => OffsetReset::Latest,
             Some(other) => return Err(invalid("properties.auto.offset.reset", other, "earliest, latest, none")),
         };
+        let out_of_range = match get("scan.out-of-range") {
+            None => match offset_reset {
+                OffsetReset::Earliest => OutOfRange::Earliest,
+                OffsetReset::Latest => OutOfRange::Latest,
+                OffsetReset::None => OutOfRange::Fail,
+            },
+            Some(v) => match v.to_ascii_lowercase().as_str() {
+                "fail" => OutOfRange::Fail,
+                "earliest" => OutOfRange::Earliest,
+                "latest" => OutOfRange::Latest,
+                _ => return Err(invalid("scan.out-of-range", v, "fail, earliest, latest")),
+            },
+        };
         let group_id = properties.get("group.id").cloned();
         if startup == StartupMode::GroupOffsets && group_id.is_none() {
             return Err(ConnectorError::MissingOption {
@@ -185,7 +218,7 @@ impl KafkaSourceConfig {
                 option: "properties.group.id".into(),
             });
         }
-        Ok(KafkaSourceConfig { topic, brokers, group_id, startup, offset_reset, properties })
+        Ok(KafkaSourceConfig { topic, brokers, group_id, startup, offset_reset, out_of_range, properties })
     }
 }
 
@@ -366,6 +399,22 @@ mod tests {
         assert_eq!((eo.delivery, eo.transactional_id_prefix.as_deref()), (DeliveryGuarantee::ExactlyOnce, Some("weir-a")));
         let own_id = opts(&[("properties.transactional.id", "x")]);
         assert!(matches!(KafkaSinkConfig::from_options(&own_id), Err(ConnectorError::Unsupported { .. })));
+        Ok(())
+    }
+
+    #[test]
+    fn out_of_range_policy_defaults_to_fail_or_follows_auto_offset_reset() -> Result<(), ConnectorError> {
+        let policy = |pairs: &[(&str, &str)]| KafkaSourceConfig::from_options(&opts(pairs)).map(|c| c.out_of_range);
+        let earliest = ("scan.startup.mode", "earliest-offset");
+        assert_eq!(policy(&[earliest])?, OutOfRange::Fail);
+        assert_eq!(policy(&[earliest, ("scan.out-of-range", "EARLIEST")])?, OutOfRange::Earliest);
+        assert_eq!(policy(&[earliest, ("scan.out-of-range", "latest")])?, OutOfRange::Latest);
+        assert_eq!(policy(&[earliest, ("properties.auto.offset.reset", "earliest")])?, OutOfRange::Earliest);
+        assert_eq!(
+            policy(&[earliest, ("properties.auto.offset.reset", "earliest"), ("scan.out-of-range", "fail")])?,
+            OutOfRange::Fail
+        );
+        assert!(matches!(policy(&[earliest, ("scan.out-of-range", "skip")]), Err(ConnectorError::InvalidValue { .. })));
         Ok(())
     }
 }

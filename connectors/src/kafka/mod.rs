@@ -36,7 +36,7 @@ mod writer;
 pub use admin::create_topic;
 pub use client::KafkaHeader;
 pub use config::{
-    parse_specific_offsets, DeliveryGuarantee, KafkaSinkConfig, KafkaSourceConfig, OffsetReset, SinkPartitioner,
+    parse_specific_offsets, DeliveryGuarantee, KafkaSinkConfig, KafkaSourceConfig, OffsetReset, OutOfRange, SinkPartitioner,
     StartupMode,
 };
 pub use mock::MockBrokers;

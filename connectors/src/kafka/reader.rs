@@ -9,6 +9,12 @@
 //!
 //! Offsets follow Kafka's convention: a committed offset is the next one to read, and a
 //! partition's high watermark is the offset after its last message, so `lag = high - next`.
+//!
+//! A position that is no longer in its partition (retention deleted the records after it, or
+//! the topic was recreated) is never skipped silently: librdkafka is told to report it
+//! (`auto.offset.reset = error`), and the reader applies `'scan.out-of-range'`
+//! ([`OutOfRange`]): it fails, or moves the position to the earliest (latest) retained offset
+//! and counts the records skipped ([`KafkaReader::take_resets`]).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -18,7 +24,7 @@ use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::config::{KafkaSourceConfig, OffsetReset, StartupMode};
+use super::config::{KafkaSourceConfig, OffsetReset, OutOfRange, StartupMode};
 use super::client::{client_error, KafkaHeader, OPERATION_TIMEOUT};
 use crate::ConnectorError;
 
@@ -63,6 +69,26 @@ pub struct KafkaReader {
     positions: BTreeMap<i32, i64>,
     /// An error that came after some records in one poll, returned by the next poll.
     pending_error: Option<ConnectorError>,
+    /// Positions moved by `'scan.out-of-range'` since the last [`KafkaReader::take_resets`].
+    resets: Vec<Reset>,
+    /// librdkafka reported a position out of range after some records of one poll: the next
+    /// poll applies `'scan.out-of-range'` first.
+    out_of_range_reported: bool,
+}
+
+/// A position that was out of its partition's retained range and moved per
+/// `'scan.out-of-range'`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reset {
+    /// The partition.
+    pub partition: i32,
+    /// The position before (the next offset it was to read).
+    pub from: i64,
+    /// The position now.
+    pub to: i64,
+    /// Records skipped: `to - from` when moving forward, 0 when the position was beyond the
+    /// partition's end (a recreated topic).
+    pub skipped: u64,
 }
 
 impl KafkaReader {
@@ -97,7 +123,7 @@ impl KafkaReader {
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("enable.partition.eof", "false")
-            .set("auto.offset.reset", out_of_range_reset(config));
+            .set("auto.offset.reset", "error");
         let consumer: BaseConsumer = client.create().map_err(|e| client_error(e, &config.brokers, &config.topic))?;
         let mut reader = KafkaReader {
             consumer,
@@ -105,6 +131,8 @@ impl KafkaReader {
             partitions: Vec::new(),
             positions: BTreeMap::new(),
             pending_error: None,
+            resets: Vec::new(),
+            out_of_range_reported: false,
         };
         reader.partitions = reader.fetch_partitions()?;
         reader.positions = reader.start_offsets(resume)?;
@@ -116,6 +144,70 @@ impl KafkaReader {
         }
         reader.consumer.assign(&assignment).map_err(|e| reader.error("assigning partitions", e))?;
         Ok(reader)
+    }
+
+    /// The positions moved by `'scan.out-of-range'` since the last call.
+    pub fn take_resets(&mut self) -> Vec<Reset> {
+        std::mem::take(&mut self.resets)
+    }
+
+    /// Partition `partition`'s (low, high) watermarks: its earliest retained offset and the
+    /// offset after its last message.
+    ///
+    /// # Errors
+    /// [`ConnectorError::Kafka`] when the brokers do not answer.
+    pub fn watermarks_of(&self, partition: i32) -> Result<(i64, i64), ConnectorError> {
+        self.consumer
+            .fetch_watermarks(&self.config.topic, partition, OPERATION_TIMEOUT)
+            .map_err(|e| self.error(&format!("reading the watermarks of partition {partition}"), e))
+    }
+
+    /// Applies `'scan.out-of-range'` to every partition whose position is outside its retained
+    /// range, after librdkafka reported one: moves and counts them, or returns
+    /// [`ConnectorError::OutOfRange`] for `fail`. `Ok(false)`: no position was out of range (the
+    /// report was about something else).
+    fn reset_out_of_range(&mut self) -> Result<bool, ConnectorError> {
+        let watermarks = self.watermarks()?;
+        let mut moved = Vec::new();
+        for (&partition, &from) in &self.positions {
+            let Some(&(low, high)) = watermarks.get(&partition) else { continue };
+            if (low..=high).contains(&from) {
+                continue;
+            }
+            let to = match self.config.out_of_range {
+                OutOfRange::Fail => {
+                    let why = if from < low {
+                        format!("the earliest retained offset is {low}: retention deleted {} unread records", low - from)
+                    } else {
+                        format!("the partition ends at offset {high} (was the topic recreated?)")
+                    };
+                    return Err(ConnectorError::OutOfRange {
+                        topic: self.config.topic.clone(),
+                        message: format!(
+                            "partition {partition}: the next offset to read, offset {from}, is no longer in the partition; {why}. With 'scan.out-of-range' = 'earliest' (or 'latest') the job skips to the earliest (latest) retained offset and counts the records skipped; create the job again after setting it"
+                        ),
+                    });
+                }
+                OutOfRange::Earliest => low,
+                OutOfRange::Latest => high,
+            };
+            moved.push(Reset { partition, from, to, skipped: u64::try_from(to - from).unwrap_or(0) });
+        }
+        if moved.is_empty() {
+            return Ok(false);
+        }
+        for reset in &moved {
+            self.positions.insert(reset.partition, reset.to);
+        }
+        let mut assignment = TopicPartitionList::with_capacity(self.positions.len());
+        for (&partition, &offset) in &self.positions {
+            assignment
+                .add_partition_offset(&self.config.topic, partition, Offset::Offset(offset))
+                .map_err(|e| self.error("assigning partitions", e))?;
+        }
+        self.consumer.assign(&assignment).map_err(|e| self.error("assigning partitions", e))?;
+        self.resets.extend(moved);
+        Ok(true)
     }
 
     /// The topic's partitions, ascending (fixed when the reader opens: partitions added later
@@ -141,6 +233,9 @@ impl KafkaReader {
         if let Some(e) = self.pending_error.take() {
             return Err(e);
         }
+        if std::mem::take(&mut self.out_of_range_reported) {
+            self.reset_out_of_range()?;
+        }
         let mut records = Vec::new();
         let deadline = Instant::now() + timeout;
         while records.len() < max_records {
@@ -153,6 +248,17 @@ impl KafkaReader {
             };
             let message = match result {
                 Ok(message) => message,
+                Err(e) if is_out_of_range(&e) && records.is_empty() => {
+                    if self.reset_out_of_range()? {
+                        continue;
+                    }
+                    return Err(self.error("reading messages", e));
+                }
+                Err(e) if is_out_of_range(&e) => {
+                    // Handled at the next poll, after these records are released.
+                    self.out_of_range_reported = true;
+                    break;
+                }
                 Err(e) => {
                     let error = self.error("reading messages", e);
                     if records.is_empty() {
@@ -358,13 +464,9 @@ impl KafkaReader {
     }
 }
 
-/// librdkafka's `auto.offset.reset`: what to do when a position is out of the retained range.
-/// `'properties.auto.offset.reset'` if given; else `error` for `group-offsets` (Flink's `none`)
-/// and `earliest` for the other modes (only retention-deleted messages are skipped).
-fn out_of_range_reset(config: &KafkaSourceConfig) -> &'static str {
-    match (config.offset_reset, &config.startup) {
-        (OffsetReset::Latest, _) => "latest",
-        (OffsetReset::None, StartupMode::GroupOffsets) => "error",
-        _ => "earliest",
-    }
+/// Whether librdkafka reports a fetch position out of its partition's range (with
+/// `auto.offset.reset = error`, `_AUTO_OFFSET_RESET`; a broker's `OFFSET_OUT_OF_RANGE`).
+fn is_out_of_range(e: &rdkafka::error::KafkaError) -> bool {
+    use rdkafka::error::RDKafkaErrorCode;
+    matches!(e.rdkafka_error_code(), Some(RDKafkaErrorCode::AutoOffsetReset | RDKafkaErrorCode::OffsetOutOfRange))
 }
