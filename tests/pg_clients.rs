@@ -22,6 +22,15 @@ async fn output_columns_and_a_drivers_connect_queries() {
     assert_eq!(simple, ["?column?", "text", "int8"]);
     let stmt = client.prepare("SELECT pg_backend_pid(), current_user, 'pg_c'::regclass").await.expect("prepare");
     assert_eq!(names(&stmt), ["pg_backend_pid", "current_user", "regclass"]);
+    // Repeated output columns, which Postgres allows: each keeps its value and its name.
+    client.batch_execute("INSERT INTO pg_c VALUES (7, 'r')").await.expect("row");
+    let stmt = client.prepare("SELECT 1, 1, id, pg_c.id, current_user, user, count(*), count(*) FROM pg_c GROUP BY id").await.expect("repeated");
+    assert_eq!(names(&stmt), ["?column?", "?column?", "id", "id", "current_user", "user", "count", "count"]);
+    let row = client.query_one(&stmt, &[]).await.expect("row");
+    let values: (i64, i64, i32, i32, String, String, i64, i64) =
+        (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4), row.get(5), row.get(6), row.get(7));
+    assert_eq!(values, (1, 1, 7, 7, "weir".into(), "weir".into(), 1, 1));
+    client.batch_execute("DELETE FROM pg_c").await.expect("delete");
 
     // Counts and ranks are bigint, as in Postgres and Flink (not numeric).
     client

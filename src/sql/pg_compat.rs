@@ -348,9 +348,45 @@ pub fn rewrite(stmt: &mut Statement, catalog: &Catalog, pid: i32, user: &str) ->
     let user = if user.is_empty() { "weir" } else { user };
     let mut rewriter = Rewriter { catalog, pid, user, error: None };
     let _ = stmt.visit(&mut rewriter);
+    if let Statement::Query(query) = stmt {
+        alias_repeated_items(query.body.as_mut());
+    }
     match rewriter.error {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// Gives a select item that repeats an earlier one of its select list (`SELECT 1, 1`, `SELECT
+/// x, t.x`, `SELECT current_user, user` once rewritten) an alias of its own, in every select
+/// of the query's body: Postgres allows repeated output columns, DataFusion's projections need
+/// unique names. The output columns are named as Postgres names them ([`output_names`] reads
+/// the statement before this, and [`rename`] applies its names), so the alias never shows.
+fn alias_repeated_items(body: &mut SetExpr) {
+    match body {
+        SetExpr::Select(select) => {
+            let mut seen: Vec<String> = Vec::new();
+            for (i, item) in select.projection.iter_mut().enumerate() {
+                let SelectItem::UnnamedExpr(e) = item else { continue };
+                let key = match &*e {
+                    Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.clone()).unwrap_or_default(),
+                    other => other.to_string(),
+                };
+                if seen.contains(&key) {
+                    let alias = sqlparser::ast::Ident::with_quote('"', format!("weir_column_{}", i + 1));
+                    let expr = e.clone();
+                    *item = SelectItem::ExprWithAlias { expr, alias };
+                } else {
+                    seen.push(key);
+                }
+            }
+        }
+        SetExpr::SetOperation { left, right, .. } => {
+            alias_repeated_items(left);
+            alias_repeated_items(right);
+        }
+        SetExpr::Query(q) => alias_repeated_items(q.body.as_mut()),
+        _ => {}
     }
 }
 
