@@ -77,7 +77,9 @@ const TYPE_WORDS: &[&str] = &[
 
 /// Rewrites Flink's nested type syntax into what sqlparser parses: `ROW<...>` into
 /// `STRUCT<...>`, `ROW(a INT, ...)` into `STRUCT<a INT, ...>`, `MAP<K, V>` into `MAP(K, V)`,
-/// and the map constructor `MAP[k1, v1, k2, v2]` into `MAP {k1: v1, k2: v2}`.
+/// the map constructor `MAP[k1, v1, k2, v2]` into `MAP {k1: v1, k2: v2}`, and a field of an
+/// element, `items[1].sku`, into `items[1]['sku']` (DataFusion reads a dot after a subscript
+/// only with a string).
 /// `ROW(...)` is taken for a type only when a type name follows its first word (`ROW(a INT`),
 /// so a row constructor `ROW(1, 'x')` is left alone. Text without them comes back unchanged.
 ///
@@ -87,7 +89,7 @@ pub fn rewrite_nested_types(sql: &str) -> Result<String> {
     use sqlparser::dialect::GenericDialect;
     use sqlparser::tokenizer::{Token, Tokenizer};
     let upper = sql.to_ascii_uppercase();
-    if !upper.contains("ROW") && !upper.contains("MAP") {
+    if !upper.contains("ROW") && !upper.contains("MAP") && !upper.contains("].") {
         return Ok(sql.to_string());
     }
     let tokens =
@@ -113,8 +115,19 @@ pub fn rewrite_nested_types(sql: &str) -> Result<String> {
     let mut stack: Vec<Open> = Vec::new();
     let mut out = String::with_capacity(sql.len() + 8);
     let mut rewritten = std::collections::HashMap::new();
+    // Whether the last significant token closed a subscript (`]`, or a rewritten `['field']`).
+    let mut after_subscript = false;
     for (k, &i) in sig.iter().enumerate() {
         let next = sig.get(k + 1).map(|j| &tokens[*j]);
+        if after_subscript && tokens[i] == Token::Period {
+            if let Some(Token::Word(w)) = next {
+                let name = if w.quote_style.is_some() { w.value.clone() } else { w.value.to_lowercase() };
+                rewritten.insert(i, String::new());
+                rewritten.insert(sig[k + 1], format!("['{}']", name.replace('\'', "''")));
+                continue;
+            }
+        }
+        after_subscript = tokens[i] == Token::RBracket || rewritten.get(&i).is_some_and(|r| r.starts_with("['"));
         match (&tokens[i], word_at(k).as_deref()) {
             (Token::Word(_), Some("ROW")) if next == Some(&Token::Lt) => {
                 rewritten.insert(i, "STRUCT".to_string());
@@ -413,6 +426,7 @@ mod tests {
             ("CREATE TABLE t (m MAP<STRING, ARRAY<INT>>, n INT)", "CREATE TABLE t (m MAP(STRING, ARRAY<INT>), n INT)"),
             ("CREATE TABLE t (m MAP<STRING, MAP<INT, ROW<a INT>>>)", "CREATE TABLE t (m MAP(STRING, MAP(INT, STRUCT<a INT>)))"),
             ("SELECT MAP['a', 1 + 2, 'b', f(3, 4)], x[1]", "SELECT MAP {'a': 1 + 2, 'b': f(3, 4)}, x[1]"),
+            ("SELECT items[1].sku, items[2].Pos.\"X\", t.r.a FROM t", "SELECT items[1]['sku'], items[2]['pos']['X'], t.r.a FROM t"),
             ("SELECT ROW(1, 'x'), a > b, c < d FROM t", "SELECT ROW(1, 'x'), a > b, c < d FROM t"),
             ("SELECT count(*) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM t", "SELECT count(*) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM t"),
         ];
