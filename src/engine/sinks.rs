@@ -38,7 +38,12 @@ impl Engine {
             "filesystem" => {
                 let dir = PathBuf::from(sink.options.get("path").cloned().unwrap_or_default());
                 let format = match sink.options.get("format").map(String::as_str).unwrap_or("json") {
-                    "json" => FileFormat::Json,
+                    "json" => FileFormat::Json {
+                        explicit_nulls: !sink
+                            .options
+                            .get("json.encode.ignore-null-fields")
+                            .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+                    },
                     "csv" => FileFormat::Csv,
                     other => {
                         return Err(WeirError::option(format!(

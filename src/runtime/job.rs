@@ -468,7 +468,7 @@ impl Job {
             return Ok(outs);
         }
         let mut lanes = vec![None; n];
-        let Some(chunk) = Self::combine(outs.into_iter().flatten().collect())? else { return Ok(lanes) };
+        let Some(chunk) = Self::merge_instances(outs.into_iter().flatten().collect())? else { return Ok(lanes) };
         if n == 1 || target.exchange != Exchange::Hash {
             lanes[0] = Some(chunk);
             return Ok(lanes);
@@ -607,6 +607,60 @@ impl Job {
             self.send_up(node, outs, &ctx, &mut outputs)?;
         }
         Self::combine(outputs)
+    }
+
+    /// The outputs of the instances of one operator as one chunk for the operator above.
+    ///
+    /// The instances ran side by side, so the order between their outputs is not the input's:
+    /// when a change moves a row from one instance's key to another's (an UPDATE of a Top-N's
+    /// partition column, of a join key), one instance retracts the old row while another
+    /// inserts the new one, and a view upserting by a key the instances do not share (the
+    /// row's id) must see the retraction first, or it deletes the new row. So when every
+    /// instance's output is its retractions, then its insertions (`-D`/`-U` rows before any
+    /// `+I`/`+U`: the rank operator always emits so, and an instance that only retracts or
+    /// only inserts does), all the retractions go first, each instance's in its order, then
+    /// all the insertions; an update pair split by this becomes a delete and an insert.
+    /// Otherwise the outputs are concatenated in instance order.
+    fn merge_instances(outputs: Vec<StreamChunk>) -> Result<Option<StreamChunk>> {
+        let retracts = |op: &Op| matches!(op, Op::Delete | Op::UpdateBefore);
+        let ordered = |c: &StreamChunk| c.ops.iter().skip_while(|op| retracts(op)).all(|op| !retracts(op));
+        if outputs.len() < 2 || !outputs.iter().all(ordered) {
+            return Self::combine(outputs);
+        }
+        // Nothing to reorder when, concatenated, no insertion comes before a retraction.
+        let mut inserted = false;
+        let mut misordered = false;
+        for op in outputs.iter().flat_map(|c| c.ops.iter()) {
+            if !retracts(op) {
+                inserted = true;
+            } else if inserted {
+                misordered = true;
+                break;
+            }
+        }
+        if !misordered {
+            return Self::combine(outputs);
+        }
+        let mut parts = Vec::with_capacity(2 * outputs.len());
+        let mut inserts = Vec::with_capacity(outputs.len());
+        for chunk in outputs {
+            let split = chunk.ops.iter().take_while(|op| retracts(op)).count();
+            let as_single = |op: &Op| match op {
+                Op::UpdateBefore => Op::Delete,
+                Op::UpdateAfter => Op::Insert,
+                other => *other,
+            };
+            if split > 0 {
+                let indices: Vec<u32> = (0..split as u32).collect();
+                parts.push(chunk.take(&indices, chunk.ops[..split].iter().map(as_single).collect())?);
+            }
+            if split < chunk.len() {
+                let indices: Vec<u32> = (split as u32..chunk.len() as u32).collect();
+                inserts.push(chunk.take(&indices, chunk.ops[split..].iter().map(as_single).collect())?);
+            }
+        }
+        parts.extend(inserts);
+        Self::combine(parts)
     }
 
     fn combine(mut outputs: Vec<StreamChunk>) -> Result<Option<StreamChunk>> {

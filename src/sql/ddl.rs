@@ -74,6 +74,14 @@ pub async fn create_table(engine: &mut Engine, t: &CreateTable, definition: &str
         }
     }
     let physical = Arc::new(Schema::new(fields.clone()));
+    let values: Vec<Field> =
+        fields.iter().zip(&columns).filter(|(_, c)| c.computed.is_none()).map(|(f, _)| f.clone()).collect();
+    for key in ["format", "value.format"] {
+        if let Some(format) = t.options.get(key) {
+            weir_connectors::format::check_declared_types(format, &Arc::new(Schema::new(values.clone())))
+                .map_err(|e| WeirError::unsupported(format!("table {}: {e}", t.name)))?;
+        }
+    }
     for c in &t.columns {
         if let Some(expr) = &c.computed {
             if plain {

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, BinaryArray, RecordBatch, UInt32Array};
-use arrow::compute::{cast, concat_batches, take_record_batch};
+use arrow::compute::{concat_batches, take_record_batch};
 use arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::dataframe::DataFrame;
 use datafusion::logical_expr::{LogicalPlan, WriteOp};
@@ -260,7 +260,7 @@ async fn apply_update(
         let mut cols: Vec<ArrayRef> = old.columns().to_vec();
         for (i, target) in targets.iter().enumerate() {
             let value = batch.column(ncols + 1 + i);
-            cols[*target] = cast(value, schema.field(*target).data_type())?;
+            cols[*target] = strict_cast(value, schema.field(*target).data_type())?;
         }
         let new = RecordBatch::try_new(Arc::clone(schema), cols)?;
         count += new.num_rows();
@@ -648,7 +648,9 @@ impl datafusion::logical_expr::ScalarUDFImpl for CastByPosition {
     ) -> datafusion::error::Result<datafusion::logical_expr::ColumnarValue> {
         use datafusion::logical_expr::ColumnarValue;
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        Ok(ColumnarValue::Array(cast(&arrays[0], &self.target)?))
+        // Strict, as a top-level value's cast: a field that does not convert is an error, not NULL.
+        let options = arrow::compute::CastOptions { safe: false, ..Default::default() };
+        Ok(ColumnarValue::Array(arrow::compute::cast_with_options(&arrays[0], &self.target, &options)?))
     }
 }
 
@@ -668,13 +670,23 @@ pub fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
         .columns()
         .iter()
         .zip(schema.fields())
-        .map(|(c, f)| if c.data_type() == f.data_type() { Ok(Arc::clone(c)) } else { Ok(cast(c, f.data_type())?) })
+        .map(|(c, f)| if c.data_type() == f.data_type() { Ok(Arc::clone(c)) } else { strict_cast(c, f.data_type()) })
         .collect::<Result<Vec<_>>>()?;
     Ok(RecordBatch::try_new_with_options(
         nullable(schema),
         cols,
         &arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
     )?)
+}
+
+/// `values` as `to`, failing on a value that does not convert (`UPDATE t SET n = 99999999999`
+/// into an INT, a row's field `'x'` into an INT), as Postgres does, never a silent NULL.
+///
+/// # Errors
+/// `Execution` naming the value that does not convert.
+fn strict_cast(values: &ArrayRef, to: &arrow::datatypes::DataType) -> Result<ArrayRef> {
+    let options = arrow::compute::CastOptions { safe: false, ..Default::default() };
+    Ok(arrow::compute::cast_with_options(values, to, &options)?)
 }
 
 /// `schema` with every column nullable: the table's writer checks NOT NULL itself, with

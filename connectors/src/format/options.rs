@@ -319,6 +319,19 @@ pub fn encoder(
     FormatOptions::from_options(options, prefix)?.encoder(schema)
 }
 
+/// Refuses, when a table is declared with format `format`, the value columns `schema` that
+/// format cannot read or write: nested types in `csv` (other formats are checked when their
+/// decoder or encoder is built, with their options).
+///
+/// # Errors
+/// [`ConnectorError::Unsupported`] naming the column.
+pub fn check_declared_types(format: &str, schema: &SchemaRef) -> Result<(), ConnectorError> {
+    match format {
+        "csv" => check_types(schema, FormatKind::Csv),
+        _ => Ok(()),
+    }
+}
+
 /// Refuses column types outside Weir's set (see the crate docs of [`super`]): the scalar types
 /// everywhere, and ROW, ARRAY and MAP (nested to any depth) in every format but `csv`.
 fn check_types(schema: &SchemaRef, kind: FormatKind) -> Result<(), ConnectorError> {

@@ -44,8 +44,10 @@ impl Operator for Blackhole {
 /// The record format a [`FileSink`] writes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum FileFormat {
-    /// One JSON object per line.
-    Json,
+    /// One JSON object per line; a NULL is written `null` (also inside rows, maps and arrays),
+    /// or left out of its object (and a map entry with a NULL value left out) with
+    /// `'json.encode.ignore-null-fields' = 'true'` (Flink's option; `explicit_nulls` false).
+    Json { explicit_nulls: bool },
     /// One CSV record per line, no header.
     Csv,
 }
@@ -76,7 +78,7 @@ impl FileSink {
     pub fn open(dir: &Path, job: &str, format: FileFormat, schema: SchemaRef, state: u32, store: &Store) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(|e| WeirError::storage(format!("creating {}: {e}", dir.display())))?;
         let ext = match format {
-            FileFormat::Json => "json",
+            FileFormat::Json { .. } => "json",
             FileFormat::Csv => "csv",
         };
         let path = dir.join(format!("part-{job}.{ext}"));
@@ -112,8 +114,10 @@ impl Operator for FileSink {
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
         match self.format {
-            FileFormat::Json => {
-                let mut writer = arrow::json::LineDelimitedWriter::new(&mut self.buffer);
+            FileFormat::Json { explicit_nulls } => {
+                let mut writer = arrow::json::WriterBuilder::new()
+                    .with_explicit_nulls(explicit_nulls)
+                    .build::<_, arrow::json::writer::LineDelimited>(&mut self.buffer);
                 writer.write(&batch)?;
                 writer.finish()?;
             }
@@ -432,6 +436,46 @@ impl Operator for KafkaSink {
 mod tests {
     use super::*;
     use std::sync::Mutex;
+
+    /// A JSON file sink writes NULLs as `null`, in a row's fields, a map's values and at the
+    /// top (Flink's json format; 'json.encode.ignore-null-fields' is false by default), and
+    /// leaves them out with the option (a map's NULL values too).
+    #[test]
+    fn a_json_file_sink_writes_nulls() -> Result<()> {
+        use arrow::array::{ArrayRef, Int32Builder, MapBuilder, StringBuilder, StructBuilder};
+        use crate::runtime::changelog::Op;
+        use arrow::datatypes::{DataType, Field, Fields, Schema};
+        let dir = tempfile::tempdir().map_err(|e| WeirError::storage(e.to_string()))?;
+        let store = Store::open(&dir.path().join("state"))?;
+        let row = Fields::from(vec![Field::new("a", DataType::Utf8, true)]);
+        let mut r = StructBuilder::from_fields(row.clone(), 1);
+        r.field_builder::<StringBuilder>(0).expect("a").append_null();
+        r.append(true);
+        let mut m = MapBuilder::new(None, StringBuilder::new(), Int32Builder::new());
+        m.keys().append_value("a");
+        m.values().append_value(1);
+        m.keys().append_value("b");
+        m.values().append_null();
+        m.append(true).map_err(|e| WeirError::internal(e.to_string()))?;
+        let columns: Vec<ArrayRef> =
+            vec![Arc::new(arrow::array::Int32Array::from(vec![None::<i32>])), Arc::new(r.finish()), Arc::new(m.finish())];
+        let fields: Vec<Field> =
+            ["id", "r", "tags"].iter().zip(&columns).map(|(n, c)| Field::new(*n, c.data_type().clone(), true)).collect();
+        let schema = Arc::new(Schema::new(fields));
+        let batch = RecordBatch::try_new(Arc::clone(&schema), columns)?;
+        let mut lines = Vec::new();
+        for (job, explicit_nulls) in [("nulls", true), ("no-nulls", false)] {
+            let mut sink = FileSink::open(&dir.path().join("out"), job, FileFormat::Json { explicit_nulls }, Arc::clone(&schema), 1, &store)?;
+            let ctx = OpContext { store: &store };
+            sink.process_batch(0, StreamChunk::new(vec![Op::Insert], batch.clone()), &ctx)?;
+            sink.on_barrier(&mut EpochWrites::default(), &ctx)?;
+            let path = dir.path().join("out").join(format!("part-{job}.json"));
+            lines.push(std::fs::read_to_string(path).map_err(|e| WeirError::storage(e.to_string()))?);
+        }
+        assert_eq!(lines[0], "{\"id\":null,\"r\":{\"a\":null},\"tags\":{\"a\":1,\"b\":null}}\n");
+        assert_eq!(lines[1], "{\"r\":{},\"tags\":{\"a\":1}}\n");
+        Ok(())
+    }
 
     /// A model of Kafka's transactions for one transactional id: every message goes to the log
     /// with its transaction; a commit makes the transaction visible to `read_committed`
