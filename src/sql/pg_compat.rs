@@ -761,6 +761,20 @@ fn expr_name(e: &Expr) -> String {
             _ => "?column?".into(),
         },
         Expr::Nested(inner) => expr_name(inner),
+        // A field or element (`r['b']`, `xs[1]`, `xs[1]['sku']`): its last field's name, else
+        // the array's (Postgres's FigureColname of an indirection).
+        Expr::CompoundFieldAccess { root, access_chain } => access_chain
+            .iter()
+            .rev()
+            .find_map(|a| match a {
+                sqlparser::ast::AccessExpr::Dot(Expr::Identifier(i)) => Some(i.value.clone()),
+                sqlparser::ast::AccessExpr::Subscript(sqlparser::ast::Subscript::Index { index: Expr::Value(v) }) => match &v.value {
+                    sqlparser::ast::Value::SingleQuotedString(s) => Some(s.clone()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .unwrap_or_else(|| expr_name(root)),
         Expr::Case { .. } => "case".into(),
         Expr::Exists { .. } => "exists".into(),
         Expr::Array(_) => "array".into(),
@@ -827,6 +841,7 @@ mod tests {
         assert_eq!(names("SELECT 1"), some(&["?column?"]));
         assert_eq!(names("SELECT count(*), max(x) FROM t"), some(&["count", "max"]));
         assert_eq!(names("SELECT x, t.y, x + 1 FROM t"), some(&["x", "y", "?column?"]));
+        assert_eq!(names("SELECT r['b'], xs[1], xs[2]['sku'], m['k'] FROM t"), some(&["b", "xs", "sku", "k"]));
         assert_eq!(names("SELECT 1::int, x::text, CAST(x AS BIGINT) FROM t"), some(&["int4", "x", "x"]));
         assert_eq!(names("SELECT CASE WHEN x THEN 1 END FROM t"), some(&["case"]));
         assert_eq!(names("SELECT x AS a, 2 FROM t"), Some(vec![None, Some("?column?".into())]));
