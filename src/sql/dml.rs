@@ -169,8 +169,7 @@ pub async fn insert_step(snapshot: Arc<Snapshot>, insert: &Insert) -> Result<Wri
     if !matches!(dml.op, WriteOp::Insert(_)) {
         return Err(WeirError::internal("INSERT planned as another write"));
     }
-    let input = positional_row_casts(dml.input.as_ref().clone())?;
-    let batches = DataFrame::new(ctx.state(), input).collect().await?;
+    let batches = DataFrame::new(ctx.state(), dml.input.as_ref().clone()).collect().await?;
     let rows = batches.iter().map(|b| conform(b, store.schema())).collect::<Result<Vec<_>>>()?;
     let alias = insert.table_alias.as_ref().map(|a| a.alias.clone());
     Ok(WriteStep::Insert { table, alias, rows, on_conflict })
@@ -573,85 +572,6 @@ fn key_column(batch: &RecordBatch, index: usize) -> Result<BinaryArray> {
         .downcast_ref::<BinaryArray>()
         .cloned()
         .ok_or_else(|| WeirError::internal(format!("{KEY_COLUMN} is not binary")))
-}
-
-/// `plan` with every cast to a type holding a `ROW` made by Arrow's cast kernel, which assigns
-/// the fields of a row by position when their names differ: Flink assigns `ROW(2, 'y')` (and an
-/// `ARRAY[ROW(...)]`) to a `ROW<a INT, b STRING>` column that way, where DataFusion refuses a
-/// cast between structs of other field names. A NULL row stays NULL.
-///
-/// # Errors
-/// `Plan` when a cast's input has no type.
-fn positional_row_casts(plan: LogicalPlan) -> Result<LogicalPlan> {
-    use datafusion::common::tree_node::{Transformed, TreeNode};
-    use datafusion::logical_expr::{Expr, ExprSchemable, ScalarUDF};
-    let plan = plan.transform_up(|node| {
-        let schema = match &node {
-            LogicalPlan::Projection(p) => Arc::clone(p.input.schema()),
-            LogicalPlan::Values(_) => Arc::new(datafusion::common::DFSchema::empty()),
-            _ => return Ok(Transformed::no(node)),
-        };
-        node.map_expressions(|e| {
-            e.transform_up(|e| match e {
-                Expr::Cast(c) if holds_row(c.field.data_type()) && c.expr.get_type(&schema)? != *c.field.data_type() => {
-                    let udf = ScalarUDF::new_from_impl(CastByPosition::new(c.field.data_type().clone()));
-                    Ok(Transformed::yes(udf.call(vec![*c.expr])))
-                }
-                e => Ok(Transformed::no(e)),
-            })
-        })
-    })?;
-    Ok(plan.data)
-}
-
-/// Whether values of `t` are or hold a struct.
-fn holds_row(t: &arrow::datatypes::DataType) -> bool {
-    use arrow::datatypes::DataType;
-    match t {
-        DataType::Struct(_) => true,
-        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) | DataType::Map(f, _) => {
-            holds_row(f.data_type())
-        }
-        _ => false,
-    }
-}
-
-/// `CAST(x AS t)` by Arrow's cast kernel (structs field by field, by name or else by position).
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct CastByPosition {
-    target: arrow::datatypes::DataType,
-    signature: datafusion::logical_expr::Signature,
-}
-
-impl CastByPosition {
-    fn new(target: arrow::datatypes::DataType) -> Self {
-        Self { target, signature: datafusion::logical_expr::Signature::any(1, datafusion::logical_expr::Volatility::Immutable) }
-    }
-}
-
-impl datafusion::logical_expr::ScalarUDFImpl for CastByPosition {
-    fn name(&self) -> &str {
-        "cast_by_position"
-    }
-
-    fn signature(&self) -> &datafusion::logical_expr::Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _: &[arrow::datatypes::DataType]) -> datafusion::error::Result<arrow::datatypes::DataType> {
-        Ok(self.target.clone())
-    }
-
-    fn invoke_with_args(
-        &self,
-        args: datafusion::logical_expr::ScalarFunctionArgs,
-    ) -> datafusion::error::Result<datafusion::logical_expr::ColumnarValue> {
-        use datafusion::logical_expr::ColumnarValue;
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        // Strict, as a top-level value's cast: a field that does not convert is an error, not NULL.
-        let options = arrow::compute::CastOptions { safe: false, ..Default::default() };
-        Ok(ColumnarValue::Array(arrow::compute::cast_with_options(&arrays[0], &self.target, &options)?))
-    }
 }
 
 /// `batch` with the columns cast to `schema`'s types and labelled with its names.

@@ -11,6 +11,7 @@ pub mod pg_compat;
 pub mod pg_schema;
 pub mod planning;
 pub mod relations;
+pub mod row_cast;
 pub mod settings;
 pub mod show;
 pub mod sink_jobs;

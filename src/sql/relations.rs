@@ -363,10 +363,14 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
     // used, becomes a semi join there; the stream planner has no semi join yet, and the inner
     // join is what Flink keeps (Nexmark q5, q8).
     optimizer_rules.retain(|r| r.name() != "eliminate_join");
+    // After DataFusion's type coercion: casts to ROW types by position (`row_cast`).
+    let mut analyzer_rules = datafusion::optimizer::Analyzer::new().rules;
+    analyzer_rules.push(Arc::new(crate::sql::row_cast::PositionalRowCasts));
     let state = SessionStateBuilder::new()
         .with_config(config)
         .with_default_features()
         .with_optimizer_rules(optimizer_rules)
+        .with_analyzer_rules(analyzer_rules)
         .with_type_planner(Arc::new(FlinkTypes))
         .build();
     let ctx = SessionContext::new_with_state(state);

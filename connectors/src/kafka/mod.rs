@@ -40,5 +40,5 @@ pub use config::{
     StartupMode,
 };
 pub use mock::MockBrokers;
-pub use reader::{KafkaReader, KafkaRecord, PartitionLag};
+pub use reader::{KafkaReader, KafkaRecord, PartitionLag, Reset};
 pub use writer::KafkaWriter;
