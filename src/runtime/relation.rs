@@ -65,7 +65,20 @@ mod tests {
                 ]
                 .into(),
             ),
-            crate::sql::types::map_type(DataType::Utf8, DataType::Int64),
+            DataType::Map(
+                std::sync::Arc::new(arrow::datatypes::Field::new(
+                    "entries",
+                    DataType::Struct(
+                        vec![
+                            arrow::datatypes::Field::new("key", DataType::Utf8, false),
+                            arrow::datatypes::Field::new("value", DataType::Int64, true),
+                        ]
+                        .into(),
+                    ),
+                    false,
+                )),
+                false,
+            ),
         ] {
             assert_eq!(DataType::from_str(&t.to_string()).expect("parses"), t, "{t}");
         }

@@ -334,6 +334,15 @@ impl SourceTask {
         })
     }
 
+    /// Takes the reader's positions as the progress to commit (after rows, dead letters or
+    /// skipped records moved them).
+    fn sync_positions(&mut self) {
+        let positions = self.reader.positions();
+        for (p, progress) in self.progress.partitions.iter_mut().enumerate() {
+            progress.position = positions[p];
+        }
+    }
+
     /// The next batch of at most `max_rows` rows in the table's full schema, the watermark the
     /// task reaches after it (if it moved forward), or `None` when nothing is available.
     ///
@@ -348,10 +357,7 @@ impl SourceTask {
         if skipped > 0 {
             tracing::warn!(job = %self.job, table = %self.table, skipped, "records were deleted before they were read; skipped per 'scan.out-of-range'");
             self.progress.skipped += skipped;
-            let positions = self.reader.positions();
-            for (p, progress) in self.progress.partitions.iter_mut().enumerate() {
-                progress.position = positions[p];
-            }
+            self.sync_positions();
         }
         let dead = self.reader.take_dead_letters();
         if let (true, Some(d)) = (self.fail_on_decode_error, dead.first()) {
@@ -370,10 +376,7 @@ impl SourceTask {
             }
             self.progress.dead_letters += dead.len() as u64;
             self.dead_letters.extend(dead);
-            let positions = self.reader.positions();
-            for (p, progress) in self.progress.partitions.iter_mut().enumerate() {
-                progress.position = positions[p];
-            }
+            self.sync_positions();
         }
         let (partition, batch, ops) = match polled {
             SourcePoll::Batch { partition, batch, ops } => (partition, batch, ops),

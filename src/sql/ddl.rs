@@ -381,12 +381,10 @@ async fn expr_type(name: &str, schema: &Arc<Schema>, expr: &str) -> Result<DataT
 /// A declared type as DESCRIBE shows it: as written, but nested types in Flink's spelling
 /// (`ROW<\`a\` INT>`, `MAP<K, V>`), which [`crate::sql::types::rewrite_nested_types`] rewrote.
 fn declared_type_name(sql_type: &sqlparser::ast::DataType, arrow_type: &arrow::datatypes::DataType) -> String {
-    let text = sql_type.to_string();
-    let upper = text.to_uppercase();
-    if upper.contains("STRUCT<") || upper.contains("MAP(") {
+    if crate::sql::row_cast::holds_row(arrow_type) {
         crate::sql::show::sql_type_name(arrow_type)
     } else {
-        text
+        sql_type.to_string()
     }
 }
 

@@ -61,8 +61,8 @@ impl AnalyzerRule for PositionalRowCasts {
     }
 }
 
-/// Whether values of `t` are or hold a struct.
-fn holds_row(t: &DataType) -> bool {
+/// Whether values of `t` are or hold a struct (a `ROW`, or a `MAP`, whose entries are structs).
+pub fn holds_row(t: &DataType) -> bool {
     match t {
         DataType::Struct(_) => true,
         DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) | DataType::Map(f, _) => {

@@ -357,15 +357,7 @@ impl KafkaReader {
 
     /// Per partition, (low, high) watermarks.
     fn watermarks(&self) -> Result<BTreeMap<i32, (i64, i64)>, ConnectorError> {
-        self.partitions
-            .iter()
-            .map(|&p| {
-                self.consumer
-                    .fetch_watermarks(&self.config.topic, p, OPERATION_TIMEOUT)
-                    .map(|w| (p, w))
-                    .map_err(|e| self.error(&format!("reading the watermarks of partition {p}"), e))
-            })
-            .collect()
+        self.partitions.iter().map(|&p| self.watermarks_of(p).map(|w| (p, w))).collect()
     }
 
     /// The topic's partitions from the cluster's metadata.
