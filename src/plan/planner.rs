@@ -218,10 +218,7 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
             })
         }
         LogicalPlan::Join(j) => crate::plan::join::plan_join(j, catalog),
-        LogicalPlan::Window(w) if crate::plan::over::is_over_aggregate(plan) => crate::plan::over::plan_over(w, catalog),
-        LogicalPlan::Window(_) => Err(WeirError::unsupported(
-            "this window function (OVER) in a materialized view; supported: ROW_NUMBER(), RANK() or DENSE_RANK() OVER (PARTITION BY .. ORDER BY ..) in a subquery whose outer WHERE bounds it from above (rn = 1, rn <= N, rn < N, rn BETWEEN 1 AND N)",
-        )),
+        LogicalPlan::Window(w) => crate::plan::over::plan_over(w, catalog),
         // DISTINCT ON's ORDER BY: a view has no row order.
         LogicalPlan::Sort(s) if s.fetch.is_none() && crate::plan::rank::is_distinct_on(&s.input) => {
             plan_stream(&s.input, catalog)

@@ -8,7 +8,7 @@ use datafusion::common::DFSchemaRef;
 use datafusion::logical_expr::Expr;
 
 use crate::plan::join::{JoinSpec, TimeBound};
-use crate::plan::over::OverSpec;
+use crate::plan::over::{OverSpec, OverWindowSpec};
 use crate::plan::rank::RankSpec;
 use crate::plan::slicing::SlicedAggSpec;
 use crate::plan::window::WindowSpec;
@@ -81,6 +81,9 @@ pub enum StreamNode {
     /// `agg(x) OVER (PARTITION BY .. ORDER BY time [frame])` over an append-only input
     /// ([`crate::plan::over`]): the input's columns, then one per aggregate.
     OverAggregate { input: Box<StreamPlan>, spec: OverSpec },
+    /// Window functions (`OVER`) over an updating input ([`crate::plan::over`]): the input's
+    /// columns, then one per function, kept equal to the functions over the input's rows.
+    OverWindow { input: Box<StreamPlan>, spec: OverWindowSpec },
 }
 
 /// How the rows of a node's inputs reach its parallel instances (Flink's stream partitioners).
@@ -141,6 +144,7 @@ impl StreamPlan {
             StreamNode::GroupAggregate { .. } => "StreamGroupAggregate",
             StreamNode::SlicedWindowAggregate { .. } => crate::plan::slicing::NAME,
             StreamNode::OverAggregate { .. } => crate::plan::over::NAME,
+            StreamNode::OverWindow { .. } => crate::plan::over::WINDOW_NAME,
         }
     }
 
@@ -155,6 +159,7 @@ impl StreamPlan {
             | StreamNode::Rank { input, .. }
             | StreamNode::GroupAggregate { input, .. }
             | StreamNode::OverAggregate { input, .. }
+            | StreamNode::OverWindow { input, .. }
             | StreamNode::SlicedWindowAggregate { input, .. } => vec![input],
             StreamNode::Union { inputs } => inputs.iter().collect(),
             StreamNode::Join { left, right, .. } => vec![left, right],
@@ -172,6 +177,7 @@ impl StreamPlan {
             | StreamNode::Rank { input, .. }
             | StreamNode::GroupAggregate { input, .. }
             | StreamNode::OverAggregate { input, .. }
+            | StreamNode::OverWindow { input, .. }
             | StreamNode::SlicedWindowAggregate { input, .. } => vec![input.as_mut()],
             StreamNode::Union { inputs } => inputs.iter_mut().collect(),
             StreamNode::Join { left, right, .. } => vec![left.as_mut(), right.as_mut()],
@@ -331,6 +337,7 @@ impl StreamPlan {
                 Exchange::Hash
             }
             StreamNode::Rank { spec, .. } if !spec.partition_by.is_empty() => Exchange::Hash,
+            StreamNode::OverWindow { spec, .. } if !spec.partition_by.is_empty() => Exchange::Hash,
             StreamNode::GroupAggregate { group_exprs, .. } if !group_exprs.is_empty() => Exchange::Hash,
             StreamNode::SlicedWindowAggregate { spec, .. } if spec.window_columns.iter().any(Option::is_none) => {
                 Exchange::Hash
@@ -348,6 +355,7 @@ impl StreamPlan {
                 format!("[{}] / [{}]", join(&l), join(&r))
             }
             StreamNode::Rank { spec, .. } => format!("[{}]", join(&spec.partition_by)),
+            StreamNode::OverWindow { spec, .. } => format!("[{}]", join(&spec.partition_by)),
             StreamNode::GroupAggregate { group_exprs, .. } => format!("[{}]", join(group_exprs)),
             StreamNode::SlicedWindowAggregate { spec, .. } => {
                 let keys: Vec<Expr> = spec
@@ -405,6 +413,7 @@ impl StreamPlan {
             StreamNode::Rank { spec, .. } => spec.explain(),
             StreamNode::SlicedWindowAggregate { spec, .. } => spec.explain(),
             StreamNode::OverAggregate { spec, .. } => spec.explain(),
+            StreamNode::OverWindow { spec, .. } => spec.explain(),
             StreamNode::WindowAssign { spec, .. } => format!(
                 "{}(table={}, time={}, size={}ms, slide={}ms, offset={}ms){}",
                 spec.kind.name(),

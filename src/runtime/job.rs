@@ -32,6 +32,7 @@ use crate::runtime::operators::temporal_join::{TemporalJoin, TemporalJoinOptions
 use crate::runtime::operators::materialize::{Materialize, StorageMode};
 use crate::runtime::operators::normalize::ChangelogNormalize;
 use crate::runtime::operators::over_agg::{OverAggregate, AGG_PREFIX as OVER_AGG_PREFIX};
+use crate::runtime::operators::over_window::{OverWindow, OverWindowOptions};
 use crate::plan::over::OverFrame;
 use crate::runtime::operators::project::Project;
 use crate::runtime::operators::rank::{Rank, RankOptions};
@@ -353,6 +354,31 @@ fn build_operator(
                     state_table,
                     store,
                 )?)
+            }
+            StreamNode::OverWindow { input, spec } => {
+                let order: Vec<Expr> = spec.order_by.iter().map(|s| s.expr.clone()).collect();
+                let functions = spec
+                    .functions
+                    .iter()
+                    .map(|f| {
+                        Ok(datafusion::physical_planner::create_window_expr(
+                            f,
+                            &input.schema,
+                            &ExecutionProps::new(),
+                            &PhysicalPlanningContext::default(),
+                        )?)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let opts = OverWindowOptions {
+                    partition_exprs: physical_exprs(&spec.partition_by, &input.schema)?,
+                    order_exprs: physical_exprs(&order, &input.schema)?,
+                    order_by: spec.order_by.clone(),
+                    functions,
+                    reach: spec.reach(),
+                    input_schema: Arc::new(input.schema.as_arrow().clone()),
+                    schema,
+                };
+                Box::new(OverWindow::try_new(opts, state_table, store)?)
             }
             StreamNode::SlicedWindowAggregate { input, spec } => {
                 let aggs = spec

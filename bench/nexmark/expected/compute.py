@@ -6,7 +6,7 @@ Usage:
 
 INPUT_DIR holds person.json, auction.json and bid.json (JSON lines, as written by
 `weir bench nexmark-gen --out INPUT_DIR`). OUT_DIR defaults to the directory of this script.
-For every query except q6 it writes OUT_DIR/qN.tsv: the FINAL result of the query over the
+For every query it writes OUT_DIR/qN.tsv: the FINAL result of the query over the
 whole bounded input (at the end of input the watermark goes to +infinity, so every window
 fires; updating results are taken after all retractions), as a multiset of rows.
 
@@ -18,7 +18,7 @@ booleans true/false.
 
 It also writes OUT_DIR/manifest.tsv: query, row count, bytes and sha256 of each qN.tsv.
 
---check also recomputes q4, q5, q7, q8, q9, q11, q12, q15-q19 a second, differently written
+--check also recomputes q4, q5, q6, q7, q8, q9, q11, q12, q15-q19 a second, differently written
 way (brute force or incremental) and asserts both agree.
 
 Standard library only; Flink SQL semantics throughout (see README.md).
@@ -390,6 +390,30 @@ def q5(P, A, B):
     return ["auction", "num"], rows
 
 
+def q6(P, A, B):
+    # Q: per (auction id, seller) the winning bid: ORDER BY price DESC, date_time ASC, bidder ASC
+    # (q6.sql's tiebreak), rownum <= 1. Then per seller, in the winning bids' date_time order,
+    # AVG(price) over the row and the 10 rows before it (ROWS 10 PRECEDING: up to 11 rows).
+    best = {}
+    for a, b in winning_join(A, B):
+        k = (a.id, a.seller)
+        key = (-b.price, b.date_time, b.bidder)
+        if k not in best or key < best[k][0]:
+            best[k] = (key, b)
+    per_seller = collections.defaultdict(list)
+    for (aid, seller), (_, b) in best.items():
+        per_seller[seller].append((b.date_time, b.price))
+    rows = []
+    for seller, wins in per_seller.items():
+        wins.sort()
+        times = [t for t, _ in wins]
+        assert len(set(times)) == len(times), "q6: two winning bids of seller %d at one time" % seller
+        for i in range(len(wins)):
+            frame = [p for _, p in wins[max(0, i - 10):i + 1]]
+            rows.append((seller, avg_bigint(frame)))
+    return ["seller", "avg_price"], rows
+
+
 def q7(P, A, B):
     maxprice = {}  # tumble start -> MAX(price)
     for b in B:
@@ -607,7 +631,7 @@ def q22(P, A, B):
              for b in B])
 
 
-QUERIES = {"q%d" % i: globals()["q%d" % i] for i in range(23) if i != 6}
+QUERIES = {"q%d" % i: globals()["q%d" % i] for i in range(23)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -649,6 +673,33 @@ def alt_q5(P, A, B):
         m = max(cnt.values())
         rows += [(auc, n) for auc, n in cnt.items() if n == m]
     return ["auction", "num"], rows
+
+
+def alt_q6(P, A, B):
+    # The winning bids found as the stream would: bids in time order against their auction;
+    # then each seller's averages from prefix sums of the prices in time order.
+    amap = {a.id: a for a in A}
+    win = {}
+    for b in sorted(B, key=lambda b: (b.date_time, b.bidder)):
+        a = amap.get(b.auction)
+        if a is None or not (a.date_time <= b.date_time <= a.expires):
+            continue
+        cur = win.get(a.id)
+        if cur is None or b.price > cur.price:
+            win[a.id] = b
+    by_seller = collections.defaultdict(list)
+    for aid, b in win.items():
+        by_seller[amap[aid].seller].append(b)
+    rows = []
+    for seller, bids in by_seller.items():
+        bids.sort(key=lambda b: b.date_time)
+        prefix = [0]
+        for b in bids:
+            prefix.append(prefix[-1] + b.price)
+        for i in range(1, len(bids) + 1):
+            lo = max(0, i - 11)
+            rows.append((seller, java_div(prefix[i] - prefix[lo], i - lo)))
+    return ["seller", "avg_price"], rows
 
 
 def alt_q7(P, A, B):
@@ -783,7 +834,7 @@ def alt_q19(P, A, B):
     return BID_COLS + ["rank_number"], rows
 
 
-ALTS = {"q4": alt_q4, "q5": alt_q5, "q7": alt_q7, "q8": alt_q8, "q9": alt_q9, "q11": alt_q11,
+ALTS = {"q4": alt_q4, "q5": alt_q5, "q6": alt_q6, "q7": alt_q7, "q8": alt_q8, "q9": alt_q9, "q11": alt_q11,
         "q12": alt_q12, "q15": alt_q15, "q16": alt_q16, "q17": alt_q17, "q18": alt_q18,
         "q19": alt_q19}
 

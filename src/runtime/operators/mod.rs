@@ -5,6 +5,7 @@ pub mod join;
 pub mod materialize;
 pub mod normalize;
 pub mod over_agg;
+pub mod over_window;
 pub mod progress;
 pub mod project;
 pub mod rank;
@@ -15,6 +16,7 @@ pub mod temporal_join;
 pub mod union;
 pub mod window_assign;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch};
@@ -31,7 +33,35 @@ use crate::state::RowCodec;
 /// # Errors
 /// Evaluation errors of `exprs`; `codec`'s when a column does not match its types.
 pub(crate) fn key_groups_of(exprs: &[Arc<dyn PhysicalExpr>], codec: &RowCodec, batch: &RecordBatch) -> Result<Vec<u16>> {
+    Ok(partition_keys(exprs, codec, batch)?.1.iter().map(|k| key_group(k)).collect())
+}
+
+/// The partition key of each row of `batch`: `exprs` evaluated (the columns) and encoded by
+/// `codec` (one key per row).
+///
+/// # Errors
+/// Evaluation errors of `exprs`; `codec`'s when a column does not match its types.
+pub(crate) fn partition_keys(
+    exprs: &[Arc<dyn PhysicalExpr>],
+    codec: &RowCodec,
+    batch: &RecordBatch,
+) -> Result<(Vec<ArrayRef>, Vec<Vec<u8>>)> {
     let n = batch.num_rows();
     let cols = exprs.iter().map(|e| Ok(e.evaluate(batch)?.into_array(n)?)).collect::<Result<Vec<ArrayRef>>>()?;
-    Ok(codec.encode_rows(&cols, n)?.iter().map(|k| key_group(k)).collect())
+    let keys = codec.encode_rows(&cols, n)?;
+    Ok((cols, keys))
+}
+
+/// The row indexes of each partition key in `keys`, partitions in first-seen order.
+pub(crate) fn rows_by_partition(keys: &[Vec<u8>]) -> Vec<(&[u8], Vec<usize>)> {
+    let mut groups: Vec<(&[u8], Vec<usize>)> = Vec::new();
+    let mut index: HashMap<&[u8], usize> = HashMap::new();
+    for (row, p) in keys.iter().enumerate() {
+        let slot = *index.entry(p.as_slice()).or_insert_with(|| {
+            groups.push((p.as_slice(), Vec::new()));
+            groups.len() - 1
+        });
+        groups[slot].1.push(row);
+    }
+    groups
 }

@@ -58,6 +58,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, RecordBatch, UInt64Array};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, SchemaRef};
+use datafusion::logical_expr::SortExpr;
 use datafusion::physical_expr::PhysicalExpr;
 
 use crate::error::{Result, WeirError};
@@ -94,13 +95,60 @@ pub struct RankOptions {
     pub window_end_partition: Option<usize>,
 }
 
-/// One ORDER BY key.
-struct OrderKey {
+/// One ORDER BY key, encoded as the module docs' "Order keys" say.
+pub(super) struct OrderKey {
     expr: Arc<dyn PhysicalExpr>,
     /// Codec of the key's one value.
     codec: RowCodec,
     asc: bool,
     nulls_first: bool,
+}
+
+impl OrderKey {
+    /// The keys `exprs` (over `input_schema`) sorted as `order_by` says, one per ORDER BY key.
+    ///
+    /// # Errors
+    /// `Internal` when the two lists differ in length; `Unsupported` for a key type the state
+    /// codec cannot store.
+    pub(super) fn all(exprs: Vec<Arc<dyn PhysicalExpr>>, order_by: &[SortExpr], input_schema: &SchemaRef) -> Result<Vec<Self>> {
+        if exprs.len() != order_by.len() {
+            return Err(WeirError::internal("one physical expression per ORDER BY key"));
+        }
+        exprs
+            .into_iter()
+            .zip(order_by)
+            .map(|(expr, s)| {
+                let codec = RowCodec::try_new(vec![expr.data_type(input_schema)?])?;
+                Ok(OrderKey { expr, codec, asc: s.asc, nulls_first: s.nulls_first })
+            })
+            .collect()
+    }
+
+    /// The order key bytes of every row of `batch` under `keys`: bytewise order is the ORDER BY.
+    ///
+    /// # Errors
+    /// Evaluation errors of the keys' expressions; the codec's for a value of another type.
+    pub(super) fn encode(keys: &[OrderKey], batch: &RecordBatch) -> Result<Vec<Vec<u8>>> {
+        let n = batch.num_rows();
+        let mut out = vec![Vec::new(); n];
+        for k in keys {
+            let values = k.expr.evaluate(batch)?.into_array(n)?;
+            let encoded = k.codec.encode_rows(&[values], n)?;
+            for (key, value) in out.iter_mut().zip(encoded) {
+                if value.first() == Some(&0) {
+                    key.push(if k.nulls_first { 0 } else { 2 });
+                } else {
+                    key.push(1);
+                    if k.asc {
+                        key.extend_from_slice(&value[1..]);
+                    } else {
+                        key.extend(value[1..].iter().map(|b| !b));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// The rank operator; see the module docs.
@@ -147,8 +195,9 @@ pub struct Rank {
     open_windows: BTreeMap<i64, BTreeSet<Vec<u8>>>,
 }
 
-/// A kept row in rank range: its output bytes (stored row, then rank if output) and rank.
-type Ranked = (Vec<u8>, u64);
+/// A kept row in rank range: its output bytes (stored row, then rank if output) and rank; for
+/// [`super::over_window`], an output row and its position in its partition.
+pub(super) type Ranked = (Vec<u8>, u64);
 
 impl Rank {
     /// A rank operator; `state_table(name)` returns the id of its state table `name`, loaded
@@ -159,21 +208,11 @@ impl Rank {
     pub fn try_new(opts: RankOptions, state_table: &mut dyn FnMut(&str) -> TableRef, store: &Store) -> Result<Self> {
         let RankOptions { spec, partition_exprs, order_exprs, input_schema, append_only_input, schema, window_end_partition } =
             opts;
-        if order_exprs.len() != spec.order_by.len() {
-            return Err(WeirError::internal("rank: one physical expression per ORDER BY key"));
-        }
         let types_of = |exprs: &[Arc<dyn PhysicalExpr>]| -> Result<Vec<DataType>> {
             exprs.iter().map(|e| Ok(e.data_type(&input_schema)?)).collect()
         };
         let partition_codec = RowCodec::try_new(types_of(&partition_exprs)?)?;
-        let order_keys = order_exprs
-            .into_iter()
-            .zip(&spec.order_by)
-            .map(|(expr, s)| {
-                let codec = RowCodec::try_new(vec![expr.data_type(&input_schema)?])?;
-                Ok(OrderKey { expr, codec, asc: s.asc, nulls_first: s.nulls_first })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let order_keys = OrderKey::all(order_exprs, &spec.order_by, &input_schema)?;
         let num_inputs = input_schema.fields().len();
         let mut stored_order: Vec<usize> =
             (0..num_inputs).filter(|i| !spec.arrival_columns.contains(i)).collect();
@@ -321,12 +360,7 @@ impl Operator for Rank {
             return Ok(None);
         }
         let batch = &chunk.batch;
-        let partition_cols = self
-            .partition_exprs
-            .iter()
-            .map(|e| Ok(e.evaluate(batch)?.into_array(n)?))
-            .collect::<Result<Vec<_>>>()?;
-        let partitions = self.partition_codec.encode_rows(&partition_cols, n)?;
+        let (partition_cols, partitions) = super::partition_keys(&self.partition_exprs, &self.partition_codec, batch)?;
         if let Some(k) = self.window_end_partition {
             for (p, end) in partitions.iter().zip(window_ends(&partition_cols[k])?) {
                 self.open_windows.entry(end).or_default().insert(p.clone());
@@ -335,7 +369,7 @@ impl Operator for Rank {
         if self.keep_first {
             return self.keep_first_rows(&chunk, &partitions, ctx);
         }
-        let order = self.order_keys(batch)?;
+        let order = OrderKey::encode(&self.order_keys, batch)?;
         let stored_cols: Vec<ArrayRef> = self.stored_order.iter().map(|i| Arc::clone(batch.column(*i))).collect();
         let rows = self.row_codec.encode_rows(&stored_cols, n)?;
         let matches = if self.num_match_columns == stored_cols.len() {
@@ -344,16 +378,7 @@ impl Operator for Rank {
             Some(self.match_codec.encode_rows(&stored_cols[..self.num_match_columns], n)?)
         };
 
-        // Rows by partition, partitions in first-touched order.
-        let mut groups: Vec<(&[u8], Vec<usize>)> = Vec::new();
-        let mut index: HashMap<&[u8], usize> = HashMap::new();
-        for (row, p) in partitions.iter().enumerate() {
-            let slot = *index.entry(p.as_slice()).or_insert_with(|| {
-                groups.push((p.as_slice(), Vec::new()));
-                groups.len() - 1
-            });
-            groups[slot].1.push(row);
-        }
+        let groups = super::rows_by_partition(&partitions);
 
         let mut ops = Vec::new();
         let mut out = Vec::new();
@@ -505,29 +530,6 @@ impl Rank {
         Ok(Some(StreamChunk::new(kept.ops, batch)))
     }
 
-    /// The order key bytes of every row of `batch`.
-    fn order_keys(&self, batch: &RecordBatch) -> Result<Vec<Vec<u8>>> {
-        let n = batch.num_rows();
-        let mut keys = vec![Vec::new(); n];
-        for k in &self.order_keys {
-            let values = k.expr.evaluate(batch)?.into_array(n)?;
-            let encoded = k.codec.encode_rows(&[values], n)?;
-            for (key, value) in keys.iter_mut().zip(encoded) {
-                if value.first() == Some(&0) {
-                    key.push(if k.nulls_first { 0 } else { 2 });
-                } else {
-                    key.push(1);
-                    if k.asc {
-                        key.extend_from_slice(&value[1..]);
-                    } else {
-                        key.extend(value[1..].iter().map(|b| !b));
-                    }
-                }
-            }
-        }
-        Ok(keys)
-    }
-
     /// A deduplication: keeps the row `row` with sort key `sort` (order key ++ arrival
     /// sequence) for `partition` if it ranks before the one kept.
     fn offer_kept(&mut self, store: &Store, partition: &[u8], sort: &[u8], row: &[u8]) -> Result<()> {
@@ -642,7 +644,7 @@ fn split_kept(value: &[u8]) -> Result<(&[u8], &[u8])> {
 }
 
 /// The arrival sequence at the end of a `rows` key.
-fn seq_of(key: &[u8], inverted: bool) -> Result<u64> {
+pub(super) fn seq_of(key: &[u8], inverted: bool) -> Result<u64> {
     let bytes: [u8; SEQ_LEN] = key
         .get(key.len().saturating_sub(SEQ_LEN)..)
         .and_then(|b| b.try_into().ok())
@@ -653,7 +655,7 @@ fn seq_of(key: &[u8], inverted: bool) -> Result<u64> {
 
 /// The multiset difference of two rank-ordered row lists: (rows only in `before`, rows only in
 /// `after`), each in rank order.
-fn difference(before: Vec<Ranked>, after: Vec<Ranked>) -> (Vec<Ranked>, Vec<Ranked>) {
+pub(super) fn difference(before: Vec<Ranked>, after: Vec<Ranked>) -> (Vec<Ranked>, Vec<Ranked>) {
     let mut counts: HashMap<&[u8], i64> = HashMap::new();
     for (row, _) in &before {
         *counts.entry(row.as_slice()).or_default() += 1;
