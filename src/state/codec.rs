@@ -358,11 +358,11 @@ fn encoded_len(kinds: &[Kind], bytes: &[u8]) -> usize {
             Kind::Str | Kind::Bin => {
                 let mut i = 0;
                 loop {
-                    match (rest.get(i), rest.get(i + 1)) {
-                        (Some(0), Some(0)) => break i + 2,
-                        (Some(0), Some(_)) => i += 2,
-                        (Some(_), _) => i += 1,
-                        (None, _) => break rest.len(),
+                    let Some(z) = memchr::memchr(0, &rest[i..]) else { break rest.len() };
+                    match rest.get(i + z + 1) {
+                        Some(0) => break i + z + 2,
+                        Some(_) => i += z + 2,
+                        None => break rest.len(),
                     }
                 }
             }
@@ -472,13 +472,17 @@ fn decode_f64(b: [u8; 8]) -> f64 {
     f64::from_bits(bits)
 }
 
+/// Appends `v` escaped and terminated: each `0x00` as `0x00 0xFF`, then `0x00 0x00` (so the
+/// encoding is prefix-free and compares as `v` does). Copies the runs between zeros whole.
 fn encode_bytes(v: &[u8], out: &mut Vec<u8>) {
-    for &b in v {
-        out.push(b);
-        if b == 0 {
-            out.push(0xFF);
-        }
+    out.reserve(v.len() + 2);
+    let mut rest = v;
+    while let Some(z) = memchr::memchr(0, rest) {
+        out.extend_from_slice(&rest[..=z]);
+        out.push(0xFF);
+        rest = &rest[z + 1..];
     }
+    out.extend_from_slice(rest);
     out.extend_from_slice(&[0, 0]);
 }
 
@@ -493,23 +497,29 @@ fn take<const N: usize>(bytes: &[u8]) -> Result<[u8; N]> {
         .ok_or_else(|| corrupt("value ends early"))
 }
 
-fn decode_bytes(bytes: &[u8]) -> Result<(Vec<u8>, usize)> {
-    let mut out = Vec::new();
+/// The bytes [`encode_bytes`] wrote at the front of `bytes`, and how many bytes they took:
+/// borrowed when they hold no zero byte (no escape to undo), copied otherwise.
+fn decode_bytes(bytes: &[u8]) -> Result<(std::borrow::Cow<'_, [u8]>, usize)> {
+    let mut copied: Option<Vec<u8>> = None;
     let mut i = 0;
     loop {
-        let b = *bytes.get(i).ok_or_else(|| corrupt("unterminated string"))?;
-        if b == 0 {
-            match bytes.get(i + 1) {
-                Some(0) => return Ok((out, i + 2)),
-                Some(0xFF) => {
-                    out.push(0);
-                    i += 2;
-                }
-                _ => return Err(corrupt("bad escape in string")),
+        let z = i + memchr::memchr(0, &bytes[i..]).ok_or_else(|| corrupt("unterminated string"))?;
+        match bytes.get(z + 1) {
+            Some(0) => {
+                let value = match copied {
+                    None => std::borrow::Cow::Borrowed(&bytes[..z]),
+                    Some(mut v) => {
+                        v.extend_from_slice(&bytes[i..z]);
+                        std::borrow::Cow::Owned(v)
+                    }
+                };
+                return Ok((value, z + 2));
             }
-        } else {
-            out.push(b);
-            i += 1;
+            Some(0xFF) => {
+                copied.get_or_insert_with(|| Vec::with_capacity(z + 16)).extend_from_slice(&bytes[i..=z]);
+                i = z + 2;
+            }
+            _ => return Err(corrupt("bad escape in string")),
         }
     }
 }
@@ -568,8 +578,7 @@ fn decode_value(builder: &mut Builder<'_>, bytes: &[u8]) -> Result<usize> {
         }
         Builder::Str(b) => {
             let (v, n) = decode_bytes(rest)?;
-            let s = String::from_utf8(v).map_err(|_| corrupt("string is not UTF-8"))?;
-            b.append_value(s);
+            b.append_value(std::str::from_utf8(&v).map_err(|_| corrupt("string is not UTF-8"))?);
             n
         }
         Builder::Bin(b) => {
@@ -636,6 +645,35 @@ mod tests {
         for (a, b) in back.iter().zip(&cols) {
             assert_eq!(a.as_ref(), b.as_ref());
         }
+        Ok(())
+    }
+
+    /// Strings with zero bytes anywhere (escaped as 0x00 0xFF) come back whole, end where the
+    /// next column starts, and order as their bytes do.
+    #[test]
+    fn strings_with_zero_bytes_round_trip_and_order() -> Result<()> {
+        let texts = ["ab\0\0cd", "", "\0", "\0\0", "a\0", "\0a", "a", "a\0\0"];
+        let codec = RowCodec::try_new(vec![DataType::Utf8, DataType::Int32])?;
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from(texts.to_vec())),
+            Arc::new(Int32Array::from((0..texts.len() as i32).collect::<Vec<_>>())),
+        ];
+        let rows = codec.encode_rows(&cols, texts.len())?;
+        for r in &rows {
+            assert_eq!(codec.encoded_len(r), r.len());
+        }
+        let mut by_rows: Vec<usize> = (0..texts.len()).collect();
+        by_rows.sort_by(|a, b| rows[*a].cmp(&rows[*b]));
+        let mut by_text = by_rows.clone();
+        by_text.sort_by(|a, b| texts[*a].as_bytes().cmp(texts[*b].as_bytes()));
+        assert_eq!(by_rows, by_text);
+        let mut dec = codec.decoder(rows.len());
+        for r in &rows {
+            assert_eq!(dec.append(r)?, r.len());
+        }
+        let back = dec.finish()?;
+        assert_eq!(back[0].as_ref(), cols[0].as_ref());
+        assert_eq!(back[1].as_ref(), cols[1].as_ref());
         Ok(())
     }
 

@@ -370,6 +370,16 @@ impl Operator for Rank {
             return self.keep_first_rows(&chunk, &partitions, ctx);
         }
         let order = OrderKey::encode(&self.order_keys, batch)?;
+        let (chunk, partitions, order) = if self.drops_beyond_top() {
+            self.drop_beyond_top(chunk, partitions, order, ctx.store)?
+        } else {
+            (chunk, partitions, order)
+        };
+        let n = chunk.len();
+        if n == 0 {
+            return Ok(None);
+        }
+        let batch = &chunk.batch;
         let stored_cols: Vec<ArrayRef> = self.stored_order.iter().map(|i| Arc::clone(batch.column(*i))).collect();
         let rows = self.row_codec.encode_rows(&stored_cols, n)?;
         let matches = if self.num_match_columns == stored_cols.len() {
@@ -528,6 +538,62 @@ impl Rank {
         }
         let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
         Ok(Some(StreamChunk::new(kept.ops, batch)))
+    }
+
+    /// Whether rows that rank after a full partition's last kept row are dropped on arrival: a
+    /// Top-N by ROW_NUMBER over an append-only input (nothing is ever deleted, so such a row
+    /// can never enter), whose new rows sort after equal old ones (arrival not descending), and
+    /// whose rows do not expire (no TTL).
+    fn drops_beyond_top(&self) -> bool {
+        self.append_only_input
+            && !self.point_dedup
+            && !self.keep_first
+            && self.function == RankFunction::RowNumber
+            && self.arrival != Some(false)
+            && !self.state.has_ttl()
+    }
+
+    /// The rows of `chunk` (with their partition and order keys) less those that rank after
+    /// the `hi`-th kept row of a partition holding `hi` rows: with a larger arrival sequence
+    /// than every stored row, a row ranks after it when its order key is equal or greater.
+    /// What the rows do is then the same as if they were stored and trimmed, without the work.
+    fn drop_beyond_top(
+        &mut self,
+        chunk: StreamChunk,
+        partitions: Vec<Vec<u8>>,
+        order: Vec<Vec<u8>>,
+        store: &Store,
+    ) -> Result<(StreamChunk, Vec<Vec<u8>>, Vec<Vec<u8>>)> {
+        let Some(last) = self.hi.checked_sub(1).and_then(|h| usize::try_from(h).ok()) else {
+            return Ok((chunk, partitions, order));
+        };
+        // Per partition, the order key of its last kept row when it is full.
+        let mut bounds: HashMap<&[u8], Option<Vec<u8>>> = HashMap::new();
+        let mut keep = Vec::with_capacity(partitions.len());
+        for (i, p) in partitions.iter().enumerate() {
+            let bound = match bounds.get(p.as_slice()) {
+                Some(b) => b,
+                None => {
+                    let b = self.state.prefix_iter(store, p)?.nth(last).map(|(k, _)| {
+                        k[p.len()..k.len().saturating_sub(SEQ_LEN)].to_vec()
+                    });
+                    bounds.entry(p.as_slice()).or_insert(b)
+                }
+            };
+            if bound.as_ref().is_none_or(|b| order[i] < *b) {
+                keep.push(i);
+            }
+        }
+        if keep.len() == partitions.len() {
+            return Ok((chunk, partitions, order));
+        }
+        let indices: Vec<u32> =
+            keep.iter().map(|i| u32::try_from(*i).map_err(|_| WeirError::internal("chunk too large"))).collect::<Result<_>>()?;
+        let kept = chunk.take(&indices, vec![Op::Insert; indices.len()])?;
+        let mut partitions: Vec<Option<Vec<u8>>> = partitions.into_iter().map(Some).collect();
+        let mut order: Vec<Option<Vec<u8>>> = order.into_iter().map(Some).collect();
+        let take = |v: &mut Vec<Option<Vec<u8>>>| -> Vec<Vec<u8>> { keep.iter().filter_map(|i| v[*i].take()).collect() };
+        Ok((kept, take(&mut partitions), take(&mut order)))
     }
 
     /// A deduplication: keeps the row `row` with sort key `sort` (order key ++ arrival
@@ -926,6 +992,21 @@ mod tests {
         assert_eq!(h.push("+I 1 15 e"), vec!["-U 1 20 b", "+U 1 15 e"]);
         assert_eq!(held(&h), 2);
         Ok(())
+    }
+
+    /// Over an append-only input a full partition drops a row that ranks after its last kept
+    /// row before storing it: a greater order key, or an equal one (the earlier arrival keeps
+    /// the boundary), in the chunk that filled the partition or a later one; a smaller key
+    /// still enters, also in a chunk with dropped rows.
+    #[test]
+    fn a_full_top_n_drops_rows_beyond_its_last_on_arrival() {
+        let mut h = rank(RankFunction::RowNumber, true, 1, 2, true, true);
+        assert_eq!(h.push("+I 1 10 a\n+I 1 20 b\n+I 1 20 c"), vec!["+I 1 10 a 1", "+I 1 20 b 2"]);
+        assert_eq!(h.push("+I 1 20 d\n+I 1 30 e\n+I 2 50 f"), vec!["+I 2 50 f 1"]);
+        assert_eq!(h.push("+I 1 99 g\n+I 1 5 h\n+I 1 10 i"), vec!["-U 1 10 a 1", "+U 1 5 h 1", "-U 1 20 b 2", "+U 1 10 a 2"]);
+        let mut held = 0;
+        h.op.state.scan(&h.store, |_, _| Ok({ held += 1; true })).expect("scan");
+        assert_eq!(held, 3, "partition 1 keeps 5 and 10 (a), partition 2 keeps 50");
     }
 
     #[test]
