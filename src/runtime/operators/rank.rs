@@ -580,20 +580,18 @@ impl Rank {
                     bounds.entry(p.as_slice()).or_insert(b)
                 }
             };
-            if bound.as_ref().is_none_or(|b| order[i] < *b) {
-                keep.push(i);
-            }
+            keep.push(bound.as_ref().is_none_or(|b| order[i] < *b));
         }
-        if keep.len() == partitions.len() {
+        if keep.iter().all(|k| *k) {
             return Ok((chunk, partitions, order));
         }
-        let indices: Vec<u32> =
-            keep.iter().map(|i| u32::try_from(*i).map_err(|_| WeirError::internal("chunk too large"))).collect::<Result<_>>()?;
+        let indices: Vec<u32> = (0..keep.len())
+            .filter(|i| keep[*i])
+            .map(|i| u32::try_from(i).map_err(|_| WeirError::internal("chunk too large")))
+            .collect::<Result<_>>()?;
         let kept = chunk.take(&indices, vec![Op::Insert; indices.len()])?;
-        let mut partitions: Vec<Option<Vec<u8>>> = partitions.into_iter().map(Some).collect();
-        let mut order: Vec<Option<Vec<u8>>> = order.into_iter().map(Some).collect();
-        let take = |v: &mut Vec<Option<Vec<u8>>>| -> Vec<Vec<u8>> { keep.iter().filter_map(|i| v[*i].take()).collect() };
-        Ok((kept, take(&mut partitions), take(&mut order)))
+        let take = |v: Vec<Vec<u8>>| -> Vec<Vec<u8>> { v.into_iter().zip(&keep).filter(|(_, k)| **k).map(|(x, _)| x).collect() };
+        Ok((kept, take(partitions), take(order)))
     }
 
     /// A deduplication: keeps the row `row` with sort key `sort` (order key ++ arrival
