@@ -173,14 +173,17 @@ impl RowCodec {
         }
     }
 
-    /// Encodes every row of a batch's columns, one `Vec<u8>` per row.
+    /// Encodes every row of a batch's columns, one `Vec<u8>` per row, each allocated once at
+    /// its exact length (a row is encoded into one reused buffer first: growing each row's own
+    /// vector to fit long strings cost a reallocation and a copy per doubling).
     pub fn encode_rows(&self, columns: &[ArrayRef], num_rows: usize) -> Result<Vec<Vec<u8>>> {
         let prepared = self.prepare(columns)?;
+        let mut scratch = Vec::with_capacity(16 * columns.len());
         Ok((0..num_rows)
             .map(|row| {
-                let mut out = Vec::with_capacity(16 * columns.len());
-                self.encode_row(&prepared, row, &mut out);
-                out
+                scratch.clear();
+                self.encode_row(&prepared, row, &mut scratch);
+                scratch.as_slice().to_vec()
             })
             .collect())
     }

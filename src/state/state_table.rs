@@ -592,32 +592,33 @@ impl StateTable {
         prefix: &[u8],
     ) -> Result<impl DoubleEndedIterator<Item = (&[u8], &[u8])> + '_> {
         let cache = self.cache.as_mut().expect("prefix_iter is only used on grouped state tables");
-        let slot = cache.slot(prefix).to_vec();
-        if cache.lru.get(&slot).is_some() {
+        let slot = cache.slot(prefix);
+        if cache.lru.get(slot).is_some() {
             cache.hits += 1;
         } else if cache.complete {
             // Nothing stored: the group is empty (a write would have cached it).
             cache.hits += 1;
         } else {
             cache.misses += 1;
-            let group = self.read_group(store, &slot)?;
+            let group = self.read_group(store, slot)?;
             let cache = self.cache.as_mut().expect("cached table");
-            cache.insert(slot.clone(), Cached::Group(group));
+            cache.insert(slot.to_vec(), Cached::Group(group));
         }
         /// The group of a complete cache's miss.
         static EMPTY: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         let cache = self.cache.as_mut().expect("cached table");
-        let group = match cache.lru.peek(&slot) {
+        let group = match cache.lru.peek(slot) {
             Some(Cached::Group(group)) => group,
             Some(Cached::Value(_)) => unreachable!("a grouped table caches groups"),
             None => &EMPTY,
         };
-        let upper = match prefix_successor(prefix) {
-            Some(end) => Bound::Excluded(end),
+        let end = prefix_successor(prefix);
+        let upper = match &end {
+            Some(end) => Bound::Excluded(end.as_slice()),
             None => Bound::Unbounded,
         };
         let ttl = self.ttl.as_ref().map(|t| (t.ttl_ms, now_ms()));
-        Ok(group.range::<Vec<u8>, _>((Bound::Included(prefix.to_vec()), upper)).filter_map(move |(k, v)| match ttl {
+        Ok(group.range::<[u8], _>((Bound::Included(prefix), upper)).filter_map(move |(k, v)| match ttl {
             Some((ttl_ms, now)) => live_value(v, ttl_ms, now).map(|v| (k.as_slice(), v)),
             None => Some((k.as_slice(), v.as_slice())),
         }))

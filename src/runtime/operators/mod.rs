@@ -16,9 +16,9 @@ pub mod temporal_join;
 pub mod union;
 pub mod window_assign;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
+use ahash::AHashMap as HashMap;
 use arrow::array::{ArrayRef, RecordBatch};
 use datafusion::physical_expr::PhysicalExpr;
 

@@ -52,9 +52,10 @@
 //! LAST) and, for a value, its memcomparable bytes, inverted for DESC (the codec's encoding
 //! is prefix-free, so inverting reverses the order).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use ahash::AHashMap as HashMap;
 use arrow::array::{ArrayRef, RecordBatch, UInt64Array};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, SchemaRef};
@@ -381,7 +382,7 @@ impl Operator for Rank {
         }
         let batch = &chunk.batch;
         let stored_cols: Vec<ArrayRef> = self.stored_order.iter().map(|i| Arc::clone(batch.column(*i))).collect();
-        let rows = self.row_codec.encode_rows(&stored_cols, n)?;
+        let mut rows = self.row_codec.encode_rows(&stored_cols, n)?;
         let matches = if self.num_match_columns == stored_cols.len() {
             None
         } else {
@@ -406,7 +407,8 @@ impl Operator for Rank {
                     if self.point_dedup {
                         self.offer_kept(ctx.store, partition, &key[partition.len()..], &rows[row])?;
                     } else {
-                        self.state.put(key, rows[row].clone());
+                        // Each row is inserted once: its encoding moves into the state.
+                        self.state.put(key, std::mem::take(&mut rows[row]));
                     }
                 } else if self.point_dedup {
                     return Err(WeirError::internal("rank: a retraction in an append-only input"));
@@ -627,7 +629,9 @@ impl Rank {
                 return false;
             }
             if rank >= lo {
-                let mut row = stored.to_vec();
+                // Room for the rank (a present marker and 8 bytes): no reallocation to add it.
+                let mut row = Vec::with_capacity(stored.len() + 9);
+                row.extend_from_slice(stored);
                 if output_rank {
                     put_u64(&mut row, rank);
                 }
