@@ -282,6 +282,7 @@ fn build_operator(
                         time: join.time,
                         lookup: join.lookup,
                         emit_on_window_close: join.emit_on_window_close,
+                        append_only: [left, right].map(|i| i.changelog == crate::plan::ChangelogMode::AppendOnly),
                         left_schema: Arc::new(left.schema.as_arrow().clone()),
                         right_schema: Arc::new(right.schema.as_arrow().clone()),
                         schema,

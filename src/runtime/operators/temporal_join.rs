@@ -131,7 +131,7 @@ impl TemporalJoin {
             Ok(true)
         })?;
         let mut meta = StateTable::new(state_table(WATERMARK));
-        let (watermarks, num_late_rows) = load_meta(&mut meta, store)?;
+        let (watermarks, num_late_rows, _) = load_meta(&mut meta, store)?;
         Ok(Self {
             key_codec,
             left_codec: RowCodec::try_new(types(&opts.left_schema))?,
@@ -379,7 +379,7 @@ impl TemporalJoin {
     }
 
     fn save_meta(&mut self) {
-        self.meta.put(self.meta.instance_key(), encode_meta(self.watermarks, self.num_late_rows));
+        self.meta.put(self.meta.instance_key(), encode_meta(self.watermarks, self.num_late_rows, 0));
     }
 }
 
