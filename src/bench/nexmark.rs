@@ -234,13 +234,16 @@ pub async fn run_query(name: &str, run: &NexmarkRun) -> Result<QueryReport> {
         db.execute(&mut session, "CREATE TABLE nexmark_sink (ignored INT) WITH ('connector' = 'blackhole')").await?;
         db.execute(&mut session, &format!("INSERT INTO nexmark_sink {query}")).await?;
     }
-    // Drive the sources to their end, committing every second like a checkpoint interval.
+    // Drive the sources to their end, committing every second like a checkpoint interval, or
+    // sooner when the epoch's writes reach the engine's bound (as `weir serve` does).
     let sink_rows = {
         let mut engine = db.engine().await?;
         let mut last_commit = Instant::now();
         loop {
             let step = engine.poll_sources(Duration::from_millis(200))?;
-            if step.all_finished || last_commit.elapsed() >= Duration::from_secs(1) {
+            let due = last_commit.elapsed() >= Duration::from_secs(1)
+                || engine.pending_bytes() >= crate::engine::EPOCH_WRITE_BYTES;
+            if step.all_finished || due {
                 engine.commit(EpochWrites::default(), None)?;
                 last_commit = Instant::now();
             }

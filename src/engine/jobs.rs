@@ -483,6 +483,12 @@ impl Engine {
         Ok(())
     }
 
+    /// Estimated bytes of the state writes the jobs the engine holds made since the last
+    /// commit ([`Job::pending_bytes`]).
+    pub fn pending_bytes(&self) -> u64 {
+        self.jobs.values().map(Job::pending_bytes).sum()
+    }
+
     /// Commits an epoch: late rows pending for side tables, every job's writes, the source
     /// tasks' progress, the row sequences, `catalog` if given, the epoch.
     pub fn commit(&mut self, writes: EpochWrites, catalog: Option<Catalog>) -> Result<()> {

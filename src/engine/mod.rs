@@ -31,6 +31,7 @@ pub mod system;
 pub mod table_writes;
 
 pub use committed::{Commits, Committed, CommittedSlot};
+pub use driver::{CHECKPOINT_INTERVAL, EPOCH_WRITE_BYTES};
 pub use jobs::{table_store, watermark_key, Engine, JobPlanner, IDLE_ADVANCE, LATE_ROWS_TABLE};
 pub use table_writes::TableChanges;
 pub use sinks::SINK_OPTION;

@@ -6,7 +6,8 @@
 //! `'late-rows.table'` option). Between two of its checkpoints such a job needs nothing from the
 //! rest of the engine, so while no statement holds the engine it runs on a thread of its own
 //! (a *runner*): it reads its source tasks, pushes their batches and watermarks through its
-//! operators and, every [`CHECKPOINT_INTERVAL`] or when its sources go quiet or end, commits an
+//! operators and, every [`CHECKPOINT_INTERVAL`] (or [`EPOCH_WRITE_BYTES`] of state writes), or
+//! when its sources go quiet or end, commits an
 //! epoch of its own: its operators' writes and its source positions in one atomic write,
 //! numbered and published to readers by the same [`Commits`] as the engine's epochs. Two
 //! independent jobs use two cores, and neither waits for the other's work.
@@ -31,7 +32,7 @@ use std::time::{Duration, Instant};
 use weir_catalog::RelationKind;
 
 use super::committed::Commits;
-use super::driver::CHECKPOINT_INTERVAL;
+use super::driver::{CHECKPOINT_INTERVAL, EPOCH_WRITE_BYTES};
 use super::sources::{source_rows_of, SourceRow, SOURCE_BATCH_ROWS, SOURCE_SLICE};
 use super::system::JobStats;
 use super::Engine;
@@ -224,8 +225,8 @@ fn rows_of(tasks: &Tasks) -> Vec<SourceRow> {
     tasks.iter().flat_map(|((job, table), task)| source_rows_of(job, table, task)).collect()
 }
 
-/// The runner's loop: slices of reading, a commit every [`CHECKPOINT_INTERVAL`] (or when the
-/// sources go quiet or end), a short pause when nothing is available, until asked to stop.
+/// The runner's loop: slices of reading, a commit every [`CHECKPOINT_INTERVAL`] or
+/// [`EPOCH_WRITE_BYTES`] of state writes (or when the sources go quiet or end), a short pause when nothing is available, until asked to stop.
 fn run(mut job: Job, mut tasks: Tasks, store: &Store, commits: &Commits, stop: &AtomicBool, published: &Published) -> Handback {
     let mut last_commit = Instant::now();
     let mut dirty = false;
@@ -241,7 +242,8 @@ fn run(mut job: Job, mut tasks: Tasks, store: &Store, commits: &Commits, stop: &
             break Stopped::Failed(error);
         }
         dirty |= step.moved;
-        if dirty && (!step.moved || step.finished || last_commit.elapsed() >= CHECKPOINT_INTERVAL) {
+        let due = last_commit.elapsed() >= CHECKPOINT_INTERVAL || job.pending_bytes() >= EPOCH_WRITE_BYTES;
+        if dirty && (!step.moved || step.finished || due) {
             if let Err(e) = commit(&mut job, &mut tasks, store, commits) {
                 break Stopped::Error(e);
             }

@@ -729,6 +729,17 @@ impl Job {
         out
     }
 
+    /// Estimated bytes of the writes the operators' state tables hold since the last
+    /// [`Job::on_barrier`] ([`crate::state::StateTable::pending_bytes`], over every instance).
+    pub fn pending_bytes(&self) -> u64 {
+        self.nodes
+            .iter()
+            .flat_map(|n| &n.lanes)
+            .flat_map(|op| op.state())
+            .map(|(_, table)| table.pending_bytes())
+            .sum()
+    }
+
     /// Tells every operator that the epoch of the last [`Job::on_barrier`] is committed, as
     /// epoch `epoch` ([`Operator::on_committed`]).
     pub fn on_committed(&mut self, epoch: u64) {

@@ -69,6 +69,8 @@ pub struct StateTable {
     id: u32,
     /// This epoch's writes: `None` is a delete.
     overlay: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Estimated bytes of this epoch's writes ([`StateTable::pending_bytes`]).
+    pending_bytes: u64,
     /// This epoch's range delete: every committed key below it is deleted, before the overlay.
     deleted_below: Option<Vec<u8>>,
     /// What the table has read, if it caches.
@@ -308,7 +310,16 @@ impl StateTable {
     /// A table with no cache: reads go to this epoch's writes and RocksDB.
     pub fn new(table: impl Into<TableRef>) -> Self {
         let TableRef { id, key_groups } = table.into();
-        Self { id, overlay: BTreeMap::new(), deleted_below: None, cache: None, ttl: None, key_groups, partition_len: None }
+        Self {
+            id,
+            overlay: BTreeMap::new(),
+            pending_bytes: 0,
+            deleted_below: None,
+            cache: None,
+            ttl: None,
+            key_groups,
+            partition_len: None,
+        }
     }
 
     /// A table that caches the single keys it reads and writes, within `store`'s state cache
@@ -521,6 +532,7 @@ impl StateTable {
         if let Some(cache) = &mut self.cache {
             cache.write(&key, Some(&value));
         }
+        self.pending_bytes += entry_cost(&key, &value);
         self.overlay.insert(key, Some(value));
     }
 
@@ -529,7 +541,16 @@ impl StateTable {
         if let Some(cache) = &mut self.cache {
             cache.write(&key, None);
         }
+        self.pending_bytes += entry_cost(&key, &[]);
         self.overlay.insert(key, None);
+    }
+
+    /// Estimated bytes of the writes since the last [`StateTable::flush`]: keys and values with
+    /// the overhead of each entry, every write counted (a key written twice twice), so an upper
+    /// bound of what the epoch holds in memory for this table. The engine cuts an epoch early
+    /// when its jobs' writes reach [`crate::engine::EPOCH_WRITE_BYTES`].
+    pub fn pending_bytes(&self) -> u64 {
+        self.pending_bytes
     }
 
     /// Deletes every key below `bound`: one range delete in the store, whatever the number of
@@ -727,6 +748,7 @@ impl StateTable {
                 None => writes.delete(self.id, &k),
             }
         }
+        self.pending_bytes = 0;
         if let Some(cache) = &mut self.cache {
             cache.evict(1);
         }
@@ -764,6 +786,20 @@ mod tests {
         assert_eq!(live_value(&stored, 500, 1_499), Some(&b"v"[..]));
         assert_eq!(live_value(&stored, 500, 1_500), None);
         assert_eq!(live_value(b"short", 500, 0), None);
+    }
+
+    /// Every put and delete since the last flush counts its key, value and entry overhead; a
+    /// flush starts again from zero.
+    #[test]
+    fn pending_bytes_count_the_writes_since_the_last_flush() {
+        let mut t = StateTable::new(7);
+        assert_eq!(t.pending_bytes(), 0);
+        t.put(b"ab".to_vec(), b"xyz".to_vec());
+        t.put(b"ab".to_vec(), b"x".to_vec());
+        t.delete(b"c".to_vec());
+        assert_eq!(t.pending_bytes(), (2 + 3 + ENTRY_OVERHEAD) + (2 + 1 + ENTRY_OVERHEAD) + (1 + ENTRY_OVERHEAD));
+        t.flush(&mut EpochWrites::default());
+        assert_eq!(t.pending_bytes(), 0);
     }
 
     #[test]
