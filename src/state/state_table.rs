@@ -50,6 +50,7 @@
 //!
 //! [`RowCodec::encoded_len`]: super::RowCodec::encoded_len
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -67,8 +68,8 @@ pub type GroupLen = Box<dyn Fn(&[u8]) -> usize + Send + Sync>;
 /// Keyed state of one operator or relation.
 pub struct StateTable {
     id: u32,
-    /// This epoch's writes: `None` is a delete.
-    overlay: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// This epoch's writes.
+    overlay: BTreeMap<Vec<u8>, Pending>,
     /// Estimated bytes of this epoch's writes ([`StateTable::pending_bytes`]).
     pending_bytes: u64,
     /// This epoch's range delete: every committed key below it is deleted, before the overlay.
@@ -83,6 +84,16 @@ pub struct StateTable {
     /// Where a key's partition key ends, if not where its group ends (a grouped table) or at
     /// its end (a point table); see [`StateTable::with_partition_len`].
     partition_len: Option<GroupLen>,
+}
+
+/// One key's write in this epoch.
+struct Pending {
+    /// The value put; `None`: deleted.
+    value: Option<Vec<u8>>,
+    /// The key had no committed value (the cache knew it absent when this epoch first wrote
+    /// it): deleting it again removes the write instead of writing a tombstone (a Top-N row
+    /// that enters and is pushed out in one epoch).
+    fresh: bool,
 }
 
 /// A table's cache: single keys or whole groups, least recently used first.
@@ -252,13 +263,15 @@ impl Cache {
 
     /// Records that `key` now holds `value` (`None`: deleted) where the cache holds its key or
     /// group; a group not cached stays so (it is read whole when next asked for), unless the
-    /// cache is complete: the group then holds only this write.
-    fn write(&mut self, key: &[u8], value: Option<&[u8]>) {
+    /// cache is complete: the group then holds only this write. Returns whether the key was
+    /// known to be absent before this write (`false`: present, or not known).
+    fn write(&mut self, key: &[u8], value: Option<&[u8]>) -> bool {
         let slot = self.slot(key);
-        let (added, removed) = match self.lru.peek_mut(slot) {
+        let (added, removed, was_absent) = match self.lru.peek_mut(slot) {
             Some(Cached::Value(v)) => {
                 let old = std::mem::replace(v, value.map(<[u8]>::to_vec));
-                (entry_cost(key, value.unwrap_or_default()), entry_cost(key, old.as_deref().unwrap_or_default()))
+                let added = entry_cost(key, value.unwrap_or_default());
+                (added, entry_cost(key, old.as_deref().unwrap_or_default()), old.is_none())
             }
             Some(Cached::Group(g)) => {
                 let overhead_before = group_overhead(g);
@@ -266,25 +279,28 @@ impl Cache {
                     Some(v) => g.insert(key.to_vec(), v.to_vec()),
                     None => g.remove(key),
                 };
+                let was_absent = old.is_none();
                 let added = value.map_or((0, 0), |v| (1, entry_cost(key, v)));
                 let removed = old.map_or((0, 0), |o| (1, entry_cost(key, &o)));
                 self.entries = self.entries + added.0 - removed.0;
-                (added.1 + group_overhead(g), removed.1 + overhead_before)
+                (added.1 + group_overhead(g), removed.1 + overhead_before, was_absent)
             }
             None if self.group_len.is_none() => {
+                let was_absent = self.complete;
                 self.insert(key.to_vec(), Cached::Value(value.map(<[u8]>::to_vec)));
-                return;
+                return was_absent;
             }
             None if self.complete => {
                 let group = value.map(|v| (key.to_vec(), v.to_vec())).into_iter().collect();
                 self.insert(slot.to_vec(), Cached::Group(group));
-                return;
+                return true;
             }
-            None => return,
+            None => return false,
         };
         self.bytes = self.bytes + added - removed;
         self.budget.add(added);
         self.budget.sub(removed);
+        was_absent
     }
 }
 
@@ -465,7 +481,7 @@ impl StateTable {
     /// The stored value of `key` as of now (with its TTL header), without the cache.
     fn stored(&self, store: &Store, key: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(match self.overlay.get(key) {
-            Some(v) => v.clone(),
+            Some(p) => p.value.clone(),
             None if self.deleted_below.as_deref().is_some_and(|b| key < b) => None,
             None => store.get(self.id, key)?,
         })
@@ -529,11 +545,15 @@ impl StateTable {
             }
             None => value,
         };
-        if let Some(cache) = &mut self.cache {
-            cache.write(&key, Some(&value));
-        }
+        let was_absent = self.cache.as_mut().is_some_and(|c| c.write(&key, Some(&value)));
         self.pending_bytes += entry_cost(&key, &value);
-        self.overlay.insert(key, Some(value));
+        match self.overlay.entry(key) {
+            Entry::Vacant(e) => {
+                e.insert(Pending { value: Some(value), fresh: was_absent });
+            }
+            // Fresh while this epoch's first write found no committed value.
+            Entry::Occupied(mut e) => e.get_mut().value = Some(value),
+        }
     }
 
     /// Deletes `key`.
@@ -542,7 +562,16 @@ impl StateTable {
             cache.write(&key, None);
         }
         self.pending_bytes += entry_cost(&key, &[]);
-        self.overlay.insert(key, None);
+        match self.overlay.entry(key) {
+            Entry::Vacant(e) => {
+                e.insert(Pending { value: None, fresh: false });
+            }
+            // Put in this epoch with nothing committed under it: nothing to delete.
+            Entry::Occupied(e) if e.get().fresh => {
+                e.remove();
+            }
+            Entry::Occupied(mut e) => e.get_mut().value = None,
+        }
     }
 
     /// Estimated bytes of the writes since the last [`StateTable::flush`]: keys and values with
@@ -660,8 +689,8 @@ impl StateTable {
             Some(end) => Bound::Excluded(end),
             None => Bound::Unbounded,
         };
-        for (k, v) in self.overlay.range::<Vec<u8>, _>((Bound::Included(slot.to_vec()), upper)) {
-            match v {
+        for (k, p) in self.overlay.range::<Vec<u8>, _>((Bound::Included(slot.to_vec()), upper)) {
+            match &p.value {
                 Some(v) => group.insert(k.clone(), v.clone()),
                 None => group.remove(k),
             };
@@ -702,14 +731,14 @@ impl StateTable {
         let mut go_on = true;
         store.scan(self.id, |k, v| {
             // This epoch's writes before `k`, then `k` itself from the overlay if written.
-            while let Some((ok, ov)) = pending.next_if(|(ok, _)| ok.as_slice() <= k) {
+            while let Some((ok, op)) = pending.next_if(|(ok, _)| ok.as_slice() <= k) {
                 if ok.as_slice() == k {
-                    if let Some(ov) = ov {
+                    if let Some(ov) = &op.value {
                         go_on = f(ok, ov)?;
                     }
                     return Ok(go_on);
                 }
-                if let Some(ov) = ov {
+                if let Some(ov) = &op.value {
                     go_on = f(ok, ov)?;
                     if !go_on {
                         return Ok(false);
@@ -723,8 +752,8 @@ impl StateTable {
             Ok(go_on)
         })?;
         if go_on {
-            for (k, v) in pending {
-                if let Some(v) = v {
+            for (k, p) in pending {
+                if let Some(v) = &p.value {
                     if !f(k, v)? {
                         break;
                     }
@@ -742,8 +771,8 @@ impl StateTable {
         if let Some(bound) = self.deleted_below.take() {
             writes.delete_below(self.id, &bound);
         }
-        for (k, v) in std::mem::take(&mut self.overlay) {
-            match v {
+        for (k, p) in std::mem::take(&mut self.overlay) {
+            match p.value {
                 Some(v) => writes.put(self.id, &k, &v),
                 None => writes.delete(self.id, &k),
             }
@@ -800,6 +829,38 @@ mod tests {
         assert_eq!(t.pending_bytes(), (2 + 3 + ENTRY_OVERHEAD) + (2 + 1 + ENTRY_OVERHEAD) + (1 + ENTRY_OVERHEAD));
         t.flush(&mut EpochWrites::default());
         assert_eq!(t.pending_bytes(), 0);
+    }
+
+    /// A key put and deleted in one epoch leaves no write when the cache knew it had no
+    /// committed value; a committed key (or one the cache cannot vouch for) gets its tombstone.
+    #[test]
+    fn a_key_put_and_deleted_in_one_epoch_writes_nothing_when_it_was_never_committed() -> Result<()> {
+        let (_dir, store) = store();
+        let mut t = StateTable::grouped(7, &store, by_first_byte());
+        t.put(b"a1".to_vec(), b"x".to_vec());
+        t.put(b"a2".to_vec(), b"y".to_vec());
+        let mut writes = EpochWrites::default();
+        t.flush(&mut writes);
+        store.commit(writes, 1)?;
+        // The group is cached: a2 was committed, a3 was not; b is a group the complete cache
+        // knows empty.
+        for key in [&b"a2"[..], b"a3", b"b1"] {
+            t.put(key.to_vec(), b"z".to_vec());
+            t.delete(key.to_vec());
+        }
+        let mut writes = EpochWrites::default();
+        t.flush(&mut writes);
+        assert_eq!(writes.len(), 1, "only a2's tombstone");
+        store.commit(writes, 2)?;
+        assert_eq!(entries(&mut t, &store, b"a")?, pairs(&[(b"a1", b"x")]));
+        // Without a cache nothing is known: the tombstone is written.
+        let mut plain = StateTable::new(8);
+        plain.put(b"k".to_vec(), b"v".to_vec());
+        plain.delete(b"k".to_vec());
+        let mut writes = EpochWrites::default();
+        plain.flush(&mut writes);
+        assert_eq!(writes.len(), 1);
+        Ok(())
     }
 
     #[test]
