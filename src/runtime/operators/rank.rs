@@ -432,13 +432,15 @@ impl Operator for Rank {
                     }
                 }
             }
-            if self.append_only_input && !self.point_dedup {
-                self.trim(ctx.store, partition)?;
-            }
+            let trim = self.append_only_input && !self.point_dedup;
             if self.emit_on_window_close {
+                if trim {
+                    self.trim(ctx.store, partition)?;
+                }
                 continue;
             }
-            let after = self.ranked(ctx.store, partition)?;
+            // One walk gives the ranked rows and trims those after them.
+            let after = self.ranked_trimming(ctx.store, partition, trim)?;
             let (gone, came) = difference(before, after);
             if self.pair_by_rank {
                 emit_by_rank(gone, came, &mut ops, &mut out);
@@ -614,6 +616,12 @@ impl Rank {
 
     /// The kept rows of `partition` whose rank is in `lo..=hi`, in rank order.
     fn ranked(&mut self, store: &Store, partition: &[u8]) -> Result<Vec<Ranked>> {
+        self.ranked_trimming(store, partition, false)
+    }
+
+    /// [`Rank::ranked`], and with `trim` (an append-only input) deletes the rows ranked after
+    /// `hi`, which can never come back, in the same walk.
+    fn ranked_trimming(&mut self, store: &Store, partition: &[u8], trim: bool) -> Result<Vec<Ranked>> {
         let (lo, hi, output_rank) = (self.lo, self.hi, self.output_rank);
         if self.point_dedup {
             let Some(kept) = self.state.get(store, partition)? else { return Ok(Vec::new()) };
@@ -624,9 +632,13 @@ impl Rank {
             return Ok(vec![(row, 1)]);
         }
         let mut out = Vec::new();
-        self.walk(store, partition, |_, stored, rank| {
+        let mut beyond = Vec::new();
+        self.walk(store, partition, |key, stored, rank| {
             if rank > hi {
-                return false;
+                if trim {
+                    beyond.push(key.to_vec());
+                }
+                return trim;
             }
             if rank >= lo {
                 // Room for the rank (a present marker and 8 bytes): no reallocation to add it.
@@ -639,6 +651,9 @@ impl Rank {
             }
             true
         })?;
+        for key in beyond {
+            self.state.delete(key);
+        }
         Ok(out)
     }
 
