@@ -258,21 +258,9 @@ impl Join {
                 by_time: BTreeSet::new(),
             })
         };
-        let [left_append_only, right_append_only] = opts.append_only;
-        let left = side(
-            opts.left_keys,
-            Arc::clone(&opts.left_schema),
-            opts.join_type.left_outer(),
-            left_append_only,
-            state_table(LEFT),
-        )?;
-        let right = side(
-            opts.right_keys,
-            Arc::clone(&opts.right_schema),
-            opts.join_type.right_outer(),
-            right_append_only,
-            state_table(RIGHT),
-        )?;
+        let (outer, append_only) = ([opts.join_type.left_outer(), opts.join_type.right_outer()], opts.append_only);
+        let left = side(opts.left_keys, Arc::clone(&opts.left_schema), outer[0], append_only[0], state_table(LEFT))?;
+        let right = side(opts.right_keys, Arc::clone(&opts.right_schema), outer[1], append_only[1], state_table(RIGHT))?;
         let pair_schema = Arc::new(Schema::new(
             opts.left_schema
                 .fields()
