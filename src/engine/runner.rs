@@ -226,7 +226,8 @@ fn rows_of(tasks: &Tasks) -> Vec<SourceRow> {
 }
 
 /// The runner's loop: slices of reading, a commit every [`CHECKPOINT_INTERVAL`] or
-/// [`EPOCH_WRITE_BYTES`] of state writes (or when the sources go quiet or end), a short pause when nothing is available, until asked to stop.
+/// [`EPOCH_WRITE_BYTES`] of state writes (or when the sources go quiet or end), a short pause
+/// when nothing is available, until asked to stop.
 fn run(mut job: Job, mut tasks: Tasks, store: &Store, commits: &Commits, stop: &AtomicBool, published: &Published) -> Handback {
     let mut last_commit = Instant::now();
     let mut dirty = false;
