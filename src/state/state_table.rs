@@ -576,8 +576,8 @@ impl StateTable {
 
     /// Estimated bytes of the writes since the last [`StateTable::flush`]: keys and values with
     /// the overhead of each entry, every write counted (a key written twice twice), so an upper
-    /// bound of what the epoch holds in memory for this table. The engine cuts an epoch early
-    /// when its jobs' writes reach [`crate::engine::EPOCH_WRITE_BYTES`].
+    /// bound of what the epoch holds in memory for this table, by which a caller can cut an
+    /// epoch early (the engine does, at a bound of its own).
     pub fn pending_bytes(&self) -> u64 {
         self.pending_bytes
     }
