@@ -4,7 +4,8 @@
 //!
 //! - Benchmark mode: each query runs as `INSERT INTO` a `blackhole` table (Nexmark's
 //!   blackhole sink), so no result is stored; sources are committed every second, as a
-//!   checkpoint interval would.
+//!   checkpoint interval would, or sooner when an epoch's state writes reach the engine's
+//!   bound ([`crate::engine::EPOCH_WRITE_BYTES`]).
 //! - Check mode (`--check`): each query runs as a materialized view over the fixed input of
 //!   bench/nexmark/expected (100 000 events at 1 000 events/s, seed default); the view's final
 //!   rows, formatted and sorted as described in bench/nexmark/expected/README.md, must hash to
