@@ -314,12 +314,7 @@ impl Drop for Cache {
 /// Whether table `id` holds no entry in RocksDB (a table a new job just allocated). A read
 /// error counts as not empty: the cache then reads RocksDB on a miss.
 fn is_empty(store: &Store, id: u32) -> bool {
-    let mut empty = true;
-    let read = store.scan_prefix(id, &[], |_, _| {
-        empty = false;
-        Ok(false)
-    });
-    empty && read.is_ok()
+    store.is_empty_table(id).unwrap_or(false)
 }
 
 impl StateTable {

@@ -245,6 +245,20 @@ impl Store {
         self.db.get_approximate_sizes(&[rocksdb::Range::new(&start, &end)]).first().copied().unwrap_or(0)
     }
 
+    /// Whether state table `table` holds no entry, as last committed (a table a new job just
+    /// allocated).
+    ///
+    /// # Errors
+    /// `Storage` when RocksDB fails to read.
+    pub fn is_empty_table(&self, table: u32) -> Result<bool> {
+        let mut empty = true;
+        self.scan_prefix(table, &[], |_, _| {
+            empty = false;
+            Ok(false)
+        })?;
+        Ok(empty)
+    }
+
     /// Calls `f(key, value)` for every entry of state table `table` whose key starts with
     /// `prefix`, in key order, as last committed; stops early when `f` returns `Ok(false)`.
     pub fn scan_prefix(
