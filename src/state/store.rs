@@ -218,11 +218,6 @@ impl Store {
         opts.set_compression_per_level(&[none, none, lz4, lz4, lz4, lz4, lz4]);
         opts.increase_parallelism(2);
         opts.set_write_buffer_size(WRITE_BUFFER_BYTES);
-        // A bloom filter over each memtable's keys (a tenth of its size): a point read of a key
-        // the memtable lacks (a COUNT(DISTINCT) value not seen before, a join key's first row)
-        // skips the skip list's search. Nexmark q16: about 15% fewer CPU seconds.
-        opts.set_memtable_prefix_bloom_ratio(0.1);
-        opts.set_memtable_whole_key_filtering(true);
         let mut table = rocksdb::BlockBasedOptions::default();
         table.set_block_cache(&rocksdb::Cache::new_lru_cache(BLOCK_CACHE_BYTES));
         table.set_bloom_filter(10.0, false);
