@@ -21,10 +21,11 @@
 //! - `distinct/<i>`: for the COUNT(DISTINCT)s over one argument, `i` the first of them: group
 //!   key ++ value → the value's count in each of them (i64 little-endian each, in aggregate
 //!   order), as Flink's distinct aggregates over one argument share one `MapView` whose value
-//!   counts per FILTER (`DistinctInfo`). `COUNT(DISTINCT bidder)` with three FILTERs beside it
-//!   (Nexmark q16) is then one point read and one write per row, not four. A COUNT(DISTINCT)
-//!   alone over its argument keeps `values/<i>` with one count, and so does each of a state
-//!   written before multisets were shared (its `values/<i>` tables not all empty).
+//!   counts per FILTER (`DistinctInfo`). Nexmark q16's `COUNT(DISTINCT bidder)`, unfiltered and
+//!   with three disjoint FILTERs, is then one point read and one write per row (two before,
+//!   each with a table and a cache entry of its own). A COUNT(DISTINCT) alone over its argument
+//!   keeps `values/<i>` with one count, and so does each of a state written before multisets
+//!   were shared (its `values/<i>` tables not all empty).
 //!
 //! A group's entries are deleted when its row count reaches zero. With a state TTL
 //! ([`GroupAggregate::with_state_ttl`], unwindowed only) a group not written for that long
