@@ -756,13 +756,13 @@ impl Operator for GroupAggregate {
     }
 }
 
-/// The COUNT(DISTINCT)s of `aggs` grouped by argument, each group with the multiset table it
-/// shares (see the module docs), in the order of their first aggregates.
+/// The COUNT(DISTINCT)s of `aggs` in sets by argument, each set with the multiset table its
+/// aggregates share (see the module docs), in the order of their first aggregates.
 ///
 /// A state written before multisets were shared has one `values/<i>` table per COUNT(DISTINCT);
-/// where any of a group's is not empty (in any operator instance: the whole table is read),
-/// its aggregates keep them. Both layouts describe the same empty multisets, so a group whose
-/// tables are all empty takes the shared one.
+/// where any of a set's is not empty (in any operator instance: the whole table is read), the
+/// set's aggregates keep theirs, as single-aggregate sets. Both layouts describe empty
+/// multisets alike, so a set whose old tables are all empty takes the shared one.
 ///
 /// # Errors
 /// `Storage` when RocksDB fails to read.
