@@ -98,6 +98,13 @@ pub struct AggCall {
     pub output_type: DataType,
 }
 
+impl AggCall {
+    /// `COUNT(DISTINCT x)`: its values live in a [`DistinctSet`].
+    fn is_count_distinct(&self) -> bool {
+        self.kind == AggKind::Count && self.distinct
+    }
+}
+
 /// The accumulator of one aggregate in one group.
 #[derive(Debug, Clone, PartialEq)]
 enum Acc {
@@ -207,11 +214,10 @@ impl GroupAggregate {
         let mut values = Vec::with_capacity(aggs.len());
         for (i, agg) in aggs.iter().enumerate() {
             let extreme = matches!(agg.kind, AggKind::Min | AggKind::Max);
-            let count_distinct = agg.kind == AggKind::Count && agg.distinct;
             if agg.distinct && matches!(agg.kind, AggKind::Sum | AggKind::Avg) {
                 return Err(WeirError::unsupported("SUM(DISTINCT) and AVG(DISTINCT) in a streaming aggregate"));
             }
-            if extreme || count_distinct {
+            if extreme || agg.is_count_distinct() {
                 value_codecs.push(Some(RowCodec::try_new(vec![agg.arg_type.clone()])?));
             } else {
                 value_codecs.push(None);
@@ -347,7 +353,7 @@ impl GroupAggregate {
     fn eval_arg(&self, i: usize, batch: &RecordBatch) -> Result<ArgCol> {
         let agg = &self.aggs[i];
         let Some(expr) = &agg.arg else { return Ok(ArgCol::Star) };
-        if agg.kind == AggKind::Count && agg.distinct {
+        if agg.is_count_distinct() {
             return Ok(ArgCol::Shared);
         }
         self.eval_expr(i, expr, batch)
@@ -773,7 +779,7 @@ fn distinct_sets(
     store: &Store,
 ) -> Result<Vec<DistinctSet>> {
     let mut by_arg: Vec<Vec<usize>> = Vec::new();
-    for (i, agg) in aggs.iter().enumerate().filter(|(_, a)| a.kind == AggKind::Count && a.distinct) {
+    for (i, agg) in aggs.iter().enumerate().filter(|(_, a)| a.is_count_distinct()) {
         let same_arg = |set: &&mut Vec<usize>| {
             let first = &aggs[set[0]];
             first.arg_type == agg.arg_type && matches!((&first.arg, &agg.arg), (Some(a), Some(b)) if **a == **b)
@@ -788,11 +794,15 @@ fn distinct_sets(
     let mut sets = Vec::new();
     for members in by_arg {
         let own: Vec<(usize, TableRef)> = members.iter().map(|&i| (i, state_table(&format!("{VALUES}/{i}")))).collect();
-        let mut own_empty = true;
+        // A set of several shares a table unless an old one of its aggregates holds values.
+        let mut shared = members.len() > 1;
         for (_, table) in &own {
-            own_empty &= store.is_empty_table(table.id)?;
+            if !shared {
+                break;
+            }
+            shared = store.is_empty_table(table.id)?;
         }
-        if members.len() == 1 || !own_empty {
+        if !shared {
             sets.extend(own.into_iter().map(|(i, table)| DistinctSet {
                 members: vec![i],
                 name: format!("{VALUES}/{i}"),
@@ -1016,6 +1026,7 @@ mod tests {
     use datafusion::physical_expr::expressions::{BinaryExpr, Column, Literal};
 
     use super::*;
+    use crate::runtime::operators::Rng;
 
     /// Input rows `(k BIGINT, v BIGINT, f BIGINT)`.
     fn input_schema() -> SchemaRef {
@@ -1058,18 +1069,6 @@ mod tests {
             TableRef::from(*tables.entry(name.to_string()).or_insert(next))
         };
         GroupAggregate::try_new(vec![column("k", 0)], aggs, Arc::new(Schema::new(fields.to_vec())), None, false, &mut id, store)
-    }
-
-    /// A small seeded generator (xorshift64*), so failures reproduce.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: u64) -> i64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n) as i64
-        }
     }
 
     type Row = (Option<i64>, Option<i64>, Option<i64>);

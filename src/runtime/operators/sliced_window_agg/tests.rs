@@ -12,6 +12,7 @@ use datafusion::physical_expr::PhysicalExpr;
 
 use super::*;
 use crate::runtime::operators::group_agg::GroupAggregate;
+use crate::runtime::operators::Rng;
 use crate::runtime::operators::window_assign::WindowAssign;
 
 /// Input rows `(k BIGINT, v BIGINT, ts TIMESTAMP(3))`.
@@ -293,22 +294,6 @@ fn retractions_subtract_and_an_emptied_window_is_not_emitted() -> Result<()> {
     h.push("-D 2 1 12")?;
     assert_eq!(h.watermark(100)?, ["+I 10 30 1 1 6 6"]);
     Ok(())
-}
-
-/// A small seeded generator (xorshift64*), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> i64 {
-        (self.next() % n) as i64
-    }
 }
 
 /// A changelog row: op, `k`, `v`, `ts`.
