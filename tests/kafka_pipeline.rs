@@ -196,7 +196,9 @@ async fn kafka_in_window_view_upsert_out_through_a_crash() {
     assert_eq!(watermarks.len(), PARTITIONS as usize, "a watermark per partition:\n{metrics}");
     assert_eq!(watermarks.iter().copied().fold(f64::MIN, f64::max), (newest - 5_000) as f64);
 
-    // The consumer group has the offsets Weir committed: every record.
+    // The consumer group gets the offsets Weir committed: every record. The source's reader
+    // commits them to the group after Weir's epoch (on its own thread when it reads ahead), so
+    // they are polled for.
     let options = BTreeMap::from([
         ("connector".to_string(), "kafka".to_string()),
         ("topic".to_string(), "orders".to_string()),
@@ -205,8 +207,15 @@ async fn kafka_in_window_view_upsert_out_through_a_crash() {
     ]);
     let reader = KafkaReader::open(&KafkaSourceConfig::from_options(&options).expect("config"), &BTreeMap::new())
         .expect("group reader");
-    let committed: i64 = reader.group_offsets().expect("group offsets").values().sum();
-    assert_eq!(committed, ORDERS, "offsets committed to the consumer group");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let committed: i64 = reader.group_offsets().expect("group offsets").values().sum();
+        if committed == ORDERS || Instant::now() > deadline {
+            assert_eq!(committed, ORDERS, "offsets committed to the consumer group");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     // The upsert topic, compacted by key: the last value per key, tombstones deleting.
     let mut reader = common::kafka::earliest_reader(b, "orders_per_minute");

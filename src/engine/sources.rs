@@ -67,7 +67,9 @@ impl Engine {
                 ),
                 None => starts.remove(table),
             };
-            let task = SourceTask::open(job, rel, progress)?;
+            // At parallelism 2 or more a job's sources read ahead on threads of their own.
+            let read_ahead = self.jobs.get(job).is_some_and(|j| j.parallelism() > 1).then_some(SOURCE_BATCH_ROWS);
+            let task = SourceTask::open(job, rel, progress, read_ahead)?;
             self.sources.insert((job.to_string(), table.clone()), task);
         }
         Ok(())

@@ -25,6 +25,7 @@
 pub mod filesystem;
 pub mod kafka;
 pub mod nexmark;
+mod read_ahead;
 
 use std::sync::Arc;
 
@@ -273,12 +274,14 @@ pub fn progress_key(job: &str, table: &str) -> String {
 }
 
 impl SourceTask {
-    /// The task of `job` reading connector table `rel`, resuming from `progress` when given.
+    /// The task of `job` reading connector table `rel`, resuming from `progress` when given;
+    /// with `read_ahead` = `Some(rows)` (a job at parallelism 2 or more) its reader runs on a
+    /// thread of its own, reading batches of `rows` rows ahead (the `read_ahead` module).
     ///
     /// # Errors
     /// As [`open_reader`]; `Plan` when a computed column or the WATERMARK expression does not
-    /// compile.
-    pub fn open(job: &str, rel: &Relation, progress: Option<SourceProgress>) -> Result<Self> {
+    /// compile; `Internal` when the reading thread cannot start.
+    pub fn open(job: &str, rel: &Relation, progress: Option<SourceProgress>, read_ahead: Option<usize>) -> Result<Self> {
         let schema = relation_schema(rel)?;
         let is_physical = |c: &weir_catalog::Column| c.computed.as_deref().is_none_or(|e| metadata_key(e).is_some());
         let physical_fields: Vec<_> = rel
@@ -316,6 +319,9 @@ impl SourceTask {
             )),
             None => None,
         };
+        if let Some(batch_rows) = read_ahead {
+            reader = Box::new(read_ahead::ReadAhead::spawn(reader, format!("weir-src-{}", rel.name), batch_rows)?);
+        }
         let partitions = reader.num_partitions();
         Ok(SourceTask {
             job: job.to_string(),

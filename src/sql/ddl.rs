@@ -170,7 +170,7 @@ pub async fn create_table(engine: &mut Engine, t: &CreateTable, definition: &str
     };
     if connector == "nexmark" {
         // Checks the declared columns against the generator's table now, not at first read.
-        crate::source::SourceTask::open("", &rel, None)?;
+        crate::source::SourceTask::open("", &rel, None, None)?;
     }
     catalog.relations.insert(t.name.clone(), rel);
     engine.commit(EpochWrites::default(), Some(catalog))
