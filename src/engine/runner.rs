@@ -22,6 +22,17 @@
 //!
 //! While a job runs detached, the system tables show what its runner published at its last
 //! commit ([`JobStats`], [`SourceRow`]s).
+//!
+//! # Commits behind the job
+//! A runner commits each epoch on a thread of its own while the job goes on with the next
+//! epoch's rows (an asynchronous checkpoint, as Flink's RocksDB backend uploads a snapshot while
+//! the task runs): at the barrier the job's operators hand their writes to the epoch and keep
+//! them readable until RocksDB has them ([`EpochWrites::committed_behind`]); the source
+//! positions are taken at the barrier. One epoch is in flight at most: the next barrier, and
+//! every stop, waits for it first, and only then are the operators and source tasks told it
+//! committed ([`Job::on_committed`], the change feeds' publication; Kafka's consumer-group
+//! offsets). A job with an exactly-once Kafka sink commits on its own thread as before
+//! ([`Job::commits_behind`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -228,10 +239,23 @@ fn rows_of(tasks: &Tasks) -> Vec<SourceRow> {
 /// The runner's loop: slices of reading, a commit every [`CHECKPOINT_INTERVAL`] or
 /// [`EPOCH_WRITE_BYTES`] of state writes (or when the sources go quiet or end), a short pause
 /// when nothing is available, until asked to stop.
-fn run(mut job: Job, mut tasks: Tasks, store: &Store, commits: &Commits, stop: &AtomicBool, published: &Published) -> Handback {
+fn run(
+    mut job: Job,
+    mut tasks: Tasks,
+    store: &Arc<Store>,
+    commits: &Arc<Commits>,
+    stop: &AtomicBool,
+    published: &Published,
+) -> Handback {
     let mut last_commit = Instant::now();
     let mut dirty = false;
+    let mut in_flight = None;
     let why = loop {
+        if in_flight.as_ref().is_some_and(|f: &InFlight| f.thread.is_finished()) {
+            if let Err(e) = land(&mut job, &mut tasks, &mut in_flight, published) {
+                break Stopped::Error(e);
+            }
+        }
         if stop.load(Ordering::Acquire) {
             break Stopped::Asked;
         }
@@ -245,18 +269,57 @@ fn run(mut job: Job, mut tasks: Tasks, store: &Store, commits: &Commits, stop: &
         dirty |= step.moved;
         let due = last_commit.elapsed() >= CHECKPOINT_INTERVAL || job.pending_bytes() >= EPOCH_WRITE_BYTES;
         if dirty && (!step.moved || step.finished || due) {
-            if let Err(e) = commit(&mut job, &mut tasks, store, commits) {
+            if let Err(e) = commit(&mut job, &mut tasks, (store, commits), &mut in_flight, published) {
                 break Stopped::Error(e);
             }
             dirty = false;
             last_commit = Instant::now();
-            *published.lock().unwrap_or_else(PoisonError::into_inner) = (JobStats::of(&job), rows_of(&tasks));
         }
         if !step.moved {
             std::thread::sleep(Duration::from_millis(20));
         }
     };
+    // The job goes back with its last epoch committed (or, after an error, is reloaded).
+    let why = match (land(&mut job, &mut tasks, &mut in_flight, published), why) {
+        (Err(e), Stopped::Asked) => Stopped::Error(e),
+        (_, why) => why,
+    };
     Handback { job, tasks, why }
+}
+
+/// What a barrier saw: each task's positions, and what the system tables are to show once
+/// its epoch is committed.
+struct AtBarrier {
+    positions: Vec<Vec<u64>>,
+    shown: (JobStats, Vec<SourceRow>),
+}
+
+/// An epoch committing behind the job: the commit's thread, returning the epoch's number.
+struct InFlight {
+    thread: JoinHandle<Result<u64>>,
+    barrier: AtBarrier,
+}
+
+/// Waits for the epoch in flight, if any, then tells the job's operators and source tasks it
+/// committed, and publishes what its barrier saw.
+///
+/// # Errors
+/// The commit's.
+fn land(job: &mut Job, tasks: &mut Tasks, in_flight: &mut Option<InFlight>, published: &Published) -> Result<()> {
+    let Some(InFlight { thread, barrier }) = in_flight.take() else { return Ok(()) };
+    let epoch = thread.join().map_err(|_| WeirError::internal("an epoch's commit thread panicked"))??;
+    committed(job, tasks, epoch, barrier, published);
+    Ok(())
+}
+
+/// Tells the job's operators and source tasks that epoch `epoch`, whose barrier saw `barrier`,
+/// is committed, and publishes what the barrier saw.
+fn committed(job: &mut Job, tasks: &mut Tasks, epoch: u64, barrier: AtBarrier, published: &Published) {
+    for ((_, task), positions) in tasks.iter_mut().zip(barrier.positions) {
+        task.on_committed_at(&positions);
+    }
+    job.on_committed(epoch);
+    *published.lock().unwrap_or_else(PoisonError::into_inner) = barrier.shown;
 }
 
 /// What one slice of reading did.
@@ -296,20 +359,38 @@ fn read_slice(job: &mut Job, tasks: &mut Tasks, store: &Store) -> Result<Slice> 
     Ok(Slice { moved, finished: tasks.iter().all(|(_, t)| t.bounded() && t.finished()) })
 }
 
-/// Commits the job's epoch: its operators' writes and its tasks' positions, atomically.
-fn commit(job: &mut Job, tasks: &mut Tasks, store: &Store, commits: &Commits) -> Result<()> {
-    let mut writes = EpochWrites::default();
+/// Commits the job's epoch: its operators' writes and its tasks' positions, atomically;
+/// behind the job (see the module docs) unless an operator says no.
+fn commit(
+    job: &mut Job,
+    tasks: &mut Tasks,
+    (store, commits): (&Arc<Store>, &Arc<Commits>),
+    in_flight: &mut Option<InFlight>,
+    published: &Published,
+) -> Result<()> {
+    land(job, tasks, in_flight, published)?;
+    let behind = job.commits_behind();
+    let mut writes = if behind { EpochWrites::committed_behind() } else { EpochWrites::default() };
     job.on_barrier(store, &mut writes)?;
+    let mut positions = Vec::with_capacity(tasks.len());
     for ((name, table), task) in tasks.iter_mut() {
         let bytes = serde_json::to_vec(&task.progress).expect("progress serializes");
         writes.put_meta(&progress_key(name, table), &bytes);
+        positions.push(task.positions());
         // Counted in the progress; an independent job's tables have no dead-letter place.
         task.dead_letters.clear();
     }
-    let epoch = commits.commit(writes, None)?;
-    for (_, task) in tasks.iter_mut() {
-        task.on_committed();
+    let barrier = AtBarrier { positions, shown: (JobStats::of(job), rows_of(tasks)) };
+    if !behind {
+        let epoch = commits.commit(writes, None)?;
+        committed(job, tasks, epoch, barrier, published);
+        return Ok(());
     }
-    job.on_committed(epoch);
+    let commits = Arc::clone(commits);
+    let thread = std::thread::Builder::new()
+        .name("weir-commit".into())
+        .spawn(move || commits.commit(writes, None))
+        .map_err(|e| WeirError::internal(format!("cannot start an epoch's commit thread: {e}")))?;
+    *in_flight = Some(InFlight { thread, barrier });
     Ok(())
 }

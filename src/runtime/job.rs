@@ -740,6 +740,12 @@ impl Job {
             .sum()
     }
 
+    /// Whether every operator lets the job go on while its epoch commits behind it
+    /// ([`Operator::commits_behind`]).
+    pub fn commits_behind(&self) -> bool {
+        self.nodes.iter().flat_map(|n| &n.lanes).all(|op| op.commits_behind())
+    }
+
     /// Tells every operator that the epoch of the last [`Job::on_barrier`] is committed, as
     /// epoch `epoch` ([`Operator::on_committed`]).
     pub fn on_committed(&mut self, epoch: u64) {

@@ -115,4 +115,13 @@ pub trait Operator: Send + Sync {
     /// it from its next `process_batch` or `on_barrier`, so the job recovers from the last
     /// commit, whose writes say what to do again.
     fn on_committed(&mut self, _epoch: u64) {}
+
+    /// Whether the job may go on with the next epoch's rows while this epoch commits on
+    /// another thread ([`crate::state::EpochWrites::committed_behind`]), `on_committed` called
+    /// only later. True unless what `on_committed` does covers the operator's work up to the
+    /// call rather than up to the barrier: an exactly-once Kafka sink's open transaction
+    /// holds every message sent since the last commit.
+    fn commits_behind(&self) -> bool {
+        true
+    }
 }

@@ -455,8 +455,19 @@ impl SourceTask {
 
     /// Tells the reader its positions were committed.
     pub fn on_committed(&mut self) {
-        let positions: Vec<u64> = self.progress.partitions.iter().map(|p| p.position).collect();
+        let positions = self.positions();
         self.reader.on_committed(&positions);
+    }
+
+    /// The position of each partition, as the next commit would store it.
+    pub fn positions(&self) -> Vec<u64> {
+        self.progress.partitions.iter().map(|p| p.position).collect()
+    }
+
+    /// Tells the reader that `positions` (from [`SourceTask::positions`] at a barrier) were
+    /// committed, when the task has read on since.
+    pub fn on_committed_at(&mut self, positions: &[u64]) {
+        self.reader.on_committed(positions);
     }
 
     /// Per partition, the connector's high watermark (Kafka), if known.

@@ -26,6 +26,13 @@
 //! Whole-table reads ([`StateTable::scan`]) stream from RocksDB merged with the overlay and
 //! cache nothing.
 //!
+//! # Epochs committed behind the job
+//! When the barrier's writes go to an epoch committed on another thread while the job goes on
+//! ([`EpochWrites::committed_behind`]), the flushed overlay is kept as a *committing* layer
+//! until RocksDB has it ([`Landed`]): reads see this epoch's writes, then the committing
+//! layers (newest first), then RocksDB, so a key evicted from the cache (or a table without
+//! one) never reads a value older than its last write.
+//!
 //! A cache is **complete** while it holds every key (or group) the table has: from the moment a
 //! table opens empty in RocksDB (a new job) until its first eviction. A complete cache answers
 //! a miss itself (the key or group is absent) without reading RocksDB, so a job whose state
@@ -59,7 +66,7 @@ use lru::LruCache;
 
 use crate::error::Result;
 use crate::state::key_group::{KeyGroups, TableRef};
-use crate::state::store::{prefix_successor, CacheBudget, EpochWrites, Store};
+use crate::state::store::{prefix_successor, CacheBudget, EpochWrites, Landed, Store};
 
 /// Where the group prefix of a key ends: the number of leading bytes of the key that are its
 /// group (at most the key's length).
@@ -84,7 +91,20 @@ pub struct StateTable {
     /// Where a key's partition key ends, if not where its group ends (a grouped table) or at
     /// its end (a point table); see [`StateTable::with_partition_len`].
     partition_len: Option<GroupLen>,
+    /// Epochs flushed into writes committed behind the job and not yet in RocksDB, oldest
+    /// first (see the module docs).
+    committing: Vec<Committing>,
 }
+
+/// A flushed epoch's writes, read until its commit lands.
+struct Committing {
+    overlay: BTreeMap<Vec<u8>, Pending>,
+    deleted_below: Option<Vec<u8>>,
+    landed: Landed,
+}
+
+/// One layer of writes over RocksDB: an epoch's writes and its range delete.
+type Layer<'a> = (&'a BTreeMap<Vec<u8>, Pending>, Option<&'a [u8]>);
 
 /// One key's write in this epoch.
 struct Pending {
@@ -330,7 +350,28 @@ impl StateTable {
             ttl: None,
             key_groups,
             partition_len: None,
+            committing: Vec::new(),
         }
+    }
+
+    /// Drops the committing layers RocksDB now has.
+    fn prune(&mut self) {
+        if self.committing.first().is_some_and(|c| c.landed.is_set()) {
+            self.committing.retain(|c| !c.landed.is_set());
+        }
+    }
+
+    /// The layers of writes over RocksDB, oldest first: the committing epochs not yet landed,
+    /// then this epoch's.
+    fn layers(&self) -> Vec<Layer<'_>> {
+        let mut layers: Vec<Layer<'_>> = self
+            .committing
+            .iter()
+            .filter(|c| !c.landed.is_set())
+            .map(|c| (&c.overlay, c.deleted_below.as_deref()))
+            .collect();
+        layers.push((&self.overlay, self.deleted_below.as_deref()));
+        layers
     }
 
     /// A table that caches the single keys it reads and writes, within `store`'s state cache
@@ -473,13 +514,21 @@ impl StateTable {
         self.id
     }
 
-    /// The stored value of `key` as of now (with its TTL header), without the cache.
+    /// The stored value of `key` as of now (with its TTL header), without the cache: from
+    /// the newest layer of writes that has it or deletes it, else from RocksDB.
     fn stored(&self, store: &Store, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(match self.overlay.get(key) {
-            Some(p) => p.value.clone(),
-            None if self.deleted_below.as_deref().is_some_and(|b| key < b) => None,
-            None => store.get(self.id, key)?,
-        })
+        let layers = std::iter::once((&self.overlay, self.deleted_below.as_deref())).chain(
+            self.committing.iter().rev().filter(|c| !c.landed.is_set()).map(|c| (&c.overlay, c.deleted_below.as_deref())),
+        );
+        for (overlay, below) in layers {
+            if let Some(p) = overlay.get(key) {
+                return Ok(p.value.clone());
+            }
+            if below.is_some_and(|b| key < b) {
+                return Ok(None);
+            }
+        }
+        store.get(self.id, key)
     }
 
     /// The current value of `key`.
@@ -487,6 +536,7 @@ impl StateTable {
     /// # Errors
     /// `Storage` when RocksDB fails to read.
     pub fn get(&mut self, store: &Store, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.prune();
         let stored = match &mut self.cache {
             Some(cache) => {
                 let slot = cache.slot(key);
@@ -531,6 +581,7 @@ impl StateTable {
 
     /// Puts `key` = `value`.
     pub fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.prune();
         let value = match &self.ttl {
             Some(_) => {
                 let mut stored = Vec::with_capacity(TTL_HEADER + value.len());
@@ -670,10 +721,12 @@ impl StateTable {
     }
 
     /// Every entry whose key starts with `slot` as of now: the committed ones (minus the range
-    /// delete) with this epoch's writes over them.
+    /// deletes) with the layers of writes over them, oldest first.
     fn read_group(&self, store: &Store, slot: &[u8]) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+        let layers = self.layers();
         let mut group = BTreeMap::new();
-        let below = self.deleted_below.as_deref();
+        // Every layer's range delete covers RocksDB's entries.
+        let below = layers.iter().filter_map(|l| l.1).max();
         store.scan_prefix(self.id, slot, |k, v| {
             if below.is_none_or(|b| k >= b) {
                 group.insert(k.to_vec(), v.to_vec());
@@ -684,11 +737,17 @@ impl StateTable {
             Some(end) => Bound::Excluded(end),
             None => Bound::Unbounded,
         };
-        for (k, p) in self.overlay.range::<Vec<u8>, _>((Bound::Included(slot.to_vec()), upper)) {
-            match &p.value {
-                Some(v) => group.insert(k.clone(), v.clone()),
-                None => group.remove(k),
-            };
+        for (i, (overlay, below)) in layers.into_iter().enumerate() {
+            // A later layer's range delete also covers the earlier layers' entries.
+            if let (true, Some(b)) = (i > 0, below) {
+                group.retain(|k, _| k.as_slice() >= b);
+            }
+            for (k, p) in overlay.range::<Vec<u8>, _>((Bound::Included(slot.to_vec()), upper.clone())) {
+                match &p.value {
+                    Some(v) => group.insert(k.clone(), v.clone()),
+                    None => group.remove(k),
+                };
+            }
         }
         Ok(group)
     }
@@ -721,19 +780,36 @@ impl StateTable {
 
     /// [`StateTable::scan_stored`] of every key, whichever instance owns it.
     fn scan_every_instance(&self, store: &Store, mut f: impl FnMut(&[u8], &[u8]) -> Result<bool>) -> Result<()> {
-        let below = self.deleted_below.as_deref();
-        let mut pending = self.overlay.iter().peekable();
+        let layers = self.layers();
+        let below = layers.iter().filter_map(|l| l.1).max();
+        // The layers' writes as one, when epochs are still committing: each layer's range
+        // delete drops the earlier layers' entries below it, then its writes go over them.
+        let merged: BTreeMap<&[u8], Option<&[u8]>>;
+        let pending: Box<dyn Iterator<Item = (&[u8], Option<&[u8]>)> + '_> = if layers.len() == 1 {
+            Box::new(self.overlay.iter().map(|(k, p)| (k.as_slice(), p.value.as_deref())))
+        } else {
+            let mut all = BTreeMap::new();
+            for (overlay, below) in layers {
+                if let Some(b) = below {
+                    all.retain(|k: &&[u8], _| *k >= b);
+                }
+                all.extend(overlay.iter().map(|(k, p)| (k.as_slice(), p.value.as_deref())));
+            }
+            merged = all;
+            Box::new(merged.iter().map(|(k, v)| (*k, *v)))
+        };
+        let mut pending = pending.peekable();
         let mut go_on = true;
         store.scan(self.id, |k, v| {
-            // This epoch's writes before `k`, then `k` itself from the overlay if written.
-            while let Some((ok, op)) = pending.next_if(|(ok, _)| ok.as_slice() <= k) {
-                if ok.as_slice() == k {
-                    if let Some(ov) = &op.value {
+            // The layers' writes before `k`, then `k` itself from them if written.
+            while let Some((ok, ov)) = pending.next_if(|(ok, _)| *ok <= k) {
+                if ok == k {
+                    if let Some(ov) = ov {
                         go_on = f(ok, ov)?;
                     }
                     return Ok(go_on);
                 }
-                if let Some(ov) = &op.value {
+                if let Some(ov) = ov {
                     go_on = f(ok, ov)?;
                     if !go_on {
                         return Ok(false);
@@ -747,8 +823,8 @@ impl StateTable {
             Ok(go_on)
         })?;
         if go_on {
-            for (k, p) in pending {
-                if let Some(v) = &p.value {
+            for (k, v) in pending {
+                if let Some(v) = v {
                     if !f(k, v)? {
                         break;
                     }
@@ -762,15 +838,24 @@ impl StateTable {
     /// over its budget, evicts down to this table's share, but keeps the most recently used
     /// key or group (a window's MIN/MAX group can alone be bigger than a share: evicting it at
     /// every barrier would read it back whole at the next row).
+    ///
+    /// Writes committed behind the job ([`EpochWrites::committed_behind`]) keep the overlay
+    /// readable as a committing layer until they land (see the module docs).
     pub fn flush(&mut self, writes: &mut EpochWrites) {
-        if let Some(bound) = self.deleted_below.take() {
-            writes.delete_below(self.id, &bound);
+        self.committing.retain(|c| !c.landed.is_set());
+        let deleted_below = self.deleted_below.take();
+        if let Some(bound) = &deleted_below {
+            writes.delete_below(self.id, bound);
         }
-        for (k, p) in std::mem::take(&mut self.overlay) {
-            match p.value {
-                Some(v) => writes.put(self.id, &k, &v),
-                None => writes.delete(self.id, &k),
+        let overlay = std::mem::take(&mut self.overlay);
+        for (k, p) in &overlay {
+            match &p.value {
+                Some(v) => writes.put(self.id, k, v),
+                None => writes.delete(self.id, k),
             }
+        }
+        if let Some(landed) = writes.landed().filter(|_| !overlay.is_empty() || deleted_below.is_some()) {
+            self.committing.push(Committing { overlay, deleted_below, landed: landed.clone() });
         }
         self.pending_bytes = 0;
         if let Some(cache) = &mut self.cache {
@@ -942,6 +1027,95 @@ mod tests {
         single.flush(&mut writes);
         store.commit(writes, 2)?;
         assert_eq!(single.instance_entries(&store)?, [(Vec::new(), vec![3], true)]);
+        Ok(())
+    }
+
+    /// Random puts, deletes and range deletes over epochs committed behind the table (up to
+    /// two in flight, landing in order), read back by point reads, group reads and scans
+    /// against a map of what the table holds, worked out from the operations alone; at the end
+    /// RocksDB holds the map.
+    #[test]
+    fn writes_of_epochs_committing_behind_read_back_until_and_after_they_land() -> Result<()> {
+        let (_dir, store) = store();
+        let mut rng = crate::runtime::operators::Rng(0x5eed_cafe);
+        // A table without a cache, and a grouped one (by first byte) whose cache is tiny, so
+        // reads go through the layers to RocksDB.
+        let mut plain = StateTable::new(1);
+        let small = Arc::new(CacheBudget::new(64));
+        let mut grouped = StateTable::new(2);
+        grouped.cache = Some(Cache::new(&small, Some(by_first_byte()), false));
+        let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        let mut in_flight: std::collections::VecDeque<EpochWrites> = Default::default();
+        let mut epoch = 0;
+        let key = |rng: &mut crate::runtime::operators::Rng| vec![b'a' + rng.below(4) as u8, b'0' + rng.below(5) as u8];
+        for step in 0..3000 {
+            match rng.below(20) {
+                0..=9 => {
+                    let (k, v) = (key(&mut rng), format!("v{step}").into_bytes());
+                    plain.put(k.clone(), v.clone());
+                    grouped.put(k.clone(), v.clone());
+                    model.insert(k, v);
+                }
+                10..=13 => {
+                    let k = key(&mut rng);
+                    plain.delete(k.clone());
+                    grouped.delete(k.clone());
+                    model.remove(&k);
+                }
+                14 => {
+                    let bound = key(&mut rng);
+                    plain.delete_below(&bound);
+                    grouped.delete_below(&bound);
+                    model.retain(|k, _| *k >= bound);
+                }
+                15 => {
+                    let prefix = vec![b'a' + rng.below(4) as u8];
+                    grouped.delete_prefix(&store, &prefix)?;
+                    plain.delete_prefix(&store, &prefix)?;
+                    model.retain(|k, _| !k.starts_with(&prefix));
+                }
+                16 | 17 if in_flight.len() < 2 => {
+                    let mut writes = EpochWrites::committed_behind();
+                    plain.flush(&mut writes);
+                    grouped.flush(&mut writes);
+                    in_flight.push_back(writes);
+                }
+                _ => {
+                    if let Some(writes) = in_flight.pop_front() {
+                        epoch += 1;
+                        store.commit(writes, epoch)?;
+                    }
+                }
+            }
+            let k = key(&mut rng);
+            assert_eq!(plain.get(&store, &k)?, model.get(&k).cloned(), "point read of {k:?} at step {step}");
+            let prefix = [k[0]];
+            let group: Vec<(Vec<u8>, Vec<u8>)> = model.range(prefix.to_vec()..).take_while(|(k, _)| k.starts_with(&prefix)).map(|(k, v)| (k.clone(), v.clone())).collect();
+            assert_eq!(entries(&mut grouped, &store, &prefix)?, group, "group {prefix:?} at step {step}");
+            if step % 50 == 0 {
+                let mut seen = Vec::new();
+                plain.scan(&store, |k, v| {
+                    seen.push((k.to_vec(), v.to_vec()));
+                    Ok(true)
+                })?;
+                assert_eq!(seen, model.clone().into_iter().collect::<Vec<_>>(), "scan at step {step}");
+            }
+        }
+        let mut writes = EpochWrites::committed_behind();
+        plain.flush(&mut writes);
+        in_flight.push_back(writes);
+        for writes in in_flight {
+            epoch += 1;
+            store.commit(writes, epoch)?;
+        }
+        let mut stored = Vec::new();
+        store.scan(1, |k, v| {
+            stored.push((k.to_vec(), v.to_vec()));
+            Ok(true)
+        })?;
+        assert_eq!(stored, model.into_iter().collect::<Vec<_>>());
+        plain.prune();
+        assert!(plain.committing.is_empty(), "every committing layer landed and was dropped");
         Ok(())
     }
 

@@ -113,6 +113,25 @@ pub struct EpochWrites {
     batch: WriteBatch,
     /// The last key written, reused for the next (RocksDB copies it into the batch).
     key: Vec<u8>,
+    /// Set for writes committed behind the job ([`EpochWrites::committed_behind`]).
+    behind: Option<Landed>,
+}
+
+/// Set once an epoch's writes are in RocksDB ([`Store::commit`]). A state table whose writes
+/// went to an epoch committed behind its job ([`EpochWrites::committed_behind`]) reads them
+/// from memory until then.
+#[derive(Clone, Default)]
+pub struct Landed(Arc<std::sync::atomic::AtomicBool>);
+
+impl Landed {
+    /// Whether the epoch's writes are in RocksDB.
+    pub fn is_set(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn set(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
 }
 
 fn data_prefix(table: u32) -> [u8; 5] {
@@ -139,7 +158,21 @@ impl EpochWrites {
     /// Writes with room for about `bytes` of keys and values, so that a bulk write does not
     /// grow (and copy) the batch as it goes.
     pub fn with_capacity(bytes: usize) -> Self {
-        Self { batch: WriteBatch::with_capacity_bytes(bytes), key: Vec::new() }
+        Self { batch: WriteBatch::with_capacity_bytes(bytes), key: Vec::new(), behind: None }
+    }
+
+    /// Writes of an epoch that is committed *behind* its job: on another thread, while the job
+    /// goes on with the next epoch's rows. A state table flushed into them
+    /// ([`crate::state::StateTable::flush`]) keeps its writes readable in memory until
+    /// [`EpochWrites::landed`] is set, instead of dropping them at once.
+    pub fn committed_behind() -> Self {
+        Self { behind: Some(Landed::default()), ..Self::default() }
+    }
+
+    /// For writes committed behind the job, what [`Store::commit`] sets once they are in
+    /// RocksDB.
+    pub fn landed(&self) -> Option<&Landed> {
+        self.behind.as_ref()
     }
 
     /// Puts `key` = `value` in state table `table`.
@@ -307,6 +340,9 @@ impl Store {
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
         self.db.write_opt(writes.batch, &wo)?;
+        if let Some(landed) = &writes.behind {
+            landed.set();
+        }
         Ok(())
     }
 

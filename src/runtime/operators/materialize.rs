@@ -55,6 +55,9 @@ pub struct Materialize {
     feed: Option<Arc<ChangeFeed>>,
     /// This epoch's changes as diff rows, kept while the feed has subscribers.
     pending: Vec<RecordBatch>,
+    /// The changes up to the last barrier, published when its epoch is committed (the job may
+    /// have gone on with the next epoch's rows by then: [`Operator::commits_behind`]).
+    barrier_changes: Vec<RecordBatch>,
 }
 
 impl Materialize {
@@ -77,6 +80,7 @@ impl Materialize {
             rows: StateTable::new(table),
             feed: None,
             pending: Vec::new(),
+            barrier_changes: Vec::new(),
         })
     }
 
@@ -188,11 +192,12 @@ impl Operator for Materialize {
 
     fn on_barrier(&mut self, writes: &mut EpochWrites, _ctx: &OpContext<'_>) -> Result<()> {
         self.rows.flush(writes);
+        self.barrier_changes.append(&mut self.pending);
         Ok(())
     }
 
     fn on_committed(&mut self, epoch: u64) {
-        let changes = std::mem::take(&mut self.pending);
+        let changes = std::mem::take(&mut self.barrier_changes);
         if let Some(feed) = self.feed.as_ref().filter(|f| f.is_active() || !changes.is_empty()) {
             feed.publish(epoch, changes);
         }

@@ -416,6 +416,12 @@ impl Operator for KafkaSink {
         Ok(())
     }
 
+    /// Not an exactly-once sink: its open transaction holds every message sent since the last
+    /// commit, so the next epoch's rows must wait for this one's commit.
+    fn commits_behind(&self) -> bool {
+        self.outbox.is_none()
+    }
+
     fn on_committed(&mut self, _epoch: u64) {
         let Some(outbox) = &mut self.outbox else { return };
         let Some(seq) = outbox.precommitted.take() else { return };
