@@ -170,6 +170,9 @@ enum Bench {
         events: u64,
         #[arg(long, default_value_t = 2)]
         jobs: usize,
+        /// Each job's parallelism (`weir serve --workers`; default: the number of cores).
+        #[arg(long)]
+        parallelism: Option<usize>,
         /// Scratch directory for the database (emptied first).
         #[arg(long, value_name = "DIR", default_value = "/var/tmp/weir-bench-jobs")]
         data_dir: PathBuf,
@@ -329,10 +332,11 @@ fn main() -> ExitCode {
                 );
                 Ok(())
             }
-            Some(Command::Bench(Bench::Jobs { query, events, jobs, data_dir })) => {
-                let alone = weir::bench::jobs::run(&data_dir, &query, events, 1).await.map_err(|e| e.to_string())?;
+            Some(Command::Bench(Bench::Jobs { query, events, jobs, parallelism, data_dir })) => {
+                let alone = weir::bench::jobs::run(&data_dir, &query, events, 1, parallelism).await.map_err(|e| e.to_string())?;
                 println!("{query} over {events} events, {alone}");
-                let together = weir::bench::jobs::run(&data_dir, &query, events, jobs).await.map_err(|e| e.to_string())?;
+                let together =
+                    weir::bench::jobs::run(&data_dir, &query, events, jobs, parallelism).await.map_err(|e| e.to_string())?;
                 println!(
                     "{query} over {events} events, {together}: {:.2}x the wall time of one job alone{}",
                     together.seconds / alone.seconds,

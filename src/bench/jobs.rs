@@ -11,10 +11,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::bench::{cpu_seconds, single_i64};
+use crate::bench::{cpu_seconds, sources_finished};
 use crate::bench::nexmark::{create_generator_tables, query_text};
 use crate::error::{Result, WeirError};
-use crate::sql::{Database, Session};
+use crate::sql::{Database, OpenOptions, Session};
 
 /// What one run measured.
 #[derive(Debug, Clone)]
@@ -34,14 +34,19 @@ impl std::fmt::Display for JobsReport {
 }
 
 /// Runs `jobs` copies of Nexmark `query` over `events` events in a fresh database under
-/// `data_dir` (emptied first, and removed after).
+/// `data_dir` (emptied first, and removed after), each job at `parallelism` (`weir serve
+/// --workers`; the default: the number of cores).
 ///
 /// # Errors
 /// Any statement's error; `Execution` when the sources have not finished within 30 minutes.
-pub async fn run(data_dir: &std::path::Path, query: &str, events: u64, jobs: usize) -> Result<JobsReport> {
+pub async fn run(data_dir: &std::path::Path, query: &str, events: u64, jobs: usize, parallelism: Option<usize>) -> Result<JobsReport> {
     let sql = query_text(query)?;
     let _ = std::fs::remove_dir_all(data_dir);
-    let db = Database::open(data_dir)?;
+    let mut options = OpenOptions::default();
+    if let Some(p) = parallelism {
+        options.workers = p;
+    }
+    let db = Database::open_with(data_dir, options)?;
     let mut session = Session::default();
     create_generator_tables(&db, &mut session, events).await?;
     let cpu_before = cpu_seconds();
@@ -49,18 +54,9 @@ pub async fn run(data_dir: &std::path::Path, query: &str, events: u64, jobs: usi
     for _ in 0..jobs {
         db.execute(&mut session, &format!("INSERT INTO nexmark_sink {sql}")).await?;
     }
-    let deadline = start + Duration::from_secs(1800);
-    loop {
-        let result = db.execute(&mut session, "SELECT CAST(COUNT(*) AS BIGINT) FROM weir_sources WHERE NOT finished").await?;
-        let unfinished = single_i64(&result);
-        if unfinished == Some(0) {
-            break;
-        }
-        if Instant::now() > deadline {
-            return Err(WeirError::execution(format!("{jobs} x {query}: the sources did not finish within 30 minutes")));
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    sources_finished(&db, &mut session, Duration::from_secs(1800))
+        .await
+        .map_err(|e| WeirError::execution(format!("{jobs} x {query}: {e}")))?;
     let seconds = start.elapsed().as_secs_f64();
     let cpu = cpu_seconds().zip(cpu_before).map(|(a, b)| a - b).unwrap_or(f64::NAN);
     drop(db);

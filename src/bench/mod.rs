@@ -78,6 +78,25 @@ pub fn cpu_seconds() -> Option<f64> {
     Some((utime + stime) / 100.0)
 }
 
+/// Waits until every source task of the database has read its (bounded) input and its jobs
+/// have committed it (`weir_sources.finished`, polled every 20 ms).
+///
+/// # Errors
+/// The query's; `Execution` when that takes longer than `limit`.
+pub async fn sources_finished(db: &crate::sql::Database, session: &mut crate::sql::Session, limit: std::time::Duration) -> crate::error::Result<()> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let result = db.execute(session, "SELECT CAST(COUNT(*) AS BIGINT) FROM weir_sources WHERE NOT finished").await?;
+        if single_i64(&result) == Some(0) {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(crate::error::WeirError::execution(format!("the sources did not finish within {} s", limit.as_secs())));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// The value of a one-row, one-BIGINT result (`SELECT CAST(COUNT(*) AS BIGINT) ...`), if it is
 /// one.
 pub fn single_i64(result: &crate::sql::StatementResult) -> Option<i64> {

@@ -3,9 +3,10 @@
 //! events/s, CPU seconds, peak RSS and output rows.
 //!
 //! - Benchmark mode: each query runs as `INSERT INTO` a `blackhole` table (Nexmark's
-//!   blackhole sink), so no result is stored; sources are committed every second, as a
-//!   checkpoint interval would, or sooner when an epoch's state writes reach the engine's
-//!   bound ([`crate::engine::EPOCH_WRITE_BYTES`]).
+//!   blackhole sink), so no result is stored. The database runs it as `weir serve` does: the
+//!   engine reads the sources, a job over connector tables only runs on a thread of its own
+//!   (`engine::runner`), committing every second, as a checkpoint interval would, or sooner
+//!   when an epoch's state writes reach the engine's bound ([`crate::engine::EPOCH_WRITE_BYTES`]).
 //! - Check mode (`--check`): each query runs as a materialized view over the fixed input of
 //!   bench/nexmark/expected (100 000 events at 1 000 events/s, seed default); the view's final
 //!   rows, formatted and sorted as described in bench/nexmark/expected/README.md, must hash to
@@ -26,7 +27,6 @@ use crate::bench::cpu_seconds;
 use crate::error::{Result, WeirError};
 use crate::sql::{Database, OpenOptions, Session, StatementResult};
 use crate::state::StoreOptions;
-use crate::state::EpochWrites;
 
 /// The queries, by name, as stored in bench/nexmark/queries.
 pub const QUERIES: &[(&str, &str)] = &[
@@ -212,7 +212,7 @@ pub async fn run_query(name: &str, run: &NexmarkRun) -> Result<QueryReport> {
     let query = query_text(name)?;
     let _ = std::fs::remove_dir_all(&run.data_dir);
     let options = OpenOptions {
-        read_sources: false,
+        read_sources: true,
         store: StoreOptions { state_cache_bytes: run.state_cache_bytes },
         workers: run.parallelism,
     };
@@ -235,23 +235,10 @@ pub async fn run_query(name: &str, run: &NexmarkRun) -> Result<QueryReport> {
         db.execute(&mut session, "CREATE TABLE nexmark_sink (ignored INT) WITH ('connector' = 'blackhole')").await?;
         db.execute(&mut session, &format!("INSERT INTO nexmark_sink {query}")).await?;
     }
-    // Drive the sources to their end, committing every second like a checkpoint interval, or
-    // sooner when the epoch's writes reach the engine's bound (as `weir serve` does).
+    // The database reads the sources to their end (see the module docs).
+    crate::bench::sources_finished(&db, &mut session, Duration::from_secs(24 * 3600)).await?;
     let sink_rows = {
-        let mut engine = db.engine().await?;
-        let mut last_commit = Instant::now();
-        loop {
-            let step = engine.poll_sources(Duration::from_millis(200))?;
-            let due = last_commit.elapsed() >= Duration::from_secs(1)
-                || engine.pending_bytes() >= crate::engine::EPOCH_WRITE_BYTES;
-            if step.all_finished || due {
-                engine.commit(EpochWrites::default(), None)?;
-                last_commit = Instant::now();
-            }
-            if step.all_finished {
-                break;
-            }
-        }
+        let engine = db.engine().await?;
         for row in &engine.system_state().state_tables {
             if let Some(c) = row.cache {
                 let rate = c.hits as f64 / (c.hits + c.misses).max(1) as f64;
