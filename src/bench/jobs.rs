@@ -54,7 +54,7 @@ pub async fn run(data_dir: &std::path::Path, query: &str, events: u64, jobs: usi
     for _ in 0..jobs {
         db.execute(&mut session, &format!("INSERT INTO nexmark_sink {sql}")).await?;
     }
-    sources_finished(&db, &mut session, Duration::from_secs(1800))
+    sources_finished(&db, Duration::from_secs(1800))
         .await
         .map_err(|e| WeirError::execution(format!("{jobs} x {query}: {e}")))?;
     let seconds = start.elapsed().as_secs_f64();

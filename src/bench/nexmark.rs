@@ -236,7 +236,7 @@ pub async fn run_query(name: &str, run: &NexmarkRun) -> Result<QueryReport> {
         db.execute(&mut session, &format!("INSERT INTO nexmark_sink {query}")).await?;
     }
     // The database reads the sources to their end (see the module docs).
-    crate::bench::sources_finished(&db, &mut session, Duration::from_secs(24 * 3600)).await?;
+    crate::bench::sources_finished(&db, Duration::from_secs(24 * 3600)).await?;
     let sink_rows = {
         let engine = db.engine().await?;
         for row in &engine.system_state().state_tables {

@@ -31,8 +31,8 @@
 //! positions are taken at the barrier. One epoch is in flight at most: the next barrier, and
 //! every stop, waits for it first, and only then are the operators and source tasks told it
 //! committed ([`Job::on_committed`], the change feeds' publication; Kafka's consumer-group
-//! offsets). A job with an exactly-once Kafka sink commits on its own thread as before
-//! ([`Job::commits_behind`]).
+//! offsets). A job at parallelism 1, or with an exactly-once Kafka sink, commits on its own
+//! thread as before ([`Job::commits_behind`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -210,6 +210,15 @@ impl Engine {
         for (_, runner) in std::mem::take(&mut self.runners) {
             drop(runner.join());
         }
+    }
+
+    /// Whether every source task has read all of its input: those the engine holds, and those
+    /// of the jobs on threads of their own as of their last commit (only bounded sources end).
+    pub fn sources_finished(&self) -> bool {
+        self.sources.values().all(SourceTask::finished)
+            && self.runners.values().all(|r| {
+                r.published.lock().unwrap_or_else(PoisonError::into_inner).1.iter().all(|row| row.finished)
+            })
     }
 
     /// The jobs running on threads of their own, by name.

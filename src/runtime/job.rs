@@ -740,10 +740,11 @@ impl Job {
             .sum()
     }
 
-    /// Whether every operator lets the job go on while its epoch commits behind it
+    /// Whether the job may go on while its epoch commits behind it: at parallelism 2 or more
+    /// (at 1 a job runs on one thread, its commits included), when every operator lets it
     /// ([`Operator::commits_behind`]).
     pub fn commits_behind(&self) -> bool {
-        self.nodes.iter().flat_map(|n| &n.lanes).all(|op| op.commits_behind())
+        self.parallelism > 1 && self.nodes.iter().flat_map(|n| &n.lanes).all(|op| op.commits_behind())
     }
 
     /// Tells every operator that the epoch of the last [`Job::on_barrier`] is committed, as

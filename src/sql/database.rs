@@ -326,6 +326,11 @@ impl Database {
         Ok(EngineWrite(engine))
     }
 
+    /// Whether every source task has read all of its input ([`Engine::sources_finished`]).
+    pub async fn sources_finished(&self) -> bool {
+        self.engine.read().await.sources_finished()
+    }
+
     /// The jobs running on threads of their own now, by name (see [`crate::engine::runner`]).
     pub async fn detached_jobs(&self) -> Vec<String> {
         self.engine.read().await.detached_jobs()
