@@ -83,10 +83,10 @@ pub fn cpu_seconds() -> Option<f64> {
 /// every 10 ms: a read lock, no query, so the polling costs the run nothing measurable).
 ///
 /// # Errors
-/// `Execution` when that takes longer than `limit`.
+/// `Execution` when a job failed, or when that takes longer than `limit`.
 pub async fn sources_finished(db: &crate::sql::Database, limit: std::time::Duration) -> crate::error::Result<()> {
     let deadline = std::time::Instant::now() + limit;
-    while !db.sources_finished().await {
+    while !db.sources_finished().await? {
         if std::time::Instant::now() > deadline {
             return Err(crate::error::WeirError::execution(format!("the sources did not finish within {} s", limit.as_secs())));
         }

@@ -32,7 +32,9 @@
 //! every stop, waits for it first, and only then are the operators and source tasks told it
 //! committed ([`Job::on_committed`], the change feeds' publication; Kafka's consumer-group
 //! offsets). A job at parallelism 1, or with an exactly-once Kafka sink, commits on its own
-//! thread as before ([`Job::commits_behind`]).
+//! thread as before ([`Job::commits_behind`]). While an epoch is in flight its writes are held
+//! twice (the batch being written, the tables' committing layers) beside the next epoch's, so
+//! a job's epoch writes take up to about three times [`EPOCH_WRITE_BYTES`] of memory.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -214,11 +216,17 @@ impl Engine {
 
     /// Whether every source task has read all of its input: those the engine holds, and those
     /// of the jobs on threads of their own as of their last commit (only bounded sources end).
-    pub fn sources_finished(&self) -> bool {
-        self.sources.values().all(SourceTask::finished)
+    ///
+    /// # Errors
+    /// `Execution` when a job is FAILED (its sources stop reading), with its error.
+    pub fn sources_finished(&self) -> Result<bool> {
+        if let Some((job, error)) = self.failed.iter().next() {
+            return Err(WeirError::execution(format!("job {job} failed: {error}")));
+        }
+        Ok(self.sources.values().all(SourceTask::finished)
             && self.runners.values().all(|r| {
                 r.published.lock().unwrap_or_else(PoisonError::into_inner).1.iter().all(|row| row.finished)
-            })
+            }))
     }
 
     /// The jobs running on threads of their own, by name.
@@ -288,10 +296,11 @@ fn run(
             std::thread::sleep(Duration::from_millis(20));
         }
     };
-    // The job goes back with its last epoch committed (or, after an error, is reloaded).
-    let why = match (land(&mut job, &mut tasks, &mut in_flight, published), why) {
-        (Err(e), Stopped::Asked) => Stopped::Error(e),
-        (_, why) => why,
+    // The job goes back with its last epoch committed, or, when that commit failed, is
+    // reloaded whatever else stopped it (a FAILED job's state must not go on without it).
+    let why = match land(&mut job, &mut tasks, &mut in_flight, published) {
+        Err(e) => Stopped::Error(e),
+        Ok(()) => why,
     };
     Handback { job, tasks, why }
 }

@@ -33,7 +33,8 @@ const CHANNEL_BATCHES: usize = 4;
 
 /// How long [`ReadAhead::poll`] waits for the thread's next batch while the thread is reading,
 /// at most, before it answers `Pending` (the thread found nothing in its last poll: at once).
-const MAX_WAIT: Duration = Duration::from_millis(100);
+/// Short: the engine's source thread polls holding the engine, which statements wait for.
+const MAX_WAIT: Duration = Duration::from_millis(20);
 
 /// How long the thread pauses after its reader found nothing (a Kafka poll has already waited
 /// a few ms for records before it says so).
@@ -111,38 +112,58 @@ impl ReadAhead {
     }
 }
 
-/// The thread: polls `inner` and sends each result, until the `ReadAhead` is dropped or the
-/// reader ends (finished, failed or erred).
+/// The thread: polls `inner` and sends each result until the reader ends (finished, failed or
+/// erred), then only passes on committed positions, until the `ReadAhead` is dropped; the
+/// positions committed last reach the reader before the thread ends.
 fn read(inner: &mut dyn SourceReader, tx: &SyncSender<Polled>, shared: &Shared, max_rows: usize) {
-    let partitions = inner.num_partitions();
+    let mut ended = false;
     while !shared.stop.load(Ordering::Acquire) {
-        let committed = shared.committed.lock().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some(positions) = committed {
-            inner.on_committed(&positions);
-        }
-        let poll = inner.poll(max_rows);
-        *shared.high_watermarks.lock().unwrap_or_else(PoisonError::into_inner) = inner.high_watermarks();
-        let dead_letters = inner.take_dead_letters();
-        let skipped = inner.take_skipped();
-        if matches!(poll, Ok(SourcePoll::Pending)) && dead_letters.is_empty() && skipped == 0 {
-            shared.idle.store(true, Ordering::Release);
-            std::thread::sleep(IDLE_PAUSE);
+        pass_committed(inner, shared);
+        if ended {
+            std::thread::sleep(IDLE_PAUSE * 5);
             continue;
         }
-        shared.idle.store(false, Ordering::Release);
-        let end = !matches!(poll, Ok(SourcePoll::Batch { .. } | SourcePoll::Pending));
-        let polled = Polled {
-            poll,
-            positions: inner.positions(),
-            finished: (0..partitions).map(|p| inner.partition_finished(p)).collect(),
-            dead_letters,
-            skipped,
-        };
-        // Blocks while the channel is full; fails once the `ReadAhead` is gone.
-        if tx.send(polled).is_err() || end {
-            return;
+        ended = !poll_once(inner, tx, shared, max_rows);
+        if ended {
+            // Nothing more comes: the job's side need not wait for a batch.
+            shared.idle.store(true, Ordering::Release);
         }
     }
+    pass_committed(inner, shared);
+}
+
+/// Tells `inner` the positions committed since the last call, if any.
+fn pass_committed(inner: &mut dyn SourceReader, shared: &Shared) {
+    let committed = shared.committed.lock().unwrap_or_else(PoisonError::into_inner).take();
+    if let Some(positions) = committed {
+        inner.on_committed(&positions);
+    }
+}
+
+/// Polls `inner` once and sends what it gave, if anything; returns whether to poll again
+/// (false once the reader has ended or the `ReadAhead` is gone).
+fn poll_once(inner: &mut dyn SourceReader, tx: &SyncSender<Polled>, shared: &Shared, max_rows: usize) -> bool {
+    let partitions = inner.num_partitions();
+    let poll = inner.poll(max_rows);
+    *shared.high_watermarks.lock().unwrap_or_else(PoisonError::into_inner) = inner.high_watermarks();
+    let dead_letters = inner.take_dead_letters();
+    let skipped = inner.take_skipped();
+    if matches!(poll, Ok(SourcePoll::Pending)) && dead_letters.is_empty() && skipped == 0 {
+        shared.idle.store(true, Ordering::Release);
+        std::thread::sleep(IDLE_PAUSE);
+        return true;
+    }
+    shared.idle.store(false, Ordering::Release);
+    let end = !matches!(poll, Ok(SourcePoll::Batch { .. } | SourcePoll::Pending));
+    let polled = Polled {
+        poll,
+        positions: inner.positions(),
+        finished: (0..partitions).map(|p| inner.partition_finished(p)).collect(),
+        dead_letters,
+        skipped,
+    };
+    // Blocks while the channel is full; fails once the `ReadAhead` is gone.
+    tx.send(polled).is_ok() && !end
 }
 
 impl SourceReader for ReadAhead {
@@ -286,6 +307,18 @@ mod tests {
         }
         assert_eq!(seen, (0..100).collect::<Vec<i64>>());
         assert!(matches!(reader.poll(10)?, SourcePoll::Finished));
+        Ok(())
+    }
+
+    #[test]
+    fn positions_committed_after_the_input_ended_reach_the_reader_by_the_drop_at_the_latest() -> Result<()> {
+        let committed = Arc::new(Mutex::new(Vec::new()));
+        let inner = Counting { next: 0, rows: 5, committed: Arc::clone(&committed) };
+        let mut reader = ReadAhead::spawn(Box::new(inner), "test-read-ahead".into(), 10)?;
+        while !matches!(reader.poll(10)?, SourcePoll::Finished) {}
+        reader.on_committed(&[5]);
+        drop(reader);
+        assert_eq!(committed.lock().unwrap().last(), Some(&vec![5]));
         Ok(())
     }
 

@@ -327,7 +327,10 @@ impl Database {
     }
 
     /// Whether every source task has read all of its input ([`Engine::sources_finished`]).
-    pub async fn sources_finished(&self) -> bool {
+    ///
+    /// # Errors
+    /// As [`Engine::sources_finished`]: a FAILED job.
+    pub async fn sources_finished(&self) -> Result<bool> {
         self.engine.read().await.sources_finished()
     }
 
