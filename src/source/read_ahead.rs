@@ -33,8 +33,10 @@ const CHANNEL_BATCHES: usize = 4;
 
 /// How long [`ReadAhead::poll`] waits for the thread's next batch while the thread is reading,
 /// at most, before it answers `Pending` (the thread found nothing in its last poll: at once).
-/// Short: the engine's source thread polls holding the engine, which statements wait for.
-const MAX_WAIT: Duration = Duration::from_millis(20);
+/// No longer than a slice of reading ([`crate::engine::SOURCE_SLICE`]): the engine's source
+/// thread polls holding the engine, which statements wait for; long enough that a reader
+/// decoding a batch is seldom taken for a quiet one (which cuts an epoch).
+const MAX_WAIT: Duration = Duration::from_millis(50);
 
 /// How long the thread pauses after its reader found nothing (a Kafka poll has already waited
 /// a few ms for records before it says so).
