@@ -20,4 +20,6 @@ pub mod runtime;
 pub mod source;
 pub mod sql;
 pub mod state;
+#[cfg(test)]
+mod test_rng;
 pub mod web;

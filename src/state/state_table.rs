@@ -361,17 +361,20 @@ impl StateTable {
         }
     }
 
+    /// The committing epochs not yet landed, oldest first.
+    fn committing_layers(&self) -> impl DoubleEndedIterator<Item = Layer<'_>> {
+        self.committing.iter().filter(|c| !c.landed.is_set()).map(|c| (&c.overlay, c.deleted_below.as_deref()))
+    }
+
+    /// This epoch's writes as a layer.
+    fn current_layer(&self) -> Layer<'_> {
+        (&self.overlay, self.deleted_below.as_deref())
+    }
+
     /// The layers of writes over RocksDB, oldest first: the committing epochs not yet landed,
     /// then this epoch's.
     fn layers(&self) -> Vec<Layer<'_>> {
-        let mut layers: Vec<Layer<'_>> = self
-            .committing
-            .iter()
-            .filter(|c| !c.landed.is_set())
-            .map(|c| (&c.overlay, c.deleted_below.as_deref()))
-            .collect();
-        layers.push((&self.overlay, self.deleted_below.as_deref()));
-        layers
+        self.committing_layers().chain(std::iter::once(self.current_layer())).collect()
     }
 
     /// A table that caches the single keys it reads and writes, within `store`'s state cache
@@ -517,10 +520,7 @@ impl StateTable {
     /// The stored value of `key` as of now (with its TTL header), without the cache: from
     /// the newest layer of writes that has it or deletes it, else from RocksDB.
     fn stored(&self, store: &Store, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let layers = std::iter::once((&self.overlay, self.deleted_below.as_deref())).chain(
-            self.committing.iter().rev().filter(|c| !c.landed.is_set()).map(|c| (&c.overlay, c.deleted_below.as_deref())),
-        );
-        for (overlay, below) in layers {
+        for (overlay, below) in std::iter::once(self.current_layer()).chain(self.committing_layers().rev()) {
             if let Some(p) = overlay.get(key) {
                 return Ok(p.value.clone());
             }
@@ -842,7 +842,7 @@ impl StateTable {
     /// Writes committed behind the job ([`EpochWrites::committed_behind`]) keep the overlay
     /// readable as a committing layer until they land (see the module docs).
     pub fn flush(&mut self, writes: &mut EpochWrites) {
-        self.committing.retain(|c| !c.landed.is_set());
+        self.prune();
         let deleted_below = self.deleted_below.take();
         if let Some(bound) = &deleted_below {
             writes.delete_below(self.id, bound);
@@ -1037,7 +1037,7 @@ mod tests {
     #[test]
     fn writes_of_epochs_committing_behind_read_back_until_and_after_they_land() -> Result<()> {
         let (_dir, store) = store();
-        let mut rng = crate::runtime::operators::Rng(0x5eed_cafe);
+        let mut rng = crate::test_rng::Rng(0x5eed_cafe);
         // A table without a cache, and a grouped one (by first byte) whose cache is tiny, so
         // reads go through the layers to RocksDB.
         let mut plain = StateTable::new(1);
@@ -1047,7 +1047,7 @@ mod tests {
         let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         let mut in_flight: std::collections::VecDeque<EpochWrites> = Default::default();
         let mut epoch = 0;
-        let key = |rng: &mut crate::runtime::operators::Rng| vec![b'a' + rng.below(4) as u8, b'0' + rng.below(5) as u8];
+        let key = |rng: &mut crate::test_rng::Rng| vec![b'a' + rng.below(4) as u8, b'0' + rng.below(5) as u8];
         for step in 0..3000 {
             match rng.below(20) {
                 0..=9 => {

@@ -1026,7 +1026,7 @@ mod tests {
     use datafusion::physical_expr::expressions::{BinaryExpr, Column, Literal};
 
     use super::*;
-    use crate::runtime::operators::Rng;
+    use crate::test_rng::Rng;
 
     /// Input rows `(k BIGINT, v BIGINT, f BIGINT)`.
     fn input_schema() -> SchemaRef {

@@ -65,19 +65,3 @@ pub(crate) fn rows_by_partition(keys: &[Vec<u8>]) -> Vec<(&[u8], Vec<usize>)> {
     }
     groups
 }
-
-/// A small seeded generator (xorshift64*) for the operators' randomized tests, so failures
-/// reproduce.
-#[cfg(test)]
-pub(crate) struct Rng(pub u64);
-
-#[cfg(test)]
-impl Rng {
-    /// A number in `0..n`.
-    pub(crate) fn below(&mut self, n: u64) -> i64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n) as i64
-    }
-}

@@ -12,7 +12,7 @@ use datafusion::physical_expr::PhysicalExpr;
 
 use super::*;
 use crate::runtime::operators::group_agg::GroupAggregate;
-use crate::runtime::operators::Rng;
+use crate::test_rng::Rng;
 use crate::runtime::operators::window_assign::WindowAssign;
 
 /// Input rows `(k BIGINT, v BIGINT, ts TIMESTAMP(3))`.
