@@ -35,9 +35,21 @@
 //! thread as before ([`Job::commits_behind`]). While an epoch is in flight its writes are held
 //! twice (the batch being written, the tables' committing layers) beside the next epoch's, so
 //! a job's epoch writes take up to about three times [`EPOCH_WRITE_BYTES`] of memory.
+//!
+//! # Pipelined jobs
+//! At parallelism 2 or more a runner runs its job as a pipeline ([`Job::pipelined`]): each
+//! operator on a thread of its own, fed by bounded channels, the runner's thread reading the
+//! sources into it. The barrier of an epoch then goes through the pipeline with the rows: the
+//! source positions are taken as it goes in, each operator hands its writes to the epoch as it
+//! passes, and the job's root starts the commit once all have; meanwhile the operators below
+//! are already at the next epoch's rows. The notice that an epoch committed travels the same
+//! way. A job that cannot commit behind drains its pipeline at each epoch instead and commits
+//! as above. The pipeline also drains when the sources go quiet or end and when the runner
+//! stops, so a job handed back is whole.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -51,7 +63,7 @@ use super::system::JobStats;
 use super::Engine;
 use crate::error::{Result, WeirError};
 use crate::runtime::relation::connector_of;
-use crate::runtime::Job;
+use crate::runtime::{Job, StreamChunk};
 use crate::source::{progress_key, SourceTask, DEAD_LETTER_TABLE, DEAD_LETTER_TOPIC};
 use crate::state::{EpochWrites, Store};
 
@@ -268,15 +280,31 @@ fn run(
     let mut dirty = false;
     let mut in_flight = None;
     let why = loop {
-        if in_flight.as_ref().is_some_and(|f: &InFlight| f.thread.is_finished()) {
-            if let Err(e) = land(&mut job, &mut tasks, &mut in_flight, published) {
+        if in_flight.as_mut().is_some_and(InFlight::finished) {
+            if let Err(e) = land(&mut tell(&mut job), &mut tasks, &mut in_flight, published) {
                 break Stopped::Error(e);
             }
         }
         if stop.load(Ordering::Acquire) {
             break Stopped::Asked;
         }
-        let step = match read_slice(&mut job, &mut tasks, store) {
+        let read = if job.parallelism() > 1 {
+            let epochs = Epochs { commits, in_flight: &mut in_flight, last_commit: &mut last_commit, published };
+            read_pipelined(&mut job, &mut tasks, (store, stop), epochs)
+        } else {
+            let mut push = |table: &str, batch: Option<StreamChunk>, watermark: Option<i64>| {
+                if let Some(chunk) = batch {
+                    job.push(table, &chunk, store)?;
+                }
+                if let Some(wm) = watermark {
+                    job.on_watermark(table, wm, store)?;
+                }
+                drop(job.take_late_rows());
+                Ok(())
+            };
+            read_slice(&mut tasks, &mut push)
+        };
+        let step = match read {
             Ok(step) => step,
             Err(e) => break Stopped::Error(e),
         };
@@ -285,20 +313,20 @@ fn run(
         }
         dirty |= step.moved;
         let due = last_commit.elapsed() >= CHECKPOINT_INTERVAL || job.pending_bytes() >= EPOCH_WRITE_BYTES;
-        if dirty && (!step.moved || step.finished || due) {
+        if dirty && (step.idle || step.finished || due) {
             if let Err(e) = commit(&mut job, &mut tasks, (store, commits), &mut in_flight, published) {
                 break Stopped::Error(e);
             }
             dirty = false;
             last_commit = Instant::now();
         }
-        if !step.moved {
+        if step.idle {
             std::thread::sleep(Duration::from_millis(20));
         }
     };
     // The job goes back with its last epoch committed, or, when that commit failed, is
     // reloaded whatever else stopped it (a FAILED job's state must not go on without it).
-    let why = match land(&mut job, &mut tasks, &mut in_flight, published) {
+    let why = match land(&mut tell(&mut job), &mut tasks, &mut in_flight, published) {
         Err(e) => Stopped::Error(e),
         Ok(()) => why,
     };
@@ -306,52 +334,142 @@ fn run(
 }
 
 /// What a barrier saw: each task's positions, and what the system tables are to show once
-/// its epoch is committed.
+/// its epoch is committed (the job's figures come with the commit's outcome when the barrier
+/// went through a pipelined job).
 struct AtBarrier {
     positions: Vec<Vec<u64>>,
-    shown: (JobStats, Vec<SourceRow>),
+    stats: Option<JobStats>,
+    sources: Vec<SourceRow>,
 }
 
-/// An epoch committing behind the job: the commit's thread, returning the epoch's number.
+/// How an epoch's commit ended: its number, and the job's figures at its barrier when the
+/// root of a pipelined job completed the barrier.
+type Outcome = Result<(u64, Option<JobStats>)>;
+
+/// An epoch committing behind the job.
 struct InFlight {
-    thread: JoinHandle<Result<u64>>,
+    /// Where the commit's thread sends its outcome.
+    done: Receiver<Outcome>,
+    /// The outcome, once it arrived.
+    outcome: Option<Outcome>,
     barrier: AtBarrier,
 }
 
-/// Waits for the epoch in flight, if any, then tells the job's operators and source tasks it
-/// committed, and publishes what its barrier saw.
-///
-/// # Errors
-/// The commit's.
-fn land(job: &mut Job, tasks: &mut Tasks, in_flight: &mut Option<InFlight>, published: &Published) -> Result<()> {
-    let Some(InFlight { thread, barrier }) = in_flight.take() else { return Ok(()) };
-    let epoch = thread.join().map_err(|_| WeirError::internal("an epoch's commit thread panicked"))??;
-    committed(job, tasks, epoch, barrier, published);
-    Ok(())
+impl InFlight {
+    /// Whether the commit has ended (or never will: its barrier was dropped by a pipeline that
+    /// failed, or its thread panicked).
+    fn finished(&mut self) -> bool {
+        if self.outcome.is_none() {
+            self.outcome = match self.done.try_recv() {
+                Ok(outcome) => Some(outcome),
+                Err(TryRecvError::Empty) => return false,
+                Err(TryRecvError::Disconnected) => Some(Err(lost_commit())),
+            };
+        }
+        true
+    }
+
+    /// Waits for the commit's outcome.
+    fn wait(mut self) -> (Outcome, AtBarrier) {
+        let outcome = match self.outcome.take() {
+            Some(outcome) => outcome,
+            None => self.done.recv().unwrap_or_else(|_| Err(lost_commit())),
+        };
+        (outcome, self.barrier)
+    }
 }
 
-/// Tells the job's operators and source tasks that epoch `epoch`, whose barrier saw `barrier`,
-/// is committed, and publishes what the barrier saw.
-fn committed(job: &mut Job, tasks: &mut Tasks, epoch: u64, barrier: AtBarrier, published: &Published) {
+fn lost_commit() -> WeirError {
+    WeirError::internal("an epoch's commit did not end: its thread panicked, or the job's pipeline failed before it")
+}
+
+/// Commits `writes` on a thread of its own, sending the outcome (with `stats`) to `done`.
+fn commit_behind(commits: &Arc<Commits>, writes: EpochWrites, stats: Option<JobStats>, done: SyncSender<Outcome>) {
+    let commits = Arc::clone(commits);
+    let failed = done.clone();
+    let spawned = std::thread::Builder::new().name("weir-commit".into()).spawn(move || {
+        // The runner stopped waiting only when it failed itself.
+        let _ = done.send(commits.commit(writes, None).map(|epoch| (epoch, stats)));
+    });
+    if let Err(e) = spawned {
+        let _ = failed.send(Err(WeirError::internal(format!("cannot start an epoch's commit thread: {e}"))));
+    }
+}
+
+/// How to tell a job's operators that an epoch committed: `job` held by the runner's thread.
+fn tell(job: &mut Job) -> impl FnMut(u64) -> Result<()> + '_ {
+    |epoch| {
+        job.on_committed(epoch);
+        Ok(())
+    }
+}
+
+/// Waits for the epoch in flight, if any, then tells the job's operators (`tell`) and source
+/// tasks it committed, and publishes what its barrier saw.
+///
+/// # Errors
+/// The commit's, `tell`'s.
+fn land(
+    tell: &mut dyn FnMut(u64) -> Result<()>,
+    tasks: &mut Tasks,
+    in_flight: &mut Option<InFlight>,
+    published: &Published,
+) -> Result<()> {
+    let Some(f) = in_flight.take() else { return Ok(()) };
+    let (outcome, barrier) = f.wait();
+    let (epoch, stats) = outcome?;
+    committed(tell, tasks, epoch, (barrier, stats), published)
+}
+
+/// Tells the job's operators (`tell`) and source tasks that epoch `epoch`, whose barrier saw
+/// `barrier` (and the job's figures `stats`, if the barrier carried them), is committed, and
+/// publishes what the barrier saw.
+fn committed(
+    tell: &mut dyn FnMut(u64) -> Result<()>,
+    tasks: &mut Tasks,
+    epoch: u64,
+    (barrier, stats): (AtBarrier, Option<JobStats>),
+    published: &Published,
+) -> Result<()> {
     for ((_, task), positions) in tasks.iter_mut().zip(barrier.positions) {
         task.on_committed_at(&positions);
     }
-    job.on_committed(epoch);
-    *published.lock().unwrap_or_else(PoisonError::into_inner) = barrier.shown;
+    tell(epoch)?;
+    let stats = stats.or(barrier.stats).unwrap_or_default();
+    *published.lock().unwrap_or_else(PoisonError::into_inner) = (stats, barrier.sources);
+    Ok(())
 }
 
-/// What one slice of reading did.
+/// Puts the tasks' progress (positions, counts) into an epoch's `writes`; returns what the
+/// barrier saw of them.
+fn take_positions(tasks: &mut Tasks, writes: &mut EpochWrites) -> AtBarrier {
+    let mut positions = Vec::with_capacity(tasks.len());
+    for ((name, table), task) in tasks.iter_mut() {
+        let bytes = serde_json::to_vec(&task.progress).expect("progress serializes");
+        writes.put_meta(&progress_key(name, table), &bytes);
+        positions.push(task.positions());
+        // Counted in the progress; an independent job's tables have no dead-letter place.
+        task.dead_letters.clear();
+    }
+    AtBarrier { positions, stats: None, sources: rows_of(tasks) }
+}
+
+/// What one slice of reading, or several, did.
 struct Slice {
     /// Whether rows or a watermark went into the job.
     moved: bool,
+    /// Whether the last slice found nothing to read (the sources are quiet).
+    idle: bool,
     /// Whether every task has read all of its (bounded) input.
     finished: bool,
 }
 
+/// Where a batch or watermark a task read goes: `(table, batch, watermark)`.
+type Push<'a> = dyn FnMut(&str, Option<StreamChunk>, Option<i64>) -> Result<()> + 'a;
+
 /// Reads the tasks round-robin for up to [`SOURCE_SLICE`] (as [`Engine::poll_sources`] does for
-/// the jobs the engine holds), pushing batches and watermarks into `job`. Late rows are counted
-/// by their operators; an independent job has no side table to send them to.
-fn read_slice(job: &mut Job, tasks: &mut Tasks, store: &Store) -> Result<Slice> {
+/// the jobs the engine holds), handing their batches and watermarks to `push`.
+fn read_slice(tasks: &mut Tasks, push: &mut Push<'_>) -> Result<Slice> {
     let start = Instant::now();
     let mut moved = false;
     let mut progressed = true;
@@ -360,21 +478,77 @@ fn read_slice(job: &mut Job, tasks: &mut Tasks, store: &Store) -> Result<Slice> 
         for ((_, table), task) in tasks.iter_mut() {
             let next = task.next(SOURCE_BATCH_ROWS)?;
             if task.failure.is_some() {
-                return Ok(Slice { moved, finished: false });
+                return Ok(Slice { moved, idle: !moved, finished: false });
             }
             let Some((batch, watermark)) = next else { continue };
             progressed = true;
             moved = true;
-            if let Some(chunk) = batch {
-                job.push(table, &chunk, store)?;
-            }
-            if let Some(wm) = watermark {
-                job.on_watermark(table, wm, store)?;
-            }
-            drop(job.take_late_rows());
+            push(table, batch, watermark)?;
         }
     }
-    Ok(Slice { moved, finished: tasks.iter().all(|(_, t)| t.bounded() && t.finished()) })
+    Ok(Slice { moved, idle: !moved, finished: tasks.iter().all(|(_, t)| t.bounded() && t.finished()) })
+}
+
+/// A runner's epochs: where they commit, the one in flight, when the last was cut, and where
+/// what each barrier saw is published.
+struct Epochs<'a> {
+    commits: &'a Arc<Commits>,
+    in_flight: &'a mut Option<InFlight>,
+    last_commit: &'a mut Instant,
+    published: &'a Published,
+}
+
+/// At parallelism 2 or more: reads slices into the job run as a pipeline ([`Job::pipelined`],
+/// its operators on threads of their own) until the sources go quiet, end or fail, or the
+/// runner is asked to stop; returns once the pipeline has drained.
+///
+/// Epochs are cut by barriers that go through the pipeline with the rows
+/// ([`crate::runtime::job::Feeder::barrier`]) every [`CHECKPOINT_INTERVAL`] or
+/// [`EPOCH_WRITE_BYTES`]: the tasks' positions are taken as the barrier goes in, the job's root
+/// starts the epoch's commit behind the job once every operator has added its writes, and the
+/// next barrier first waits for that commit to land (one epoch in flight, as at parallelism 1)
+/// and sends the notice that it committed through the pipeline. A job that cannot commit
+/// behind ([`Job::commits_behind`]) returns when an epoch is due instead, so the caller commits
+/// it with the pipeline drained. Late rows are counted by their operators; an independent job
+/// has no side table to send them to.
+fn read_pipelined(job: &mut Job, tasks: &mut Tasks, (store, stop): (&Store, &AtomicBool), epochs: Epochs<'_>) -> Result<Slice> {
+    let Epochs { commits, in_flight, last_commit, published } = epochs;
+    let in_band = job.commits_behind();
+    job.pipelined(store, |feeder| {
+        let mut moved = false;
+        loop {
+            let mut push = |table: &str, batch: Option<StreamChunk>, watermark: Option<i64>| {
+                if let Some(chunk) = batch {
+                    feeder.push(table, &chunk)?;
+                }
+                if let Some(wm) = watermark {
+                    feeder.watermark(table, wm)?;
+                }
+                Ok(())
+            };
+            let slice = read_slice(tasks, &mut push)?;
+            moved |= slice.moved;
+            let due = last_commit.elapsed() >= CHECKPOINT_INTERVAL || feeder.pending_bytes() >= EPOCH_WRITE_BYTES;
+            let failed = tasks.iter().any(|(_, t)| t.failure.is_some());
+            if slice.idle || slice.finished || failed || stop.load(Ordering::Acquire) || (due && !in_band) {
+                return Ok(Slice { moved, ..slice });
+            }
+            if due && moved {
+                land(&mut |epoch| feeder.committed(epoch), tasks, in_flight, published)?;
+                let mut writes = EpochWrites::committed_behind();
+                let barrier = take_positions(tasks, &mut writes);
+                let (done, outcome) = sync_channel(1);
+                let commits = Arc::clone(commits);
+                feeder.barrier(
+                    writes,
+                    Box::new(move |writes, nodes| commit_behind(&commits, writes, Some(JobStats::of_nodes(nodes)), done)),
+                )?;
+                *in_flight = Some(InFlight { done: outcome, outcome: None, barrier });
+                *last_commit = Instant::now();
+                moved = false;
+            }
+        }
+    })
 }
 
 /// Commits the job's epoch: its operators' writes and its tasks' positions, atomically;
@@ -386,29 +560,18 @@ fn commit(
     in_flight: &mut Option<InFlight>,
     published: &Published,
 ) -> Result<()> {
-    land(job, tasks, in_flight, published)?;
+    land(&mut tell(job), tasks, in_flight, published)?;
     let behind = job.commits_behind();
     let mut writes = if behind { EpochWrites::committed_behind() } else { EpochWrites::default() };
     job.on_barrier(store, &mut writes)?;
-    let mut positions = Vec::with_capacity(tasks.len());
-    for ((name, table), task) in tasks.iter_mut() {
-        let bytes = serde_json::to_vec(&task.progress).expect("progress serializes");
-        writes.put_meta(&progress_key(name, table), &bytes);
-        positions.push(task.positions());
-        // Counted in the progress; an independent job's tables have no dead-letter place.
-        task.dead_letters.clear();
-    }
-    let barrier = AtBarrier { positions, shown: (JobStats::of(job), rows_of(tasks)) };
+    let mut barrier = take_positions(tasks, &mut writes);
+    barrier.stats = Some(JobStats::of(job));
     if !behind {
         let epoch = commits.commit(writes, None)?;
-        committed(job, tasks, epoch, barrier, published);
-        return Ok(());
+        return committed(&mut tell(job), tasks, epoch, (barrier, None), published);
     }
-    let commits = Arc::clone(commits);
-    let thread = std::thread::Builder::new()
-        .name("weir-commit".into())
-        .spawn(move || commits.commit(writes, None))
-        .map_err(|e| WeirError::internal(format!("cannot start an epoch's commit thread: {e}")))?;
-    *in_flight = Some(InFlight { thread, barrier });
+    let (done, outcome) = sync_channel(1);
+    commit_behind(commits, writes, None, done);
+    *in_flight = Some(InFlight { done: outcome, outcome: None, barrier });
     Ok(())
 }

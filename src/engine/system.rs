@@ -8,7 +8,7 @@ use weir_catalog::RelationKind;
 
 use super::sources::SourceRow;
 use super::Engine;
-use crate::runtime::job::OperatorStats;
+use crate::runtime::job::{NodeStats, OperatorStats};
 use crate::runtime::Job;
 use crate::state::state_table::CacheStats;
 
@@ -98,20 +98,22 @@ pub struct JobStats {
 impl JobStats {
     /// The stats of `job` now.
     pub fn of(job: &Job) -> Self {
-        Self {
-            event_time_operators: job.event_time_operators(),
-            operators: job.operator_stats(),
-            taken_at_ms: crate::observe::now_ms(),
-            state_tables: job
-                .state_tables()
-                .into_iter()
-                .map(|(i, op, name, tables)| {
-                    // The instances of a parallel operator share the table; their caches add up.
-                    let cache = tables.iter().filter_map(|t| t.cache_stats()).reduce(|a, b| a + b);
-                    (i, op, name, tables[0].id(), cache, tables[0].ttl_ms())
-                })
-                .collect(),
+        Self::of_nodes(job.node_stats())
+    }
+
+    /// The stats of a job whose operators showed `nodes` (in node order), taken now.
+    pub fn of_nodes(nodes: Vec<NodeStats>) -> Self {
+        let mut stats = Self { taken_at_ms: crate::observe::now_ms(), ..Self::default() };
+        for (i, node) in nodes.into_iter().enumerate() {
+            if let Some((watermark, late)) = node.event_time {
+                stats.event_time_operators.push((i, node.op_name, watermark, late));
+            }
+            for t in node.tables {
+                stats.state_tables.push((i, node.op_name, t.name, t.id, t.cache, t.ttl_ms));
+            }
+            stats.operators.push(node.operator);
         }
+        stats
     }
 
     /// The rows the job's operators dropped as late, in all.

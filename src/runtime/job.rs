@@ -44,6 +44,9 @@ use crate::runtime::operators::window_assign::WindowAssign;
 use crate::state::key_group::instance_of;
 use crate::state::{EpochWrites, KeyGroups, Store, TableRef};
 
+mod pipeline;
+pub use pipeline::Feeder;
+
 struct Node {
     /// What EXPLAIN ANALYZE and the web page call the node.
     info: NodeInfo,
@@ -64,6 +67,142 @@ impl Node {
     fn watermark(&self) -> Option<Option<i64>> {
         let first = self.lanes[0].event_time_watermark()?;
         Some(self.lanes.iter().map(|op| op.event_time_watermark().flatten()).fold(first, |a, b| a.min(b)))
+    }
+
+    /// Runs the instances on their chunks arriving on `input` (`lanes[i]` for instance `i`; in
+    /// parallel when more than one has rows); returns what each emitted.
+    fn process(
+        &mut self,
+        input: usize,
+        lanes: Vec<Option<StreamChunk>>,
+        ctx: &OpContext<'_>,
+    ) -> Result<Vec<Option<StreamChunk>>> {
+        self.counters.rows_in += lanes.iter().flatten().map(|c| c.len() as u64).sum::<u64>();
+        let (outs, busy_ns) = each_lane(&mut self.lanes, lanes, |op, chunk| op.process_batch(input, chunk, ctx))?;
+        self.counters.busy_ns += busy_ns;
+        Ok(outs.into_iter().map(Option::flatten).collect())
+    }
+
+    /// Hands the watermark `watermark_ms` arriving on `input` to every instance; returns what
+    /// each emitted because of it and the watermark to send on: the least the instances send,
+    /// none while one holds it back.
+    fn on_watermark(
+        &mut self,
+        input: usize,
+        watermark_ms: i64,
+        ctx: &OpContext<'_>,
+    ) -> Result<(Vec<Option<StreamChunk>>, Option<i64>)> {
+        let n = self.lanes.len();
+        let (results, busy_ns) =
+            each_lane(&mut self.lanes, vec![Some(watermark_ms); n], |op, w| op.on_watermark(input, w, ctx))?;
+        self.counters.busy_ns += busy_ns;
+        let mut chunks = Vec::with_capacity(n);
+        let mut next = Some(i64::MAX);
+        for (chunk, lane_next) in results.into_iter().flatten() {
+            chunks.push(chunk);
+            next = next.zip(lane_next).map(|(a, b)| a.min(b));
+        }
+        Ok((chunks, next))
+    }
+
+    /// Counts what the instances emitted (`outs`, one entry per instance) as the node's output
+    /// rows; false when none emitted anything.
+    fn emitted(&mut self, outs: &[Option<StreamChunk>]) -> bool {
+        if outs.iter().all(Option::is_none) {
+            return false;
+        }
+        self.counters.rows_out += outs.iter().flatten().map(|c| c.len() as u64).sum::<u64>();
+        true
+    }
+
+    /// The chunks for this node's instances, arriving on `input`, from what the instances of
+    /// the node below emitted (one entry per instance): instance to instance (forward), by key
+    /// group (hash; the rows of one instance below keep their order, and an update whose two
+    /// rows go to different instances becomes a delete and an insert), or all to one.
+    fn receive(&self, input: usize, outs: Vec<Option<StreamChunk>>) -> Result<Vec<Option<StreamChunk>>> {
+        let n = self.lanes.len();
+        if self.exchange == Exchange::Forward && outs.len() == n {
+            return Ok(outs);
+        }
+        let mut lanes = vec![None; n];
+        let Some(chunk) = Job::merge_instances(outs.into_iter().flatten().collect())? else { return Ok(lanes) };
+        if n == 1 || self.exchange != Exchange::Hash {
+            lanes[0] = Some(chunk);
+            return Ok(lanes);
+        }
+        let groups = self.lanes[0].key_groups(input, &chunk)?;
+        let mut rows: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (row, g) in groups.iter().enumerate() {
+            rows[instance_of(*g, n)].push(row as u32);
+        }
+        if let Some(only) = rows.iter().position(|r| r.len() == chunk.len()) {
+            lanes[only] = Some(chunk);
+            return Ok(lanes);
+        }
+        for (lane, indices) in rows.iter().enumerate() {
+            if indices.is_empty() {
+                continue;
+            }
+            let mut kept = vec![false; chunk.len()];
+            for i in indices {
+                kept[*i as usize] = true;
+            }
+            lanes[lane] = Some(chunk.take(indices, fix_update_pairs(&chunk.ops, &kept))?);
+        }
+        Ok(lanes)
+    }
+
+    /// What the node has done since the job was built, as node `index`.
+    fn operator_stats(&self, index: usize) -> OperatorStats {
+        OperatorStats {
+            index,
+            parent: self.parent.map(|(p, _)| p),
+            name: self.info.name.clone(),
+            detail: self.info.detail.clone(),
+            exchange: self.info.exchange.clone(),
+            parallelism: self.lanes.len(),
+            rows_in: self.counters.rows_in,
+            rows_out: self.counters.rows_out,
+            busy_ns: self.counters.busy_ns,
+            watermark: self.watermark().flatten(),
+            late_rows: self.late_rows(),
+        }
+    }
+
+    /// The late rows its instances dropped, in all.
+    fn late_rows(&self) -> u64 {
+        self.lanes.iter().map(|op| op.num_late_rows()).sum()
+    }
+
+    /// What the system tables show of the node now, as node `index`.
+    fn stats(&self, index: usize) -> NodeStats {
+        let mut tables: Vec<TableStats> = Vec::new();
+        for op in &self.lanes {
+            for (name, table) in op.state() {
+                // The instances of a parallel operator share the table; their caches add up.
+                let cache = table.cache_stats();
+                match tables.iter_mut().find(|t| t.name == name) {
+                    Some(t) => {
+                        t.cache = match (t.cache, cache) {
+                            (Some(a), Some(b)) => Some(a + b),
+                            (a, b) => a.or(b),
+                        }
+                    }
+                    None => tables.push(TableStats { name, id: table.id(), cache, ttl_ms: table.ttl_ms() }),
+                }
+            }
+        }
+        NodeStats {
+            operator: self.operator_stats(index),
+            op_name: self.lanes[0].name(),
+            event_time: self.watermark().map(|w| (w, self.late_rows())),
+            tables,
+        }
+    }
+
+    /// Estimated bytes of the writes the instances' state tables hold since the last barrier.
+    fn pending_bytes(&self) -> u64 {
+        self.lanes.iter().flat_map(|op| op.state()).map(|(_, table)| table.pending_bytes()).sum()
     }
 }
 
@@ -104,13 +243,41 @@ pub struct OperatorStats {
     pub rows_in: u64,
     pub rows_out: u64,
     /// Time its instances spent on rows and watermarks, summed over the instances, ns (Flink's
-    /// busy time; with fork-join execution no instance waits on a queue, so there is no
-    /// backpressured time to report).
+    /// busy time; the time a pipelined stage waits on a full channel above it, Flink's
+    /// backpressured time, is not counted).
     pub busy_ns: u64,
     /// The least watermark of its instances, ms (event-time operators; none before the first).
     pub watermark: Option<i64>,
     /// Rows it dropped as late.
     pub late_rows: u64,
+}
+
+/// What the system tables show of one of a job's operators: taken when asked from a job run
+/// synchronously, at each barrier from a pipelined one.
+#[derive(Debug, Clone)]
+pub struct NodeStats {
+    /// What it has done since the job was built.
+    pub operator: OperatorStats,
+    /// Its operator's own name (`GroupAggregate`, ...; the plan node's is in `operator`).
+    pub op_name: &'static str,
+    /// For an event-time operator: the least watermark of its instances (ms; none before the
+    /// first) and the late rows they dropped.
+    pub event_time: Option<(Option<i64>, u64)>,
+    /// Its state tables.
+    pub tables: Vec<TableStats>,
+}
+
+/// One state table of an operator, for `weir_state_tables`.
+#[derive(Debug, Clone)]
+pub struct TableStats {
+    /// Its stable name in the operator (`values/0`, ...).
+    pub name: String,
+    /// Its id in the store.
+    pub id: u32,
+    /// Its cache's figures, added over the operator's instances (none: read without a cache).
+    pub cache: Option<crate::state::state_table::CacheStats>,
+    /// State TTL, ms.
+    pub ttl_ms: Option<i64>,
 }
 
 /// A running job; see the module docs.
@@ -410,38 +577,20 @@ impl Job {
         let ctx = OpContext { store };
         let mut outputs = Vec::new();
         for (node, input) in self.leaves(relation) {
-            let lanes = self.split_source(node, chunk);
+            let lanes = split_source(chunk, self.nodes[node].lanes.len(), self.splits_source(node));
             self.run(node, input, lanes, &ctx, &mut outputs)?;
         }
         Self::combine(outputs)
     }
 
-    /// A source chunk for the instances of leaf `node`: in contiguous parts (never between the
-    /// two rows of an update) when the leaf feeds stateless instances and the chunk is long
-    /// enough, else whole to the first instance.
-    fn split_source(&self, node: usize, chunk: &StreamChunk) -> Vec<Option<StreamChunk>> {
+    /// Whether a long source chunk read by leaf `node` is split over its instances: when the
+    /// node above takes them instance to instance (stateless instances, forward).
+    fn splits_source(&self, node: usize) -> bool {
         let n = self.nodes[node].lanes.len();
-        let mut lanes = vec![None; n];
-        let forward_above = self.nodes[node]
-            .parent
-            .is_some_and(|(p, _)| self.nodes[p].exchange == Exchange::Forward && self.nodes[p].lanes.len() == n);
-        if n == 1 || !forward_above || chunk.len() < MIN_SPLIT_ROWS {
-            lanes[0] = Some(chunk.clone());
-            return lanes;
-        }
-        let mut start = 0;
-        for (lane, slot) in lanes.iter_mut().enumerate() {
-            let mut end = (chunk.len() * (lane + 1) / n).max(start);
-            if end < chunk.len() && end > 0 && chunk.ops[end - 1] == Op::UpdateBefore {
-                end += 1;
-            }
-            if end > start {
-                let ops = chunk.ops[start..end].to_vec();
-                *slot = Some(StreamChunk::new(ops, chunk.batch.slice(start, end - start)));
-            }
-            start = end;
-        }
-        lanes
+        n > 1
+            && self.nodes[node]
+                .parent
+                .is_some_and(|(p, _)| self.nodes[p].exchange == Exchange::Forward && self.nodes[p].lanes.len() == n)
     }
 
     /// Runs the instances of `node` on their chunks arriving on `input` (in parallel when more
@@ -454,15 +603,12 @@ impl Job {
         ctx: &OpContext<'_>,
         outputs: &mut Vec<StreamChunk>,
     ) -> Result<()> {
-        let n = &mut self.nodes[node];
-        n.counters.rows_in += lanes.iter().flatten().map(|c| c.len() as u64).sum::<u64>();
-        let (outs, busy_ns) = each_lane(&mut n.lanes, lanes, |op, chunk| op.process_batch(input, chunk, ctx))?;
-        n.counters.busy_ns += busy_ns;
-        self.send_up(node, outs.into_iter().map(Option::flatten).collect(), ctx, outputs)
+        let outs = self.nodes[node].process(input, lanes, ctx)?;
+        self.send_up(node, outs, ctx, outputs)
     }
 
     /// Sends what the instances of `node` emitted (one entry per instance) to its parent,
-    /// through the parent's exchange, or to `outputs` from the root.
+    /// through the parent's exchange ([`Node::receive`]), or to `outputs` from the root.
     fn send_up(
         &mut self,
         node: usize,
@@ -470,56 +616,17 @@ impl Job {
         ctx: &OpContext<'_>,
         outputs: &mut Vec<StreamChunk>,
     ) -> Result<()> {
-        if outs.iter().all(Option::is_none) {
+        if !self.nodes[node].emitted(&outs) {
             return Ok(());
         }
-        self.nodes[node].counters.rows_out += outs.iter().flatten().map(|c| c.len() as u64).sum::<u64>();
         match self.nodes[node].parent {
             None => outputs.extend(outs.into_iter().flatten()),
             Some((p, i)) => {
-                let lanes = self.exchange(p, i, outs)?;
+                let lanes = self.nodes[p].receive(i, outs)?;
                 self.run(p, i, lanes, ctx, outputs)?;
             }
         }
         Ok(())
-    }
-
-    /// The chunks for the instances of node `p` (input `input`) from what the instances below
-    /// emitted: instance to instance (forward), by key group (hash; the rows of one instance
-    /// below keep their order, and an update whose two rows go to different instances becomes
-    /// a delete and an insert), or all to one.
-    fn exchange(&self, p: usize, input: usize, outs: Vec<Option<StreamChunk>>) -> Result<Vec<Option<StreamChunk>>> {
-        let target = &self.nodes[p];
-        let n = target.lanes.len();
-        if target.exchange == Exchange::Forward && outs.len() == n {
-            return Ok(outs);
-        }
-        let mut lanes = vec![None; n];
-        let Some(chunk) = Self::merge_instances(outs.into_iter().flatten().collect())? else { return Ok(lanes) };
-        if n == 1 || target.exchange != Exchange::Hash {
-            lanes[0] = Some(chunk);
-            return Ok(lanes);
-        }
-        let groups = target.lanes[0].key_groups(input, &chunk)?;
-        let mut rows: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for (row, g) in groups.iter().enumerate() {
-            rows[instance_of(*g, n)].push(row as u32);
-        }
-        if let Some(only) = rows.iter().position(|r| r.len() == chunk.len()) {
-            lanes[only] = Some(chunk);
-            return Ok(lanes);
-        }
-        for (lane, indices) in rows.iter().enumerate() {
-            if indices.is_empty() {
-                continue;
-            }
-            let mut kept = vec![false; chunk.len()];
-            for i in indices {
-                kept[*i as usize] = true;
-            }
-            lanes[lane] = Some(chunk.take(indices, fix_update_pairs(&chunk.ops, &kept))?);
-        }
-        Ok(lanes)
     }
 
     /// Sends the watermark of `relation` through the job; returns what the view emits because
@@ -538,16 +645,7 @@ impl Job {
         for (leaf, input) in self.leaves(relation) {
             let (mut node, mut input, mut wm) = (leaf, input, Some(watermark_ms));
             while let Some(w) = wm.take() {
-                let n = self.nodes[node].lanes.len();
-                let (results, busy_ns) =
-                    each_lane(&mut self.nodes[node].lanes, vec![Some(w); n], |op, w| op.on_watermark(input, w, &ctx))?;
-                self.nodes[node].counters.busy_ns += busy_ns;
-                let mut chunks = Vec::with_capacity(n);
-                let mut next = Some(i64::MAX);
-                for (chunk, lane_next) in results.into_iter().flatten() {
-                    chunks.push(chunk);
-                    next = next.zip(lane_next).map(|(a, b)| a.min(b));
-                }
+                let (chunks, next) = self.nodes[node].on_watermark(input, w, &ctx)?;
                 self.send_up(node, chunks, &ctx, &mut outputs)?;
                 match (next, self.nodes[node].parent) {
                     (Some(n), Some((p, i))) => {
@@ -586,40 +684,21 @@ impl Job {
 
     /// What each of the job's operators has done, in node order (the root first).
     pub fn operator_stats(&self) -> Vec<OperatorStats> {
-        self.nodes
-            .iter()
-            .enumerate()
-            .map(|(index, n)| {
-                let watermark = n.watermark().flatten();
-                OperatorStats {
-                    index,
-                    parent: n.parent.map(|(p, _)| p),
-                    name: n.info.name.clone(),
-                    detail: n.info.detail.clone(),
-                    exchange: n.info.exchange.clone(),
-                    parallelism: n.lanes.len(),
-                    rows_in: n.counters.rows_in,
-                    rows_out: n.counters.rows_out,
-                    busy_ns: n.counters.busy_ns,
-                    watermark,
-                    late_rows: n.lanes.iter().map(|op| op.num_late_rows()).sum(),
-                }
-            })
-            .collect()
+        self.nodes.iter().enumerate().map(|(index, n)| n.operator_stats(index)).collect()
+    }
+
+    /// What the system tables show of each operator now, in node order (the root first).
+    pub fn node_stats(&self) -> Vec<NodeStats> {
+        self.nodes.iter().enumerate().map(|(index, n)| n.stats(index)).collect()
     }
 
     /// Late rows dropped by the job's event-time operators: (node index, operator, count).
     pub fn late_rows(&self) -> Vec<(usize, &'static str, u64)> {
-        self.event_time_operators().into_iter().map(|(i, op, _, late)| (i, op, late)).collect()
-    }
-
-    /// The job's event-time operators: (node index, operator, watermark ms, late rows), the
-    /// least watermark of its instances and the late rows of all.
-    pub fn event_time_operators(&self) -> Vec<(usize, &'static str, Option<i64>, u64)> {
         self.nodes
             .iter()
             .enumerate()
-            .filter_map(|(i, n)| Some((i, n.lanes[0].name(), n.watermark()?, n.lanes.iter().map(|op| op.num_late_rows()).sum())))
+            .filter(|(_, n)| n.watermark().is_some())
+            .map(|(i, n)| (i, n.lanes[0].name(), n.late_rows()))
             .collect()
     }
 
@@ -711,33 +790,10 @@ impl Job {
         self.sources.iter().map(|(r, _, _)| r.as_str()).collect()
     }
 
-    /// Every operator's state tables: (node index, operator, table name, the table as each
-    /// instance holds it).
-    pub fn state_tables(&self) -> Vec<(usize, &'static str, String, Vec<&crate::state::StateTable>)> {
-        let mut out: Vec<(usize, &'static str, String, Vec<&crate::state::StateTable>)> = Vec::new();
-        for (i, n) in self.nodes.iter().enumerate() {
-            let first = out.len();
-            for op in &n.lanes {
-                for (name, t) in op.state() {
-                    match out[first..].iter_mut().find(|e| e.2 == name) {
-                        Some(e) => e.3.push(t),
-                        None => out.push((i, op.name(), name, vec![t])),
-                    }
-                }
-            }
-        }
-        out
-    }
-
     /// Estimated bytes of the writes the operators' state tables hold since the last
     /// [`Job::on_barrier`] ([`crate::state::StateTable::pending_bytes`], over every instance).
     pub fn pending_bytes(&self) -> u64 {
-        self.nodes
-            .iter()
-            .flat_map(|n| &n.lanes)
-            .flat_map(|op| op.state())
-            .map(|(_, table)| table.pending_bytes())
-            .sum()
+        self.nodes.iter().map(Node::pending_bytes).sum()
     }
 
     /// Whether the job may go on while its epoch commits behind it: at parallelism 2 or more
@@ -768,6 +824,30 @@ impl Job {
         }
         Ok(())
     }
+}
+
+/// A source chunk for the `n` instances of its leaf: in contiguous parts (never between the two
+/// rows of an update) when `split` (the leaf feeds stateless instances) and the chunk is long
+/// enough, else whole to the first instance.
+fn split_source(chunk: &StreamChunk, n: usize, split: bool) -> Vec<Option<StreamChunk>> {
+    let mut lanes = vec![None; n];
+    if !split || chunk.len() < MIN_SPLIT_ROWS {
+        lanes[0] = Some(chunk.clone());
+        return lanes;
+    }
+    let mut start = 0;
+    for (lane, slot) in lanes.iter_mut().enumerate() {
+        let mut end = (chunk.len() * (lane + 1) / n).max(start);
+        if end < chunk.len() && end > 0 && chunk.ops[end - 1] == Op::UpdateBefore {
+            end += 1;
+        }
+        if end > start {
+            let ops = chunk.ops[start..end].to_vec();
+            *slot = Some(StreamChunk::new(ops, chunk.batch.slice(start, end - start)));
+        }
+        start = end;
+    }
+    lanes
 }
 
 /// Calls `f` on each instance that has an input (`inputs[i]` for `lanes[i]`), on the worker
