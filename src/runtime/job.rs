@@ -692,16 +692,6 @@ impl Job {
         self.nodes.iter().enumerate().map(|(index, n)| n.stats(index)).collect()
     }
 
-    /// Late rows dropped by the job's event-time operators: (node index, operator, count).
-    pub fn late_rows(&self) -> Vec<(usize, &'static str, u64)> {
-        self.nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| n.watermark().is_some())
-            .map(|(i, n)| (i, n.lanes[0].name(), n.late_rows()))
-            .collect()
-    }
-
     /// Lets every operator emit what it has before any input (a new job only), and returns
     /// what reaches the view.
     pub fn on_create(&mut self, store: &Store) -> Result<Option<StreamChunk>> {
