@@ -1,8 +1,11 @@
 //! The `nexmark` connector's reader: the built-in generator
 //! ([`weir_connectors::nexmark::NexmarkGenerator`]), `'nexmark.partitions'` partitions, each
-//! position a row offset of its partition.
+//! position a row offset of its partition. With `'nexmark.rate-limited' = 'true'` it emits no
+//! more than `'nexmark.event-rate'` events per second of wall time (event ids over all tables,
+//! counted from where the reader opened), so event time keeps pace with the clock.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow::datatypes::SchemaRef;
@@ -20,6 +23,8 @@ pub struct NexmarkReader {
     physical: SchemaRef,
     /// The partition polled next.
     next: usize,
+    /// With `nexmark.rate-limited`: when the reader opened and the least event id due then.
+    rate_limit: Option<(Instant, u64)>,
 }
 
 impl NexmarkReader {
@@ -60,7 +65,10 @@ impl NexmarkReader {
                 g.seek(*pos);
             }
         }
-        Ok(NexmarkReader { generators, projection, physical, next: 0 })
+        let rate_limit = config.rate_limited.then(|| {
+            (Instant::now(), generators.iter().map(NexmarkGenerator::next_event_id).min().unwrap_or(0))
+        });
+        Ok(NexmarkReader { generators, projection, physical, next: 0, rate_limit })
     }
 }
 
@@ -74,7 +82,18 @@ impl SourceReader for NexmarkReader {
         for _ in 0..n {
             let p = self.next;
             self.next = (self.next + 1) % n;
-            let Some(batch) = self.generators[p].next_batch(max_rows) else { continue };
+            let mut rows = max_rows;
+            if let Some((opened, first)) = self.rate_limit {
+                let generator = &self.generators[p];
+                let rate = generator.config().event_rate;
+                // Events whose id is below `due` may have been emitted by now (the first at once).
+                let due = first + 1 + (opened.elapsed().as_secs_f64() * rate) as u64;
+                rows = rows.min(generator.rows_before(due).saturating_sub(generator.offset()) as usize);
+                if rows == 0 {
+                    continue;
+                }
+            }
+            let Some(batch) = self.generators[p].next_batch(rows) else { continue };
             if batch.num_rows() == 0 {
                 continue;
             }

@@ -8,6 +8,7 @@
 //! | `nexmark.base-time` | event time of event 0: `'YYYY-MM-DD[ HH:MM:SS[.fff]]'` (UTC) or ms since the epoch | `'2015-07-15 00:00:00'` |
 //! | `nexmark.seed` | an unsigned 64-bit integer; with the event id it seeds each event's RNG | `7954896728001506081` |
 //! | `nexmark.partitions` | source partitions (blocks of 50 event ids dealt round-robin) | `1` |
+//! | `nexmark.rate-limited` | `true`: no faster than `nexmark.event-rate` events per second of wall time, so event time keeps pace with the clock (Nexmark's rate-limited generator); `false`: as fast as the job reads | `false` |
 //!
 //! Source: ../shared/NEXMARK.md §1.2 (defaults), "Our choices" (rate and base time as options).
 
@@ -28,7 +29,10 @@ pub const OPT_BASE_TIME: &str = "nexmark.base-time";
 pub const OPT_SEED: &str = "nexmark.seed";
 /// Option giving the number of source partitions (read by the source runtime, not the config).
 pub const OPT_PARTITIONS: &str = "nexmark.partitions";
-const OPTIONS: &[&str] = &[OPT_TABLE, OPT_EVENTS, OPT_EVENT_RATE, OPT_BASE_TIME, OPT_SEED, OPT_PARTITIONS];
+/// Option limiting the generator to `nexmark.event-rate` events per second of wall time.
+pub const OPT_RATE_LIMITED: &str = "nexmark.rate-limited";
+const OPTIONS: &[&str] =
+    &[OPT_TABLE, OPT_EVENTS, OPT_EVENT_RATE, OPT_BASE_TIME, OPT_SEED, OPT_PARTITIONS, OPT_RATE_LIMITED];
 
 /// 2015-07-15 00:00:00.000 UTC in ms since the epoch (nexmark-bench's base time).
 pub const DEFAULT_BASE_TIME_MS: i64 = 1_436_918_400_000;
@@ -78,6 +82,9 @@ pub struct NexmarkConfig {
     pub base_time_ms: i64,
     /// Global seed; event `e` draws from an RNG seeded by `(seed, e)`.
     pub seed: u64,
+    /// Whether the reader emits no more than `event_rate` events per second of wall time
+    /// (counted over all tables, as event ids), instead of as fast as it is read.
+    pub rate_limited: bool,
 }
 
 impl NexmarkConfig {
@@ -90,6 +97,7 @@ impl NexmarkConfig {
             event_rate: DEFAULT_EVENT_RATE,
             base_time_ms: DEFAULT_BASE_TIME_MS,
             seed: DEFAULT_SEED,
+            rate_limited: false,
         }
     }
 
@@ -138,6 +146,13 @@ impl NexmarkConfig {
         if let Some(v) = options.get(OPT_SEED) {
             config.seed =
                 v.trim().parse().map_err(|_| invalid(OPT_SEED, v, "an integer in 0..=18446744073709551615"))?;
+        }
+        if let Some(v) = options.get(OPT_RATE_LIMITED) {
+            config.rate_limited = match v.trim().to_ascii_lowercase().as_str() {
+                "true" => true,
+                "false" => false,
+                _ => return Err(invalid(OPT_RATE_LIMITED, v, "true, false")),
+            };
         }
         Ok(config)
     }
@@ -260,7 +275,7 @@ mod tests {
         assert_eq!(
             err(&[("nexmark.table", "bid"), ("nexmark.rate", "1")]),
             "connector 'nexmark' has no option 'nexmark.rate'; valid options: nexmark.table, nexmark.events, \
-             nexmark.event-rate, nexmark.base-time, nexmark.seed, nexmark.partitions"
+             nexmark.event-rate, nexmark.base-time, nexmark.seed, nexmark.partitions, nexmark.rate-limited"
         );
     }
 }

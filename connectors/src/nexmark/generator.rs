@@ -128,18 +128,27 @@ impl NexmarkGenerator {
 
     /// How many rows this partition produces in all: `None` for an unbounded run.
     pub fn total_rows(&self) -> Option<u64> {
-        let n = self.config.num_events?;
-        // The first offset whose event is past the run's end (event ids grow with the offset).
-        let (mut lo, mut hi) = (0u64, n);
+        Some(self.rows_before(self.config.num_events?))
+    }
+
+    /// How many of this partition's rows have an event id below `event_id` (the first offset
+    /// whose event id is `event_id` or more; event ids grow with the offset).
+    pub fn rows_before(&self, event_id: u64) -> u64 {
+        let (mut lo, mut hi) = (0u64, event_id);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.event_id(mid) >= n {
+            if self.event_id(mid) >= event_id {
                 hi = mid;
             } else {
                 lo = mid + 1;
             }
         }
-        Some(lo)
+        lo
+    }
+
+    /// The event id of the next row this partition produces.
+    pub fn next_event_id(&self) -> u64 {
+        self.event_id(self.offset)
     }
 
     /// Whether a bounded run has produced all of this partition's rows.

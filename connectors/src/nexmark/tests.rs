@@ -129,6 +129,38 @@ fn total_rows_are_the_rows_a_partition_produces() -> TestResult {
 }
 
 #[test]
+fn rows_before_counts_the_rows_of_earlier_event_ids() -> TestResult {
+    // One partition: each block of 50 event ids holds person 0, auctions 1-3, bids 4-49.
+    let bids = NexmarkGenerator::try_new(NexmarkConfig::new(NexmarkTable::Bid), 0, 1)?;
+    let counts: Vec<u64> = [0, 4, 5, 50, 54, 100].iter().map(|id| bids.rows_before(*id)).collect();
+    assert_eq!(counts, vec![0, 0, 1, 46, 46, 92]);
+    let persons = NexmarkGenerator::try_new(NexmarkConfig::new(NexmarkTable::Person), 0, 1)?;
+    let counts: Vec<u64> = [0, 1, 50, 51].iter().map(|id| persons.rows_before(*id)).collect();
+    assert_eq!(counts, vec![0, 1, 1, 2]);
+    // Two partitions deal the blocks round-robin: partition 1 has ids 50-99, 150-199, ...
+    let second = NexmarkGenerator::try_new(NexmarkConfig::new(NexmarkTable::Bid), 1, 2)?;
+    assert_eq!((second.rows_before(54), second.rows_before(100), second.rows_before(154)), (0, 46, 46));
+    assert_eq!(second.next_event_id(), 54);
+    Ok(())
+}
+
+#[test]
+fn rate_limited_is_an_option() -> TestResult {
+    let options = |v: &str| {
+        [("nexmark.table", "bid"), ("nexmark.rate-limited", v)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    assert!(NexmarkConfig::from_options(&options("true"))?.rate_limited);
+    assert!(!NexmarkConfig::from_options(&options("FALSE"))?.rate_limited);
+    assert!(!NexmarkConfig::new(NexmarkTable::Bid).rate_limited, "off by default");
+    let err = NexmarkConfig::from_options(&options("yes")).expect_err("not a boolean");
+    assert!(err.to_string().contains("true, false"), "{err}");
+    Ok(())
+}
+
+#[test]
 fn proportions_are_1_3_46() -> TestResult {
     let count = |table, events| -> Result<usize, Box<dyn Error>> { Ok(all(&config(table, events))?.num_rows()) };
     assert_eq!(count(NexmarkTable::Person, 50_000)?, 1_000);
