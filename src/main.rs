@@ -40,8 +40,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// iterators with glibc's malloc, not mimalloc): at most this many, instead of glibc's eight
 /// per core. glibc gives each thread that allocates while the others hold their arenas one of
 /// its own and keeps what is freed in it, so a job at parallelism 2, with an operator per thread
-/// reading state from RocksDB, held 160-250 MB more resident memory than the same allocations
-/// in two arenas (Nexmark q9 and q20, bench/README.md), with no difference in speed. Capping
+/// reading state from RocksDB, held 250-400 MB more resident memory than the same allocations
+/// in two arenas (Nexmark q9 and q20 at 10 M events: 1215 and 1202 MiB peak against 917 and
+/// 853; bench/README.md, "Eighth pass"), with no difference in speed. Capping
 /// the arenas is the usual remedy for a RocksDB process's resident memory under glibc (the
 /// other is another allocator for the C++ side too). A `MALLOC_ARENA_MAX` in the environment
 /// still wins.
