@@ -147,6 +147,18 @@ pub fn validate(options: &BTreeMap<String, String>) -> Result<(String, Connector
     Ok((name, *kind))
 }
 
+/// A boolean option's value: `true` or `false`, in any case.
+///
+/// # Errors
+/// [`ConnectorError::InvalidValue`] naming `key` for anything else.
+pub(crate) fn parse_bool(key: &str, value: &str) -> Result<bool, ConnectorError> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(ConnectorError::InvalidValue { option: key.into(), value: value.into(), valid: "true, false".into() }),
+    }
+}
+
 fn require(connector: &str, options: &BTreeMap<String, String>, option: &str) -> Result<(), ConnectorError> {
     if options.contains_key(option) {
         Ok(())

@@ -23,7 +23,7 @@ use super::csv::{CsvDecoder, CsvEncoder};
 use super::debezium::{DebeziumDecoder, DebeziumEncoder};
 use super::json::{JsonDecoder, JsonEncoder};
 use super::raw::{RawDecoder, RawEncoder};
-use crate::ConnectorError;
+use crate::{parse_bool, ConnectorError};
 
 /// The formats with a decoder and an encoder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -372,14 +372,6 @@ fn check_types(schema: &SchemaRef, kind: FormatKind) -> Result<(), ConnectorErro
         }
     }
     Ok(())
-}
-
-fn parse_bool(key: &str, value: &str) -> Result<bool, ConnectorError> {
-    match value.to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(invalid(key, value, "true, false")),
-    }
 }
 
 fn one_byte(key: &str, value: &str) -> Result<u8, ConnectorError> {

@@ -148,11 +148,7 @@ impl NexmarkConfig {
                 v.trim().parse().map_err(|_| invalid(OPT_SEED, v, "an integer in 0..=18446744073709551615"))?;
         }
         if let Some(v) = options.get(OPT_RATE_LIMITED) {
-            config.rate_limited = match v.trim().to_ascii_lowercase().as_str() {
-                "true" => true,
-                "false" => false,
-                _ => return Err(invalid(OPT_RATE_LIMITED, v, "true, false")),
-            };
+            config.rate_limited = crate::parse_bool(OPT_RATE_LIMITED, v.trim())?;
         }
         Ok(config)
     }
