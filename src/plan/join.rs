@@ -182,7 +182,7 @@ impl TimeBound {
 }
 
 /// A planned stream join.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct JoinSpec {
     pub join_type: StreamJoinType,
     /// Equi-join keys: (expression over the left input, expression over the right input).

@@ -41,7 +41,7 @@ pub enum WindowColumn {
 }
 
 /// A sliced window aggregation: the GROUP BY it replaces and the window it slices.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SlicedAggSpec {
     /// Group expressions over the input, as the GroupAggregate had them.
     pub group_exprs: Vec<Expr>,

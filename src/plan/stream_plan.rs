@@ -35,7 +35,7 @@ impl fmt::Display for ChangelogMode {
 }
 
 /// One node of a stream plan.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum StreamNode {
     /// The changelog of a table or materialized view.
     Source { relation: String },
@@ -101,7 +101,7 @@ pub enum Exchange {
 }
 
 /// A stream plan node with its properties.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct StreamPlan {
     pub node: StreamNode,
     /// Output schema (qualified names, as DataFusion resolved them).
@@ -181,6 +181,50 @@ impl StreamPlan {
             | StreamNode::SlicedWindowAggregate { input, .. } => vec![input.as_mut()],
             StreamNode::Union { inputs } => inputs.iter_mut().collect(),
             StreamNode::Join { left, right, .. } => vec![left.as_mut(), right.as_mut()],
+        }
+    }
+
+    /// The number of nodes in this plan (itself and everything below it).
+    pub fn node_count(&self) -> usize {
+        1 + self.inputs().iter().map(|i| i.node_count()).sum::<usize>()
+    }
+
+    /// Whether a job computes this sub-plan once for every place it appears in a plan (README,
+    /// "Sub-plan reuse"; Flink's `table.optimizer.reuse-sub-plan-enabled`): any sub-plan but a
+    /// bare scan (each leaf of a relation already gets the same rows) and one with a volatile
+    /// expression (`random()`, whose copies would each draw their own values).
+    pub fn reusable(&self) -> bool {
+        !matches!(self.node, StreamNode::Source { .. }) && !self.has_volatile_expr()
+    }
+
+    fn has_volatile_expr(&self) -> bool {
+        self.own_exprs().iter().any(|e| e.is_volatile()) || self.inputs().iter().any(|i| i.has_volatile_expr())
+    }
+
+    /// The expressions of this node alone (not of its inputs).
+    fn own_exprs(&self) -> Vec<&Expr> {
+        match &self.node {
+            StreamNode::Source { .. }
+            | StreamNode::ChangelogNormalize { .. }
+            | StreamNode::Union { .. }
+            | StreamNode::WindowAssign { .. } => vec![],
+            StreamNode::Project { exprs, .. } => exprs.iter().collect(),
+            StreamNode::Filter { predicate, .. } => vec![predicate],
+            StreamNode::Join { join, .. } => {
+                join.on.iter().flat_map(|(l, r)| [l, r]).chain(join.filter.as_ref()).collect()
+            }
+            StreamNode::Rank { spec, .. } => {
+                spec.partition_by.iter().chain(spec.order_by.iter().map(|o| &o.expr)).collect()
+            }
+            StreamNode::GroupAggregate { group_exprs, aggr_exprs, .. } => group_exprs.iter().chain(aggr_exprs).collect(),
+            StreamNode::SlicedWindowAggregate { spec, .. } => spec.group_exprs.iter().chain(&spec.aggr_exprs).collect(),
+            StreamNode::OverAggregate { spec, .. } => spec.partition_by.iter().chain(&spec.aggs).collect(),
+            StreamNode::OverWindow { spec, .. } => spec
+                .partition_by
+                .iter()
+                .chain(spec.order_by.iter().map(|o| &o.expr))
+                .chain(&spec.functions)
+                .collect(),
         }
     }
 
@@ -380,15 +424,43 @@ impl StreamPlan {
             return self.explain();
         }
         let mut out = Vec::new();
-        self.explain_parallel_into(0, parallelism, &mut out);
+        self.explain_parallel_into(0, parallelism, &mut Vec::new(), &mut out);
         out
     }
 
-    fn explain_parallel_into(&self, depth: usize, parallelism: usize, out: &mut Vec<String>) {
+    fn explain_parallel_into<'a>(&'a self, depth: usize, parallelism: usize, seen: &mut Vec<&'a StreamPlan>, out: &mut Vec<String>) {
+        if self.reused(seen) {
+            out.push(format!("{}{}", "  ".repeat(depth), self.reuse_line()));
+            return;
+        }
         out.push(format!("{}{} {}", "  ".repeat(depth), self.explain_line(), self.parallel_line(parallelism)));
         for input in self.inputs() {
-            input.explain_parallel_into(depth + 1, parallelism, out);
+            input.explain_parallel_into(depth + 1, parallelism, seen, out);
         }
+    }
+
+    /// Whether EXPLAIN has shown this sub-plan already (`seen`: the reusable sub-plans shown so
+    /// far, in EXPLAIN's order); if not and it is reusable, adds it to `seen`. A job runs a
+    /// sub-plan once however many times the plan holds it ([`StreamPlan::reusable`]).
+    fn reused<'a>(&'a self, seen: &mut Vec<&'a StreamPlan>) -> bool {
+        if !self.reusable() {
+            return false;
+        }
+        if seen.iter().any(|s| *s == self) {
+            return true;
+        }
+        seen.push(self);
+        false
+    }
+
+    /// EXPLAIN's line for a sub-plan shown above: its top node's name and stream key (Flink
+    /// shows `Reused(reference_id=[..])`).
+    fn reuse_line(&self) -> String {
+        let key = match &self.stream_key {
+            Some(k) => format!("{k:?}"),
+            None => "none".into(),
+        };
+        format!("Reused: {} above, computed once changelog={} stream_key={key}", self.name(), self.changelog)
     }
 
     /// How this node runs in a job of `parallelism` (> 1): `parallelism=N`, after
@@ -450,17 +522,22 @@ impl StreamPlan {
         format!("{}: {detail}{ttl} changelog={} stream_key={key}", self.name(), self.changelog)
     }
 
-    /// The indented EXPLAIN text of the whole tree, one node per line.
+    /// The indented EXPLAIN text of the whole tree, one node per line; a reusable sub-plan that
+    /// appears again is shown once, then as one `Reused:` line ([`StreamPlan::reusable`]).
     pub fn explain(&self) -> Vec<String> {
         let mut out = Vec::new();
-        self.explain_into(0, &mut out);
+        self.explain_into(0, &mut Vec::new(), &mut out);
         out
     }
 
-    fn explain_into(&self, depth: usize, out: &mut Vec<String>) {
+    fn explain_into<'a>(&'a self, depth: usize, seen: &mut Vec<&'a StreamPlan>, out: &mut Vec<String>) {
+        if self.reused(seen) {
+            out.push(format!("{}{}", "  ".repeat(depth), self.reuse_line()));
+            return;
+        }
         out.push(format!("{}{}", "  ".repeat(depth), self.explain_line()));
         for input in self.inputs() {
-            input.explain_into(depth + 1, out);
+            input.explain_into(depth + 1, seen, out);
         }
     }
 }

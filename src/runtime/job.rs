@@ -5,8 +5,13 @@
 //! the root; what the root emits is the view's own changelog, which the caller feeds to the
 //! jobs reading this view.
 //!
-//! Operator state tables are named `<node index>/<table>`, node indexes in build order (a
-//! pre-order walk of the plan), so the names are stable for a given plan.
+//! A sub-plan that appears more than once in the plan runs once, feeding every place that uses
+//! it ([`StreamPlan::reusable`], Flink's sub-plan reuse), so the nodes form a DAG: a node has
+//! one parent, or several for a reused sub-plan's top, and sends what it emits to each in turn.
+//!
+//! Operator state tables are named `<position>/<table>`, positions in a pre-order walk of the
+//! plan as written (a reused sub-plan's second copy keeps its positions unused), so the names
+//! are stable for a given plan.
 
 use std::sync::Arc;
 
@@ -57,8 +62,10 @@ struct Node {
     lanes: Vec<Box<dyn Operator>>,
     /// How rows from the node's inputs reach its instances.
     exchange: Exchange,
-    /// The node this one feeds, and on which input.
-    parent: Option<(usize, usize)>,
+    /// The nodes this one feeds, each with the input it feeds: none for the root, one for
+    /// any other node but a reused sub-plan's top ([`StreamPlan::reusable`]), which feeds
+    /// every place the plan holds it, in EXPLAIN's order.
+    parents: Vec<(usize, usize)>,
 }
 
 impl Node {
@@ -156,7 +163,8 @@ impl Node {
     fn operator_stats(&self, index: usize) -> OperatorStats {
         OperatorStats {
             index,
-            parent: self.parent.map(|(p, _)| p),
+            parent: self.parents.first().map(|(p, _)| *p),
+            reused_by: self.parents.iter().skip(1).map(|(p, _)| *p).collect(),
             name: self.info.name.clone(),
             detail: self.info.detail.clone(),
             exchange: self.info.exchange.clone(),
@@ -228,8 +236,11 @@ struct Counters {
 pub struct OperatorStats {
     /// The node's index in the job (0: the root, then the plan's nodes in EXPLAIN's order).
     pub index: usize,
-    /// The index of the node it feeds (none for the root).
+    /// The index of the node it feeds (none for the root); for a reused sub-plan, the first
+    /// of the nodes it feeds.
     pub parent: Option<usize>,
+    /// For a reused sub-plan's top, the other nodes it feeds ([`StreamPlan::reusable`]).
+    pub reused_by: Vec<usize>,
     /// The plan node's name (`StreamGroupAggregate`, ...), or the root operator's
     /// (`Materialize`, `KafkaSink`, ...).
     pub name: String,
@@ -335,8 +346,9 @@ impl Job {
     ) -> Result<Self> {
         let mut job = Job { nodes: Vec::new(), sources: Vec::new(), parallelism: parallelism.max(1) };
         let info = NodeInfo { name: root.name().to_string(), detail: String::new(), exchange: "single".into() };
-        job.nodes.push(Node { info, counters: Counters::default(), lanes: vec![root], exchange: Exchange::Single, parent: None });
-        job.add(plan, Some((0, 0)), state_table, store)?;
+        job.nodes.push(Node { info, counters: Counters::default(), lanes: vec![root], exchange: Exchange::Single, parents: vec![] });
+        let mut build = Build { ids: 1, built: Vec::new(), state_table, store };
+        job.add(plan, (0, 0), &mut build)?;
         Ok(job)
     }
 
@@ -345,13 +357,20 @@ impl Job {
         self.parallelism
     }
 
-    fn add(
-        &mut self,
-        plan: &StreamPlan,
-        parent: Option<(usize, usize)>,
-        state_table: &mut dyn FnMut(&str) -> u32,
-        store: &Store,
-    ) -> Result<usize> {
+    /// Instantiates `plan` as an input of `parent` (node, input), unless a job node already
+    /// runs the same reusable sub-plan ([`StreamPlan::reusable`]), which then feeds `parent`
+    /// too. Operator state tables are named by the node's position in a pre-order walk of the
+    /// plan as written (`<position>/<table>`): a reused sub-plan's second copy keeps its
+    /// positions unused, so the other nodes' state keeps its names whether or not a sub-plan
+    /// is reused (a job created before sub-plans were reused restarts on its state).
+    fn add<'p>(&mut self, plan: &'p StreamPlan, parent: (usize, usize), build: &mut Build<'p, '_>) -> Result<()> {
+        if let Some(&(_, node)) = build.built.iter().find(|(built, _)| *built == plan) {
+            self.nodes[node].parents.push(parent);
+            build.ids += plan.node_count();
+            return Ok(());
+        }
+        let id = build.ids;
+        build.ids += 1;
         let index = self.nodes.len();
         if let StreamNode::Source { relation } = &plan.node {
             self.sources.push((relation.clone(), index, 0));
@@ -361,9 +380,10 @@ impl Job {
         let mut lanes = Vec::with_capacity(n);
         for lane in 0..n {
             let key_groups = if n == 1 { KeyGroups::all() } else { KeyGroups::of_instance(lane, n) };
+            let state_table = &mut *build.state_table;
             let mut table =
-                |name: &str| TableRef { id: state_table(&format!("{index}/{name}")), key_groups: key_groups.clone() };
-            lanes.push(build_operator(plan, &mut table, store)?);
+                |name: &str| TableRef { id: state_table(&format!("{id}/{name}")), key_groups: key_groups.clone() };
+            lanes.push(build_operator(plan, &mut table, build.store)?);
         }
         let line = plan.explain_line();
         let info = NodeInfo {
@@ -375,12 +395,26 @@ impl Job {
                 Exchange::Hash => format!("hash{}", plan.exchange_key()),
             },
         };
-        self.nodes.push(Node { info, counters: Counters::default(), lanes, exchange, parent });
-        for (i, input) in plan.inputs().into_iter().enumerate() {
-            self.add(input, Some((index, i)), state_table, store)?;
+        self.nodes.push(Node { info, counters: Counters::default(), lanes, exchange, parents: vec![parent] });
+        if plan.reusable() {
+            build.built.push((plan, index));
         }
-        Ok(index)
+        for (i, input) in plan.inputs().into_iter().enumerate() {
+            self.add(input, (index, i), build)?;
+        }
+        Ok(())
     }
+}
+
+/// What [`Job::add`] carries down the plan.
+struct Build<'p, 'a> {
+    /// The next node position in a pre-order walk of the plan as written, which names state
+    /// tables.
+    ids: usize,
+    /// The reusable sub-plans instantiated so far, with their nodes.
+    built: Vec<(&'p StreamPlan, usize)>,
+    state_table: &'a mut dyn FnMut(&str) -> u32,
+    store: &'a Store,
 }
 
 /// One instance of `plan`'s operator, its state tables named by `state_table` (the operator's
@@ -587,10 +621,10 @@ impl Job {
     /// node above takes them instance to instance (stateless instances, forward).
     fn splits_source(&self, node: usize) -> bool {
         let n = self.nodes[node].lanes.len();
+        let parents = &self.nodes[node].parents;
         n > 1
-            && self.nodes[node]
-                .parent
-                .is_some_and(|(p, _)| self.nodes[p].exchange == Exchange::Forward && self.nodes[p].lanes.len() == n)
+            && !parents.is_empty()
+            && parents.iter().all(|&(p, _)| self.nodes[p].exchange == Exchange::Forward && self.nodes[p].lanes.len() == n)
     }
 
     /// Runs the instances of `node` on their chunks arriving on `input` (in parallel when more
@@ -607,8 +641,9 @@ impl Job {
         self.send_up(node, outs, ctx, outputs)
     }
 
-    /// Sends what the instances of `node` emitted (one entry per instance) to its parent,
-    /// through the parent's exchange ([`Node::receive`]), or to `outputs` from the root.
+    /// Sends what the instances of `node` emitted (one entry per instance) to its parents,
+    /// each through its exchange ([`Node::receive`]) and on to the root before the next, or to
+    /// `outputs` from the root.
     fn send_up(
         &mut self,
         node: usize,
@@ -619,14 +654,17 @@ impl Job {
         if !self.nodes[node].emitted(&outs) {
             return Ok(());
         }
-        match self.nodes[node].parent {
-            None => outputs.extend(outs.into_iter().flatten()),
-            Some((p, i)) => {
-                let lanes = self.nodes[p].receive(i, outs)?;
-                self.run(p, i, lanes, ctx, outputs)?;
-            }
+        let parents = self.nodes[node].parents.clone();
+        let Some((&(last, last_input), others)) = parents.split_last() else {
+            outputs.extend(outs.into_iter().flatten());
+            return Ok(());
+        };
+        for &(p, i) in others {
+            let lanes = self.nodes[p].receive(i, outs.clone())?;
+            self.run(p, i, lanes, ctx, outputs)?;
         }
-        Ok(())
+        let lanes = self.nodes[last].receive(last_input, outs)?;
+        self.run(last, last_input, lanes, ctx, outputs)
     }
 
     /// Sends the watermark of `relation` through the job; returns what the view emits because
@@ -643,22 +681,45 @@ impl Job {
         let mut outputs = Vec::new();
         let mut out_watermark = None;
         for (leaf, input) in self.leaves(relation) {
-            let (mut node, mut input, mut wm) = (leaf, input, Some(watermark_ms));
-            while let Some(w) = wm.take() {
-                let (chunks, next) = self.nodes[node].on_watermark(input, w, &ctx)?;
-                self.send_up(node, chunks, &ctx, &mut outputs)?;
-                match (next, self.nodes[node].parent) {
-                    (Some(n), Some((p, i))) => {
-                        node = p;
-                        input = i;
-                        wm = Some(n);
-                    }
-                    (Some(n), None) => out_watermark = Some(n),
-                    (None, _) => {}
-                }
-            }
+            self.watermark_at(leaf, input, watermark_ms, &ctx, (&mut outputs, &mut out_watermark))?;
         }
         Ok((Self::combine(outputs)?, out_watermark))
+    }
+
+    /// Hands the watermark `watermark_ms` arriving on `input` to `node`, then, for each of its
+    /// parents in turn, what it emitted and the watermark it sends on (as for a node of its
+    /// own in each place when it is a reused sub-plan); the root's output goes to `outputs`, its
+    /// watermark to `out_watermark`.
+    fn watermark_at(
+        &mut self,
+        node: usize,
+        input: usize,
+        watermark_ms: i64,
+        ctx: &OpContext<'_>,
+        (outputs, out_watermark): (&mut Vec<StreamChunk>, &mut Option<i64>),
+    ) -> Result<()> {
+        let (chunks, next) = self.nodes[node].on_watermark(input, watermark_ms, ctx)?;
+        let emitted = self.nodes[node].emitted(&chunks);
+        let parents = self.nodes[node].parents.clone();
+        if parents.is_empty() {
+            if emitted {
+                outputs.extend(chunks.into_iter().flatten());
+            }
+            if next.is_some() {
+                *out_watermark = next;
+            }
+            return Ok(());
+        }
+        for (p, i) in parents {
+            if emitted {
+                let lanes = self.nodes[p].receive(i, chunks.clone())?;
+                self.run(p, i, lanes, ctx, outputs)?;
+            }
+            if let Some(n) = next {
+                self.watermark_at(p, i, n, ctx, (&mut *outputs, &mut *out_watermark))?;
+            }
+        }
+        Ok(())
     }
 
     /// Late input rows dropped since the last call: (operator, relation the rows are of, rows,
@@ -668,7 +729,7 @@ impl Job {
         let fed_by: Vec<(usize, String)> = self
             .sources
             .iter()
-            .filter_map(|(relation, leaf, _)| self.nodes[*leaf].parent.map(|(p, _)| (p, relation.clone())))
+            .flat_map(|(relation, leaf, _)| self.nodes[*leaf].parents.iter().map(|&(p, _)| (p, relation.clone())))
             .collect();
         let mut out = Vec::new();
         for (i, node) in self.nodes.iter_mut().enumerate() {
@@ -697,12 +758,35 @@ impl Job {
     pub fn on_create(&mut self, store: &Store) -> Result<Option<StreamChunk>> {
         let ctx = OpContext { store };
         let mut outputs = Vec::new();
-        // Children before parents: a parent is always built before its inputs.
-        for node in (0..self.nodes.len()).rev() {
+        for node in self.children_first() {
             let outs = self.nodes[node].lanes.iter_mut().map(|op| op.on_create(&ctx)).collect::<Result<Vec<_>>>()?;
             self.send_up(node, outs, &ctx, &mut outputs)?;
         }
         Self::combine(outputs)
+    }
+
+    /// The nodes, each after every node that feeds it, the last built first among those ready
+    /// (for a plan without reused sub-plans: the reverse of the build order, as a node is built
+    /// before its inputs).
+    fn children_first(&self) -> Vec<usize> {
+        let mut waiting: Vec<usize> = vec![0; self.nodes.len()];
+        for node in &self.nodes {
+            for &(p, _) in &node.parents {
+                waiting[p] += 1;
+            }
+        }
+        let mut ready: std::collections::BinaryHeap<usize> = (0..self.nodes.len()).filter(|&n| waiting[n] == 0).collect();
+        let mut order = Vec::with_capacity(self.nodes.len());
+        while let Some(node) = ready.pop() {
+            order.push(node);
+            for &(p, _) in &self.nodes[node].parents {
+                waiting[p] -= 1;
+                if waiting[p] == 0 {
+                    ready.push(p);
+                }
+            }
+        }
+        order
     }
 
     /// The outputs of the instances of one operator as one chunk for the operator above.

@@ -111,7 +111,8 @@ impl SystemTables {
 /// - `weir_operators (job, job_id, operator_index, parent_index, operator, exchange,
 ///   parallelism, rows_in, rows_out, busy_ms, watermark, late_rows, detail)`: every operator of
 ///   every running job since the job started in this process (EXPLAIN ANALYZE's figures): the
-///   node it feeds (NULL for the root: the view's rows or the sink), how rows reach its
+///   node it feeds (NULL for the root: the view's rows or the sink; the first of those it
+///   feeds for a reused sub-plan, README "Sub-plan reuse"), how rows reach its
 ///   instances, the changelog rows in and out, the time its instances spent on them (summed),
 ///   its watermark (event-time operators) and late rows, and its EXPLAIN line.
 /// - `pg_stat_activity (datname, pid, usename, application_name, client_addr, backend_start,

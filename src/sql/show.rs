@@ -160,6 +160,18 @@ pub fn explain_analyze(state: &crate::engine::SystemState, job: &crate::sql::par
         };
         lines.push(vec![Some(format!("{}{plan} {parallel} ({figures})", "  ".repeat(depth[o.index])))]);
     }
+    // A reused sub-plan is shown once, under the first operator it feeds; each other one it
+    // feeds gets a line naming it, as EXPLAIN shows it.
+    let mut reused: Vec<(usize, String)> = j
+        .operators
+        .iter()
+        .flat_map(|o| o.reused_by.iter().map(move |&p| (p, o)))
+        .map(|(p, o)| (p, format!("{}Reused: {} (operator {}) above, computed once", "  ".repeat(depth[p] + 1), o.name, o.index)))
+        .collect();
+    reused.sort_by(|a, b| b.0.cmp(&a.0));
+    for (p, line) in reused {
+        lines.insert(p + 1, vec![Some(line)]);
+    }
     text_rows(&["QUERY PLAN"], lines)
 }
 

@@ -46,6 +46,7 @@ use crate::state::{EpochWrites, Store};
 const DEPTH: usize = 2;
 
 /// Something a stage sends the one above it.
+#[derive(Clone)]
 enum Msg {
     /// What its instances emitted, one entry per instance.
     Chunks(Vec<Option<StreamChunk>>),
@@ -101,8 +102,9 @@ struct Leaf<'a> {
     node: &'a mut Node,
     /// Whether a long chunk is split over the leaf's instances ([`Job::splits_source`]).
     split: bool,
-    /// To the stage above.
-    up: SyncSender<Packet>,
+    /// To the stage above (a bare scan is never a reused sub-plan, so a leaf has one; the
+    /// stages of the others may have several).
+    ups: Vec<SyncSender<Packet>>,
 }
 
 impl Feeder<'_> {
@@ -119,7 +121,7 @@ impl Feeder<'_> {
                 let outs = leaf.node.process(0, lanes, &ctx)?;
                 emit(leaf.node, outs, &mut packet);
             }
-            send(&leaf.up, packet)?;
+            send(&leaf.ups, packet)?;
         }
         Ok(())
     }
@@ -135,7 +137,7 @@ impl Feeder<'_> {
             if leaf.relation == relation {
                 on_data(leaf.node, 0, Msg::Watermark(watermark_ms), &ctx, &mut packet)?;
             }
-            send(&leaf.up, packet)?;
+            send(&leaf.ups, packet)?;
         }
         Ok(())
     }
@@ -171,7 +173,7 @@ impl Feeder<'_> {
         let ctx = OpContext { store: self.store };
         for leaf in &mut self.leaves {
             let up = on_control(leaf.node, leaf.index, msg, &ctx)?;
-            send(&leaf.up, up.into_iter().collect())?;
+            send(&leaf.ups, up.into_iter().collect())?;
         }
         Ok(())
     }
@@ -230,7 +232,7 @@ fn on_control(node: &mut Node, index: usize, msg: &Msg, ctx: &OpContext<'_>) -> 
                 }
             }
             barrier.stats.lock().unwrap_or_else(PoisonError::into_inner)[index] = Some(node.stats(index));
-            if node.parent.is_some() {
+            if !node.parents.is_empty() {
                 return Ok(Some(Msg::Barrier(Arc::clone(barrier))));
             }
             let writes = std::mem::take(&mut *barrier.writes.lock().unwrap_or_else(PoisonError::into_inner));
@@ -244,15 +246,21 @@ fn on_control(node: &mut Node, index: usize, msg: &Msg, ctx: &OpContext<'_>) -> 
             for op in &mut node.lanes {
                 op.on_committed(*epoch);
             }
-            Ok(node.parent.is_some().then_some(Msg::Committed(*epoch)))
+            Ok((!node.parents.is_empty()).then_some(Msg::Committed(*epoch)))
         }
         Msg::Chunks(_) | Msg::Watermark(_) => Ok(None),
     }
 }
 
-/// Sends `packet` up; an error when the stage above has stopped.
-fn send(up: &SyncSender<Packet>, packet: Packet) -> Result<()> {
-    up.send(packet).map_err(|_| WeirError::internal("a stage of the job's pipeline stopped"))
+/// Sends `packet` to every stage above (a reused sub-plan feeds several); an error when one
+/// has stopped.
+fn send(ups: &[SyncSender<Packet>], packet: Packet) -> Result<()> {
+    let Some((last, others)) = ups.split_last() else { return Ok(()) };
+    let stopped = |_| WeirError::internal("a stage of the job's pipeline stopped");
+    for up in others {
+        up.send(packet.clone()).map_err(stopped)?;
+    }
+    last.send(packet).map_err(stopped)
 }
 
 impl Job {
@@ -271,12 +279,12 @@ impl Job {
             .map(|i| self.sources.iter().find(|(_, leaf, _)| *leaf == i).map(|(r, _, _)| r.clone()))
             .collect();
         // One channel per edge: the child's sender, the parent's receiver for that input.
-        let mut ups: Vec<Option<SyncSender<Packet>>> = (0..count).map(|_| None).collect();
+        let mut ups: Vec<Vec<SyncSender<Packet>>> = (0..count).map(|_| Vec::new()).collect();
         let mut inputs: Vec<Vec<(usize, Receiver<Packet>)>> = (0..count).map(|_| Vec::new()).collect();
         for (child, node) in self.nodes.iter().enumerate() {
-            if let Some((parent, input)) = node.parent {
+            for &(parent, input) in &node.parents {
                 let (tx, rx) = sync_channel(DEPTH);
-                ups[child] = Some(tx);
+                ups[child].push(tx);
                 inputs[parent].push((input, rx));
             }
         }
@@ -289,14 +297,14 @@ impl Job {
             let mut stages = Vec::new();
             let mut spawn_error = None;
             let parts = self.nodes.iter_mut().zip(ups).zip(inputs).zip(relation_of).zip(splits).zip(&pending);
-            for (index, (((((node, up), receivers), relation), split), pending)) in parts.enumerate() {
-                match (relation, up) {
-                    (Some(relation), Some(up)) => leaves.push(Leaf { index, relation, node, split, up }),
-                    (_, up) => {
+            for (index, (((((node, ups), receivers), relation), split), pending)) in parts.enumerate() {
+                match (relation, ups) {
+                    (Some(relation), ups) if !ups.is_empty() => leaves.push(Leaf { index, relation, node, split, ups }),
+                    (_, ups) => {
                         let receivers = receivers.into_iter().map(|(_, rx)| rx).collect();
                         let spawned = std::thread::Builder::new()
                             .name(format!("weir-stage-{index}"))
-                            .spawn_scoped(scope, move || stage((index, node), receivers, up, pending, store));
+                            .spawn_scoped(scope, move || stage((index, node), receivers, ups, pending, store));
                         match spawned {
                             Ok(handle) => stages.push(handle),
                             Err(e) => spawn_error = Some(WeirError::internal(format!("cannot start a stage's thread: {e}"))),
@@ -333,7 +341,7 @@ impl Job {
 fn stage(
     (index, node): (usize, &mut Node),
     inputs: Vec<Receiver<Packet>>,
-    up: Option<SyncSender<Packet>>,
+    ups: Vec<SyncSender<Packet>>,
     pending: &AtomicU64,
     store: &Store,
 ) -> Result<()> {
@@ -363,7 +371,7 @@ fn stage(
         }
         pending.store(pack_pending(barriers & ((1 << 24) - 1), node.pending_bytes()), Ordering::Relaxed);
         // The stage above stopped only when it failed; it reports its own error.
-        if up.as_ref().is_some_and(|up| up.send(out).is_err()) {
+        if send(&ups, out).is_err() {
             return Ok(());
         }
     }
@@ -438,7 +446,7 @@ mod tests {
 
     fn node(lanes: Vec<Box<dyn Operator>>, exchange: Exchange, parent: Option<(usize, usize)>) -> Node {
         let info = NodeInfo { name: String::new(), detail: String::new(), exchange: String::new() };
-        Node { info, counters: Counters::default(), lanes, exchange, parent }
+        Node { info, counters: Counters::default(), lanes, exchange, parents: parent.into_iter().collect() }
     }
 
     /// A job reading `a` twice and `b` once: a recorder root over a hash-exchanged recorder of
@@ -463,6 +471,29 @@ mod tests {
             node(sources(1), Exchange::Single, Some((1, 2))),
         ];
         let sources = vec![("a".to_string(), 2, 0), ("a".to_string(), 4, 0), ("b".to_string(), 5, 0)];
+        Job { nodes, sources, parallelism: 2 }
+    }
+
+    /// A job whose forward recorder is a reused sub-plan: it feeds both the hash-exchanged
+    /// recorder (input 0, beside `b` on input 1) and the root directly (input 1), the way a
+    /// sub-plan used twice is run once.
+    fn dag_job(logs: &Logs) -> Job {
+        let recorders = |name: &str, n: usize| -> Vec<Box<dyn Operator>> {
+            (0..n)
+                .map(|i| Box::new(Recorder { name: format!("{name}/{i}"), logs: Arc::clone(logs), fail_on: None }) as Box<dyn Operator>)
+                .collect()
+        };
+        let sources = |n: usize| -> Vec<Box<dyn Operator>> { (0..n).map(|_| Box::new(Source) as Box<dyn Operator>).collect() };
+        let mut shared = node(recorders("fwd", 2), Exchange::Forward, Some((1, 0)));
+        shared.parents.push((0, 1));
+        let nodes = vec![
+            node(recorders("root", 1), Exchange::Single, None),
+            node(recorders("keyed", 2), Exchange::Hash, Some((0, 0))),
+            shared,
+            node(sources(2), Exchange::Forward, Some((2, 0))),
+            node(sources(1), Exchange::Single, Some((1, 1))),
+        ];
+        let sources = vec![("a".to_string(), 3, 0), ("b".to_string(), 4, 0)];
         Job { nodes, sources, parallelism: 2 }
     }
 
@@ -527,15 +558,18 @@ mod tests {
 
     /// The pipelined run gives every operator instance the same changes, watermarks, barriers
     /// and commit notices, in the same order, as the synchronous one, counts the same rows, and
-    /// each barrier reaches the root with every operator's writes and figures.
+    /// each barrier reaches the root with every operator's writes and figures; also when a node
+    /// feeds two (a reused sub-plan).
     #[test]
     fn pipelined_operators_see_what_the_synchronous_run_gives_them() -> Result<()> {
         let dir = tempfile::tempdir()?;
         let store = Store::open(dir.path())?;
-        for seed in 1..6u64 {
+        let tree = |logs: &Logs| job(logs, None);
+        let builds: [(&dyn Fn(&Logs) -> Job, (usize, usize)); 2] = [(&tree, (5, 6)), (&dag_job, (5, 5))];
+        for (seed, (build, expected)) in (1..6u64).flat_map(|seed| builds.map(|b| (seed, b))) {
             let steps = steps(seed, 200);
             let (sync_logs, piped_logs) = (Logs::default(), Logs::default());
-            let mut sync = job(&sync_logs, None);
+            let mut sync = build(&sync_logs);
             let mut barriers = Vec::new();
             for (epoch, step) in steps.iter().enumerate() {
                 match step {
@@ -549,8 +583,8 @@ mod tests {
                     }
                 }
             }
-            assert!(barriers.len() > 5 && barriers.iter().all(|b| *b == (5, 6)), "{barriers:?}");
-            let mut piped = job(&piped_logs, None);
+            assert!(barriers.len() > 5 && barriers.iter().all(|b| *b == expected), "{barriers:?}");
+            let mut piped = build(&piped_logs);
             assert_eq!(run_pipelined(&mut piped, &store, &steps)?, barriers, "seed {seed}");
             let sync_logs = sync_logs.lock().unwrap().clone();
             assert_eq!(sync_logs.keys().count(), 5, "every instance took rows");

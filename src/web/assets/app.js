@@ -164,19 +164,23 @@ function drawGraph(data, rate) {
   const byIndex = new Map(ops.map(o => [o.index, o]));
   for (const o of ops) {
     if (o.parent === null || !depth.has(o.index)) continue;
-    const a = pos(o.index), b = pos(o.parent);
-    const x1 = a.x + box.w, y1 = a.y + box.h / 2, x2 = b.x, y2 = b.y + box.h / 2;
-    const mx = (x1 + x2) / 2;
-    root.append(svg("path", { class: "edge", d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}` }));
-    // The changelog the edge carries above it, how rows are exchanged below it.
-    const changelog = (/changelog=(\S+)/.exec(o.detail) || [])[1] || "";
-    const exchange = byIndex.get(o.parent).exchange;
-    [[changelog, -6], [exchange, 14]].forEach(([label, dy]) => {
-      const text = label.length > 19 ? label.slice(0, 18) + "…" : label;
-      const t = svg("text", { class: "edge-label", x: mx, y: (y1 + y2) / 2 + dy, "text-anchor": "middle" }, text);
-      t.append(svg("title", {}, label));
-      root.append(t);
-    });
+    // A reused sub-plan (computed once) feeds several operators: one edge to each.
+    for (const target of [o.parent, ...(o.reused_by || [])]) {
+      if (!depth.has(target)) continue;
+      const a = pos(o.index), b = pos(target);
+      const x1 = a.x + box.w, y1 = a.y + box.h / 2, x2 = b.x, y2 = b.y + box.h / 2;
+      const mx = (x1 + x2) / 2;
+      root.append(svg("path", { class: "edge", d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}` }));
+      // The changelog the edge carries above it, how rows are exchanged below it.
+      const changelog = (/changelog=(\S+)/.exec(o.detail) || [])[1] || "";
+      const exchange = byIndex.get(target).exchange;
+      [[changelog, -6], [exchange, 14]].forEach(([label, dy]) => {
+        const text = label.length > 19 ? label.slice(0, 18) + "…" : label;
+        const t = svg("text", { class: "edge-label", x: mx, y: (y1 + y2) / 2 + dy, "text-anchor": "middle" }, text);
+        t.append(svg("title", {}, label));
+        root.append(t);
+      });
+    }
   }
   for (const o of ops) {
     if (!depth.has(o.index)) continue;
