@@ -5,8 +5,9 @@
 //! - Benchmark mode: each query runs as `INSERT INTO` a `blackhole` table (Nexmark's
 //!   blackhole sink), so no result is stored. The database runs it as `weir serve` does: the
 //!   engine reads the sources, a job over connector tables only runs on a thread of its own
-//!   (`engine::runner`), committing every second, as a checkpoint interval would, or sooner
-//!   when an epoch's state writes reach the engine's bound ([`crate::engine::EPOCH_WRITE_BYTES`]).
+//!   (`engine::runner`), committing every [`crate::engine::CHECKPOINT_INTERVAL`] (200 ms), as a
+//!   checkpoint interval would, or sooner when an epoch's state writes reach the engine's bound
+//!   ([`crate::engine::EPOCH_WRITE_BYTES`]).
 //! - Check mode (`--check`): each query runs as a materialized view over the fixed input of
 //!   bench/nexmark/expected (100 000 events at 1 000 events/s, seed default); the view's final
 //!   rows, formatted and sorted as described in bench/nexmark/expected/README.md, must hash to

@@ -4,7 +4,8 @@
 //!
 //! # Steps
 //! Every batch or watermark the [`Feeder`] takes is one *step*. Every operator sends the one
-//! above it exactly one packet per step, what it emitted for that step (possibly nothing), and an
+//! above it exactly one packet per step, what it emitted for that step (possibly nothing; a
+//! reused sub-plan sends the same packet to each operator it feeds, in EXPLAIN's order), and an
 //! operator with several inputs takes a step's packets in input order. So each operator sees the
 //! same changes in the same order as [`Job::push`] and [`Job::on_watermark`] hand them to it (the
 //! leaves reading a relation in plan order, the changes of each going up to the root before the
