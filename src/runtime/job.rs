@@ -2,12 +2,15 @@
 //! [`Materialize`] of the view's rows.
 //!
 //! Push-based: a changelog chunk of a relation enters at every leaf that reads it and flows to
-//! the root; what the root emits is the view's own changelog, which the caller feeds to the
-//! jobs reading this view.
+//! the root, one step per chunk or watermark ([`Job::push`], [`Job::on_watermark`]; a
+//! pipelined job runs the same steps with each operator on a thread of its own); what the root
+//! emits is the view's own changelog, which the caller feeds to the jobs reading this view.
 //!
 //! A sub-plan that appears more than once in the plan runs once, feeding every place that uses
 //! it ([`StreamPlan::reusable`], Flink's sub-plan reuse), so the nodes form a DAG: a node has
-//! one parent, or several for a reused sub-plan's top, and sends what it emits to each in turn.
+//! one parent, or several for a reused sub-plan's top, and sends what it emits to each. Within
+//! a step every operator takes its inputs in input order, on one thread or pipelined, so both
+//! runs give it the same changes in the same order.
 //!
 //! Operator state tables are named `<position>/<table>`, positions in a pre-order walk of the
 //! plan as written (a reused sub-plan's second copy keeps its positions unused), so the names
@@ -51,6 +54,7 @@ use crate::state::{EpochWrites, KeyGroups, Store, TableRef};
 
 mod pipeline;
 pub use pipeline::Feeder;
+use pipeline::{emit, on_data, Msg, Packet};
 
 struct Node {
     /// What EXPLAIN ANALYZE and the web page call the node.
@@ -164,7 +168,8 @@ impl Node {
         OperatorStats {
             index,
             parent: self.parents.first().map(|(p, _)| *p),
-            reused_by: self.parents.iter().skip(1).map(|(p, _)| *p).collect(),
+            input: self.parents.first().map_or(0, |(_, i)| *i),
+            reused_by: self.parents.iter().skip(1).copied().collect(),
             name: self.info.name.clone(),
             detail: self.info.detail.clone(),
             exchange: self.info.exchange.clone(),
@@ -239,8 +244,11 @@ pub struct OperatorStats {
     /// The index of the node it feeds (none for the root); for a reused sub-plan, the first
     /// of the nodes it feeds.
     pub parent: Option<usize>,
-    /// For a reused sub-plan's top, the other nodes it feeds ([`StreamPlan::reusable`]).
-    pub reused_by: Vec<usize>,
+    /// Which input of `parent` it feeds (0 for the root).
+    pub input: usize,
+    /// For a reused sub-plan's top, the other nodes it feeds, each with the input it feeds
+    /// ([`StreamPlan::reusable`]).
+    pub reused_by: Vec<(usize, usize)>,
     /// The plan node's name (`StreamGroupAggregate`, ...), or the root operator's
     /// (`Materialize`, `KafkaSink`, ...).
     pub name: String,
@@ -609,11 +617,20 @@ impl Job {
     /// Pushes a change of `relation` through the job; returns the view's resulting changes.
     pub fn push(&mut self, relation: &str, chunk: &StreamChunk, store: &Store) -> Result<Option<StreamChunk>> {
         let ctx = OpContext { store };
+        let leaves = self.leaves(relation);
+        let splits: Vec<bool> = leaves.iter().map(|&(node, _)| self.splits_source(node)).collect();
         let mut outputs = Vec::new();
-        for (node, input) in self.leaves(relation) {
-            let lanes = split_source(chunk, self.nodes[node].lanes.len(), self.splits_source(node));
-            self.run(node, input, lanes, &ctx, &mut outputs)?;
-        }
+        self.step(
+            &mut |index, node, out| {
+                let Some(k) = leaves.iter().position(|&(leaf, _)| leaf == index) else { return Ok(()) };
+                let lanes = split_source(chunk, node.lanes.len(), splits[k]);
+                let outs = node.process(leaves[k].1, lanes, &ctx)?;
+                emit(node, outs, out);
+                Ok(())
+            },
+            &ctx,
+            &mut outputs,
+        )?;
         Self::combine(outputs)
     }
 
@@ -627,44 +644,49 @@ impl Job {
             && parents.iter().all(|&(p, _)| self.nodes[p].exchange == Exchange::Forward && self.nodes[p].lanes.len() == n)
     }
 
-    /// Runs the instances of `node` on their chunks arriving on `input` (in parallel when more
-    /// than one has rows), then sends what they emit on to the root.
-    fn run(
+    /// Runs one step on this thread the way [`Job::pipelined`] runs it (its module docs): every
+    /// node, children first, takes what its inputs sent it in this step in input order (each
+    /// input's messages in the order they were sent), then `own` adds what the node sends of
+    /// itself (a leaf's rows or watermark, an operator's first rows); what a node sends goes to
+    /// each of its parents, what the root sends to `outputs` (rows) and to the returned
+    /// watermark. In a tree this is the order of a walk from each leaf to the root, leaf by
+    /// leaf; with a reused sub-plan it keeps each operator's inputs in input order too.
+    fn step(
         &mut self,
-        node: usize,
-        input: usize,
-        lanes: Vec<Option<StreamChunk>>,
+        own: &mut dyn FnMut(usize, &mut Node, &mut Packet) -> Result<()>,
         ctx: &OpContext<'_>,
         outputs: &mut Vec<StreamChunk>,
-    ) -> Result<()> {
-        let outs = self.nodes[node].process(input, lanes, ctx)?;
-        self.send_up(node, outs, ctx, outputs)
-    }
-
-    /// Sends what the instances of `node` emitted (one entry per instance) to its parents,
-    /// each through its exchange ([`Node::receive`]) and on to the root before the next, or to
-    /// `outputs` from the root.
-    fn send_up(
-        &mut self,
-        node: usize,
-        outs: Vec<Option<StreamChunk>>,
-        ctx: &OpContext<'_>,
-        outputs: &mut Vec<StreamChunk>,
-    ) -> Result<()> {
-        if !self.nodes[node].emitted(&outs) {
-            return Ok(());
+    ) -> Result<Option<i64>> {
+        let mut pending: Vec<Vec<(usize, Msg)>> = (0..self.nodes.len()).map(|_| Vec::new()).collect();
+        let mut out_watermark = None;
+        for index in self.children_first() {
+            let mut arrived = std::mem::take(&mut pending[index]);
+            arrived.sort_by_key(|(input, _)| *input);
+            let node = &mut self.nodes[index];
+            let mut out = Vec::new();
+            for (input, msg) in arrived {
+                on_data(node, input, msg, ctx, &mut out)?;
+            }
+            own(index, node, &mut out)?;
+            match node.parents.split_last() {
+                None => {
+                    for msg in out {
+                        match msg {
+                            Msg::Chunks(chunks) => outputs.extend(chunks.into_iter().flatten()),
+                            Msg::Watermark(w) => out_watermark = Some(w),
+                            Msg::Barrier(_) | Msg::Committed(_) => {}
+                        }
+                    }
+                }
+                Some((&(last, last_input), others)) => {
+                    for &(p, i) in others {
+                        pending[p].extend(out.iter().cloned().map(|msg| (i, msg)));
+                    }
+                    pending[last].extend(out.into_iter().map(|msg| (last_input, msg)));
+                }
+            }
         }
-        let parents = self.nodes[node].parents.clone();
-        let Some((&(last, last_input), others)) = parents.split_last() else {
-            outputs.extend(outs.into_iter().flatten());
-            return Ok(());
-        };
-        for &(p, i) in others {
-            let lanes = self.nodes[p].receive(i, outs.clone())?;
-            self.run(p, i, lanes, ctx, outputs)?;
-        }
-        let lanes = self.nodes[last].receive(last_input, outs)?;
-        self.run(last, last_input, lanes, ctx, outputs)
+        Ok(out_watermark)
     }
 
     /// Sends the watermark of `relation` through the job; returns what the view emits because
@@ -678,48 +700,17 @@ impl Job {
         store: &Store,
     ) -> Result<(Option<StreamChunk>, Option<i64>)> {
         let ctx = OpContext { store };
+        let leaves = self.leaves(relation);
         let mut outputs = Vec::new();
-        let mut out_watermark = None;
-        for (leaf, input) in self.leaves(relation) {
-            self.watermark_at(leaf, input, watermark_ms, &ctx, (&mut outputs, &mut out_watermark))?;
-        }
+        let out_watermark = self.step(
+            &mut |index, node, out| match leaves.iter().find(|&&(leaf, _)| leaf == index) {
+                Some(&(_, input)) => on_data(node, input, Msg::Watermark(watermark_ms), &ctx, out),
+                None => Ok(()),
+            },
+            &ctx,
+            &mut outputs,
+        )?;
         Ok((Self::combine(outputs)?, out_watermark))
-    }
-
-    /// Hands the watermark `watermark_ms` arriving on `input` to `node`, then, for each of its
-    /// parents in turn, what it emitted and the watermark it sends on (as for a node of its
-    /// own in each place when it is a reused sub-plan); the root's output goes to `outputs`, its
-    /// watermark to `out_watermark`.
-    fn watermark_at(
-        &mut self,
-        node: usize,
-        input: usize,
-        watermark_ms: i64,
-        ctx: &OpContext<'_>,
-        (outputs, out_watermark): (&mut Vec<StreamChunk>, &mut Option<i64>),
-    ) -> Result<()> {
-        let (chunks, next) = self.nodes[node].on_watermark(input, watermark_ms, ctx)?;
-        let emitted = self.nodes[node].emitted(&chunks);
-        let parents = self.nodes[node].parents.clone();
-        if parents.is_empty() {
-            if emitted {
-                outputs.extend(chunks.into_iter().flatten());
-            }
-            if next.is_some() {
-                *out_watermark = next;
-            }
-            return Ok(());
-        }
-        for (p, i) in parents {
-            if emitted {
-                let lanes = self.nodes[p].receive(i, chunks.clone())?;
-                self.run(p, i, lanes, ctx, outputs)?;
-            }
-            if let Some(n) = next {
-                self.watermark_at(p, i, n, ctx, (&mut *outputs, &mut *out_watermark))?;
-            }
-        }
-        Ok(())
     }
 
     /// Late input rows dropped since the last call: (operator, relation the rows are of, rows,
@@ -754,14 +745,20 @@ impl Job {
     }
 
     /// Lets every operator emit what it has before any input (a new job only), and returns
-    /// what reaches the view.
+    /// what reaches the view. An operator's first rows follow what it made of its inputs' first
+    /// rows.
     pub fn on_create(&mut self, store: &Store) -> Result<Option<StreamChunk>> {
         let ctx = OpContext { store };
         let mut outputs = Vec::new();
-        for node in self.children_first() {
-            let outs = self.nodes[node].lanes.iter_mut().map(|op| op.on_create(&ctx)).collect::<Result<Vec<_>>>()?;
-            self.send_up(node, outs, &ctx, &mut outputs)?;
-        }
+        self.step(
+            &mut |_, node, out| {
+                let outs = node.lanes.iter_mut().map(|op| op.on_create(&ctx)).collect::<Result<Vec<_>>>()?;
+                emit(node, outs, out);
+                Ok(())
+            },
+            &ctx,
+            &mut outputs,
+        )?;
         Self::combine(outputs)
     }
 

@@ -122,57 +122,65 @@ pub fn explain_analyze(state: &crate::engine::SystemState, job: &crate::sql::par
     if let Some(error) = &j.error {
         return Err(WeirError::plan(format!("job '{}' is FAILED and runs no more: {error}", j.job_id)));
     }
-    let mut depth = vec![0usize; j.operators.len()];
-    let mut lines = Vec::with_capacity(j.operators.len());
-    for o in &j.operators {
+    let ops = &j.operators;
+    // Each operator's inputs in input order: (input, operator, whether it is a reused
+    // sub-plan shown above, which gets one line naming it, as EXPLAIN shows it).
+    let mut inputs: Vec<Vec<(usize, usize, bool)>> = vec![Vec::new(); ops.len()];
+    for o in ops {
         if let Some(p) = o.parent {
-            depth[o.index] = depth[p] + 1;
+            inputs[p].push((o.input, o.index, false));
         }
-        let mut figures = format!(
-            "rows_in={} rows_out={} busy_ms={:.3}",
-            o.rows_in,
-            o.rows_out,
-            o.busy_ns as f64 / 1e6
-        );
-        if let Some(w) = o.watermark {
-            let at = chrono::DateTime::from_timestamp_millis(w).map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f").to_string());
-            figures.push_str(&format!(" watermark={}", at.unwrap_or_else(|| w.to_string())));
+        for &(p, input) in &o.reused_by {
+            inputs[p].push((input, o.index, true));
         }
-        if o.late_rows > 0 {
-            figures.push_str(&format!(" late_rows={}", o.late_rows));
-        }
-        let tables: Vec<_> =
-            state.state_tables.iter().filter(|t| t.job == j.name && t.operator_index == o.index as u64).collect();
-        if !tables.is_empty() {
-            let disk: u64 = tables.iter().map(|t| t.disk_bytes).sum();
-            match tables.iter().filter_map(|t| t.cache).reduce(|a, b| a + b) {
-                Some(c) => figures.push_str(&format!(
-                    " state: {} cached entries, {} bytes cached, {disk} bytes on disk",
-                    c.entries, c.bytes
-                )),
-                None => figures.push_str(&format!(" state: {disk} bytes on disk")),
-            }
-        }
-        let plan = if o.detail.is_empty() { o.name.clone() } else { format!("{}: {}", o.name, o.detail) };
-        let parallel = match o.exchange.as_str() {
-            "single" | "forward" => format!("parallelism={}", o.parallelism),
-            hash => format!("exchange={hash} parallelism={}", o.parallelism),
-        };
-        lines.push(vec![Some(format!("{}{plan} {parallel} ({figures})", "  ".repeat(depth[o.index])))]);
     }
-    // A reused sub-plan is shown once, under the first operator it feeds; each other one it
-    // feeds gets a line naming it, as EXPLAIN shows it.
-    let mut reused: Vec<(usize, String)> = j
-        .operators
-        .iter()
-        .flat_map(|o| o.reused_by.iter().map(move |&p| (p, o)))
-        .map(|(p, o)| (p, format!("{}Reused: {} (operator {}) above, computed once", "  ".repeat(depth[p] + 1), o.name, o.index)))
-        .collect();
-    reused.sort_by(|a, b| b.0.cmp(&a.0));
-    for (p, line) in reused {
-        lines.insert(p + 1, vec![Some(line)]);
+    for list in &mut inputs {
+        list.sort();
+    }
+    let mut lines = Vec::with_capacity(ops.len());
+    // Depth-first from the root, as EXPLAIN prints the plan.
+    let mut stack: Vec<(usize, usize, bool)> = ops.iter().filter(|o| o.parent.is_none()).map(|o| (o.index, 0, false)).collect();
+    while let Some((index, depth, reused)) = stack.pop() {
+        let o = &ops[index];
+        let indent = "  ".repeat(depth);
+        if reused {
+            lines.push(vec![Some(format!("{indent}Reused: {} (operator {index}) above, computed once", o.name))]);
+            continue;
+        }
+        lines.push(vec![Some(format!("{indent}{}", analyze_line(state, &j.name, o)))]);
+        stack.extend(inputs[index].iter().rev().map(|&(_, child, reused)| (child, depth + 1, reused)));
     }
     text_rows(&["QUERY PLAN"], lines)
+}
+
+/// One operator's EXPLAIN ANALYZE line (without indentation): its plan line, parallelism and
+/// figures since the job started.
+fn analyze_line(state: &crate::engine::SystemState, job: &str, o: &crate::runtime::job::OperatorStats) -> String {
+    let mut figures = format!("rows_in={} rows_out={} busy_ms={:.3}", o.rows_in, o.rows_out, o.busy_ns as f64 / 1e6);
+    if let Some(w) = o.watermark {
+        let at = chrono::DateTime::from_timestamp_millis(w).map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f").to_string());
+        figures.push_str(&format!(" watermark={}", at.unwrap_or_else(|| w.to_string())));
+    }
+    if o.late_rows > 0 {
+        figures.push_str(&format!(" late_rows={}", o.late_rows));
+    }
+    let tables: Vec<_> = state.state_tables.iter().filter(|t| t.job == job && t.operator_index == o.index as u64).collect();
+    if !tables.is_empty() {
+        let disk: u64 = tables.iter().map(|t| t.disk_bytes).sum();
+        match tables.iter().filter_map(|t| t.cache).reduce(|a, b| a + b) {
+            Some(c) => figures.push_str(&format!(
+                " state: {} cached entries, {} bytes cached, {disk} bytes on disk",
+                c.entries, c.bytes
+            )),
+            None => figures.push_str(&format!(" state: {disk} bytes on disk")),
+        }
+    }
+    let plan = if o.detail.is_empty() { o.name.clone() } else { format!("{}: {}", o.name, o.detail) };
+    let parallel = match o.exchange.as_str() {
+        "single" | "forward" => format!("parallelism={}", o.parallelism),
+        hash => format!("exchange={hash} parallelism={}", o.parallelism),
+    };
+    format!("{plan} {parallel} ({figures})")
 }
 
 /// `DESCRIBE name`: one row per column (Flink's columns: name, type, null, key, extras,

@@ -48,7 +48,7 @@ const DEPTH: usize = 2;
 
 /// Something a stage sends the one above it.
 #[derive(Clone)]
-enum Msg {
+pub(super) enum Msg {
     /// What its instances emitted, one entry per instance.
     Chunks(Vec<Option<StreamChunk>>),
     /// The watermark it sends on (ms).
@@ -64,7 +64,7 @@ enum Msg {
 pub type Complete = Box<dyn FnOnce(EpochWrites, Vec<NodeStats>) + Send>;
 
 /// An epoch's barrier on its way through a pipelined job.
-struct Barrier {
+pub(super) struct Barrier {
     /// The epoch's writes: the caller's, then each operator's as the barrier reaches it.
     writes: Mutex<EpochWrites>,
     /// Each node's figures at the barrier, by node index.
@@ -81,7 +81,7 @@ fn pack_pending(barriers: u64, bytes: u64) -> u64 {
 }
 
 /// What a stage sends the one above it for one step, in order.
-type Packet = Vec<Msg>;
+pub(super) type Packet = Vec<Msg>;
 
 /// Takes a pipelined job's input; see the module docs.
 pub struct Feeder<'a> {
@@ -195,7 +195,7 @@ impl Feeder<'_> {
 
 /// Runs rows or a watermark arriving on `input` through `node`, adding what it sends up to
 /// `out` (barriers and commit notices go to [`on_control`]).
-fn on_data(node: &mut Node, input: usize, msg: Msg, ctx: &OpContext<'_>, out: &mut Packet) -> Result<()> {
+pub(super) fn on_data(node: &mut Node, input: usize, msg: Msg, ctx: &OpContext<'_>, out: &mut Packet) -> Result<()> {
     match msg {
         Msg::Chunks(below) => {
             let lanes = node.receive(input, below)?;
@@ -214,7 +214,7 @@ fn on_data(node: &mut Node, input: usize, msg: Msg, ctx: &OpContext<'_>, out: &m
 
 /// Adds what `node`'s instances emitted (one entry per instance) to `out`, counted, unless
 /// none emitted anything.
-fn emit(node: &mut Node, outs: Vec<Option<StreamChunk>>, out: &mut Packet) {
+pub(super) fn emit(node: &mut Node, outs: Vec<Option<StreamChunk>>, out: &mut Packet) {
     if node.emitted(&outs) {
         out.push(Msg::Chunks(outs));
     }
@@ -475,9 +475,10 @@ mod tests {
         Job { nodes, sources, parallelism: 2 }
     }
 
-    /// A job whose forward recorder is a reused sub-plan: it feeds both the hash-exchanged
-    /// recorder (input 0, beside `b` on input 1) and the root directly (input 1), the way a
-    /// sub-plan used twice is run once.
+    /// A job whose forward recorder over `a` is a reused sub-plan: it feeds the root (input 0)
+    /// and, on input 1, a hash-exchanged recorder whose input 0 is a second leaf of `a`, built
+    /// after the shared one; the root also reads `b`. Both runs must give that recorder its
+    /// own leaf's rows before the shared recorder's, as its input order says.
     fn dag_job(logs: &Logs) -> Job {
         let recorders = |name: &str, n: usize| -> Vec<Box<dyn Operator>> {
             (0..n)
@@ -485,16 +486,17 @@ mod tests {
                 .collect()
         };
         let sources = |n: usize| -> Vec<Box<dyn Operator>> { (0..n).map(|_| Box::new(Source) as Box<dyn Operator>).collect() };
-        let mut shared = node(recorders("fwd", 2), Exchange::Forward, Some((1, 0)));
-        shared.parents.push((0, 1));
+        let mut shared = node(recorders("fwd", 2), Exchange::Forward, Some((0, 0)));
+        shared.parents.push((3, 1));
         let nodes = vec![
             node(recorders("root", 1), Exchange::Single, None),
-            node(recorders("keyed", 2), Exchange::Hash, Some((0, 0))),
             shared,
-            node(sources(2), Exchange::Forward, Some((2, 0))),
-            node(sources(1), Exchange::Single, Some((1, 1))),
+            node(sources(2), Exchange::Forward, Some((1, 0))),
+            node(recorders("keyed", 2), Exchange::Hash, Some((0, 1))),
+            node(sources(1), Exchange::Single, Some((3, 0))),
+            node(sources(1), Exchange::Single, Some((0, 2))),
         ];
-        let sources = vec![("a".to_string(), 3, 0), ("b".to_string(), 4, 0)];
+        let sources = vec![("a".to_string(), 2, 0), ("a".to_string(), 4, 0), ("b".to_string(), 5, 0)];
         Job { nodes, sources, parallelism: 2 }
     }
 
@@ -566,7 +568,7 @@ mod tests {
         let dir = tempfile::tempdir()?;
         let store = Store::open(dir.path())?;
         let tree = |logs: &Logs| job(logs, None);
-        let builds: [(&dyn Fn(&Logs) -> Job, (usize, usize)); 2] = [(&tree, (5, 6)), (&dag_job, (5, 5))];
+        let builds: [(&dyn Fn(&Logs) -> Job, (usize, usize)); 2] = [(&tree, (5, 6)), (&dag_job, (5, 6))];
         for (seed, (build, expected)) in (1..6u64).flat_map(|seed| builds.map(|b| (seed, b))) {
             let steps = steps(seed, 200);
             let (sync_logs, piped_logs) = (Logs::default(), Logs::default());

@@ -165,7 +165,7 @@ function drawGraph(data, rate) {
   for (const o of ops) {
     if (o.parent === null || !depth.has(o.index)) continue;
     // A reused sub-plan (computed once) feeds several operators: one edge to each.
-    for (const target of [o.parent, ...(o.reused_by || [])]) {
+    for (const target of [o.parent, ...(o.reused_by || []).map(([p]) => p)]) {
       if (!depth.has(target)) continue;
       const a = pos(o.index), b = pos(target);
       const x1 = a.x + box.w, y1 = a.y + box.h / 2, x2 = b.x, y2 = b.y + box.h / 2;
