@@ -54,7 +54,7 @@ use crate::state::{EpochWrites, KeyGroups, Store, TableRef};
 
 mod pipeline;
 pub use pipeline::Feeder;
-use pipeline::{emit, on_data, Msg, Packet};
+use pipeline::{emit, leaf_rows, on_data, Msg, Packet};
 
 struct Node {
     /// What EXPLAIN ANALYZE and the web page call the node.
@@ -622,11 +622,10 @@ impl Job {
         let mut outputs = Vec::new();
         self.step(
             &mut |index, node, out| {
-                let Some(k) = leaves.iter().position(|&(leaf, _)| leaf == index) else { return Ok(()) };
-                let lanes = split_source(chunk, node.lanes.len(), splits[k]);
-                let outs = node.process(leaves[k].1, lanes, &ctx)?;
-                emit(node, outs, out);
-                Ok(())
+                match leaves.iter().position(|&(leaf, _)| leaf == index) {
+                    Some(k) => leaf_rows(node, chunk, splits[k], &ctx, out),
+                    None => Ok(()),
+                }
             },
             &ctx,
             &mut outputs,

@@ -118,9 +118,7 @@ impl Feeder<'_> {
         for leaf in &mut self.leaves {
             let mut packet = Vec::new();
             if leaf.relation == relation {
-                let lanes = split_source(chunk, leaf.node.lanes.len(), leaf.split);
-                let outs = leaf.node.process(0, lanes, &ctx)?;
-                emit(leaf.node, outs, &mut packet);
+                leaf_rows(leaf.node, chunk, leaf.split, &ctx, &mut packet)?;
             }
             send(&leaf.ups, packet)?;
         }
@@ -191,6 +189,15 @@ impl Feeder<'_> {
             .map(|p| p & ((1 << 40) - 1))
             .sum()
     }
+}
+
+/// Runs a relation's chunk through leaf `node` (split over its instances when `split`,
+/// [`Job::splits_source`]), adding what it sends up to `out`.
+pub(super) fn leaf_rows(node: &mut Node, chunk: &StreamChunk, split: bool, ctx: &OpContext<'_>, out: &mut Packet) -> Result<()> {
+    let lanes = split_source(chunk, node.lanes.len(), split);
+    let outs = node.process(0, lanes, ctx)?;
+    emit(node, outs, out);
+    Ok(())
 }
 
 /// Runs rows or a watermark arriving on `input` through `node`, adding what it sends up to
@@ -445,6 +452,21 @@ mod tests {
         }
     }
 
+    /// `n` recorder instances `name/0`, `name/1`, ...; the second fails on `fail_on`.
+    fn recorders(logs: &Logs, name: &str, n: usize, fail_on: Option<i64>) -> Vec<Box<dyn Operator>> {
+        (0..n)
+            .map(|i| {
+                let fail_on = if i == 1 { fail_on } else { None };
+                Box::new(Recorder { name: format!("{name}/{i}"), logs: Arc::clone(logs), fail_on }) as Box<dyn Operator>
+            })
+            .collect()
+    }
+
+    /// `n` leaf instances.
+    fn sources(n: usize) -> Vec<Box<dyn Operator>> {
+        (0..n).map(|_| Box::new(Source) as Box<dyn Operator>).collect()
+    }
+
     fn node(lanes: Vec<Box<dyn Operator>>, exchange: Exchange, parent: Option<(usize, usize)>) -> Node {
         let info = NodeInfo { name: String::new(), detail: String::new(), exchange: String::new() };
         Node { info, counters: Counters::default(), lanes, exchange, parents: parent.into_iter().collect() }
@@ -454,20 +476,11 @@ mod tests {
     /// three inputs (`a` directly; `a` split over two forward recorders; `b`), two instances
     /// each; the second forward recorder fails on `fail_on`.
     fn job(logs: &Logs, fail_on: Option<i64>) -> Job {
-        let recorders = |name: &str, n: usize| -> Vec<Box<dyn Operator>> {
-            (0..n)
-                .map(|i| {
-                    let fail_on = if name == "fwd" && i == 1 { fail_on } else { None };
-                    Box::new(Recorder { name: format!("{name}/{i}"), logs: Arc::clone(logs), fail_on }) as Box<dyn Operator>
-                })
-                .collect()
-        };
-        let sources = |n: usize| -> Vec<Box<dyn Operator>> { (0..n).map(|_| Box::new(Source) as Box<dyn Operator>).collect() };
         let nodes = vec![
-            node(recorders("root", 1), Exchange::Single, None),
-            node(recorders("keyed", 2), Exchange::Hash, Some((0, 0))),
+            node(recorders(logs, "root", 1, None), Exchange::Single, None),
+            node(recorders(logs, "keyed", 2, None), Exchange::Hash, Some((0, 0))),
             node(sources(1), Exchange::Single, Some((1, 0))),
-            node(recorders("fwd", 2), Exchange::Forward, Some((1, 1))),
+            node(recorders(logs, "fwd", 2, fail_on), Exchange::Forward, Some((1, 1))),
             node(sources(2), Exchange::Forward, Some((3, 0))),
             node(sources(1), Exchange::Single, Some((1, 2))),
         ];
@@ -480,19 +493,13 @@ mod tests {
     /// after the shared one; the root also reads `b`. Both runs must give that recorder its
     /// own leaf's rows before the shared recorder's, as its input order says.
     fn dag_job(logs: &Logs) -> Job {
-        let recorders = |name: &str, n: usize| -> Vec<Box<dyn Operator>> {
-            (0..n)
-                .map(|i| Box::new(Recorder { name: format!("{name}/{i}"), logs: Arc::clone(logs), fail_on: None }) as Box<dyn Operator>)
-                .collect()
-        };
-        let sources = |n: usize| -> Vec<Box<dyn Operator>> { (0..n).map(|_| Box::new(Source) as Box<dyn Operator>).collect() };
-        let mut shared = node(recorders("fwd", 2), Exchange::Forward, Some((0, 0)));
+        let mut shared = node(recorders(logs, "fwd", 2, None), Exchange::Forward, Some((0, 0)));
         shared.parents.push((3, 1));
         let nodes = vec![
-            node(recorders("root", 1), Exchange::Single, None),
+            node(recorders(logs, "root", 1, None), Exchange::Single, None),
             shared,
             node(sources(2), Exchange::Forward, Some((1, 0))),
-            node(recorders("keyed", 2), Exchange::Hash, Some((0, 1))),
+            node(recorders(logs, "keyed", 2, None), Exchange::Hash, Some((0, 1))),
             node(sources(1), Exchange::Single, Some((3, 0))),
             node(sources(1), Exchange::Single, Some((0, 2))),
         ];
