@@ -10,6 +10,7 @@
 #![deny(clippy::clone_on_ref_ptr)]
 
 pub mod bench;
+pub mod cli;
 pub mod engine;
 pub mod error;
 pub mod failpoint;
