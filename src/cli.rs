@@ -1,10 +1,10 @@
 //! The `weir` command line, behind `src/main.rs` (which only sets the global allocator and calls
 //! [`main`]): `weir serve` runs the server (also what plain `weir` does).
 //!
-//! It lives in the library so the binary crate compiles next to nothing: a generic function
-//! instantiated in a binary crate is compiled again there (release builds do not share
-//! generics across crates), and `main.rs` with the CLI took 70 s of a release build's last
-//! minutes (bench/README.md).
+//! It lives in the library so the binary crate compiles next to nothing: a release build does
+//! not share generic instantiations across crates, so a `main.rs` holding the CLI compiled
+//! DataFusion's SQL planner, the statement futures and clap's code again, 128 CPU s of every
+//! release build (bench/README.md, "Tenth pass").
 //!
 //! ```text
 //! weir [serve] [--pg-listen 127.0.0.1:5488] [--http-listen 127.0.0.1:5489|off] [--data-dir ./weir-data]
@@ -59,6 +59,29 @@ fn limit_malloc_arenas() {
         // yet that could be allocating while it changes.
         unsafe {
             libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS);
+        }
+    }
+}
+
+/// Turns transparent huge pages off for this process (`prctl(PR_SET_THP_DISABLE)`, which the
+/// kernel honours over any `madvise`), unless `MIMALLOC_ALLOW_THP` is set, in which case
+/// mimalloc does what it says. Called first thing in `main`.
+///
+/// mimalloc asks for huge pages on its arenas (`madvise(MADV_HUGEPAGE)`) and hands memory that
+/// stayed free for a second back to the kernel; when it uses that memory again, the first touch
+/// of each 2 MiB region faults in and zeroes a whole huge page. With a job's epochs building
+/// and freeing tens of MiB five times a second, the kernel's page zeroing was 7-14% of
+/// Nexmark q7's CPU time in a profile. Without huge pages the same runs take 6-26% less CPU on
+/// q5, q9 and q20, a third less on short ones (q3, q8), 3-5% less on q7, the same on q4 and
+/// q16, and peak a little lower (bench/README.md, "Tenth pass"). This is mimalloc's own
+/// `allow_thp = 0`, which it reads from the environment only as it starts, before `main`.
+fn disable_transparent_huge_pages() {
+    #[cfg(target_os = "linux")]
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
+        // SAFETY: PR_SET_THP_DISABLE sets one flag of this process's memory map; it takes no
+        // pointers. Failure (a kernel without it) leaves huge pages as they were: no harm.
+        unsafe {
+            libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
         }
     }
 }
@@ -279,6 +302,7 @@ struct ServeArgs {
 /// Runs the `weir` command with the process's arguments; what `weir`'s `main` does.
 pub fn main() -> ExitCode {
     limit_malloc_arenas();
+    disable_transparent_huge_pages();
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
