@@ -49,9 +49,9 @@
 //! DOUBLE). AVG: DOUBLE for integer and float input, DECIMAL with the planner's scale for decimal
 //! input, truncated integer division for an integer output type. MIN/MAX: the argument's type.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
+use ahash::AHashMap as HashMap;
 use arrow::array::{Array, ArrayRef, BooleanArray, Decimal128Array, Float64Array, Int64Array, RecordBatch};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, SchemaRef};
@@ -506,7 +506,7 @@ impl Operator for GroupAggregate {
         let mut slots: Vec<(Vec<u8>, Option<Vec<u8>>, GroupState)> = Vec::new();
         // For EOWC: whether each slot's window has fired (its changes are then emitted).
         let mut fired: Vec<bool> = Vec::new();
-        let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut index: HashMap<Vec<u8>, usize> = HashMap::with_capacity(keys.len() + 1);
         let global_keys = if self.is_global() { vec![Vec::new()] } else { Vec::new() };
         for (i, key) in global_keys.iter().chain(keys.iter()).enumerate() {
             if index.contains_key(key) {

@@ -78,8 +78,10 @@
 //! interval or window the watermark closed are late, dropped and counted in `num_late_rows`.
 //! The output watermark is the join's watermark minus [`TimeBound::output_delay_ms`].
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
+
+use ahash::AHashMap as HashMap;
 
 use arrow::array::{
     new_null_array, Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, RecordBatchOptions, UInt32Array,
@@ -693,7 +695,7 @@ impl Join {
     fn probe(&mut self, s: usize, batch: &RecordBatch, classes: &[Class], ctx: &OpContext<'_>) -> Result<Probe> {
         let o = 1 - s;
         let mut entries: Vec<Entry> = Vec::new();
-        let mut ranges: HashMap<&[u8], (usize, usize)> = HashMap::new();
+        let mut ranges: HashMap<&[u8], (usize, usize)> = HashMap::with_capacity(classes.len());
         let (mut cand_rows, mut cand_entries) = (Vec::<u32>::new(), Vec::<u32>::new());
         let mut cand_end = Vec::with_capacity(classes.len());
         for (i, class) in classes.iter().enumerate() {
