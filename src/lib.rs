@@ -6,7 +6,8 @@
 //! plans), `runtime` (operators, changelogs), `source` (source readers) → `state` (RocksDB
 //! state tables, snapshots, epoch commits). Nothing below `sql` imports it. Beside `frontend`,
 //! `web` serves the HTTP side (web page, `/metrics`, `/health`) over the same `sql::Database`;
-//! `observe` holds the process's counters that any layer updates (statements, epochs).
+//! `observe` holds the process's counters that any layer updates (statements, epochs). On top,
+//! `cli` is the `weir` command line that `src/main.rs` runs.
 #![deny(clippy::clone_on_ref_ptr)]
 
 pub mod bench;
