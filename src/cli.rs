@@ -65,23 +65,31 @@ fn limit_malloc_arenas() {
 
 /// Turns transparent huge pages off for this process (`prctl(PR_SET_THP_DISABLE)`, which the
 /// kernel honours over any `madvise`), unless `MIMALLOC_ALLOW_THP` is set, in which case
-/// mimalloc does what it says. Called first thing in `main`.
+/// mimalloc does what it says. Called in `main` right after [`limit_malloc_arenas`], before any
+/// other thread starts.
 ///
 /// mimalloc asks for huge pages on its arenas (`madvise(MADV_HUGEPAGE)`) and hands memory that
 /// stayed free for a second back to the kernel; when it uses that memory again, the first touch
 /// of each 2 MiB region faults in and zeroes a whole huge page. With a job's epochs building
 /// and freeing tens of MiB five times a second, the kernel's page zeroing was 7-14% of
 /// Nexmark q7's CPU time in a profile. Without huge pages the same runs take 6-26% less CPU on
-/// q5, q9 and q20, a third less on short ones (q3, q8), 3-5% less on q7, the same on q4 and
-/// q16, and peak a little lower (bench/README.md, "Tenth pass"). This is mimalloc's own
-/// `allow_thp = 0`, which it reads from the environment only as it starts, before `main`.
+/// q5, q9 and q20, a third less on q3, 3-5% less on q7, the same on q4 and q16, and peak
+/// within 50 MiB of before (bench/README.md, "Tenth pass"). This is mimalloc's own
+/// `allow_thp = 0`, which it reads from the environment only as it starts, before `main`. It
+/// also keeps huge pages from RocksDB's memory (glibc's malloc), which changes nothing where THP
+/// is in `madvise` mode (glibc does not ask for them); where it is `always`, not measured.
+/// Child processes inherit the flag; `weir` starts none but copies of itself (`bench nexmark
+/// --all`, `bench restart`).
 fn disable_transparent_huge_pages() {
     #[cfg(target_os = "linux")]
     if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
         // SAFETY: PR_SET_THP_DISABLE sets one flag of this process's memory map; it takes no
         // pointers. Failure (a kernel without it) leaves huge pages as they were: no harm.
         unsafe {
-            libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+            // prctl is variadic: the kernel reads arguments 2-5 as unsigned longs, and 3-5
+            // must be 0 (a non-zero third would mean "except where madvised").
+            let (on, zero): (libc::c_ulong, libc::c_ulong) = (1, 0);
+            libc::prctl(libc::PR_SET_THP_DISABLE, on, zero, zero, zero);
         }
     }
 }
