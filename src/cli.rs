@@ -31,6 +31,7 @@ use bytesize::ByteSize;
 use clap::{Args, Parser, Subcommand};
 use tracing::{error, info};
 use tracing_subscriber::EnvFilter;
+
 use crate::frontend;
 use crate::frontend::auth::{AuthMethod, Users};
 use crate::frontend::ServerOptions;

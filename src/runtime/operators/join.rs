@@ -82,7 +82,6 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use ahash::AHashMap as HashMap;
-
 use arrow::array::{
     new_null_array, Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, RecordBatchOptions, UInt32Array,
 };
