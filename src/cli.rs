@@ -605,6 +605,8 @@ async fn bench_nexmark(query: Option<String>, all: bool, args: NexmarkArgs) -> R
             let mut cmd = std::process::Command::new(&exe);
             cmd.args(["bench", "nexmark", "--query", name, "--source", &source_arg, "--partitions"])
                 .arg(run.partitions.to_string())
+                .arg("--parallelism")
+                .arg(run.parallelism.to_string())
                 .arg("--data-dir")
                 .arg(&run.data_dir)
                 .args(["--state-cache-size", &state_cache_size.as_u64().to_string()]);
@@ -618,6 +620,11 @@ async fn bench_nexmark(query: Option<String>, all: bool, args: NexmarkArgs) -> R
             let row = text.lines().last().unwrap_or_default().to_string();
             if !out.status.success() {
                 failed.push(name.clone());
+                // Its row may still say ok (it failed after printing it): say why on stderr.
+                let err = String::from_utf8_lossy(&out.stderr);
+                let lines: Vec<&str> = err.lines().collect();
+                let tail = &lines[lines.len().saturating_sub(20)..];
+                error!("{name}: the query's process ended with {}; its last log lines:\n{}", out.status, tail.join("\n"));
             }
             if row.starts_with(&format!("| {name} |")) {
                 println!("{row}");
