@@ -9,4 +9,4 @@ pub use codec::RowCodec;
 pub use key_group::{KeyGroups, TableRef};
 pub use overlay::{Overlaid, TableWrites};
 pub use state_table::StateTable;
-pub use store::{EpochWrites, Landed, ScanState, Store, StoreOptions, StoreSnapshot, DEFAULT_STATE_CACHE_BYTES};
+pub use store::{DeferredWrites, EpochWrites, Landed, ScanState, Store, StoreOptions, StoreSnapshot, DEFAULT_STATE_CACHE_BYTES};

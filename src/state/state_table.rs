@@ -66,7 +66,7 @@ use lru::LruCache;
 
 use crate::error::Result;
 use crate::state::key_group::{KeyGroups, TableRef};
-use crate::state::store::{prefix_successor, CacheBudget, EpochWrites, Landed, Store};
+use crate::state::store::{prefix_successor, CacheBudget, DeferredWrites, EpochWrites, Landed, Store};
 
 /// Where the group prefix of a key ends: the number of leading bytes of the key that are its
 /// group (at most the key's length).
@@ -98,9 +98,30 @@ pub struct StateTable {
 
 /// A flushed epoch's writes, read until its commit lands.
 struct Committing {
-    overlay: BTreeMap<Vec<u8>, Pending>,
+    overlay: Arc<BTreeMap<Vec<u8>, Pending>>,
     deleted_below: Option<Vec<u8>>,
     landed: Landed,
+}
+
+/// An epoch's writes as the batch takes them at the commit ([`EpochWrites::defer`]).
+impl DeferredWrites for BTreeMap<Vec<u8>, Pending> {
+    fn each(&self, f: &mut dyn FnMut(&[u8], Option<&[u8]>)) {
+        for (k, p) in self {
+            f(k, p.value.as_deref());
+        }
+    }
+
+    fn first_key(&self) -> Option<&[u8]> {
+        self.first_key_value().map(|(k, _)| k.as_slice())
+    }
+
+    fn writes(&self, key: &[u8]) -> bool {
+        self.contains_key(key)
+    }
+
+    fn len(&self) -> usize {
+        BTreeMap::len(self)
+    }
 }
 
 /// One layer of writes over RocksDB: an epoch's writes and its range delete.
@@ -363,7 +384,7 @@ impl StateTable {
 
     /// The committing epochs not yet landed, oldest first.
     fn committing_layers(&self) -> impl DoubleEndedIterator<Item = Layer<'_>> {
-        self.committing.iter().filter(|c| !c.landed.is_set()).map(|c| (&c.overlay, c.deleted_below.as_deref()))
+        self.committing.iter().filter(|c| !c.landed.is_set()).map(|c| (&*c.overlay, c.deleted_below.as_deref()))
     }
 
     /// This epoch's writes as a layer.
@@ -834,7 +855,8 @@ impl StateTable {
         Ok(())
     }
 
-    /// Hands this epoch's writes to `writes` and clears the overlay; then, if the cache is
+    /// Hands this epoch's writes to `writes`, whole (the batch copies them at the commit,
+    /// [`EpochWrites::defer`]), and clears the overlay; then, if the cache is
     /// over its budget, evicts down to this table's share, but keeps the most recently used
     /// key or group (a window's MIN/MAX group can alone be bigger than a share: evicting it at
     /// every barrier would read it back whole at the next row).
@@ -847,13 +869,8 @@ impl StateTable {
         if let Some(bound) = &deleted_below {
             writes.delete_below(self.id, bound);
         }
-        let overlay = std::mem::take(&mut self.overlay);
-        for (k, p) in &overlay {
-            match &p.value {
-                Some(v) => writes.put(self.id, k, v),
-                None => writes.delete(self.id, k),
-            }
-        }
+        let overlay = Arc::new(std::mem::take(&mut self.overlay));
+        writes.defer(self.id, Arc::clone(&overlay) as Arc<dyn DeferredWrites>);
         if let Some(landed) = writes.landed().filter(|_| !overlay.is_empty() || deleted_below.is_some()) {
             self.committing.push(Committing { overlay, deleted_below, landed: landed.clone() });
         }
