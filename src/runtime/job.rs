@@ -129,18 +129,34 @@ impl Node {
     /// The chunks for this node's instances, arriving on `input`, from what the instances of
     /// the node below emitted (one entry per instance): instance to instance (forward), by key
     /// group (hash; the rows of one instance below keep their order, and an update whose two
-    /// rows go to different instances becomes a delete and an insert), or all to one.
+    /// rows go to different instances becomes a delete and an insert), or all to one. Rows
+    /// from several instances below are merged as [`Job::merge_instances`] merges them, per
+    /// instance here; a hash exchange of many rows from several instances splits and merges on
+    /// the worker pool ([`Node::split_each`]).
     fn receive(&self, input: usize, outs: Vec<Option<StreamChunk>>) -> Result<Vec<Option<StreamChunk>>> {
         let n = self.lanes.len();
         if self.exchange == Exchange::Forward && outs.len() == n {
             return Ok(outs);
         }
+        let outs: Vec<StreamChunk> = outs.into_iter().flatten().collect();
+        let hash = n > 1 && self.exchange == Exchange::Hash;
+        if hash && outs.len() > 1 && outs.iter().map(StreamChunk::len).sum::<usize>() >= MIN_SPLIT_ROWS {
+            return self.split_each(input, outs);
+        }
         let mut lanes = vec![None; n];
-        let Some(chunk) = Job::merge_instances(outs.into_iter().flatten().collect())? else { return Ok(lanes) };
-        if n == 1 || self.exchange != Exchange::Hash {
+        let Some(chunk) = Job::merge_instances(outs)? else { return Ok(lanes) };
+        if !hash {
             lanes[0] = Some(chunk);
             return Ok(lanes);
         }
+        self.split(input, chunk)
+    }
+
+    /// The rows of `chunk`, arriving on `input`, for each instance by key group (in order; an
+    /// update whose two rows go to different instances becomes a delete and an insert).
+    fn split(&self, input: usize, chunk: StreamChunk) -> Result<Vec<Option<StreamChunk>>> {
+        let n = self.lanes.len();
+        let mut lanes = vec![None; n];
         let groups = self.lanes[0].key_groups(input, &chunk)?;
         let mut rows: Vec<Vec<u32>> = vec![Vec::new(); n];
         for (row, g) in groups.iter().enumerate() {
@@ -161,6 +177,26 @@ impl Node {
             lanes[lane] = Some(chunk.take(indices, fix_update_pairs(&chunk.ops, &kept))?);
         }
         Ok(lanes)
+    }
+
+    /// A hash exchange of `outs`, the chunks of several instances below: each chunk split by
+    /// key group ([`Node::split`]), then each instance's pieces merged in the order of the
+    /// instances below ([`Job::merge_instances`]), both on the worker pool. Each instance gets
+    /// the rows it would get from merging first and splitting then, those of each instance
+    /// below in their order; the merge's rule (retractions first when every piece is its
+    /// retractions, then its insertions) applies to each instance's own pieces.
+    fn split_each(&self, input: usize, outs: Vec<StreamChunk>) -> Result<Vec<Option<StreamChunk>>> {
+        use rayon::prelude::*;
+        let n = self.lanes.len();
+        let pieces: Vec<Vec<Option<StreamChunk>>> =
+            outs.into_par_iter().map(|chunk| self.split(input, chunk)).collect::<Result<_>>()?;
+        let mut by_lane: Vec<Vec<StreamChunk>> = (0..n).map(|_| Vec::with_capacity(pieces.len())).collect();
+        for split in pieces {
+            for (lane, piece) in split.into_iter().enumerate() {
+                by_lane[lane].extend(piece);
+            }
+        }
+        by_lane.into_par_iter().map(Job::merge_instances).collect()
     }
 
     /// What the node has done since the job was built, as node `index`.

@@ -503,7 +503,7 @@ mod tests {
     use crate::plan::Exchange;
     use crate::runtime::operator::Operator;
     use crate::runtime::Op;
-    use crate::state::key_group::key_group;
+    use crate::state::key_group::{instance_of, key_group};
     use crate::test_rng::Rng;
 
     /// What each recorder instance saw, in its order, by its name.
@@ -669,6 +669,67 @@ mod tests {
         })?;
         drop(done);
         Ok(completed.iter().collect())
+    }
+
+    /// A hash exchange of many rows from two instances below (split and merged on the worker
+    /// pool) gives each instance exactly the rows whose key group it owns, each still a
+    /// retraction or an insertion, and keeps the order of the rows of each instance below.
+    #[test]
+    fn a_hash_exchange_of_several_instances_gives_each_its_rows_in_their_order() {
+        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false), Field::new("seq", DataType::Int64, false)]));
+        let logs: Logs = Arc::default();
+        let keyed = node(recorders(&logs, "keyed", 2, None), Exchange::Hash, None);
+        let mut rng = Rng(0x0e5c_4a7e);
+        for round in 0..20 {
+            // Two instances' outputs: ordered (retractions, then insertions) in some rounds.
+            let ordered = round % 2 == 0;
+            let mut below = Vec::new();
+            let mut sent: Vec<(i64, i64, bool)> = Vec::new();
+            for instance in 0..2i64 {
+                let len = 600 + rng.below(600) as usize;
+                let mut ops = Vec::with_capacity(len);
+                while ops.len() < len {
+                    match rng.below(4) {
+                        0 if ops.len() + 2 <= len => ops.extend([Op::UpdateBefore, Op::UpdateAfter]),
+                        1 => ops.push(Op::Delete),
+                        _ => ops.push(Op::Insert),
+                    }
+                }
+                if ordered {
+                    let retracts = |op: &Op| matches!(op, Op::Delete | Op::UpdateBefore);
+                    ops = ops.iter().copied().filter(retracts).chain(ops.iter().copied().filter(|op| !retracts(op))).collect();
+                    ops = ops.iter().map(|op| match op { Op::UpdateBefore => Op::Delete, Op::UpdateAfter => Op::Insert, op => *op }).collect();
+                }
+                let values: Vec<i64> = (0..len).map(|_| rng.below(300) as i64).collect();
+                let seqs: Vec<i64> = (0..len as i64).map(|i| instance * 10_000 + i).collect();
+                for i in 0..len {
+                    sent.push((values[i], seqs[i], matches!(ops[i], Op::Delete | Op::UpdateBefore)));
+                }
+                let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(Int64Array::from(values)), Arc::new(Int64Array::from(seqs))]).unwrap();
+                below.push(Some(StreamChunk::new(ops, batch)));
+            }
+            let lanes = keyed.receive(0, below).unwrap();
+            for (lane, chunk) in lanes.iter().enumerate() {
+                let mut got: Vec<(i64, i64, bool)> = match chunk {
+                    None => Vec::new(),
+                    Some(c) => {
+                        let seqs = c.batch.column(1).as_primitive::<Int64Type>().values().to_vec();
+                        let retracts = c.ops.iter().map(|op| matches!(op, Op::Delete | Op::UpdateBefore));
+                        values(c).into_iter().zip(seqs).zip(retracts).map(|((v, s), r)| (v, s, r)).collect()
+                    }
+                };
+                for instance in 0..2 {
+                    let from = |rows: &[(i64, i64, bool)]| -> Vec<i64> { rows.iter().filter(|r| r.1 / 10_000 == instance).map(|r| r.1).collect() };
+                    let order = from(&got);
+                    assert!(order.windows(2).all(|w| w[0] < w[1]), "round {round}, lane {lane}: instance {instance}'s rows out of order");
+                }
+                let mut want: Vec<(i64, i64, bool)> =
+                    sent.iter().copied().filter(|(v, _, _)| instance_of(key_group(&v.to_be_bytes()), 2) == lane).collect();
+                got.sort_unstable();
+                want.sort_unstable();
+                assert_eq!(got, want, "round {round}, lane {lane}");
+            }
+        }
     }
 
     /// The pipelined run gives every operator instance the same changes, watermarks, barriers
