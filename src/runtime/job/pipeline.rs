@@ -18,16 +18,18 @@
 //! A channel holds up to [`MAX_PACKETS`] packets and [`MAX_BYTES`] of rows (always at least
 //! one packet): a slow stage holds back the stages below it and, in the end, the feeder. Steps
 //! that send nothing cost no bytes, so while a stage works through a burst (the rows of a
-//! window that fired) the stages below it go on with the next steps instead of waiting. An epoch is cut by a barrier the feeder injects at the leaves
-//! ([`Feeder::barrier`], Flink's asynchronous barrier snapshots): it is a step of its own, so an
-//! operator with several inputs has it from all of them at once (aligned by the steps), hands
-//! its writes for the epoch ([`crate::runtime::Operator::on_barrier`]) and its figures to the
-//! barrier and sends the barrier on, then goes on with the next epoch's rows while the stages
-//! above are still before the barrier. When the root has passed it, the barrier holds every
-//! operator's writes, all of the same input, and the root hands them to the caller's commit.
-//! That the epoch committed reaches every operator the same way ([`Feeder::committed`]).
-//! [`Job::pipelined`] returns once the feeder is done and every stage has taken every step, so
-//! the caller can also checkpoint the whole job between two pipelined runs.
+//! window that fired) the stages below it go on with the next steps instead of waiting.
+//!
+//! An epoch is cut by a barrier the feeder injects at the leaves ([`Feeder::barrier`], Flink's
+//! asynchronous barrier snapshots): it is a step of its own, so an operator with several inputs
+//! has it from all of them at once (aligned by the steps), hands its writes for the epoch
+//! ([`crate::runtime::Operator::on_barrier`]) and its figures to the barrier and sends the
+//! barrier on, then goes on with the next epoch's rows while the stages above are still before
+//! the barrier. When the root has passed it, the barrier holds every operator's writes, all of
+//! the same input, and the root hands them to the caller's commit. That the epoch committed
+//! reaches every operator the same way ([`Feeder::committed`]). [`Job::pipelined`] returns once
+//! the feeder is done and every stage has taken every step, so the caller can also checkpoint
+//! the whole job between two pipelined runs.
 //!
 //! # What is dropped
 //! The root's output (a materialization's or a sink's changelog) and the late rows the window
@@ -495,7 +497,7 @@ mod tests {
     use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex};
 
-    use arrow::array::{AsArray, Int64Array, RecordBatch};
+    use arrow::array::{ArrayRef, AsArray, Int64Array, RecordBatch};
     use arrow::datatypes::{DataType, Field, Int64Type, Schema};
 
     use super::super::{Counters, NodeInfo, Source};
@@ -676,7 +678,8 @@ mod tests {
     /// retraction or an insertion, and keeps the order of the rows of each instance below.
     #[test]
     fn a_hash_exchange_of_several_instances_gives_each_its_rows_in_their_order() {
-        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false), Field::new("seq", DataType::Int64, false)]));
+        let fields = vec![Field::new("v", DataType::Int64, false), Field::new("seq", DataType::Int64, false)];
+        let schema = Arc::new(Schema::new(fields));
         let logs: Logs = Arc::default();
         let keyed = node(recorders(&logs, "keyed", 2, None), Exchange::Hash, None);
         let mut rng = Rng(0x0e5c_4a7e);
@@ -696,16 +699,22 @@ mod tests {
                     }
                 }
                 if ordered {
-                    let retracts = |op: &Op| matches!(op, Op::Delete | Op::UpdateBefore);
-                    ops = ops.iter().copied().filter(retracts).chain(ops.iter().copied().filter(|op| !retracts(op))).collect();
-                    ops = ops.iter().map(|op| match op { Op::UpdateBefore => Op::Delete, Op::UpdateAfter => Op::Insert, op => *op }).collect();
+                    let single = |op: &Op| match op {
+                        Op::UpdateBefore => Op::Delete,
+                        Op::UpdateAfter => Op::Insert,
+                        op => *op,
+                    };
+                    let (retractions, insertions): (Vec<Op>, Vec<Op>) =
+                        ops.iter().map(single).partition(|op| *op == Op::Delete);
+                    ops = retractions.into_iter().chain(insertions).collect();
                 }
                 let values: Vec<i64> = (0..len).map(|_| rng.below(300) as i64).collect();
                 let seqs: Vec<i64> = (0..len as i64).map(|i| instance * 10_000 + i).collect();
                 for i in 0..len {
                     sent.push((values[i], seqs[i], matches!(ops[i], Op::Delete | Op::UpdateBefore)));
                 }
-                let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(Int64Array::from(values)), Arc::new(Int64Array::from(seqs))]).unwrap();
+                let columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(values)), Arc::new(Int64Array::from(seqs))];
+                let batch = RecordBatch::try_new(Arc::clone(&schema), columns).unwrap();
                 below.push(Some(StreamChunk::new(ops, batch)));
             }
             let lanes = keyed.receive(0, below).unwrap();
@@ -719,9 +728,9 @@ mod tests {
                     }
                 };
                 for instance in 0..2 {
-                    let from = |rows: &[(i64, i64, bool)]| -> Vec<i64> { rows.iter().filter(|r| r.1 / 10_000 == instance).map(|r| r.1).collect() };
-                    let order = from(&got);
-                    assert!(order.windows(2).all(|w| w[0] < w[1]), "round {round}, lane {lane}: instance {instance}'s rows out of order");
+                    let order: Vec<i64> = got.iter().filter(|r| r.1 / 10_000 == instance).map(|r| r.1).collect();
+                    let kept = order.windows(2).all(|w| w[0] < w[1]);
+                    assert!(kept, "round {round}, lane {lane}: instance {instance}'s rows out of order");
                 }
                 let mut want: Vec<(i64, i64, bool)> =
                     sent.iter().copied().filter(|(v, _, _)| instance_of(key_group(&v.to_be_bytes()), 2) == lane).collect();
