@@ -622,6 +622,19 @@ mod tests {
         Barrier,
     }
 
+    /// `len` random ops: inserts, deletes and update pairs.
+    fn random_ops(rng: &mut Rng, len: usize) -> Vec<Op> {
+        let mut ops = Vec::with_capacity(len);
+        while ops.len() < len {
+            match rng.below(4) {
+                0 if ops.len() + 2 <= len => ops.extend([Op::UpdateBefore, Op::UpdateAfter]),
+                1 => ops.push(Op::Delete),
+                _ => ops.push(Op::Insert),
+            }
+        }
+        ops
+    }
+
     /// Random steps: chunks of `a` or `b` (inserts, deletes and update pairs; long enough, at
     /// times, to be split between a leaf's instances), watermarks and barriers.
     fn steps(seed: u64, count: usize) -> Vec<Step> {
@@ -636,14 +649,7 @@ mod tests {
                     _ => {}
                 }
                 let len = [1, 7, 1500, 3000][rng.below(4) as usize];
-                let mut ops = Vec::with_capacity(len);
-                while ops.len() < len {
-                    match rng.below(4) {
-                        0 if ops.len() + 2 <= len => ops.extend([Op::UpdateBefore, Op::UpdateAfter]),
-                        1 => ops.push(Op::Delete),
-                        _ => ops.push(Op::Insert),
-                    }
-                }
+                let ops = random_ops(&mut rng, len);
                 let values = Int64Array::from_iter_values((0..len).map(|_| rng.below(500)));
                 let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(values)]).unwrap();
                 Step::Chunk(relation, StreamChunk::new(ops, batch))
@@ -690,14 +696,7 @@ mod tests {
             let mut sent: Vec<(i64, i64, bool)> = Vec::new();
             for instance in 0..2i64 {
                 let len = 600 + rng.below(600) as usize;
-                let mut ops = Vec::with_capacity(len);
-                while ops.len() < len {
-                    match rng.below(4) {
-                        0 if ops.len() + 2 <= len => ops.extend([Op::UpdateBefore, Op::UpdateAfter]),
-                        1 => ops.push(Op::Delete),
-                        _ => ops.push(Op::Insert),
-                    }
-                }
+                let mut ops = random_ops(&mut rng, len);
                 if ordered {
                     let single = |op: &Op| match op {
                         Op::UpdateBefore => Op::Delete,
