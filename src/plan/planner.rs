@@ -15,7 +15,7 @@ use datafusion::logical_expr::{Distinct, Expr, JoinType, LogicalPlan, LogicalPla
 
 use crate::error::{Result, WeirError};
 use crate::plan::stream_plan::{ChangelogMode, StreamNode, StreamPlan};
-use crate::plan::window::WindowTable;
+use crate::plan::window::{WindowKind, WindowTable};
 
 /// What the planner needs to know about a relation it scans.
 #[derive(Debug, Clone)]
@@ -75,7 +75,9 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
                             scan.table_name.clone(),
                             provider.schema().as_ref(),
                         )?),
-                        changelog: inner.changelog,
+                        // SESSION's assigner retracts a row's session when a later row
+                        // extends or merges it (session_assign.rs): retracting, whatever its input.
+                        changelog: if w.spec.kind == WindowKind::Session { ChangelogMode::Retract } else { inner.changelog },
                         stream_key: None,
                         node: StreamNode::WindowAssign { input: Box::new(inner), spec: w.spec.clone() },
                     }

@@ -356,17 +356,58 @@ pub async fn create_materialized_view(
     engine.start_job(&rel, &plan, catalog, settings.get(crate::sql::settings::SAVEPOINT_PATH).map(String::as_str))
 }
 
-/// The catalog relations a query names (views not expanded), each once.
+/// The catalog relations a query names (views not expanded), each once: those in FROM, and
+/// the input table of each window TVF (its first argument: `TABLE(SESSION(TABLE t, ...))`,
+/// which [`crate::sql::window_tvf::rewrite_window_tvfs`] made `session('t', ...)`, or the short
+/// form's `SESSION(t, ...)`).
 pub(crate) fn named_relations(engine: &Engine, query: &Query) -> Vec<String> {
+    use sqlparser::ast::Visit;
+    let mut names = NamedRelations(Vec::new());
+    let _ = query.visit(&mut names);
     let mut out: Vec<String> = Vec::new();
-    let _ = sqlparser::ast::visit_relations(query, |name| {
-        let name = crate::sql::parser::object_name(name);
+    for name in names.0 {
         if engine.catalog.get(&name).is_some() && !out.contains(&name) {
             out.push(name);
         }
-        std::ops::ControlFlow::<()>::Continue(())
-    });
+    }
     out
+}
+
+/// Collects the relation names of [`named_relations`], in the order met.
+struct NamedRelations(Vec<String>);
+
+impl sqlparser::ast::Visitor for NamedRelations {
+    type Break = ();
+
+    fn pre_visit_relation(&mut self, relation: &sqlparser::ast::ObjectName) -> std::ops::ControlFlow<()> {
+        self.0.push(crate::sql::parser::object_name(relation));
+        std::ops::ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, factor: &sqlparser::ast::TableFactor) -> std::ops::ControlFlow<()> {
+        use sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, TableFactor, Value};
+        let TableFactor::Table { name, args: Some(args), .. } = factor else { return std::ops::ControlFlow::Continue(()) };
+        if !crate::sql::window_tvf::is_window_function(&crate::sql::parser::object_name(name)) {
+            return std::ops::ControlFlow::Continue(());
+        }
+        match args.args.first() {
+            Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))) => {
+                if let Value::SingleQuotedString(table) = &v.value {
+                    self.0.push(table.to_lowercase());
+                }
+            }
+            Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(table)))) => {
+                self.0.push(crate::sql::parser::ident(table));
+            }
+            Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::CompoundIdentifier(parts)))) => {
+                if let Some(table) = parts.last() {
+                    self.0.push(crate::sql::parser::ident(table));
+                }
+            }
+            _ => {}
+        }
+        std::ops::ControlFlow::Continue(())
+    }
 }
 
 /// The type of `expr` over a table `name` of `schema`.

@@ -26,6 +26,11 @@ const FUNCTIONS: &[(&str, WindowKind)] = &[
     ("session", WindowKind::Session),
 ];
 
+/// Whether `name` (lowercase) is one of the window TVFs.
+pub fn is_window_function(name: &str) -> bool {
+    FUNCTIONS.iter().any(|(n, _)| *n == name)
+}
+
 /// Rewrites every `TABLE(FN(TABLE t, DESCRIPTOR(col), args...))` in `sql` into
 /// `FN('t', 'col', args...)`. Text without the pattern comes back unchanged.
 pub fn rewrite_window_tvfs(sql: &str) -> Result<String> {
