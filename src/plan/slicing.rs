@@ -20,6 +20,21 @@
 //!
 //! Anything else keeps the WindowAssign + GroupAggregate plan. An allowed lateness set after
 //! planning ([`StreamPlan::set_allowed_lateness`]) undoes the rewrite ([`unslice`]).
+//!
+//! # Session windows
+//! The same rewrite turns a SESSION aggregation into a session window aggregate (the same
+//! node, [`SESSION_NAME`] in EXPLAIN; Flink's session window aggregation with its merging
+//! window set): the window assigner gives each row its lone session `[t, t + gap)`, and the
+//! aggregate merges the sessions of a group that touch, merging their accumulators, so it
+//! keeps one accumulator per open session instead of every row of it, and no row is retracted
+//! and re-emitted when its session grows. It applies, besides the rules above (SESSION in
+//! place of HOP or CUMULATE), when
+//! - the window assigner's input is append-only (a retraction could split a session, which
+//!   merged accumulators cannot undo);
+//! - the group columns other than the window's are the SESSION's `PARTITION BY` columns, each
+//!   passed through (without PARTITION BY: none), so sessions and groups are the same thing;
+//! - no Filter sits between them: sessions are formed over every row of the window's input,
+//!   also those a `WHERE` on the window's output then leaves out of the aggregate.
 
 use std::collections::HashSet;
 
@@ -31,6 +46,8 @@ use crate::plan::window::{WindowKind, WindowSpec};
 
 /// The EXPLAIN name of the sliced window aggregate.
 pub const NAME: &str = "StreamSlicedWindowAggregate";
+/// The EXPLAIN name of the session window aggregate (module docs, "Session windows").
+pub const SESSION_NAME: &str = "StreamSessionWindowAggregate";
 
 /// Which window column a column is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +77,14 @@ impl SlicedAggSpec {
     /// The EXPLAIN detail.
     pub fn explain(&self) -> String {
         let join = |e: &[Expr]| e.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", ");
+        if self.window.kind == WindowKind::Session {
+            return format!(
+                "SESSION(gap={}ms), group=[{}], aggs=[{}], emit=on-window-close",
+                self.window.size_ms,
+                join(&self.group_exprs),
+                join(&self.aggr_exprs)
+            );
+        }
         format!(
             "{}(size={}ms, slide={}ms, offset={}ms), group=[{}], aggs=[{}], emit=on-window-close",
             self.window.kind.name(),
@@ -90,7 +115,16 @@ pub fn slice(plan: &mut StreamPlan) -> bool {
     if group_roles.get(*window_end) != Some(&Some(WindowColumn::End)) {
         return false;
     }
-    let append_only = input.changelog == ChangelogMode::AppendOnly;
+    let append_only = if window.kind == WindowKind::Session {
+        // A SESSION assigner retracts; what counts is what it reads.
+        let append_only = window_input(input).is_some_and(|i| i.changelog == ChangelogMode::AppendOnly);
+        if !append_only || filters(input) || !groups_by_partition(input, group_exprs, &group_roles, &window) {
+            return false;
+        }
+        true
+    } else {
+        input.changelog == ChangelogMode::AppendOnly
+    };
     if !aggr_exprs.iter().all(|e| mergeable(e, append_only) && !reads_window(e, &input.schema, &inner)) {
         return false;
     }
@@ -129,22 +163,89 @@ pub fn unslice(plan: &mut StreamPlan) {
     };
 }
 
-/// Switches slice mode of the window assigner below Projects and Filters.
+/// Switches slice mode of the window assigner below Projects and Filters. A SESSION assigner
+/// in that mode (lone sessions) emits its input's changelog, out of it a retracting one, and
+/// the Projects and Filters above it follow.
 fn set_slices(plan: &mut StreamPlan, on: bool) {
-    match &mut plan.node {
-        StreamNode::WindowAssign { spec, .. } => spec.slices = on,
-        StreamNode::Project { input, .. } | StreamNode::Filter { input, .. } => set_slices(input, on),
-        _ => {}
+    let changelog = match &mut plan.node {
+        StreamNode::WindowAssign { spec, input } => {
+            spec.slices = on;
+            (spec.kind == WindowKind::Session).then(|| if on { input.changelog } else { ChangelogMode::Retract })
+        }
+        StreamNode::Project { input, .. } | StreamNode::Filter { input, .. } => {
+            set_slices(input, on);
+            Some(input.changelog)
+        }
+        _ => None,
+    };
+    if let Some(changelog) = changelog {
+        plan.changelog = changelog;
     }
 }
 
-/// For a chain of Projects and Filters over a HOP or CUMULATE window assigner without allowed
+/// Whether a chain of Projects and Filters has a Filter.
+fn filters(plan: &StreamPlan) -> bool {
+    match &plan.node {
+        StreamNode::Filter { .. } => true,
+        StreamNode::Project { input, .. } => filters(input),
+        _ => false,
+    }
+}
+
+/// The input of the window assigner below a chain of Projects and Filters.
+fn window_input(plan: &StreamPlan) -> Option<&StreamPlan> {
+    match &plan.node {
+        StreamNode::WindowAssign { input, .. } => Some(input),
+        StreamNode::Project { input, .. } | StreamNode::Filter { input, .. } => window_input(input),
+        _ => None,
+    }
+}
+
+/// For each output column of a chain of Projects and Filters over a window assigner, the
+/// column of the assigner's input it passes through unchanged, if any.
+fn origins(plan: &StreamPlan) -> Vec<Option<usize>> {
+    let n = plan.schema.fields().len();
+    match &plan.node {
+        StreamNode::WindowAssign { .. } => (0..n).map(|j| (j + 3 < n).then_some(j)).collect(),
+        StreamNode::Filter { input, .. } => origins(input),
+        StreamNode::Project { input, exprs } => {
+            let inner = origins(input);
+            exprs
+                .iter()
+                .map(|e| match unalias(e) {
+                    Expr::Column(c) => input.schema.maybe_index_of_column(c).and_then(|i| inner[i]),
+                    _ => None,
+                })
+                .collect()
+        }
+        _ => vec![None; n],
+    }
+}
+
+/// Whether the group expressions that are not window columns (`roles`) are exactly the
+/// SESSION's `PARTITION BY` columns, each passed through from the window's input.
+fn groups_by_partition(input: &StreamPlan, group_exprs: &[Expr], roles: &[Option<WindowColumn>], window: &WindowSpec) -> bool {
+    let origins = origins(input);
+    let mut keys = HashSet::new();
+    for (e, role) in group_exprs.iter().zip(roles) {
+        if role.is_some() {
+            continue;
+        }
+        let Expr::Column(c) = unalias(e) else { return false };
+        let Some(origin) = input.schema.maybe_index_of_column(c).and_then(|i| origins[i]) else { return false };
+        keys.insert(origin);
+    }
+    keys == window.partition_by.iter().copied().collect::<HashSet<_>>()
+}
+
+/// For a chain of Projects and Filters over a HOP, CUMULATE or SESSION window assigner without allowed
 /// lateness: which output columns are window columns, and the window. `None` when the chain
 /// has another node or uses a window column other than by passing it through.
 fn window_columns(plan: &StreamPlan) -> Option<(Vec<Option<WindowColumn>>, WindowSpec)> {
     match &plan.node {
         StreamNode::WindowAssign { spec, .. }
-            if matches!(spec.kind, WindowKind::Hop | WindowKind::Cumulate) && spec.allowed_lateness_ms == 0 =>
+            if matches!(spec.kind, WindowKind::Hop | WindowKind::Cumulate | WindowKind::Session)
+                && spec.allowed_lateness_ms == 0 =>
         {
             let n = plan.schema.fields().len();
             let mut roles = vec![None; n];

@@ -142,6 +142,9 @@ impl StreamPlan {
             StreamNode::Rank { spec, .. } => spec.name(),
             StreamNode::GroupAggregate { window_end: Some(_), .. } => "StreamWindowAggregate",
             StreamNode::GroupAggregate { .. } => "StreamGroupAggregate",
+            StreamNode::SlicedWindowAggregate { spec, .. } if spec.window.kind == crate::plan::window::WindowKind::Session => {
+                crate::plan::slicing::SESSION_NAME
+            }
             StreamNode::SlicedWindowAggregate { .. } => crate::plan::slicing::NAME,
             StreamNode::OverAggregate { .. } => crate::plan::over::NAME,
             StreamNode::OverWindow { .. } => crate::plan::over::WINDOW_NAME,
@@ -370,7 +373,9 @@ impl StreamPlan {
             StreamNode::Source { .. } | StreamNode::Project { .. } | StreamNode::Filter { .. } | StreamNode::Union { .. } => {
                 Exchange::Forward
             }
-            StreamNode::WindowAssign { spec, .. } if spec.kind != crate::plan::window::WindowKind::Session => Exchange::Forward,
+            StreamNode::WindowAssign { spec, .. } if spec.kind != crate::plan::window::WindowKind::Session || spec.slices => {
+                Exchange::Forward
+            }
             StreamNode::ChangelogNormalize { key, .. } if !key.is_empty() => Exchange::Hash,
             StreamNode::Join { join, .. }
                 if !join.on.is_empty()

@@ -69,7 +69,10 @@ pub struct WindowSpec {
     pub allowed_lateness_ms: i64,
     /// HOP and CUMULATE under a sliced window aggregate ([`crate::plan::slicing`]): each row
     /// gets only its slice ([`WindowSpec::slice_of`]), whose bounds fill the window columns, and
-    /// is late only once every window of that slice has fired.
+    /// is late only once every window of that slice has fired. SESSION under a session window
+    /// aggregate: each row gets its own lone session `[t, t + gap)` (what
+    /// [`WindowSpec::windows`] gives), with no merging, and is late when that session's
+    /// `window_time` is at or below the watermark; the aggregate merges the sessions.
     pub slices: bool,
 }
 

@@ -46,6 +46,7 @@ use crate::runtime::operators::project::Project;
 use crate::runtime::operators::rank::{Rank, RankOptions};
 use crate::plan::window::WindowKind;
 use crate::runtime::operators::session_assign::SessionAssign;
+use crate::runtime::operators::sliced_window_agg::session::SessionWindowAggregate;
 use crate::runtime::operators::sliced_window_agg::{SlicedWindowAggOptions, SlicedWindowAggregate};
 use crate::runtime::operators::union::Union;
 use crate::runtime::operators::window_assign::WindowAssign;
@@ -483,7 +484,7 @@ fn build_operator(
             }
             StreamNode::Union { inputs } => Box::new(Union::try_new(schema, inputs.len())?),
             StreamNode::WindowAssign { input, spec } => {
-                if spec.kind == WindowKind::Session {
+                if spec.kind == WindowKind::Session && !spec.slices {
                     let input_schema: SchemaRef = Arc::new(input.schema.as_arrow().clone());
                     Box::new(SessionAssign::try_new(spec.clone(), input_schema, schema, state_table, store)?)
                 } else {
@@ -643,7 +644,11 @@ fn build_operator(
                     window: spec.window.clone(),
                     schema,
                 };
-                Box::new(SlicedWindowAggregate::try_new(opts, state_table, store)?)
+                if spec.window.kind == WindowKind::Session {
+                    Box::new(SessionWindowAggregate::try_new(opts, state_table, store)?)
+                } else {
+                    Box::new(SlicedWindowAggregate::try_new(opts, state_table, store)?)
+                }
             }
         };
         Ok(op)

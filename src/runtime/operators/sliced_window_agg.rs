@@ -44,6 +44,7 @@
 //! A float SUM or AVG adds per slice, then slices: the rounding may differ from adding the
 //! rows in arrival order.
 
+pub mod session;
 mod slices;
 #[cfg(test)]
 mod tests;
@@ -175,28 +176,7 @@ impl SlicedWindowAggregate {
         let types: Vec<DataType> = opts.schema.fields().iter().map(|f| f.data_type().clone()).collect();
         let key_exprs: Vec<usize> = (0..opts.group_exprs.len()).filter(|i| opts.window_columns[*i].is_none()).collect();
         let key_codec = RowCodec::try_new(key_exprs.iter().map(|i| types[*i].clone()).collect())?;
-        let mut value_codecs = Vec::with_capacity(opts.aggs.len());
-        let mut accs = Vec::with_capacity(opts.aggs.len());
-        for agg in &opts.aggs {
-            if agg.distinct || agg.filter.is_some() {
-                return Err(WeirError::unsupported("DISTINCT or FILTER in a sliced window aggregate"));
-            }
-            AggColumn::new(agg, 0)?;
-            value_codecs.push(match agg.kind {
-                AggKind::Min | AggKind::Max => Some(RowCodec::try_new(vec![agg.arg_type.clone()])?),
-                _ => None,
-            });
-            accs.push(match agg.kind {
-                AggKind::Count => Acc::Count(0),
-                AggKind::Sum | AggKind::Avg => match accumulator_kind(&agg.arg_type)? {
-                    SumKind::Float => Acc::SumFloat(0.0, 0),
-                    SumKind::Int | SumKind::Decimal => Acc::SumInt(0, 0),
-                },
-                AggKind::Min => Acc::Min(None),
-                AggKind::Max => Acc::Max(None),
-            });
-        }
-        let empty = Accs { rows: 0, accs };
+        let (value_codecs, empty) = accumulators(&opts.aggs)?;
         geometry.subtract = spec.kind == WindowKind::Hop && empty.subtracts();
         let mut meta = StateTable::new(state_table(WATERMARK));
         let watermark_ms = match meta.get(store, b"")? {
@@ -304,41 +284,6 @@ impl SlicedWindowAggregate {
         self.live.push(g);
         self.live_sorted = false;
         g
-    }
-
-    /// The arguments of the aggregates over `batch`.
-    fn eval_args(&self, batch: &RecordBatch) -> Result<Vec<Arg>> {
-        let n = batch.num_rows();
-        let mut out = Vec::with_capacity(self.opts.aggs.len());
-        for (agg, codec) in self.opts.aggs.iter().zip(&self.value_codecs) {
-            let Some(expr) = &agg.arg else {
-                out.push(Arg::Star);
-                continue;
-            };
-            let array = expr.evaluate(batch)?.into_array(n)?;
-            out.push(match (agg.kind, codec) {
-                (_, Some(codec)) => {
-                    let prepared = codec.prepare(&[Arc::clone(&array)])?;
-                    let mut data = Vec::with_capacity(n * 9);
-                    let mut offsets = Vec::with_capacity(n + 1);
-                    offsets.push(0);
-                    for r in 0..n {
-                        if array.is_valid(r) {
-                            codec.encode_row(&prepared, r, &mut data);
-                        }
-                        offsets.push(data.len());
-                    }
-                    Arg::Bytes { data, offsets }
-                }
-                (AggKind::Count, None) => Arg::Valid(array),
-                _ => match accumulator_kind(array.data_type())? {
-                    SumKind::Int => Arg::Int(downcast::<Int64Array>(&cast(&array, &DataType::Int64)?)?),
-                    SumKind::Decimal => Arg::Dec(downcast::<Decimal128Array>(&array)?),
-                    SumKind::Float => Arg::Float(downcast::<Float64Array>(&cast(&array, &DataType::Float64)?)?),
-                },
-            });
-        }
-        Ok(out)
     }
 
     /// The first slice a window that can still fire needs; earlier slices are freed.
@@ -565,7 +510,7 @@ impl Operator for SlicedWindowAggregate {
         let ends = self.opts.group_exprs[self.end_expr].evaluate(batch)?.into_array(n)?;
         let ends = cast(&ends, &DataType::Timestamp(TimeUnit::Millisecond, None))?;
         let ends = downcast::<TimestampMillisecondArray>(&ends)?;
-        let args = self.eval_args(batch)?;
+        let args = eval_args(&self.opts.aggs, &self.value_codecs, batch)?;
         let first_needed = self.first_needed_slice();
         let geometry = self.geometry;
         let mut key = Vec::new();
@@ -626,6 +571,72 @@ impl Operator for SlicedWindowAggregate {
     }
 }
 
+
+/// The value codec of each aggregate (MIN/MAX: its argument's) and the accumulators of no
+/// rows.
+///
+/// # Errors
+/// `Unsupported` for an aggregate with DISTINCT or FILTER or an argument type the accumulators
+/// cannot hold.
+fn accumulators(aggs: &[AggCall]) -> Result<(Vec<Option<RowCodec>>, Accs)> {
+    let mut value_codecs = Vec::with_capacity(aggs.len());
+    let mut accs = Vec::with_capacity(aggs.len());
+    for agg in aggs {
+        if agg.distinct || agg.filter.is_some() {
+            return Err(WeirError::unsupported("DISTINCT or FILTER in a window aggregate over slices or sessions"));
+        }
+        AggColumn::new(agg, 0)?;
+        value_codecs.push(match agg.kind {
+            AggKind::Min | AggKind::Max => Some(RowCodec::try_new(vec![agg.arg_type.clone()])?),
+            _ => None,
+        });
+        accs.push(match agg.kind {
+            AggKind::Count => Acc::Count(0),
+            AggKind::Sum | AggKind::Avg => match accumulator_kind(&agg.arg_type)? {
+                SumKind::Float => Acc::SumFloat(0.0, 0),
+                SumKind::Int | SumKind::Decimal => Acc::SumInt(0, 0),
+            },
+            AggKind::Min => Acc::Min(None),
+            AggKind::Max => Acc::Max(None),
+        });
+    }
+    Ok((value_codecs, Accs { rows: 0, accs }))
+}
+
+/// The arguments of `aggs` over `batch`, MIN/MAX's encoded with their `value_codecs`.
+fn eval_args(aggs: &[AggCall], value_codecs: &[Option<RowCodec>], batch: &RecordBatch) -> Result<Vec<Arg>> {
+    let n = batch.num_rows();
+    let mut out = Vec::with_capacity(aggs.len());
+    for (agg, codec) in aggs.iter().zip(value_codecs) {
+        let Some(expr) = &agg.arg else {
+            out.push(Arg::Star);
+            continue;
+        };
+        let array = expr.evaluate(batch)?.into_array(n)?;
+        out.push(match (agg.kind, codec) {
+            (_, Some(codec)) => {
+                let prepared = codec.prepare(&[Arc::clone(&array)])?;
+                let mut data = Vec::with_capacity(n * 9);
+                let mut offsets = Vec::with_capacity(n + 1);
+                offsets.push(0);
+                for r in 0..n {
+                    if array.is_valid(r) {
+                        codec.encode_row(&prepared, r, &mut data);
+                    }
+                    offsets.push(data.len());
+                }
+                Arg::Bytes { data, offsets }
+            }
+            (AggKind::Count, None) => Arg::Valid(array),
+            _ => match accumulator_kind(array.data_type())? {
+                SumKind::Int => Arg::Int(downcast::<Int64Array>(&cast(&array, &DataType::Int64)?)?),
+                SumKind::Decimal => Arg::Dec(downcast::<Decimal128Array>(&array)?),
+                SumKind::Float => Arg::Float(downcast::<Float64Array>(&cast(&array, &DataType::Float64)?)?),
+            },
+        });
+    }
+    Ok(out)
+}
 
 /// The positions of `windows` (each in `[from, to)`) in window order, equal windows in their
 /// order in `windows`: a counting sort when the range is not much wider than the rows, else a

@@ -10,13 +10,17 @@
 //! each row gets one output row, for its slice, and is late once every window of the slice
 //! has fired.
 //!
+//! SESSION under a session window aggregate ([`WindowSpec::slices`] too) is assigned here
+//! as well: each row gets its lone session `[t, t + gap)`, late once its `window_time` is at or
+//! below the watermark (the session assigner's rule); the aggregate merges the sessions.
+//!
 //! Changelog mode: the input's. State: the current watermark and the late-row count, in the
 //! `watermark` table (one entry), so both survive a restart.
 
 use arrow::datatypes::SchemaRef;
 
 use crate::error::Result;
-use crate::plan::window::WindowSpec;
+use crate::plan::window::{WindowKind, WindowSpec};
 use crate::runtime::changelog::StreamChunk;
 use crate::runtime::operator::{OpContext, Operator};
 use crate::runtime::operators::progress::{Progress, WATERMARK};
@@ -98,7 +102,7 @@ impl Operator for WindowAssign {
         let watermark = self.progress.watermark_ms;
         let lateness = self.spec.allowed_lateness_ms;
         let mut kept = vec![false; chunk.len()];
-        let (batch, rows) = if self.spec.slices {
+        let (batch, rows) = if self.spec.slices && self.spec.kind != WindowKind::Session {
             self.assign_slices(&chunk.batch, &mut kept)?
         } else {
             self.spec.assign(&chunk.batch, &self.schema, |row, end| {

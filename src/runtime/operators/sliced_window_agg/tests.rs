@@ -1,6 +1,7 @@
-//! Sliced window aggregation: hand-written cases (out-of-order rows, rows on slice and window
-//! bounds, late rows, restarts) and a seeded randomized comparison with WindowAssign +
-//! GroupAggregate on the same input.
+//! Sliced and session window aggregation: hand-written cases (out-of-order rows, rows on
+//! slice and window bounds, touching and bridged sessions, late rows, restarts) and a seeded
+//! randomized comparison with WindowAssign (SessionAssign for sessions) + GroupAggregate on
+//! the same input.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,6 +13,8 @@ use datafusion::physical_expr::PhysicalExpr;
 
 use super::*;
 use crate::runtime::operators::group_agg::GroupAggregate;
+use crate::runtime::operators::session_assign::SessionAssign;
+use session::{SessionWindowAggregate, SESSIONS};
 use crate::test_rng::Rng;
 use crate::runtime::operators::window_assign::WindowAssign;
 
@@ -24,8 +27,13 @@ fn input_schema() -> SchemaRef {
     ]))
 }
 
+/// A window over `ts`; SESSION (gap `size_ms`) partitioned by `k`.
 fn spec(kind: WindowKind, slide_ms: i64, size_ms: i64, offset_ms: i64, slices: bool) -> WindowSpec {
-    let mut spec = WindowSpec::try_new(kind, "t".into(), "ts".into(), 2, &[slide_ms, size_ms, offset_ms]).expect("valid window");
+    let intervals = if kind == WindowKind::Session { vec![size_ms] } else { vec![slide_ms, size_ms, offset_ms] };
+    let mut spec = WindowSpec::try_new(kind, "t".into(), "ts".into(), 2, &intervals).expect("valid window");
+    if kind == WindowKind::Session {
+        spec.partition_by = vec![0];
+    }
     spec.slices = slices;
     spec
 }
@@ -60,9 +68,10 @@ fn group_exprs() -> Vec<Arc<dyn PhysicalExpr>> {
     vec![Arc::new(Column::new("window_start", 3)), Arc::new(Column::new("window_end", 4)), Arc::new(Column::new("k", 0))]
 }
 
-/// A window assigner feeding a window aggregate, sliced or not.
+/// A window assigner feeding a window aggregate, sliced (session: lone sessions merged by
+/// the session window aggregate) or not (session: the session assigner).
 struct Pipeline {
-    assign: WindowAssign,
+    assign: Box<dyn Operator>,
     agg: Box<dyn Operator>,
     kind: WindowKind,
     window: (i64, i64, i64),
@@ -80,8 +89,21 @@ impl Pipeline {
         };
         let w = spec(kind, window.0, window.1, window.2, sliced);
         let assigned = w.output_schema(&input_schema());
-        let assign = WindowAssign::try_new(w.clone(), assigned, &mut |n| id(format!("a/{n}")).into(), store)?;
-        let agg: Box<dyn Operator> = if sliced {
+        let assign: Box<dyn Operator> = if kind == WindowKind::Session && !sliced {
+            Box::new(SessionAssign::try_new(w.clone(), input_schema(), assigned, &mut |n| id(format!("a/{n}")).into(), store)?)
+        } else {
+            Box::new(WindowAssign::try_new(w.clone(), assigned, &mut |n| id(format!("a/{n}")).into(), store)?)
+        };
+        let agg: Box<dyn Operator> = if sliced && kind == WindowKind::Session {
+            let opts = SlicedWindowAggOptions {
+                group_exprs: group_exprs(),
+                window_columns: vec![Some(WindowColumn::Start), Some(WindowColumn::End), None],
+                aggs: aggs(min_max),
+                window: w,
+                schema: output_schema(min_max),
+            };
+            Box::new(SessionWindowAggregate::try_new(opts, &mut |n| id(format!("g/{n}")).into(), store)?)
+        } else if sliced {
             let opts = SlicedWindowAggOptions {
                 group_exprs: group_exprs(),
                 window_columns: vec![Some(WindowColumn::Start), Some(WindowColumn::End), None],
@@ -96,7 +118,8 @@ impl Pipeline {
                 aggs(min_max),
                 output_schema(min_max),
                 Some((1, true, 0)),
-                min_max,
+                // The session assigner retracts rows whose session changed.
+                min_max && kind != WindowKind::Session,
                 &mut |n| id(format!("g/{n}")).into(),
                 store,
             )?)
@@ -169,9 +192,10 @@ impl Harness {
         Ok(())
     }
 
-    /// State entries of the aggregate's slice table in the committed store.
+    /// State entries of the aggregate's slice (session) table in the committed store.
     fn stored_slices(&self) -> Result<usize> {
-        let id = self.pipeline.tables[&format!("g/{SLICES}")];
+        let table = if self.pipeline.kind == WindowKind::Session { SESSIONS } else { SLICES };
+        let id = self.pipeline.tables[&format!("g/{table}")];
         let mut n = 0;
         self.store.scan(id, |_, _| {
             n += 1;
@@ -317,10 +341,15 @@ fn chunk_of(rows: &[Row]) -> StreamChunk {
 /// (as multisets) and late-row counts.
 fn compare(seed: u64, kind: WindowKind, retract: bool) -> Result<()> {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    let slide = 1 + rng.below(6);
-    let n = 1 + rng.below(if kind == WindowKind::Hop { 7 } else { 5 });
-    let offset = rng.below((slide * n) as u64) - slide;
-    let window = (slide, slide * n, offset);
+    let (slide, n, window) = if kind == WindowKind::Session {
+        let gap = 1 + rng.below(12);
+        (gap, 1, (gap, gap, 0))
+    } else {
+        let slide = 1 + rng.below(6);
+        let n = 1 + rng.below(if kind == WindowKind::Hop { 7 } else { 5 });
+        let offset = rng.below((slide * n) as u64) - slide;
+        (slide, n, (slide, slide * n, offset))
+    };
     let min_max = !retract;
     let mut sliced = Harness::new(kind, window, true, min_max)?;
     let mut plain = Harness::new(kind, window, false, min_max)?;
@@ -396,6 +425,40 @@ fn randomized_retractions_match_window_assign_and_group_aggregate() -> Result<()
         compare(seed, WindowKind::Hop, true)?;
         compare(seed, WindowKind::Cumulate, true)?;
     }
+    Ok(())
+}
+
+#[test]
+fn randomized_sessions_match_session_assign_and_group_aggregate() -> Result<()> {
+    for seed in 0..60 {
+        compare(seed, WindowKind::Session, false)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn sessions_merge_when_they_touch_and_fire_at_their_window_time() -> Result<()> {
+    // Gap 10 ms, partitioned by k; output `start end k count sum avg min max` (AVG of BIGINT
+    // truncates).
+    let mut h = Harness::new(WindowKind::Session, (10, 10, 0), true, true)?;
+    // 0 and 10 are a gap apart: [0, 10) and [10, 20) touch, one session. 25 is apart.
+    assert!(h.push("+I 1 1 0\n+I 1 2 10\n+I 2 7 4\n+I 1 3 25")?.is_empty());
+    // 16 touches [0, 20) and [25, 35): the three are one session [0, 35).
+    assert!(h.push("+I 1 4 16")?.is_empty());
+    assert!(h.watermark(12)?.is_empty(), "window_time of [4, 14) is 13");
+    assert_eq!(h.watermark(13)?, ["+I 4 14 2 1 7 7 7 7"]);
+    // 5's own session [5, 15) is open at 13 (window_time 14): it joins [0, 35). 2's, [2, 12),
+    // has closed: late, dropped and counted by the assigner.
+    assert!(h.push("+I 1 9 5\n+I 1 100 2")?.is_empty());
+    assert_eq!(h.pipeline.assign.num_late_rows(), 1);
+    assert_eq!(h.watermark(34)?, ["+I 0 35 1 5 19 3 1 9"]);
+    // 30 would touch [0, 35), which has fired: a new session (Flink), kept across a restart.
+    assert!(h.push("+I 1 6 30")?.is_empty());
+    h.restart()?;
+    assert!(h.watermark(38)?.is_empty());
+    assert_eq!(h.watermark(39)?, ["+I 30 40 1 1 6 6 6 6"]);
+    h.commit()?;
+    assert_eq!(h.stored_slices()?, 0, "no session is left once every session fired");
     Ok(())
 }
 
