@@ -27,8 +27,11 @@
 //! window set): the window assigner gives each row its lone session `[t, t + gap)`, and the
 //! aggregate merges the sessions of a group that touch, merging their accumulators, so it
 //! keeps one accumulator per open session instead of every row of it, and no row is retracted
-//! and re-emitted when its session grows. It applies, besides the rules above (SESSION in
-//! place of HOP or CUMULATE), when
+//! and re-emitted when its session grows. Unlike HOP and CUMULATE, a SESSION aggregation that
+//! does not emit on window close (a view without EMIT ON WINDOW CLOSE, [`sessionize`]) is
+//! rewritten too: it then keeps each open session's row up to date (a retraction of the
+//! sessions a chunk changed or merged, then their new rows). It applies, besides the rules
+//! above (SESSION in place of HOP or CUMULATE), when
 //! - the window assigner's input is append-only (a retraction could split a session, which
 //!   merged accumulators cannot undo);
 //! - the group columns other than the window's are the SESSION's `PARTITION BY` columns, each
@@ -69,8 +72,11 @@ pub struct SlicedAggSpec {
     /// For each group expression, the window column it is, if any (its input value is then
     /// the slice's bound, its output value the window's).
     pub window_columns: Vec<Option<WindowColumn>>,
-    /// The window (HOP or CUMULATE).
+    /// The window (HOP, CUMULATE or SESSION).
     pub window: WindowSpec,
+    /// Emits each window once, when it closes (always, but for a session window aggregate in
+    /// a view without EMIT ON WINDOW CLOSE, which keeps each open session's row up to date).
+    pub emit_on_window_close: bool,
 }
 
 impl SlicedAggSpec {
@@ -79,10 +85,11 @@ impl SlicedAggSpec {
         let join = |e: &[Expr]| e.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", ");
         if self.window.kind == WindowKind::Session {
             return format!(
-                "SESSION(gap={}ms), group=[{}], aggs=[{}], emit=on-window-close",
+                "SESSION(gap={}ms), group=[{}], aggs=[{}]{}",
                 self.window.size_ms,
                 join(&self.group_exprs),
-                join(&self.aggr_exprs)
+                join(&self.aggr_exprs),
+                if self.emit_on_window_close { ", emit=on-window-close" } else { "" }
             );
         }
         format!(
@@ -100,11 +107,38 @@ impl SlicedAggSpec {
 /// Rewrites `plan`, a GroupAggregate that emits on window close, into a sliced window
 /// aggregate when the rule applies (module docs); returns whether it did.
 pub fn slice(plan: &mut StreamPlan) -> bool {
-    let StreamNode::GroupAggregate { input, group_exprs, aggr_exprs, window_end: Some(window_end), emit_on_window_close: true, .. } =
+    if !matches!(plan.node, StreamNode::GroupAggregate { emit_on_window_close: true, .. }) {
+        return false;
+    }
+    rewrite(plan)
+}
+
+/// Rewrites every SESSION aggregation of the plan that does not emit on window close into a
+/// session window aggregate that keeps each open session's row up to date, where the rule
+/// applies (module docs, "Session windows").
+pub fn sessionize(plan: &mut StreamPlan) {
+    for input in plan.inputs_mut() {
+        sessionize(input);
+    }
+    let session = match &plan.node {
+        StreamNode::GroupAggregate { input, emit_on_window_close: false, .. } => {
+            window_columns(input).is_some_and(|(_, w)| w.kind == WindowKind::Session)
+        }
+        _ => false,
+    };
+    if session {
+        rewrite(plan);
+    }
+}
+
+/// The rewrite of [`slice`] and [`sessionize`].
+fn rewrite(plan: &mut StreamPlan) -> bool {
+    let StreamNode::GroupAggregate { input, group_exprs, aggr_exprs, window_end: Some(window_end), emit_on_window_close, .. } =
         &plan.node
     else {
         return false;
     };
+    let emit_on_window_close = *emit_on_window_close;
     if input.changelog == ChangelogMode::Upsert {
         return false;
     }
@@ -136,7 +170,14 @@ pub fn slice(plan: &mut StreamPlan) -> bool {
     set_slices(&mut input, true);
     plan.node = StreamNode::SlicedWindowAggregate {
         input,
-        spec: SlicedAggSpec { group_exprs, aggr_exprs, window_end, window_columns: group_roles, window },
+        spec: SlicedAggSpec {
+            group_exprs,
+            aggr_exprs,
+            window_end,
+            window_columns: group_roles,
+            window,
+            emit_on_window_close,
+        },
     };
     true
 }
@@ -158,7 +199,7 @@ pub fn unslice(plan: &mut StreamPlan) {
         group_exprs: spec.group_exprs,
         aggr_exprs: spec.aggr_exprs,
         window_end: Some(spec.window_end),
-        emit_on_window_close: true,
+        emit_on_window_close: spec.emit_on_window_close,
         state_ttl_ms: None,
     };
 }

@@ -643,6 +643,7 @@ fn build_operator(
                     aggs,
                     window: spec.window.clone(),
                     schema,
+                    emit_on_window_close: spec.emit_on_window_close,
                 };
                 if spec.window.kind == WindowKind::Session {
                     Box::new(SessionWindowAggregate::try_new(opts, state_table, store)?)

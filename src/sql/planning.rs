@@ -45,6 +45,7 @@ pub async fn plan_job(engine: &Engine, query: &str, kind: JobKind, options: &BTr
         JobKind::View { emit_on_window_close: false } => {}
         JobKind::Sink => stream.set_window_aggregations_final(),
     }
+    crate::plan::slicing::sessionize(&mut stream);
     let lateness = options.get(ALLOW_LATENESS).map(|v| parse_duration_ms(ALLOW_LATENESS, v)).transpose()?;
     stream.set_allowed_lateness(lateness.unwrap_or(0));
     stream.set_state_ttl(&state_ttl_of(options, query)?)?;

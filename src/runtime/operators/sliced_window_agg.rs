@@ -91,10 +91,13 @@ pub struct SlicedWindowAggOptions {
     pub window_columns: Vec<Option<WindowColumn>>,
     /// The aggregates: COUNT, SUM, AVG, MIN, MAX, without DISTINCT or FILTER.
     pub aggs: Vec<AggCall>,
-    /// The window: HOP or CUMULATE.
+    /// The window: HOP or CUMULATE (SESSION for [`session::SessionWindowAggregate`]).
     pub window: WindowSpec,
     /// Output schema: group columns, then one column per aggregate.
     pub schema: SchemaRef,
+    /// Emits each window once, when it closes; otherwise (sessions only) keeps each open
+    /// window's row up to date.
+    pub emit_on_window_close: bool,
 }
 
 /// An aggregate's argument over one batch, in its accumulator's form.
@@ -153,12 +156,17 @@ impl SlicedWindowAggregate {
     /// `state_table(WATERMARK)`, loaded from `store`.
     ///
     /// # Errors
-    /// `Internal` for a window that is not HOP or CUMULATE or group columns without
-    /// `window_end`; `Unsupported` for an aggregate with DISTINCT or FILTER or argument types
-    /// the accumulators cannot hold; `Storage` for corrupt state.
+    /// `Internal` for a window that is not HOP or CUMULATE, options that do not emit on window
+    /// close, or group columns without `window_end`; `Unsupported` for an aggregate with
+    /// DISTINCT or FILTER or argument types the accumulators cannot hold; `Storage` for corrupt
+    /// state.
     pub fn try_new(opts: SlicedWindowAggOptions, state_table: &mut dyn FnMut(&str) -> TableRef, store: &Store) -> Result<Self> {
         let spec = &opts.window;
-        if !matches!(spec.kind, WindowKind::Hop | WindowKind::Cumulate) || spec.slide_ms <= 0 || spec.size_ms % spec.slide_ms != 0 {
+        if !matches!(spec.kind, WindowKind::Hop | WindowKind::Cumulate)
+            || spec.slide_ms <= 0
+            || spec.size_ms % spec.slide_ms != 0
+            || !opts.emit_on_window_close
+        {
             return Err(WeirError::internal(format!("sliced window aggregate over {} windows", spec.kind.name())));
         }
         let mut geometry = Geometry {

@@ -1,10 +1,10 @@
-//! SessionWindowAggregate: a SESSION window aggregation with EMIT ON WINDOW CLOSE over an
-//! append-only input, grouped by the SESSION's `PARTITION BY` columns (Flink's session window
-//! aggregation: `MergingWindowSet` with mergeable accumulators). Planned by
+//! SessionWindowAggregate: a SESSION window aggregation over an append-only input, grouped by
+//! the SESSION's `PARTITION BY` columns, with EMIT ON WINDOW CLOSE or not (Flink's session
+//! window aggregation: `MergingWindowSet` with mergeable accumulators). Planned by
 //! [`crate::plan::slicing`] ("Session windows") over a window assigner that gives each row its
 //! lone session `[t, t + gap)`, instead of the session assigner (which keeps every row of an
-//! open session and retracts them all when the session grows) + GroupAggregate; its output is
-//! the same.
+//! open session and retracts them all when the session grows) + GroupAggregate; its output
+//! makes the same view (with EMIT ON WINDOW CLOSE, the same rows).
 //!
 //! Each group keeps its open sessions, each with one accumulator per aggregate (COUNT, SUM,
 //! AVG, MIN, MAX, as the sliced window aggregate's). A row's lone session merges with every
@@ -13,11 +13,19 @@
 //! as [`crate::plan::window::sessions_of`] has it): the merged session spans them all and its
 //! accumulators are theirs merged.
 //!
-//! Output: append-only. When the watermark reaches a session's `window_time` (`window_end - 1
-//! ms`), one `+I` row: the group columns, with `window_start`, `window_end` and `window_time`
-//! those of the session, then the aggregates. Sessions are emitted in end order, then group key
-//! order, then start order. A fired session leaves state, so a later row within its gap starts
-//! a new session (Flink, and the session assigner).
+//! Output, with EMIT ON WINDOW CLOSE: append-only. When the watermark reaches a session's
+//! `window_time` (`window_end - 1 ms`), one `+I` row: the group columns, with `window_start`,
+//! `window_end` and `window_time` those of the session, then the aggregates. Sessions are
+//! emitted in end order, then group key order, then start order.
+//!
+//! Output without it (a view that shows open sessions as they grow): retracting. After each
+//! chunk, a `-D` of the row of every session the chunk changed or merged away, as it was
+//! emitted, then a `+I` of the new row of every session the chunk changed (group key order,
+//! then start order); the view always holds one row per session. When the watermark reaches a
+//! session's `window_time`, it leaves state and its row stays as it is.
+//!
+//! Either way a closed session leaves state, so a later row within its gap starts a new
+//! session (Flink, and the session assigner).
 //!
 //! Late rows (their lone session's `window_time` at or below the watermark) are dropped and
 //! counted by the window assigner below, which also reports the watermark; none reaches this
@@ -63,6 +71,9 @@ struct Session {
     /// `window_end`, ms: its last row's time + gap.
     end: i64,
     accs: Accs,
+    /// Changed in the chunk being processed, so its row is emitted at the chunk's end (without
+    /// EMIT ON WINDOW CLOSE). Not stored: false between chunks.
+    changed: bool,
 }
 
 /// The operator; see the module docs.
@@ -86,6 +97,10 @@ pub struct SessionWindowAggregate {
     by_end: BTreeSet<(i64, Vec<u8>, i64)>,
     /// Groups changed since the last barrier.
     dirty: AHashSet<Vec<u8>>,
+    /// Without EMIT ON WINDOW CLOSE: the sessions, as last emitted, that the chunk being
+    /// processed changed or merged away, and the groups whose sessions it changed.
+    retracted: Vec<(Vec<u8>, Session)>,
+    touched: AHashSet<Vec<u8>>,
     /// The last watermark, ms.
     watermark_ms: Option<i64>,
     sessions_table: StateTable,
@@ -135,6 +150,8 @@ impl SessionWindowAggregate {
             groups: AHashMap::new(),
             by_end: BTreeSet::new(),
             dirty: AHashSet::new(),
+            retracted: Vec::new(),
+            touched: AHashSet::new(),
             watermark_ms,
             sessions_table: StateTable::new(sessions),
             meta,
@@ -164,7 +181,9 @@ impl SessionWindowAggregate {
 
     /// Adds a row whose lone session is `[start, end)` to group `key`: merges it with the open
     /// sessions it overlaps or touches, and applies it to the merged accumulators with `add`.
+    /// Without EMIT ON WINDOW CLOSE, notes the sessions whose emitted rows this changes.
     fn add(&mut self, key: &[u8], start: i64, end: i64, add: impl FnOnce(&mut Accs)) {
+        let updating = !self.opts.emit_on_window_close;
         if !self.groups.contains_key(key) {
             self.groups.insert(key.to_vec(), Vec::new());
         }
@@ -174,26 +193,61 @@ impl SessionWindowAggregate {
         let last = first + sessions[first..].iter().take_while(|s| s.start <= end).count();
         let merged = if last == first + 1 && sessions[first].start <= start && sessions[first].end >= end {
             // Inside one session: it stays as it is but for the row.
-            &mut sessions[first]
+            let session = &mut sessions[first];
+            if updating && !session.changed {
+                self.retracted.push((key.to_vec(), session.clone()));
+            }
+            session
         } else {
-            let mut merged = Session { start, end, accs: self.empty.clone() };
+            let mut merged = Session { start, end, accs: self.empty.clone(), changed: false };
             for s in sessions.drain(first..last) {
                 self.by_end.remove(&(s.end, key.to_vec(), s.start));
                 merged.start = merged.start.min(s.start);
                 merged.end = merged.end.max(s.end);
                 merged.accs.merge(&s.accs);
+                if updating && !s.changed {
+                    self.retracted.push((key.to_vec(), s));
+                }
             }
             self.by_end.insert((merged.end, key.to_vec(), merged.start));
             sessions.insert(first, merged);
             &mut sessions[first]
         };
         add(&mut merged.accs);
+        if updating {
+            merged.changed = true;
+            if !self.touched.contains(key) {
+                self.touched.insert(key.to_vec());
+            }
+        }
         if !self.dirty.contains(key) {
             self.dirty.insert(key.to_vec());
         }
     }
 
-    /// Emits and removes every session whose `window_time` (end - 1) is at or below `wm`.
+    /// Without EMIT ON WINDOW CLOSE, at the end of a chunk: the retraction of the rows of the
+    /// sessions it changed or merged away, then the rows of the sessions it changed.
+    fn emit_changes(&mut self) -> Result<Option<StreamChunk>> {
+        let mut rows = std::mem::take(&mut self.retracted);
+        let mut ops = vec![Op::Delete; rows.len()];
+        let mut keys: Vec<Vec<u8>> = self.touched.drain().collect();
+        keys.sort_unstable();
+        for key in keys {
+            let Some(sessions) = self.groups.get_mut(&key) else { continue };
+            for s in sessions.iter_mut().filter(|s| s.changed) {
+                s.changed = false;
+                rows.push((key.clone(), s.clone()));
+                ops.push(Op::Insert);
+            }
+        }
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        self.output(&rows, ops).map(Some)
+    }
+
+    /// Removes every session whose `window_time` (end - 1) is at or below `wm`, and emits
+    /// them under EMIT ON WINDOW CLOSE.
     fn fire(&mut self, wm: i64) -> Result<Option<StreamChunk>> {
         let mut fired: Vec<(Vec<u8>, Session)> = Vec::new();
         while let Some((end, _, _)) = self.by_end.first() {
@@ -213,14 +267,15 @@ impl SessionWindowAggregate {
             self.dirty.insert(key.clone());
             fired.push((key, session));
         }
-        if fired.is_empty() {
+        if fired.is_empty() || !self.opts.emit_on_window_close {
             return Ok(None);
         }
-        self.output(&fired).map(Some)
+        let ops = vec![Op::Insert; fired.len()];
+        self.output(&fired, ops).map(Some)
     }
 
-    /// The output chunk of the fired sessions, in their order.
-    fn output(&self, fired: &[(Vec<u8>, Session)]) -> Result<StreamChunk> {
+    /// The output chunk of the sessions `fired`, in their order, with `ops`.
+    fn output(&self, fired: &[(Vec<u8>, Session)], ops: Vec<Op>) -> Result<StreamChunk> {
         let n = fired.len();
         let mut keys = self.key_codec.decoder(n);
         for (key, _) in fired {
@@ -252,7 +307,7 @@ impl SessionWindowAggregate {
             columns.push(column.finish(codec.as_ref(), n, t)?);
         }
         let batch = RecordBatch::try_new(Arc::clone(&self.opts.schema), columns)?;
-        Ok(StreamChunk::new(vec![Op::Insert; n], batch))
+        Ok(StreamChunk::new(ops, batch))
     }
 
     /// The encoded group key of every row of `batch`.
@@ -302,7 +357,10 @@ impl Operator for SessionWindowAggregate {
             let end = ends.value(row);
             self.add(key, end - self.gap_ms, end, |accs| apply(accs, &args, row, 1));
         }
-        Ok(None)
+        if self.opts.emit_on_window_close {
+            return Ok(None);
+        }
+        self.emit_changes()
     }
 
     fn on_watermark(&mut self, _input: usize, watermark_ms: i64, _ctx: &OpContext<'_>) -> Result<(Option<StreamChunk>, Option<i64>)> {
@@ -355,7 +413,7 @@ fn decode_sessions(bytes: &[u8], shape: &Accs) -> Result<Vec<Session>> {
         let (start, end) = (at(pos)?, at(pos + 8)?);
         let (accs, len) = decode_accs(&bytes[pos + 16..], shape)?;
         pos += 16 + len;
-        out.push(Session { start, end, accs });
+        out.push(Session { start, end, accs, changed: false });
     }
     Ok(out)
 }
@@ -371,8 +429,8 @@ mod tests {
     #[test]
     fn sessions_round_trip_through_their_encoding() {
         let sessions = vec![
-            Session { start: -5, end: 10_000, accs: count_accs(3) },
-            Session { start: 20_000, end: 31_000, accs: count_accs(1) },
+            Session { start: -5, end: 10_000, accs: count_accs(3), changed: false },
+            Session { start: 20_000, end: 31_000, accs: count_accs(1), changed: false },
         ];
         let mut bytes = Vec::new();
         encode_sessions(&mut bytes, &sessions);

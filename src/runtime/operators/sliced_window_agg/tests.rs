@@ -77,12 +77,20 @@ struct Pipeline {
     window: (i64, i64, i64),
     sliced: bool,
     min_max: bool,
+    /// Emit on window close (always for HOP and CUMULATE).
+    eowc: bool,
     /// State table ids by name ("a/..." the assigner's, "g/..." the aggregate's).
     tables: HashMap<String, u32>,
 }
 
 impl Pipeline {
-    fn open(store: &Store, kind: WindowKind, window: (i64, i64, i64), sliced: bool, min_max: bool, tables: &mut HashMap<String, u32>) -> Result<Self> {
+    fn open(
+        store: &Store,
+        kind: WindowKind,
+        window: (i64, i64, i64),
+        (sliced, min_max, eowc): (bool, bool, bool),
+        tables: &mut HashMap<String, u32>,
+    ) -> Result<Self> {
         let mut id = |name: String| {
             let next = tables.len() as u32 + 1;
             *tables.entry(name).or_insert(next)
@@ -101,6 +109,7 @@ impl Pipeline {
                 aggs: aggs(min_max),
                 window: w,
                 schema: output_schema(min_max),
+                emit_on_window_close: eowc,
             };
             Box::new(SessionWindowAggregate::try_new(opts, &mut |n| id(format!("g/{n}")).into(), store)?)
         } else if sliced {
@@ -110,6 +119,7 @@ impl Pipeline {
                 aggs: aggs(min_max),
                 window: w,
                 schema: output_schema(min_max),
+                emit_on_window_close: eowc,
             };
             Box::new(SlicedWindowAggregate::try_new(opts, &mut |n| id(format!("g/{n}")).into(), store)?)
         } else {
@@ -117,14 +127,14 @@ impl Pipeline {
                 group_exprs(),
                 aggs(min_max),
                 output_schema(min_max),
-                Some((1, true, 0)),
+                Some((1, eowc, 0)),
                 // The session assigner retracts rows whose session changed.
                 min_max && kind != WindowKind::Session,
                 &mut |n| id(format!("g/{n}")).into(),
                 store,
             )?)
         };
-        Ok(Self { assign, agg, kind, window, sliced, min_max, tables: tables.clone() })
+        Ok(Self { assign, agg, kind, window, sliced, min_max, eowc, tables: tables.clone() })
     }
 
     fn push(&mut self, store: &Store, chunk: StreamChunk) -> Result<Vec<String>> {
@@ -150,7 +160,7 @@ impl Pipeline {
 
     fn reopen(&self, store: &Store) -> Result<Self> {
         let mut tables = self.tables.clone();
-        Self::open(store, self.kind, self.window, self.sliced, self.min_max, &mut tables)
+        Self::open(store, self.kind, self.window, (self.sliced, self.min_max, self.eowc), &mut tables)
     }
 }
 
@@ -164,9 +174,14 @@ struct Harness {
 
 impl Harness {
     fn new(kind: WindowKind, window: (i64, i64, i64), sliced: bool, min_max: bool) -> Result<Self> {
+        Self::with_eowc(kind, window, sliced, min_max, true)
+    }
+
+    /// [`Harness::new`], emitting on window close or not (sessions only).
+    fn with_eowc(kind: WindowKind, window: (i64, i64, i64), sliced: bool, min_max: bool, eowc: bool) -> Result<Self> {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = Store::open(dir.path())?;
-        let pipeline = Pipeline::open(&store, kind, window, sliced, min_max, &mut HashMap::new())?;
+        let pipeline = Pipeline::open(&store, kind, window, (sliced, min_max, eowc), &mut HashMap::new())?;
         Ok(Self { store, pipeline, epoch: 0, _dir: dir })
     }
 
@@ -340,6 +355,22 @@ fn chunk_of(rows: &[Row]) -> StreamChunk {
 /// Runs one random workload through the sliced and the unsliced pipeline: same output rows
 /// (as multisets) and late-row counts.
 fn compare(seed: u64, kind: WindowKind, retract: bool) -> Result<()> {
+    compare_with(seed, kind, retract, true)
+}
+
+/// A view's rows after the changes of `lines` (`+I`/`+U` add a row, `-D`/`-U` take one away).
+fn apply_lines(view: &mut HashMap<String, i64>, lines: &[String]) {
+    for line in lines {
+        let (op, row) = line.split_at(2);
+        *view.entry(row.to_string()).or_default() += if op.starts_with('+') { 1 } else { -1 };
+        view.retain(|_, n| *n != 0);
+    }
+}
+
+/// [`compare`], emitting on window close or not (sessions only). Without it the output is
+/// an updating changelog whose steps differ between the plans: the views they make are
+/// compared after every step instead.
+fn compare_with(seed: u64, kind: WindowKind, retract: bool, eowc: bool) -> Result<()> {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let (slide, n, window) = if kind == WindowKind::Session {
         let gap = 1 + rng.below(12);
@@ -351,8 +382,9 @@ fn compare(seed: u64, kind: WindowKind, retract: bool) -> Result<()> {
         (slide, n, (slide, slide * n, offset))
     };
     let min_max = !retract;
-    let mut sliced = Harness::new(kind, window, true, min_max)?;
-    let mut plain = Harness::new(kind, window, false, min_max)?;
+    let mut sliced = Harness::with_eowc(kind, window, true, min_max, eowc)?;
+    let mut plain = Harness::with_eowc(kind, window, false, min_max, eowc)?;
+    let (mut view_sliced, mut view_plain) = (HashMap::new(), HashMap::new());
     let (mut out_sliced, mut out_plain) = (Vec::new(), Vec::new());
     let mut clock = rng.below(20) - 10;
     let mut inserted: Vec<(Option<i64>, Option<i64>, Option<i64>)> = Vec::new();
@@ -379,6 +411,11 @@ fn compare(seed: u64, kind: WindowKind, retract: bool) -> Result<()> {
             let wm = clock - rng.below(disorder as u64);
             out_sliced.extend(sliced.watermark(wm)?);
             out_plain.extend(plain.watermark(wm)?);
+        }
+        if !eowc {
+            apply_lines(&mut view_sliced, &std::mem::take(&mut out_sliced));
+            apply_lines(&mut view_plain, &std::mem::take(&mut out_plain));
+            assert_eq!(view_sliced, view_plain, "view after step {step}, seed {seed}, window {window:?}");
         }
         if rng.below(10) == 0 {
             sliced.restart()?;
@@ -433,6 +470,32 @@ fn randomized_sessions_match_session_assign_and_group_aggregate() -> Result<()> 
     for seed in 0..60 {
         compare(seed, WindowKind::Session, false)?;
     }
+    Ok(())
+}
+
+#[test]
+fn randomized_session_views_match_session_assign_and_group_aggregate() -> Result<()> {
+    for seed in 0..60 {
+        compare_with(seed, WindowKind::Session, false, false)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn a_session_view_retracts_the_rows_of_sessions_that_grow_or_merge() -> Result<()> {
+    // Gap 10 ms, no EMIT ON WINDOW CLOSE: output `start end k count sum avg min max`.
+    let mut h = Harness::with_eowc(WindowKind::Session, (10, 10, 0), true, true, false)?;
+    assert_eq!(h.push("+I 1 1 0\n+I 1 2 25")?, ["+I 0 10 1 1 1 1 1 1", "+I 25 35 1 1 2 2 2 2"]);
+    // 5 grows [0, 10) to [0, 15); 15 then bridges it and [25, 35) (touching both). The chunk
+    // retracts the rows emitted before it, then emits the one session they became.
+    assert_eq!(h.push("+I 1 3 5\n+I 1 4 15")?, ["-D 0 10 1 1 1 1 1 1", "-D 25 35 1 1 2 2 2 2", "+I 0 35 1 4 10 2 1 4"]);
+    // A row inside the session changes its aggregates only.
+    assert_eq!(h.push("+I 1 7 20")?, ["-D 0 35 1 4 10 2 1 4", "+I 0 35 1 5 17 3 1 7"]);
+    // Closing a session emits nothing: its row is final.
+    assert!(h.watermark(34)?.is_empty());
+    assert_eq!(h.push("+I 1 8 30")?, ["+I 30 40 1 1 8 8 8 8"]);
+    h.restart()?;
+    assert_eq!(h.push("+I 1 9 39")?, ["-D 30 40 1 1 8 8 8 8", "+I 30 49 1 2 17 8 8 9"]);
     Ok(())
 }
 
