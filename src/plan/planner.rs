@@ -253,6 +253,15 @@ fn join_name(t: JoinType) -> &'static str {
 /// window functions (ROW_NUMBER, Top-N) update; an inner join of append-only inputs is
 /// append-only; everything else keeps its input's mode.
 pub fn updating_operator(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<Option<String>> {
+    updating_below(plan, catalog, false)
+}
+
+/// [`updating_operator`]; `final_windows`: `plan` is below a window aggregation, window join
+/// or window Top-N, which emits each window once, when it closes, so a SESSION assigner's
+/// retractions of open sessions do not reach the sink.
+fn updating_below(plan: &LogicalPlan, catalog: &dyn SourceCatalog, final_windows: bool) -> Result<Option<String>> {
+    let updating_operator = |plan: &LogicalPlan, catalog: &dyn SourceCatalog| updating_below(plan, catalog, final_windows);
+    let final_operator = |plan: &LogicalPlan, catalog: &dyn SourceCatalog| updating_below(plan, catalog, true);
     match plan {
         LogicalPlan::TableScan(scan) => {
             let provider = source_as_provider(&scan.source)?;
@@ -264,6 +273,11 @@ pub fn updating_operator(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Res
             }
             let window = (provider.as_ref() as &dyn std::any::Any).downcast_ref::<WindowTable>();
             if let Some(w) = window {
+                if w.spec.kind == WindowKind::Session && !final_windows {
+                    return Ok(Some(
+                        "WindowAssign (SESSION), which retracts a session's rows when a later row extends or merges it".into(),
+                    ));
+                }
                 if let Some(view_plan) = w.input.get_logical_plan() {
                     return updating_operator(&view_plan, catalog);
                 }
@@ -278,7 +292,7 @@ pub fn updating_operator(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Res
                 && reads_window(&agg.input) =>
         {
             // A window aggregation into an append-only sink emits on window close (Flink).
-            updating_operator(&agg.input, catalog)
+            final_operator(&agg.input, catalog)
         }
         LogicalPlan::Aggregate(_) => Ok(Some(
             "GroupAggregate (GROUP BY), which retracts and updates its results".into(),
@@ -291,11 +305,11 @@ pub fn updating_operator(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Res
             updating_operator(&j.left, catalog)
         }
         // A window join and a window Top-N or deduplication emit final rows into a sink (Flink).
-        LogicalPlan::Join(j) if is_window_join(j) => match updating_operator(&j.left, catalog)? {
+        LogicalPlan::Join(j) if is_window_join(j) => match final_operator(&j.left, catalog)? {
             Some(op) => Ok(Some(op)),
-            None => updating_operator(&j.right, catalog),
+            None => final_operator(&j.right, catalog),
         },
-        LogicalPlan::Window(w) if is_window_rank(w) => updating_operator(&w.input, catalog),
+        LogicalPlan::Window(w) if is_window_rank(w) => final_operator(&w.input, catalog),
         LogicalPlan::Join(j) if j.join_type != JoinType::Inner => Ok(Some(format!(
             "Join ({} JOIN), which emits a NULL-padded row and retracts it when a match arrives",
             join_name(j.join_type)
