@@ -19,7 +19,8 @@
 //!   MIN and MAX only over append-only input (a retraction of the extreme needs every value).
 //!
 //! Anything else keeps the WindowAssign + GroupAggregate plan. An allowed lateness set after
-//! planning ([`StreamPlan::set_allowed_lateness`]) undoes the rewrite ([`unslice`]).
+//! planning ([`StreamPlan::set_allowed_lateness`]) undoes the rewrite ([`unslice`]) where it
+//! reaches: below Projects, Filters, GroupAggregates and Unions from the top, not below a join.
 //!
 //! # Session windows
 //! The same rewrite turns a SESSION aggregation into a session window aggregate (the same
@@ -211,7 +212,7 @@ fn set_slices(plan: &mut StreamPlan, on: bool) {
     let changelog = match &mut plan.node {
         StreamNode::WindowAssign { spec, input } => {
             spec.slices = on;
-            (spec.kind == WindowKind::Session).then(|| if on { input.changelog } else { ChangelogMode::Retract })
+            (spec.kind == WindowKind::Session).then_some(if on { input.changelog } else { ChangelogMode::Retract })
         }
         StreamNode::Project { input, .. } | StreamNode::Filter { input, .. } => {
             set_slices(input, on);

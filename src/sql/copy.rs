@@ -203,7 +203,7 @@ pub fn parse_rows(data: &[u8], format: &CopyFormat, schema: &SchemaRef) -> Resul
     for (mut b, field) in builders.into_iter().zip(schema.fields()) {
         let strings: ArrayRef = Arc::new(b.finish());
         let converted = match field.data_type() {
-            DataType::Utf8 => strings.clone(),
+            DataType::Utf8 => Arc::clone(&strings),
             DataType::Boolean => bools(&strings)?,
             t => cast_with_options(&strings, t, &lenient)
                 .map_err(|e| WeirError::invalid_text(format!("COPY column {}: {e}", field.name())))?,

@@ -5,7 +5,9 @@
 //! bridges sessions, the rows whose session changed are retracted with the old window and
 //! re-emitted with the new one (`-U`/`+U`), so a GROUP BY window_start, window_end downstream
 //! follows merges. A row is late when its own session would already be closed, `t + gap - 1 <=
-//! watermark` (Flink's merging window operator): it is dropped and counted. When the watermark
+//! watermark`: it is dropped and counted, even when it falls inside a session still open.
+//! (Flink's merging window operator merges first and drops a row only when the merged session
+//! is closed, so it counts such a row; README names the difference.) When the watermark
 //! reaches a session's `window_time` (`end - 1`) the session is closed and its rows leave state;
 //! a later row within its gap starts a new session, as in Flink.
 //!

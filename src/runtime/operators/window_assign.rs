@@ -12,7 +12,8 @@
 //!
 //! SESSION under a session window aggregate ([`WindowSpec::slices`] too) is assigned here
 //! as well: each row gets its lone session `[t, t + gap)`, late once its `window_time` is at or
-//! below the watermark (the session assigner's rule); the aggregate merges the sessions.
+//! below the watermark (the session assigner's rule, which differs from Flink's for a row
+//! inside a session still open: [`super::session_assign`]); the aggregate merges the sessions.
 //!
 //! Changelog mode: the input's. State: the current watermark and the late-row count, in the
 //! `watermark` table (one entry), so both survive a restart.
