@@ -4,10 +4,10 @@
 //! all rows) and gives each row its session `[first row, last row + gap)`. When a row extends or
 //! bridges sessions, the rows whose session changed are retracted with the old window and
 //! re-emitted with the new one (`-U`/`+U`), so a GROUP BY window_start, window_end downstream
-//! follows merges. A row is late when its own session would already be closed, `t + gap - 1 <=
-//! watermark`: it is dropped and counted, even when it falls inside a session still open.
-//! (Flink's merging window operator merges first and drops a row only when the merged session
-//! is closed, so it counts such a row; README names the difference.) When the watermark
+//! follows merges. A row is late when its session, after it merged with the open sessions it
+//! touches, is closed (Flink's merging window operator: `isWindowLate(actualWindow)`): when its
+//! own window is (`t + gap - 1 <= watermark`) and it touches no open session. It is then
+//! dropped and counted. When the watermark
 //! reaches a session's `window_time` (`end - 1`) the session is closed and its rows leave state;
 //! a later row within its gap starts a new session, as in Flink.
 //!
@@ -143,6 +143,18 @@ impl SessionAssign {
         Ok((members, sessions))
     }
 
+    /// Whether a row at `t` of partition `key` touches one of its open sessions, which it then
+    /// joins. Every stored row is in an open session and a session's rows are at most a gap
+    /// apart, so the row's window `[t, t + gap)` touches a session exactly when one of the
+    /// partition's rows lies within a gap of `t`.
+    fn touches_open_session(&mut self, store: &Store, key: &[u8], t: i64) -> Result<bool> {
+        let gap = self.spec.size_ms;
+        Ok(self.rows.prefix_iter(store, key)?.any(|(k, _)| {
+            k.get(key.len()..key.len() + 8)
+                .is_some_and(|time| (decode_i64(time.try_into().expect("8 bytes")) - t).abs() <= gap)
+        }))
+    }
+
     fn entry_key(key: &[u8], time: i64, row: &[u8]) -> Vec<u8> {
         let mut k = Vec::with_capacity(key.len() + 8 + row.len());
         k.extend_from_slice(key);
@@ -222,7 +234,8 @@ impl Operator for SessionAssign {
                 continue;
             }
             let t = times.value(row);
-            if self.progress.watermark_ms.is_some_and(|wm| t + self.spec.size_ms - 1 <= wm - self.spec.allowed_lateness_ms) {
+            let closed = self.progress.watermark_ms.is_some_and(|wm| t + self.spec.size_ms - 1 <= wm - self.spec.allowed_lateness_ms);
+            if closed && !self.touches_open_session(ctx.store, &keys[row], t)? {
                 // A retraction of a row of a closed session is dropped too, but not counted.
                 if chunk.ops[row].is_insert() {
                     late += 1;

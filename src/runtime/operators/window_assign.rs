@@ -11,9 +11,9 @@
 //! has fired.
 //!
 //! SESSION under a session window aggregate ([`WindowSpec::slices`] too) is assigned here
-//! as well: each row gets its lone session `[t, t + gap)`, late once its `window_time` is at or
-//! below the watermark (the session assigner's rule, which differs from Flink's for a row
-//! inside a session still open: [`super::session_assign`]); the aggregate merges the sessions.
+//! as well: each row gets its lone session `[t, t + gap)`, and none is dropped here; the
+//! aggregate merges the sessions and drops and counts the late rows (those whose merged session
+//! is closed, which only it can tell).
 //!
 //! Changelog mode: the input's. State: the current watermark and the late-row count, in the
 //! `watermark` table (one entry), so both survive a restart.
@@ -103,12 +103,15 @@ impl Operator for WindowAssign {
         let watermark = self.progress.watermark_ms;
         let lateness = self.spec.allowed_lateness_ms;
         let mut kept = vec![false; chunk.len()];
-        let (batch, rows) = if self.spec.slices && self.spec.kind != WindowKind::Session {
+        // Under a session window aggregate, which decides: a row whose own session is closed
+        // still joins an open session it touches.
+        let session_aggregate = self.spec.slices && self.spec.kind == WindowKind::Session;
+        let (batch, rows) = if self.spec.slices && !session_aggregate {
             self.assign_slices(&chunk.batch, &mut kept)?
         } else {
             self.spec.assign(&chunk.batch, &self.schema, |row, end| {
                 // Closed once the watermark reaches window_time = end - 1.
-                let open = watermark.is_none_or(|wm| end - 1 > wm - lateness);
+                let open = session_aggregate || watermark.is_none_or(|wm| end - 1 > wm - lateness);
                 kept[row] |= open;
                 open
             })?

@@ -27,9 +27,11 @@
 //! Either way a closed session leaves state, so a later row within its gap starts a new
 //! session (Flink, and the session assigner).
 //!
-//! Late rows (their lone session's `window_time` at or below the watermark) are dropped and
-//! counted by the window assigner below, which also reports the watermark; none reaches this
-//! operator.
+//! A row is late when its session, merged with the open sessions it touches, is closed (Flink's
+//! merging window operator: `isWindowLate(actualWindow)`): when its lone session's
+//! `window_time` is at or below this operator's watermark and it touches no open session. Late
+//! rows are dropped and counted here (the window assigner below passes every row on, since only
+//! this operator knows the open sessions); they do not reach a `'late-rows.table'`.
 //!
 //! # State
 //! - `sessions`: key = the group key (the non-window group columns, memcomparable); value = its
@@ -37,7 +39,8 @@
 //!   ([`encode_accs`]). Written at a barrier for the groups that changed in the epoch, deleted
 //!   when a group has no open session. Parallel instances (a hash exchange on the group key)
 //!   share the table; each restores its own key groups' entries.
-//! - `watermark`: the last watermark (key empty; ms, i64 little-endian).
+//! - `watermark`: the last watermark (key empty; ms, i64 little-endian) and the late-row count
+//!   (key `late`; u64 little-endian).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -62,6 +65,8 @@ use crate::state::{EpochWrites, KeyGroups, RowCodec, StateTable, Store, TableRef
 pub const SESSIONS: &str = "sessions";
 /// The stable name of the watermark table.
 pub const WATERMARK: &str = "watermark";
+/// The key of the late-row count in the watermark table.
+const LATE_KEY: &[u8] = b"late";
 
 /// One open session of a group.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,6 +108,8 @@ pub struct SessionWindowAggregate {
     touched: AHashSet<Vec<u8>>,
     /// The last watermark, ms.
     watermark_ms: Option<i64>,
+    /// Late rows dropped, in all.
+    late_rows: u64,
     sessions_table: StateTable,
     meta: StateTable,
     /// The key groups of this instance: it restores only their groups' sessions.
@@ -137,6 +144,12 @@ impl SessionWindowAggregate {
             )),
             None => None,
         };
+        let late_rows = match meta.get(store, LATE_KEY)? {
+            Some(v) => u64::from_le_bytes(
+                v.as_slice().try_into().map_err(|_| WeirError::storage("corrupt session window aggregate late-row count"))?,
+            ),
+            None => 0,
+        };
         let sessions = state_table(SESSIONS);
         let key_groups = sessions.key_groups.clone();
         let mut op = Self {
@@ -153,6 +166,7 @@ impl SessionWindowAggregate {
             retracted: Vec::new(),
             touched: AHashSet::new(),
             watermark_ms,
+            late_rows,
             sessions_table: StateTable::new(sessions),
             meta,
             key_groups,
@@ -177,6 +191,19 @@ impl SessionWindowAggregate {
             self.groups.insert(key, sessions);
         }
         Ok(())
+    }
+
+    /// Whether a row whose lone session is `[start, end)` is late: its session, merged with
+    /// the open sessions of group `key` it overlaps or touches, is closed (its `window_time` at
+    /// or below the watermark; Flink's `isWindowLate(actualWindow)`). Open sessions are not
+    /// closed, so it is late when its lone session is closed and touches none of them.
+    fn is_late(&self, key: &[u8], start: i64, end: i64) -> bool {
+        if self.watermark_ms.is_none_or(|wm| end - 1 > wm) {
+            return false;
+        }
+        let Some(sessions) = self.groups.get(key) else { return true };
+        let first = sessions.partition_point(|s| s.end < start);
+        sessions.get(first).is_none_or(|s| s.start > end)
     }
 
     /// Adds a row whose lone session is `[start, end)` to group `key`: merges it with the open
@@ -347,6 +374,7 @@ impl Operator for SessionWindowAggregate {
         let ends = cast(&ends, &DataType::Timestamp(TimeUnit::Millisecond, None))?;
         let ends = downcast::<TimestampMillisecondArray>(&ends)?;
         let args = eval_args(&self.opts.aggs, &self.value_codecs, batch)?;
+        let mut late = 0;
         for (row, key) in keys.iter().enumerate() {
             if ends.is_null(row) {
                 continue;
@@ -355,7 +383,15 @@ impl Operator for SessionWindowAggregate {
                 return Err(WeirError::internal("session window aggregate: a retraction in its append-only input"));
             }
             let end = ends.value(row);
+            if self.is_late(key, end - self.gap_ms, end) {
+                late += 1;
+                continue;
+            }
             self.add(key, end - self.gap_ms, end, |accs| apply(accs, &args, row, 1));
+        }
+        if late > 0 {
+            self.late_rows += late;
+            self.meta.put(LATE_KEY.to_vec(), self.late_rows.to_le_bytes().to_vec());
         }
         if self.opts.emit_on_window_close {
             return Ok(None);
@@ -370,6 +406,10 @@ impl Operator for SessionWindowAggregate {
         self.watermark_ms = Some(watermark_ms);
         self.meta.put(Vec::new(), watermark_ms.to_le_bytes().to_vec());
         Ok((self.fire(watermark_ms)?, Some(watermark_ms)))
+    }
+
+    fn num_late_rows(&self) -> u64 {
+        self.late_rows
     }
 
     fn on_barrier(&mut self, writes: &mut EpochWrites, _ctx: &OpContext<'_>) -> Result<()> {
