@@ -7,9 +7,9 @@
 //! follows merges. A row is late when its session, after it merged with the open sessions it
 //! touches, is closed (Flink's merging window operator: `isWindowLate(actualWindow)`): when its
 //! own window is (`t + gap - 1 <= watermark`) and it touches no open session. It is then
-//! dropped and counted. When the watermark
-//! reaches a session's `window_time` (`end - 1`) the session is closed and its rows leave state;
-//! a later row within its gap starts a new session, as in Flink.
+//! dropped and counted. When the watermark reaches a session's `window_time` (`end - 1`) the
+//! session is closed and its rows leave state; a later row within its gap starts a new
+//! session, as in Flink.
 //!
 //! Changelog mode: any in → retract out.
 //!

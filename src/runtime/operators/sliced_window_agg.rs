@@ -100,6 +100,17 @@ pub struct SlicedWindowAggOptions {
     pub emit_on_window_close: bool,
 }
 
+/// The 8-byte value under `key` in an operator's watermark table `meta`, if any.
+///
+/// # Errors
+/// `Storage` when RocksDB fails to read or the value is not 8 bytes (`what` names it).
+fn meta_word(meta: &mut StateTable, store: &Store, key: &[u8], what: &str) -> Result<Option<[u8; 8]>> {
+    match meta.get(store, key)? {
+        Some(v) => Ok(Some(v.as_slice().try_into().map_err(|_| WeirError::storage(format!("corrupt {what}")))?)),
+        None => Ok(None),
+    }
+}
+
 /// An aggregate's argument over one batch, in its accumulator's form.
 enum Arg {
     /// COUNT(*).
@@ -187,18 +198,8 @@ impl SlicedWindowAggregate {
         let (value_codecs, empty) = accumulators(&opts.aggs)?;
         geometry.subtract = spec.kind == WindowKind::Hop && empty.subtracts();
         let mut meta = StateTable::new(state_table(WATERMARK));
-        let watermark_ms = match meta.get(store, b"")? {
-            Some(v) => Some(i64::from_le_bytes(
-                v.as_slice().try_into().map_err(|_| WeirError::storage("corrupt sliced window aggregate watermark"))?,
-            )),
-            None => None,
-        };
-        let seq = match meta.get(store, SEQ_KEY)? {
-            Some(v) => u64::from_be_bytes(
-                v.as_slice().try_into().map_err(|_| WeirError::storage("corrupt sliced window aggregate sequence number"))?,
-            ),
-            None => 0,
-        };
+        let watermark_ms = meta_word(&mut meta, store, b"", "sliced window aggregate watermark")?.map(i64::from_le_bytes);
+        let seq = meta_word(&mut meta, store, SEQ_KEY, "sliced window aggregate sequence number")?.map_or(0, u64::from_be_bytes);
         let slices = state_table(SLICES);
         let key_groups = slices.key_groups.clone();
         let slices_table = StateTable::new(slices);

@@ -50,7 +50,7 @@ use arrow::array::{Array, ArrayRef, RecordBatch, TimestampMillisecondArray};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, TimeUnit};
 
-use super::{accumulators, apply, decode_accs, encode_accs, eval_args, AggColumn, SlicedWindowAggOptions};
+use super::{accumulators, apply, decode_accs, encode_accs, eval_args, meta_word, AggColumn, SlicedWindowAggOptions};
 use super::slices::Accs;
 use crate::error::{Result, WeirError};
 use crate::plan::slicing::WindowColumn;
@@ -138,18 +138,8 @@ impl SessionWindowAggregate {
         let key_codec = RowCodec::try_new(key_exprs.iter().map(|i| types[*i].clone()).collect())?;
         let (value_codecs, empty) = accumulators(&opts.aggs)?;
         let mut meta = StateTable::new(state_table(WATERMARK));
-        let watermark_ms = match meta.get(store, b"")? {
-            Some(v) => Some(i64::from_le_bytes(
-                v.as_slice().try_into().map_err(|_| WeirError::storage("corrupt session window aggregate watermark"))?,
-            )),
-            None => None,
-        };
-        let late_rows = match meta.get(store, LATE_KEY)? {
-            Some(v) => u64::from_le_bytes(
-                v.as_slice().try_into().map_err(|_| WeirError::storage("corrupt session window aggregate late-row count"))?,
-            ),
-            None => 0,
-        };
+        let watermark_ms = meta_word(&mut meta, store, b"", "session window aggregate watermark")?.map(i64::from_le_bytes);
+        let late_rows = meta_word(&mut meta, store, LATE_KEY, "session window aggregate late-row count")?.map_or(0, u64::from_le_bytes);
         let sessions = state_table(SESSIONS);
         let key_groups = sessions.key_groups.clone();
         let mut op = Self {
