@@ -260,16 +260,17 @@ pub fn updating_operator(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Res
 /// or window Top-N, which emits each window once, when it closes, so a SESSION assigner's
 /// retractions of open sessions do not reach the sink.
 fn updating_below(plan: &LogicalPlan, catalog: &dyn SourceCatalog, final_windows: bool) -> Result<Option<String>> {
-    let updating_operator = |plan: &LogicalPlan, catalog: &dyn SourceCatalog| updating_below(plan, catalog, final_windows);
-    let final_operator = |plan: &LogicalPlan, catalog: &dyn SourceCatalog| updating_below(plan, catalog, true);
+    // The same question of an input, and of an input below a window operator that emits final rows.
+    let below = |plan: &LogicalPlan| updating_below(plan, catalog, final_windows);
+    let below_final = |plan: &LogicalPlan| updating_below(plan, catalog, true);
     match plan {
         LogicalPlan::TableScan(scan) => {
             let provider = source_as_provider(&scan.source)?;
             if let Some(view_plan) = provider.get_logical_plan() {
-                return updating_operator(&view_plan, catalog);
+                return below(&view_plan);
             }
             if let Some(versioned) = crate::plan::temporal::as_versioned(provider.as_ref()) {
-                return updating_operator(&versioned.scan_plan()?, catalog);
+                return below(&versioned.scan_plan()?);
             }
             let window = (provider.as_ref() as &dyn std::any::Any).downcast_ref::<WindowTable>();
             if let Some(w) = window {
@@ -279,7 +280,7 @@ fn updating_below(plan: &LogicalPlan, catalog: &dyn SourceCatalog, final_windows
                     ));
                 }
                 if let Some(view_plan) = w.input.get_logical_plan() {
-                    return updating_operator(&view_plan, catalog);
+                    return below(&view_plan);
                 }
             }
             let name = window.map(|w| w.spec.table.as_str()).unwrap_or(scan.table_name.table());
@@ -292,7 +293,7 @@ fn updating_below(plan: &LogicalPlan, catalog: &dyn SourceCatalog, final_windows
                 && reads_window(&agg.input) =>
         {
             // A window aggregation into an append-only sink emits on window close (Flink).
-            final_operator(&agg.input, catalog)
+            below_final(&agg.input)
         }
         LogicalPlan::Aggregate(_) => Ok(Some(
             "GroupAggregate (GROUP BY), which retracts and updates its results".into(),
@@ -302,24 +303,24 @@ fn updating_below(plan: &LogicalPlan, catalog: &dyn SourceCatalog, final_windows
         }
         // A temporal join emits each probe row once, final, whatever the versioned table does.
         LogicalPlan::Join(j) if crate::plan::temporal::versioned_input(&j.right).is_some() => {
-            updating_operator(&j.left, catalog)
+            below(&j.left)
         }
         // A window join and a window Top-N or deduplication emit final rows into a sink (Flink).
-        LogicalPlan::Join(j) if is_window_join(j) => match final_operator(&j.left, catalog)? {
+        LogicalPlan::Join(j) if is_window_join(j) => match below_final(&j.left)? {
             Some(op) => Ok(Some(op)),
-            None => final_operator(&j.right, catalog),
+            None => below_final(&j.right),
         },
-        LogicalPlan::Window(w) if is_window_rank(w) => final_operator(&w.input, catalog),
+        LogicalPlan::Window(w) if is_window_rank(w) => below_final(&w.input),
         LogicalPlan::Join(j) if j.join_type != JoinType::Inner => Ok(Some(format!(
             "Join ({} JOIN), which emits a NULL-padded row and retracts it when a match arrives",
             join_name(j.join_type)
         ))),
         // An OVER aggregate emits each row once (its input must be append-only).
-        LogicalPlan::Window(w) if crate::plan::over::is_over_aggregate(plan) => updating_operator(&w.input, catalog),
+        LogicalPlan::Window(w) if crate::plan::over::is_over_aggregate(plan) => below(&w.input),
         LogicalPlan::Window(_) => Ok(Some("Rank (window function), which updates its results".into())),
         other => {
             for input in other.inputs() {
-                if let Some(op) = updating_operator(input, catalog)? {
+                if let Some(op) = below(input)? {
                     return Ok(Some(op));
                 }
             }
