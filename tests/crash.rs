@@ -121,3 +121,57 @@ async fn kill_9_mid_stream_loses_nothing_committed() {
     assert_eq!(read_view(&client).await, expected_view(committed + 3), "view after more inserts");
     client.batch_execute("DROP TABLE cr_rows CASCADE; DROP TABLE cr_events CASCADE").await.expect("drop");
 }
+
+/// A constant relation's rows (VALUES, a SELECT without FROM) are inserted when its view or
+/// `INSERT INTO` job is created and committed with that epoch: a restart, even after kill -9,
+/// neither loses nor repeats them, and the view goes on with its table's changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn constant_rows_are_inserted_once_across_restarts() {
+    let dir = common::scratch_dir("crash_values");
+    let data = dir.join("data");
+    let sink = dir.join("sink");
+    let mut server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE cv_t (k INT, v TEXT);
+             CREATE MATERIALIZED VIEW cv_union AS SELECT k, v FROM cv_t UNION ALL SELECT 0, 'default';
+             CREATE MATERIALIZED VIEW cv_list AS VALUES (1, 'a'), (2, 'b');
+             CREATE TABLE cv_sink (k BIGINT, v TEXT) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json');
+             INSERT INTO cv_sink VALUES (7, 'seven');
+             INSERT INTO cv_t VALUES (1, 'x');
+             FLUSH;",
+            sink.display()
+        ))
+        .await
+        .expect("DDL");
+    let sink_lines = || {
+        let mut lines = Vec::new();
+        for entry in std::fs::read_dir(&sink).expect("sink directory") {
+            let text = std::fs::read_to_string(entry.expect("entry").path()).expect("sink file");
+            lines.extend(text.lines().filter(|l| !l.is_empty()).map(str::to_string));
+        }
+        lines
+    };
+    assert_eq!(sink_lines(), ["{\"k\":7,\"v\":\"seven\"}"]);
+    assert_eq!(pairs(&client, "SELECT CAST(k AS BIGINT), v FROM cv_union ORDER BY 1").await, [(0, "default".to_string()), (1, "x".to_string())]);
+    server.kill9();
+    drop(client);
+
+    let server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    assert_eq!(pairs(&client, "SELECT CAST(k AS BIGINT), v FROM cv_union ORDER BY 1").await, [(0, "default".to_string()), (1, "x".to_string())]);
+    assert_eq!(pairs(&client, "SELECT column1, column2 FROM cv_list ORDER BY 1").await, [(1, "a".to_string()), (2, "b".to_string())]);
+    client.batch_execute("INSERT INTO cv_t VALUES (2, 'y'); FLUSH;").await.expect("insert after restart");
+    assert_eq!(
+        pairs(&client, "SELECT CAST(k AS BIGINT), v FROM cv_union ORDER BY 1").await,
+        [(0, "default".to_string()), (1, "x".to_string()), (2, "y".to_string())]
+    );
+    assert_eq!(sink_lines(), ["{\"k\":7,\"v\":\"seven\"}"], "the sink job's row, written once");
+    drop(server);
+}
+
+/// The rows of `sql`, whose two columns are a BIGINT and a TEXT.
+async fn pairs(client: &tokio_postgres::Client, sql: &str) -> Vec<(i64, String)> {
+    client.query(sql, &[]).await.expect(sql).iter().map(|r| (r.get(0), r.get(1))).collect()
+}

@@ -220,6 +220,19 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
             })
         }
         LogicalPlan::Join(j) => crate::plan::join::plan_join(j, catalog),
+        // A constant relation, inserted once when the job is created (Flink's Values).
+        LogicalPlan::EmptyRelation(e) => Ok(StreamPlan {
+            schema: Arc::clone(&e.schema),
+            changelog: ChangelogMode::AppendOnly,
+            stream_key: None,
+            node: StreamNode::Values { rows: if e.produce_one_row { vec![vec![]] } else { vec![] } },
+        }),
+        LogicalPlan::Values(v) => Ok(StreamPlan {
+            schema: Arc::clone(&v.schema),
+            changelog: ChangelogMode::AppendOnly,
+            stream_key: None,
+            node: StreamNode::Values { rows: v.values.clone() },
+        }),
         LogicalPlan::Window(w) => crate::plan::over::plan_over(w, catalog),
         // DISTINCT ON's ORDER BY: a view has no row order.
         LogicalPlan::Sort(s) if s.fetch.is_none() && crate::plan::rank::is_distinct_on(&s.input) => {

@@ -39,6 +39,11 @@ impl fmt::Display for ChangelogMode {
 pub enum StreamNode {
     /// The changelog of a table or materialized view.
     Source { relation: String },
+    /// A constant relation (`VALUES (..), (..)`, or a `SELECT` without `FROM`, one row of no
+    /// columns): its rows, one expression per column, inserted once when the job is created
+    /// (Flink's StreamExecValues), append-only. An expression is evaluated then, so `now()`
+    /// is the creation time and stays so across restarts.
+    Values { rows: Vec<Vec<Expr>> },
     /// An upsert changelog made a retracting one (Flink's ChangelogNormalize): keeps the last
     /// row of each stream key, turns an upsert of a known key into `-U` old / `+U` new, a
     /// delete into `-D` of the stored row, and drops deletes of unknown keys and upserts that
@@ -133,6 +138,7 @@ impl StreamPlan {
     pub fn name(&self) -> &'static str {
         match &self.node {
             StreamNode::Source { .. } => "StreamSource",
+            StreamNode::Values { .. } => "StreamValues",
             StreamNode::ChangelogNormalize { .. } => "StreamChangelogNormalize",
             StreamNode::Project { .. } => "StreamProject",
             StreamNode::Filter { .. } => "StreamFilter",
@@ -154,7 +160,7 @@ impl StreamPlan {
     /// The node's inputs.
     pub fn inputs(&self) -> Vec<&StreamPlan> {
         match &self.node {
-            StreamNode::Source { .. } => vec![],
+            StreamNode::Source { .. } | StreamNode::Values { .. } => vec![],
             StreamNode::Project { input, .. }
             | StreamNode::ChangelogNormalize { input, .. }
             | StreamNode::Filter { input, .. }
@@ -172,7 +178,7 @@ impl StreamPlan {
     /// The node's inputs, mutable.
     pub fn inputs_mut(&mut self) -> Vec<&mut StreamPlan> {
         match &mut self.node {
-            StreamNode::Source { .. } => vec![],
+            StreamNode::Source { .. } | StreamNode::Values { .. } => vec![],
             StreamNode::Project { input, .. }
             | StreamNode::ChangelogNormalize { input, .. }
             | StreamNode::Filter { input, .. }
@@ -212,6 +218,7 @@ impl StreamPlan {
             | StreamNode::Union { .. }
             | StreamNode::WindowAssign { .. } => vec![],
             StreamNode::Project { exprs, .. } => exprs.iter().collect(),
+            StreamNode::Values { rows } => rows.iter().flatten().collect(),
             StreamNode::Filter { predicate, .. } => vec![predicate],
             StreamNode::Join { join, .. } => {
                 join.on.iter().flat_map(|(l, r)| [l, r]).chain(join.filter.as_ref()).collect()
@@ -482,6 +489,7 @@ impl StreamPlan {
     pub fn explain_line(&self) -> String {
         let detail = match &self.node {
             StreamNode::Source { relation } => format!("relation={relation}"),
+            StreamNode::Values { rows } => format!("rows={}", rows.len()),
             StreamNode::ChangelogNormalize { key, .. } => format!("key={key:?}"),
             StreamNode::Project { exprs, .. } => format!("exprs=[{}]", join(exprs)),
             StreamNode::Filter { predicate, .. } => format!("predicate={predicate}"),

@@ -472,6 +472,11 @@ fn build_operator(
         let schema: SchemaRef = Arc::new(plan.schema.as_arrow().clone());
         let op: Box<dyn Operator> = match &plan.node {
             StreamNode::Source { .. } => Box::new(Source),
+            StreamNode::Values { rows } => {
+                let none = DFSchema::empty();
+                let rows = rows.iter().map(|row| physical_exprs(row, &none)).collect::<Result<Vec<_>>>()?;
+                Box::new(crate::runtime::operators::values::Values::try_new(rows, schema)?)
+            }
             StreamNode::Project { input, exprs } => {
                 let exprs = physical_exprs(exprs, &input.schema)?;
                 Box::new(Project::try_new(exprs, schema)?)

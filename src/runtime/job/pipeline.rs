@@ -203,10 +203,12 @@ pub struct Feeder<'a> {
     store: &'a Store,
 }
 
-/// A leaf of a pipelined job: run by the feeder itself (it forwards its input).
+/// A leaf of a pipelined job: run by the feeder itself (it forwards its input). A constant
+/// relation's leaf (VALUES, which emitted its rows when the job was created) reads no relation
+/// and sends only each step's empty packet and the barriers.
 struct Leaf<'a> {
     index: usize,
-    relation: String,
+    relation: Option<String>,
     node: &'a mut Node,
     /// Whether a long chunk is split over the leaf's instances ([`Job::splits_source`]).
     split: bool,
@@ -224,7 +226,7 @@ impl Feeder<'_> {
         let ctx = OpContext { store: self.store };
         for leaf in &mut self.leaves {
             let mut packet = Vec::new();
-            if leaf.relation == relation {
+            if leaf.relation.as_deref() == Some(relation) {
                 leaf_rows(leaf.node, chunk, leaf.split, &ctx, &mut packet)?;
             }
             send(&leaf.ups, packet)?;
@@ -240,7 +242,7 @@ impl Feeder<'_> {
         let ctx = OpContext { store: self.store };
         for leaf in &mut self.leaves {
             let mut packet = Vec::new();
-            if leaf.relation == relation {
+            if leaf.relation.as_deref() == Some(relation) {
                 on_data(leaf.node, 0, Msg::Watermark(watermark_ms), &ctx, &mut packet)?;
             }
             send(&leaf.ups, packet)?;
@@ -413,8 +415,11 @@ impl Job {
             let mut spawn_error = None;
             let parts = self.nodes.iter_mut().zip(ups).zip(inputs).zip(relation_of).zip(splits).zip(&pending);
             for (index, (((((node, ups), receivers), relation), split), pending)) in parts.enumerate() {
+                // A node without inputs is a leaf: a relation's scan, or a constant relation's.
                 match (relation, ups) {
-                    (Some(relation), ups) if !ups.is_empty() => leaves.push(Leaf { index, relation, node, split, ups }),
+                    (relation, ups) if !ups.is_empty() && (relation.is_some() || receivers.is_empty()) => {
+                        leaves.push(Leaf { index, relation, node, split, ups });
+                    }
                     (_, ups) => {
                         let receivers = receivers.into_iter().map(|(_, rx)| rx).collect();
                         let spawned = std::thread::Builder::new()
