@@ -127,3 +127,44 @@ async fn suspended_jobs_resume_where_they_stopped() {
     let jobs = client.query("SHOW JOBS", &[]).await.expect("SHOW JOBS");
     assert_eq!(jobs.len(), 1, "only sv_count is left");
 }
+
+/// A job upgraded through a savepoint continues the one it replaces, so a constant relation's
+/// rows, which that one wrote when it was created, are not written again (as Flink restores a
+/// finished source as finished).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_from_a_savepoint_does_not_write_its_constant_rows_again() {
+    const EVENTS: i64 = 5_000;
+    let dir = common::scratch_dir("savepoints-values");
+    let out = dir.join("out");
+    let server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    let query = "INSERT INTO svv_out SELECT auction, price FROM svv_bid UNION ALL SELECT 0, 0";
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE svv_bid (auction BIGINT, bidder BIGINT, price BIGINT, date_time TIMESTAMP(3))
+                 WITH ('connector' = 'nexmark', 'nexmark.table' = 'bid', 'nexmark.events' = '{EVENTS}');
+             CREATE TABLE svv_out (auction BIGINT, price BIGINT)
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json');
+             {query};",
+            out.display()
+        ))
+        .await
+        .expect("pipeline");
+    let job_of = |rows: Vec<tokio_postgres::Row>| -> Vec<String> { rows.iter().map(|r| r.get(0)).collect() };
+    let first = job_of(client.query("SHOW JOBS", &[]).await.expect("SHOW JOBS")).pop().expect("the job");
+    wait_finished(&client, &first).await;
+    client.batch_execute(&format!("FLUSH; STOP JOB '{first}' WITH SAVEPOINT")).await.expect("suspend");
+    // 46 bids in every 50 events, and the constant row.
+    assert_eq!(lines_in(&out), EVENTS / 50 * 46 + 1);
+
+    client
+        .batch_execute(&format!(
+            "SET 'execution.savepoint.path' = '{first}'; {query}; RESET 'execution.savepoint.path'; STOP JOB '{first}';"
+        ))
+        .await
+        .expect("upgrade");
+    let second = job_of(client.query("SHOW JOBS", &[]).await.expect("SHOW JOBS")).pop().expect("the new job");
+    wait_finished(&client, &second).await;
+    client.batch_execute("FLUSH").await.expect("flush");
+    assert_eq!(lines_in(&out), EVENTS / 50 * 46 + 1, "nothing written twice");
+}

@@ -274,7 +274,7 @@ impl Engine {
             }
         }
         let mut job = self.build_job(rel, plan, &mut catalog)?;
-        self.backfill(&mut job, plan)?;
+        self.backfill(&mut job, plan, savepoint.is_none())?;
         self.jobs.insert(rel.name.clone(), job);
         let result = self
             .open_sources_from(&rel.name, &plan.sources(), starts)
@@ -286,16 +286,17 @@ impl Engine {
         result
     }
 
-    /// Starts a new job: lets its operators emit their first rows, pushes every row its
+    /// Starts a new job: lets its operators emit their first rows (without `constants`, a job
+    /// started from a savepoint, not its constant relations' rows), pushes every row its
     /// sources hold now (plain tables, materialized views) as inserts, then the sources'
     /// watermarks, which close the windows the backfill left behind.
     ///
     /// The epoch in flight is committed first: the rows are read from the store, and a view's
     /// changes not yet committed have already gone to the jobs that existed, not to this one
     /// (without the commit a job created over a view fed by a Kafka source lost them).
-    fn backfill(&mut self, job: &mut crate::runtime::Job, plan: &crate::plan::StreamPlan) -> Result<()> {
+    fn backfill(&mut self, job: &mut crate::runtime::Job, plan: &crate::plan::StreamPlan, constants: bool) -> Result<()> {
         self.commit(EpochWrites::default(), None)?;
-        job.on_create(&self.store)?;
+        job.on_create(&self.store, constants)?;
         for source in plan.sources() {
             let src = self.catalog.get(&source).ok_or_else(|| WeirError::unknown_table(&source))?;
             let (Some(id), schema) = (src.state_table, relation_schema(src)?) else { continue };

@@ -49,6 +49,7 @@ use crate::runtime::operators::session_assign::SessionAssign;
 use crate::runtime::operators::sliced_window_agg::session::SessionWindowAggregate;
 use crate::runtime::operators::sliced_window_agg::{SlicedWindowAggOptions, SlicedWindowAggregate};
 use crate::runtime::operators::union::Union;
+use crate::runtime::operators::values::{Values, NAME as VALUES};
 use crate::runtime::operators::window_assign::WindowAssign;
 use crate::state::key_group::instance_of;
 use crate::state::{EpochWrites, KeyGroups, Store, TableRef};
@@ -475,7 +476,7 @@ fn build_operator(
             StreamNode::Values { rows } => {
                 let none = DFSchema::empty();
                 let rows = rows.iter().map(|row| physical_exprs(row, &none)).collect::<Result<Vec<_>>>()?;
-                Box::new(crate::runtime::operators::values::Values::try_new(rows, schema)?)
+                Box::new(Values::try_new(rows, schema)?)
             }
             StreamNode::Project { input, exprs } => {
                 let exprs = physical_exprs(exprs, &input.schema)?;
@@ -792,13 +793,19 @@ impl Job {
 
     /// Lets every operator emit what it has before any input (a new job only), and returns
     /// what reaches the view. An operator's first rows follow what it made of its inputs' first
-    /// rows.
-    pub fn on_create(&mut self, store: &Store) -> Result<Option<StreamChunk>> {
+    /// rows. Without `constants` the leaves of constant relations emit nothing: a job started
+    /// from a savepoint continues one that already wrote them (as Flink restores a finished
+    /// source as finished).
+    pub fn on_create(&mut self, store: &Store, constants: bool) -> Result<Option<StreamChunk>> {
         let ctx = OpContext { store };
         let mut outputs = Vec::new();
         self.step(
             &mut |_, node, out| {
-                let outs = node.lanes.iter_mut().map(|op| op.on_create(&ctx)).collect::<Result<Vec<_>>>()?;
+                let outs = node
+                    .lanes
+                    .iter_mut()
+                    .map(|op| if constants || op.name() != VALUES { op.on_create(&ctx) } else { Ok(None) })
+                    .collect::<Result<Vec<_>>>()?;
                 emit(node, outs, out);
                 Ok(())
             },

@@ -332,6 +332,13 @@ pub async fn create_materialized_view(
     let depends_on = named_relations(engine, query);
     let options = crate::sql::settings::job_options(settings)?;
     let plan = plan_job(engine, &query_text, JobKind::View { emit_on_window_close }, &options).await?;
+    if let Some(f) = plan.schema.as_arrow().fields().iter().find(|f| has_null_type(f.data_type())) {
+        // Flink refuses it too ("Illegal use of 'NULL'"); stored, it could not be read back.
+        return Err(WeirError::plan(format!(
+            "column \"{}\" of view {name} is only NULL, so it has no type; give it one: CAST(NULL AS INT)",
+            f.name()
+        )));
+    }
     let columns = output_columns_of_schema(plan.schema.as_arrow(), name)?;
     let mut catalog = (*engine.catalog).clone();
     let state_table = catalog.allocate_state_table();
@@ -431,6 +438,20 @@ fn declared_type_name(sql_type: &sqlparser::ast::DataType, arrow_type: &arrow::d
 
 fn sql_type_of(columns: &[Column], name: &str) -> String {
     columns.iter().find(|c| c.name == name).map(|c| c.sql_type.clone()).unwrap_or_default()
+}
+
+/// Whether `t` is the type of a bare `NULL` (DataFusion's `Null`), or holds one in a field or
+/// element (`ARRAY[NULL]`).
+fn has_null_type(t: &arrow::datatypes::DataType) -> bool {
+    use arrow::datatypes::DataType;
+    match t {
+        DataType::Null => true,
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) | DataType::Map(f, _) => {
+            has_null_type(f.data_type())
+        }
+        DataType::Struct(fields) => fields.iter().any(|f| has_null_type(f.data_type())),
+        _ => false,
+    }
 }
 
 /// The output columns of a query plan; names must be unique.

@@ -16,6 +16,9 @@ use crate::error::{Result, WeirError};
 use crate::runtime::changelog::{Op, StreamChunk};
 use crate::runtime::operator::{OpContext, Operator};
 
+/// The operator's name.
+pub const NAME: &str = "Values";
+
 /// The rows of a constant relation.
 pub struct Values {
     /// One expression per column for each row, over no input columns.
@@ -74,7 +77,7 @@ impl Values {
 
 impl Operator for Values {
     fn name(&self) -> &'static str {
-        "Values"
+        NAME
     }
 
     /// Inserts the rows: called once, when the job is created.
