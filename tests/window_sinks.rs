@@ -2,7 +2,8 @@
 //! window join and of a window Top-N is accepted (their output is final, as in Flink) and
 //! writes each window's rows once, when the watermark closes the window. The expected lines
 //! were worked out by hand from the rows inserted. A bare SESSION query is refused, a SESSION
-//! aggregation accepted.
+//! aggregation accepted. And how an `INSERT INTO` a sink maps a column list and the query's
+//! types onto the sink's columns.
 
 mod common;
 
@@ -154,4 +155,64 @@ async fn an_append_only_sink_refuses_bare_sessions_and_takes_session_aggregates(
     let mut rows = rows;
     rows.sort_by_key(|r| r["id"].as_i64());
     assert_eq!(rows, expected);
+}
+
+/// `INSERT INTO` a sink with a column list writes each listed column where it is named and
+/// NULL into the others (Postgres's and Flink's partial insert); a query column whose type
+/// cannot be assigned to its sink column (a string into an INT) is refused when the job is
+/// created, and a number out of the column's range fails the statement, never a silent NULL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insert_into_a_sink_maps_a_column_list_and_refuses_what_does_not_fit() {
+    let dir = common::scratch_dir("sink-columns");
+    let out = dir.join("out");
+    let server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE sc_out (a INT, b STRING, c DOUBLE) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json');
+             INSERT INTO sc_out (b, a, c) VALUES ('named', 5, 1.5);
+             INSERT INTO sc_out (a) VALUES (6);
+             INSERT INTO sc_out (c, b) SELECT k, v FROM (VALUES (1, 'one'), (2, 'two')) AS t(k, v);
+             FLUSH;",
+            out.display()
+        ))
+        .await
+        .expect("jobs");
+    let expected = [
+        r#"{"a":5,"b":"named","c":1.5}"#,
+        r#"{"a":6}"#,
+        r#"{"c":1.0,"b":"one"}"#,
+        r#"{"c":2.0,"b":"two"}"#,
+    ];
+    let mut expected: Vec<String> = expected.iter().map(|l| normalized(l)).collect();
+    expected.sort();
+    let got: Vec<String> = {
+        let mut got: Vec<String> = lines_in(&out).iter().map(|l| normalized(l)).collect();
+        got.sort();
+        got
+    };
+    assert_eq!(got, expected);
+
+    for (sql, message) in [
+        ("INSERT INTO sc_out VALUES ('x', 'y', 1.0)", "column \"a\" is of type INT, but the query's column 1 is of type STRING"),
+        ("INSERT INTO sc_out VALUES (99999999999, 'big', 1.0)", "99999999999"),
+        ("INSERT INTO sc_out (a, zz) VALUES (1, 2)", "column \"zz\" of relation \"sc_out\" does not exist"),
+        ("INSERT INTO sc_out (a, a) VALUES (1, 2)", "column \"a\" specified more than once"),
+        ("INSERT INTO sc_out (a, b) VALUES (1)", "INSERT has more target columns than expressions"),
+    ] {
+        let err = client.batch_execute(sql).await.expect_err(sql);
+        let text = err.as_db_error().map_or_else(|| err.to_string(), |d| d.message().to_string());
+        assert!(text.contains(message), "{sql}: {text}");
+    }
+    client.batch_execute("FLUSH").await.expect("flush");
+    assert_eq!(lines_in(&out).len(), 4, "a refused statement writes nothing");
+}
+
+/// A JSON line with its fields in name order and its NULL fields left out, so lines that
+/// differ only in the order or the presence of NULL fields compare equal.
+fn normalized(line: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+    let object = value.as_object().expect("a JSON object");
+    let fields: std::collections::BTreeMap<&String, &serde_json::Value> = object.iter().filter(|(_, v)| !v.is_null()).collect();
+    serde_json::to_string(&fields).expect("JSON")
 }

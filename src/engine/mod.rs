@@ -34,6 +34,6 @@ pub use committed::{Commits, Committed, CommittedSlot};
 pub use driver::{CHECKPOINT_INTERVAL, EPOCH_WRITE_BYTES};
 pub use jobs::{table_store, watermark_key, Engine, JobPlanner, IDLE_ADVANCE, LATE_ROWS_TABLE};
 pub use table_writes::TableChanges;
-pub use sinks::SINK_OPTION;
+pub use sinks::{written_fields, SINK_OPTION};
 pub use sources::{SourceRow, SourceStep, SOURCE_BATCH_ROWS, SOURCE_SLICE};
 pub use system::{job_status, JobStats, StateTableRow, SystemState};

@@ -52,12 +52,12 @@ impl Engine {
                         )))
                     }
                 };
-                let physical = Arc::new(arrow::datatypes::Schema::new(physical_fields(sink)?));
+                let physical = Arc::new(arrow::datatypes::Schema::new(written_fields(sink)?));
                 let state = allocate("sink");
                 Box::new(FileSink::open(&dir, &rel.name, format, physical, state, &self.store)?)
             }
             kind @ ("kafka" | "upsert-kafka") => {
-                let schema = Arc::new(arrow::datatypes::Schema::new(physical_fields(sink)?));
+                let schema = Arc::new(arrow::datatypes::Schema::new(written_fields(sink)?));
                 let config = weir_connectors::kafka::KafkaSinkConfig::from_options(&sink.options)
                     .map_err(|e| WeirError::option(format!("table {}: {e}", sink.name)))?;
                 let encoding = if kind == "kafka" {
@@ -147,7 +147,7 @@ impl Engine {
 }
 
 /// The written columns of sink table `sink` (declared, not computed nor metadata), nullable.
-fn physical_fields(sink: &Relation) -> Result<Vec<arrow::datatypes::Field>> {
+pub fn written_fields(sink: &Relation) -> Result<Vec<arrow::datatypes::Field>> {
     let schema = crate::runtime::relation::relation_schema(sink)?;
     Ok(sink
         .columns

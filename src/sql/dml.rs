@@ -516,7 +516,21 @@ pub async fn insert_into_connector(
         return Err(WeirError::unsupported("INSERT without a query"));
     };
     let ctx = session_context(crate::sql::planning::planning_snapshot(engine, None));
-    let plan = ctx.state().create_logical_plan(&source.to_string()).await?;
+    let query = match insert.columns.as_slice() {
+        [] => source.to_string(),
+        listed => {
+            let given = ctx.state().create_logical_plan(&source.to_string()).await?.schema().fields().len();
+            if given != listed.len() {
+                return Err(WeirError::plan(if given > listed.len() {
+                    "INSERT has more expressions than target columns"
+                } else {
+                    "INSERT has more target columns than expressions"
+                }));
+            }
+            with_target_columns(rel, listed, &source.to_string())?
+        }
+    };
+    let plan = ctx.state().create_logical_plan(&query).await?;
     crate::plan::temporal::mark_lookup_joins(&plan);
     let plan = ctx.state().optimize(&plan)?;
     let connector = connector_of(rel);
@@ -529,11 +543,43 @@ pub async fn insert_into_connector(
             )));
         }
     }
-    let query = source.to_string();
     let depends_on = crate::sql::ddl::named_relations(engine, source);
-    let definition = format!("INSERT INTO {} {query}", rel.name);
+    let definition = match insert.columns.as_slice() {
+        [] => format!("INSERT INTO {} {source}", rel.name),
+        listed => format!("INSERT INTO {} ({}) {source}", rel.name, listed.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")),
+    };
     crate::sql::sink_jobs::start_sink_job(engine, rel, &query, depends_on, &definition, settings).await?;
     Ok(0)
+}
+
+/// The query of `INSERT INTO sink (listed) query` as one that gives every written column of
+/// `sink` in its order: a listed column takes the query's column in the list's position, one
+/// not listed is NULL (Postgres's and Flink's partial insert).
+///
+/// # Errors
+/// `Plan` for a listed name that is not a written column of `sink` or is listed twice.
+fn with_target_columns(sink: &weir_catalog::Relation, listed: &[sqlparser::ast::ObjectName], query: &str) -> Result<String> {
+    let written: Vec<&str> = sink.columns.iter().filter(|c| c.computed.is_none()).map(|c| c.name.as_str()).collect();
+    let mut positions = vec![None; written.len()];
+    for (i, name) in listed.iter().enumerate() {
+        let name = object_name(name);
+        let Some(at) = written.iter().position(|w| *w == name) else {
+            return Err(WeirError::plan(format!("column \"{name}\" of relation \"{}\" does not exist", sink.name)));
+        };
+        if positions[at].replace(i).is_some() {
+            return Err(WeirError::plan(format!("column \"{name}\" specified more than once")));
+        }
+    }
+    let aliases: Vec<String> = (0..listed.len()).map(|i| format!("__weir_c{i}")).collect();
+    let select: Vec<String> = positions
+        .iter()
+        .zip(&written)
+        .map(|(at, name)| match at {
+            Some(i) => format!("__weir_insert.{} AS \"{name}\"", aliases[*i]),
+            None => format!("NULL AS \"{name}\""),
+        })
+        .collect();
+    Ok(format!("SELECT {} FROM ({query}) AS __weir_insert({})", select.join(", "), aliases.join(", ")))
 }
 
 /// The watermark table `table` reaches with `rows` (its schema): the largest value of its

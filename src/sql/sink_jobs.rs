@@ -9,6 +9,8 @@
 
 use std::collections::BTreeMap;
 
+use arrow::datatypes::DataType;
+
 use weir_catalog::{Relation, RelationKind};
 
 use crate::engine::{Engine, SINK_OPTION};
@@ -58,6 +60,22 @@ pub async fn start_sink_job(
             plan.schema.fields().len()
         )));
     }
+    if connector != "blackhole" {
+        let written = crate::engine::written_fields(sink)?;
+        for ((i, got), want) in plan.schema.fields().iter().enumerate().zip(&written) {
+            if !assignable(got.data_type(), want.data_type()) {
+                let name = crate::sql::show::sql_type_name;
+                return Err(WeirError::plan(format!(
+                    "INSERT INTO {}: column \"{}\" is of type {}, but the query's column {} is of type {}; CAST it",
+                    sink.name,
+                    want.name(),
+                    name(want.data_type()),
+                    i + 1,
+                    name(got.data_type())
+                )));
+            }
+        }
+    }
     let mut catalog = (*engine.catalog).clone();
     let id = catalog.allocate_job();
     let mut depends_on = depends_on;
@@ -84,4 +102,37 @@ pub async fn start_sink_job(
     engine.start_job(&rel, &plan, catalog, settings.get(crate::sql::settings::SAVEPOINT_PATH).map(String::as_str))?;
     tracing::info!(job = %id, sink = %sink.name, "started INSERT INTO job");
     Ok(id)
+}
+
+/// Whether a query column of type `from` may be written into a sink column of type `to`,
+/// converted when the row is written (Postgres's assignment casts): between numbers (a value
+/// out of the column's range fails the job, never a silent NULL), between strings, anything
+/// into a string, between dates and timestamps, between times, a bare NULL into anything, and
+/// nested types whose parts may. A string into a number, a boolean or a date is refused: a
+/// value that does not parse would fail the job mid-stream; the query CASTs it.
+fn assignable(from: &DataType, to: &DataType) -> bool {
+    use DataType::*;
+    let numeric = |t: &DataType| t.is_numeric();
+    let string = |t: &DataType| matches!(t, Utf8 | LargeUtf8 | Utf8View);
+    let binary = |t: &DataType| matches!(t, Binary | LargeBinary | BinaryView | FixedSizeBinary(_));
+    let dated = |t: &DataType| matches!(t, Date32 | Date64 | Timestamp(..));
+    let list = |t: &DataType| match t {
+        List(f) | LargeList(f) | ListView(f) | LargeListView(f) | FixedSizeList(f, _) => Some(f.data_type().clone()),
+        _ => None,
+    };
+    if from == to || matches!(from, Null) || string(to) {
+        return true;
+    }
+    match (from, to) {
+        (a, b) if numeric(a) && numeric(b) => true,
+        (a, b) if binary(a) && binary(b) => true,
+        (a, b) if dated(a) && dated(b) => true,
+        (Time32(_) | Time64(_), Time32(_) | Time64(_)) => true,
+        (Struct(a), Struct(b)) => a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| assignable(x.data_type(), y.data_type())),
+        (Map(a, _), Map(b, _)) => assignable(a.data_type(), b.data_type()),
+        (a, b) => match (list(a), list(b)) {
+            (Some(x), Some(y)) => assignable(&x, &y),
+            _ => false,
+        },
+    }
 }

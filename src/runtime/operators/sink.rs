@@ -110,7 +110,7 @@ impl Operator for FileSink {
             .columns()
             .iter()
             .zip(self.schema.fields())
-            .map(|(c, f)| if c.data_type() == f.data_type() { Ok(Arc::clone(c)) } else { arrow::compute::cast(c, f.data_type()) })
+            .map(|(c, f)| if c.data_type() == f.data_type() { Ok(Arc::clone(c)) } else { assign(c, f.data_type()) })
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
         match self.format {
@@ -376,7 +376,7 @@ impl Operator for KafkaSink {
             .columns()
             .iter()
             .zip(self.schema.fields())
-            .map(|(c, f)| if c.data_type() == f.data_type() { Ok(Arc::clone(c)) } else { arrow::compute::cast(c, f.data_type()) })
+            .map(|(c, f)| if c.data_type() == f.data_type() { Ok(Arc::clone(c)) } else { assign(c, f.data_type()) })
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
         let messages: Vec<Message> = match &mut self.encoding {
@@ -436,6 +436,13 @@ impl Operator for KafkaSink {
             }
         }
     }
+}
+
+
+/// `values` converted to a sink column's `to`, failing on a value that does not fit (a number
+/// out of range) instead of writing NULL: the job fails loudly, as Postgres fails the INSERT.
+fn assign(values: &arrow::array::ArrayRef, to: &arrow::datatypes::DataType) -> std::result::Result<arrow::array::ArrayRef, arrow::error::ArrowError> {
+    arrow::compute::cast_with_options(values, to, &arrow::compute::CastOptions { safe: false, ..Default::default() })
 }
 
 #[cfg(test)]
