@@ -23,7 +23,11 @@ pub struct Project {
 }
 
 impl Project {
-    /// A projection producing `schema` from `exprs` (same length).
+    /// A projection producing `schema` from `exprs` (same length), every column nullable: a
+    /// changelog carries rows that a query's final result never holds, such as the NULL-padded
+    /// row a LEFT join emits between retracting a pair and inserting its update, so a column
+    /// DataFusion knows to be NOT NULL in the result (a scalar `count(*)` subquery's) may be
+    /// NULL on the way.
     pub fn try_new(exprs: Vec<Arc<dyn PhysicalExpr>>, schema: SchemaRef) -> Result<Self> {
         if exprs.len() != schema.fields().len() {
             return Err(crate::error::WeirError::internal(format!(
@@ -32,6 +36,10 @@ impl Project {
                 schema.fields().len()
             )));
         }
+        let fields: Vec<arrow::datatypes::Field> =
+            schema.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect();
+        let schema =
+            Arc::new(arrow::datatypes::Schema::new_with_metadata(fields, schema.metadata().clone()));
         Ok(Self { exprs, schema, watermark: None })
     }
 }
