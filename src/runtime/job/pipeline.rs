@@ -37,7 +37,7 @@
 //! ([`crate::engine`]'s runners), which no other job reads and whose sources have no late-rows
 //! table.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
@@ -201,6 +201,8 @@ pub struct Feeder<'a> {
     /// The job's nodes.
     nodes: usize,
     store: &'a Store,
+    /// Set when a stage's thread has ended (it failed, or panicked): see [`Feeder::stopped`].
+    exited: &'a AtomicBool,
 }
 
 /// A leaf of a pipelined job: run by the feeder itself (it forwards its input). A constant
@@ -284,6 +286,13 @@ impl Feeder<'_> {
             send(&leaf.ups, up.into_iter().collect())?;
         }
         Ok(())
+    }
+
+    /// Whether a stage has stopped, which it does before the feeder is done only when it
+    /// failed: the feeder learns it here while it has nothing to send (a send would fail).
+    /// [`Job::pipelined`] then returns the stage's error once `feed` returns.
+    pub fn stopped(&self) -> bool {
+        self.exited.load(Ordering::Acquire)
     }
 
     /// Estimated bytes of the state writes the job's operators hold since the last barrier
@@ -409,6 +418,8 @@ impl Job {
             receivers.sort_by_key(|(input, _)| *input);
         }
         let pending: Vec<AtomicU64> = (0..count).map(|_| AtomicU64::new(0)).collect();
+        let exited = AtomicBool::new(false);
+        let exited = &exited;
         std::thread::scope(|scope| {
             let mut leaves = Vec::new();
             let mut stages = Vec::new();
@@ -424,7 +435,10 @@ impl Job {
                         let receivers = receivers.into_iter().map(|(_, rx)| rx).collect();
                         let spawned = std::thread::Builder::new()
                             .name(format!("weir-stage-{index}"))
-                            .spawn_scoped(scope, move || stage((index, node), receivers, ups, pending, store));
+                            .spawn_scoped(scope, move || {
+                                let _exit = OnExit(exited);
+                                stage((index, node), receivers, ups, pending, store)
+                            });
                         match spawned {
                             Ok(handle) => stages.push(handle),
                             Err(e) => spawn_error = Some(WeirError::internal(format!("cannot start a stage's thread: {e}"))),
@@ -434,7 +448,7 @@ impl Job {
             }
             let result = match spawn_error {
                 Some(e) => Err(e),
-                None => feed(&mut Feeder { leaves, pending: &pending, barriers: 0, nodes: count, store }),
+                None => feed(&mut Feeder { leaves, pending: &pending, barriers: 0, nodes: count, store, exited }),
             };
             // Dropping the feeder closed the leaves' channels: each stage ends after its last step.
             let mut first_error = None;
@@ -452,6 +466,16 @@ impl Job {
                 None => result,
             }
         })
+    }
+}
+
+/// Sets its flag when dropped: a stage's thread holds one, so the flag tells that the thread
+/// ended, by returning or by a panic.
+struct OnExit<'a>(&'a AtomicBool);
+
+impl Drop for OnExit<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
     }
 }
 
@@ -798,6 +822,38 @@ mod tests {
         assert!(error.to_string().contains("fwd/1 met the bad row"), "{error}");
         let seen = logs.lock().unwrap().get("root/0").map_or(0, Vec::len);
         assert!(seen < steps.len() / 2, "the feeder stopped early: the root saw {seen} of {} steps", steps.len());
+        Ok(())
+    }
+
+    /// A feeder with nothing more to send (its sources are quiet) learns that a stage failed
+    /// on what it sent last from [`Feeder::stopped`], without sending anything: a runner keeps
+    /// its pipeline while idle and must not wait on a broken one.
+    #[test]
+    fn an_idle_feeder_sees_a_stage_that_failed() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let store = Store::open(dir.path())?;
+        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
+        let rows = |values: Vec<i64>| {
+            let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(Int64Array::from(values))]).unwrap();
+            StreamChunk::new(vec![Op::Insert; batch.num_rows()], batch)
+        };
+        let logs = Logs::default();
+        let mut job = job(&logs, Some(13));
+        let error = job
+            .pipelined(&store, |feeder| {
+                feeder.push("a", &rows(vec![1, 2]))?;
+                assert!(!feeder.stopped(), "no stage failed on good rows");
+                // Long enough to be split over the forward recorders, so that the second has 13.
+                feeder.push("a", &rows((0..3000).map(|i| if i == 2999 { 13 } else { 1 }).collect()))?;
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                while !feeder.stopped() {
+                    assert!(std::time::Instant::now() < deadline, "the failed stage was never seen");
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Ok(())
+            })
+            .unwrap_err();
+        assert!(error.to_string().contains("fwd/1 met the bad row"), "{error}");
         Ok(())
     }
 }
