@@ -19,6 +19,7 @@ pub mod subscribe;
 pub mod temporal;
 pub mod transaction;
 pub mod types;
+pub mod values_subquery;
 pub mod window_tvf;
 
 pub use database::{default_workers, Database, OpenOptions, Session, StatementResult};

@@ -367,6 +367,8 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
     // After DataFusion's type coercion: casts to ROW types by position (`row_cast`).
     let mut analyzer_rules = datafusion::optimizer::Analyzer::new().rules;
     analyzer_rules.push(Arc::new(crate::sql::row_cast::PositionalRowCasts));
+    // `x IN (VALUES ...)` and kin planned as `(SELECT * FROM (VALUES ...))` (`values_subquery`).
+    analyzer_rules.push(Arc::new(crate::sql::values_subquery::ValuesSubqueries));
     let state = SessionStateBuilder::new()
         .with_config(config)
         .with_default_features()
