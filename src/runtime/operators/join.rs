@@ -31,8 +31,8 @@
 //! (its `window_time`, `window_end - 1`, is at or below it), it emits that window's join once,
 //! `+I`: every matching pair, then for an outer join each row of a padded side that matched
 //! nothing, NULL-padded, never retracted (Flink's WindowJoinOperator). The output is
-//! append-only. A row of a padded side whose key is NULL can never match: its padded row is
-//! emitted when it arrives.
+//! append-only. A row of a padded side whose key is NULL can never match: it is stored all the
+//! same and padded when its window closes.
 //!
 //! An outer interval join under `EMIT ON WINDOW CLOSE` (append-only inputs) emits its pairs at
 //! once (they are final) and each NULL-padded row once, when its row leaves state unmatched
@@ -348,6 +348,11 @@ impl Join {
 
     /// The encoded join key of every row of `batch` (input `s`); `None` where it never matches.
     fn keys(&self, s: usize, batch: &RecordBatch) -> Result<Vec<Option<Vec<u8>>>> {
+        self.encoded_keys(s, batch, false)
+    }
+
+    /// [`Join::keys`]; with `nulls`, a key with a NULL is encoded too (it still never matches).
+    fn encoded_keys(&self, s: usize, batch: &RecordBatch, nulls: bool) -> Result<Vec<Option<Vec<u8>>>> {
         let n = batch.num_rows();
         let cols = self.sides[s]
             .keys
@@ -361,7 +366,7 @@ impl Join {
         let prepared = self.key_codec.prepare(&cols)?;
         Ok((0..n)
             .map(|i| {
-                if !self.null_equals_null && cols.iter().any(|c| c.is_null(i)) {
+                if !nulls && !self.null_equals_null && cols.iter().any(|c| c.is_null(i)) {
                     return None;
                 }
                 let mut key = Vec::with_capacity(9 * cols.len());
@@ -369,6 +374,13 @@ impl Join {
                 Some(key)
             })
             .collect())
+    }
+
+    /// Whether the encoded join key `key` has a NULL in it.
+    fn has_null(&self, key: &[u8]) -> Result<bool> {
+        let mut decoder = self.key_codec.decoder(1);
+        decoder.append(key)?;
+        Ok(decoder.finish()?.iter().any(|c| c.null_count() > 0))
     }
 
     fn save_meta(&mut self) {
@@ -527,8 +539,10 @@ impl Join {
     }
 
     /// A window join under EOWC: stores the rows of a chunk of input `s` (their copy counts),
-    /// emitting nothing, except the NULL-padded rows of an outer side's rows with a NULL key,
-    /// which can never match: they are final at once.
+    /// emitting nothing. An outer side's row with a NULL key, which can never match, is stored
+    /// too under that key and padded when its window closes (Flink's WindowJoinOperator emits
+    /// nothing of a window before it fires); one with a NULL time belongs to no window and is
+    /// padded at once.
     fn store_until_close(
         &mut self,
         s: usize,
@@ -539,13 +553,21 @@ impl Join {
     ) -> Result<Option<StreamChunk>> {
         let n = chunk.len();
         let rows = self.sides[s].row_codec.encode_rows(chunk.columns(), n)?;
+        let outer = self.sides[s].outer;
+        let timed = |i: usize| times.is_some_and(|t| t[i].is_some());
+        let null_keys = if outer && classes.iter().enumerate().any(|(i, c)| matches!(c, Class::Alone) && timed(i)) {
+            self.encoded_keys(s, &chunk.batch, true)?
+        } else {
+            Vec::new()
+        };
         let mut padded = Vec::new();
         for (i, class) in classes.iter().enumerate() {
             let sign = chunk.ops[i].sign();
             let key = match class {
                 Class::Late => continue,
+                Class::Alone if outer && timed(i) => null_keys[i].as_ref().expect("every key is encoded"),
                 Class::Alone => {
-                    if self.sides[s].outer {
+                    if outer {
                         padded.push((if sign > 0 { Op::Insert } else { Op::Delete }, Some(i as u32), None));
                     }
                     continue;
@@ -569,7 +591,8 @@ impl Join {
 
     /// A window join under EOWC: the join of every window the watermark `w` closes, once: each
     /// matching pair (one per pair of copies), then, for an outer join, each row of a padded
-    /// side that matched nothing, NULL-padded. `None` when no window closes.
+    /// side that matched nothing (a key with a NULL matches nothing), NULL-padded. `None` when
+    /// no window closes.
     fn close_windows(&mut self, w: i64, store: &Store) -> Result<Option<StreamChunk>> {
         let Some(time) = self.time else { return Ok(None) };
         // The join keys (each one window's: they hold window_end) with rows that close now.
@@ -593,6 +616,9 @@ impl Join {
                 for (state_key, value) in side.rows.prefix_iter(store, key)? {
                     rows[s].push((state_key[key.len()..].to_vec(), decode_entry(value)?.0));
                 }
+            }
+            if !self.null_equals_null && self.has_null(key)? {
+                continue;
             }
             for l in starts[0]..rows[0].len() {
                 for r in starts[1]..rows[1].len() {
