@@ -27,6 +27,10 @@ pub struct TableChanges {
     /// The watermark each table reaches with the rows written (its WATERMARK expression's
     /// largest value), ms.
     pub watermarks: BTreeMap<String, i64>,
+    /// Watermarks that move between the chunks: `(n, table, ms)` raises `table`'s watermark
+    /// once the first `n` chunks have gone through the views, in order of `n` (an INSERT's
+    /// rows arrive in the order written and the watermark moves row by row: SQL.md).
+    pub marks: Vec<(usize, String, i64)>,
     /// The next row id of each keyless table written.
     pub row_ids: HashMap<u32, u64>,
 }
@@ -55,6 +59,18 @@ impl TableChanges {
         let w = self.watermarks.entry(table.to_string()).or_insert(watermark_ms);
         *w = (*w).max(watermark_ms);
     }
+
+    /// Raises table `table`'s watermark to `watermark_ms` before the next chunk goes through
+    /// the views ([`TableChanges::marks`]).
+    pub fn mark_watermark(&mut self, table: &str, watermark_ms: i64) {
+        self.marks.push((self.chunks.len(), table.to_string(), watermark_ms));
+        self.raise_watermark(table, watermark_ms);
+    }
+
+    /// The watermark `table` has reached within these changes, ms.
+    pub fn watermark(&self, table: &str) -> Option<i64> {
+        self.watermarks.get(table).copied()
+    }
 }
 
 impl Engine {
@@ -77,13 +93,17 @@ impl Engine {
     }
 
     fn apply_table_changes(&mut self, changes: TableChanges) -> Result<()> {
-        let TableChanges { writes: rows, chunks, watermarks, row_ids } = changes;
+        let TableChanges { writes: rows, chunks, watermarks, marks, row_ids } = changes;
         let mut writes = EpochWrites::with_capacity(rows.log_bytes());
         rows.write_into(&mut writes);
         drop(rows);
         // The tables' own changes for their subscribers, published once committed.
         let mut followed: BTreeMap<String, (Arc<ChangeFeed>, Vec<RecordBatch>)> = BTreeMap::new();
-        for (table, chunk) in &chunks {
+        let mut marks = marks.into_iter().peekable();
+        for (i, (table, chunk)) in chunks.iter().enumerate() {
+            while let Some((_, marked, watermark)) = marks.next_if(|(n, ..)| *n <= i) {
+                self.advance_watermark(&marked, watermark, &mut writes)?;
+            }
             if let Some(feed) = self.feeds().get(table).filter(|f| f.is_active()) {
                 let diffs = feed.diff_rows(chunk)?;
                 followed.entry(table.clone()).or_insert_with(|| (feed, Vec::new())).1.push(diffs);

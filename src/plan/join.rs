@@ -291,6 +291,11 @@ pub fn plan_join(j: &Join, catalog: &dyn SourceCatalog) -> Result<StreamPlan> {
             interval_bound(filter, &j.schema, left.schema.fields().len(), &left_times, &right_times)
         })
         .filter(|_| !join_type.left_only());
+    let (mut left, mut right) = (left, right);
+    if matches!(time, Some(TimeBound::Window { .. })) {
+        late_in_join(&mut left);
+        late_in_join(&mut right);
+    }
     let left_width = left.schema.fields().len();
     let stream_key = match (&left.stream_key, &right.stream_key) {
         _ if join_type.left_only() => left.stream_key.clone(),
@@ -535,6 +540,17 @@ pub fn time_columns(plan: &StreamPlan, catalog: &dyn SourceCatalog) -> Result<Ti
         }
         _ => TimeColumns::default(),
     })
+}
+
+/// Leaves the lateness of the window TVFs under a window join's input `plan` (through
+/// projections and filters, as [`time_columns`] finds their `window_end`) to the join
+/// ([`crate::plan::window::WindowSpec::late_in_join`]).
+fn late_in_join(plan: &mut StreamPlan) {
+    match &mut plan.node {
+        StreamNode::WindowAssign { spec, .. } => spec.late_in_join = true,
+        StreamNode::Project { input, .. } | StreamNode::Filter { input, .. } => late_in_join(input),
+        _ => {}
+    }
 }
 
 /// A window join: an equi-key pair of bare `window_end` columns of window TVFs.

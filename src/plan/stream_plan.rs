@@ -507,7 +507,7 @@ impl StreamPlan {
                 spec.size_ms,
                 spec.slide_ms,
                 spec.offset_ms,
-                if spec.slices { ", slices" } else { "" }
+                if spec.slices { ", slices" } else if spec.late_in_join { ", late rows dropped by the join" } else { "" }
             ),
             StreamNode::GroupAggregate { group_exprs, aggr_exprs, emit_on_window_close, .. } => format!(
                 "group=[{}], aggs=[{}]{}",

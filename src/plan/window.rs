@@ -74,6 +74,12 @@ pub struct WindowSpec {
     /// [`WindowSpec::windows`] gives), with no merging, and is late when that session's
     /// `window_time` is at or below the watermark; the aggregate merges the sessions.
     pub slices: bool,
+    /// Under a window join: every row gets its windows and none is dropped here; the join,
+    /// whose watermark is the minimum of both inputs', drops and counts the late rows (SQL.md:
+    /// "an operator with two inputs uses the minimum of their watermarks, for firing and for
+    /// lateness"; Flink fuses the window TVF into its WindowJoinOperator, which decides
+    /// lateness by the join's watermark).
+    pub late_in_join: bool,
 }
 
 impl WindowSpec {
@@ -111,6 +117,7 @@ impl WindowSpec {
                 partition_by: vec![],
                 allowed_lateness_ms: 0,
                 slices: false,
+                late_in_join: false,
             });
         }
         let (slide_ms, size_ms, offset_ms) = match (kind, intervals) {
@@ -149,6 +156,7 @@ impl WindowSpec {
             partition_by: vec![],
             allowed_lateness_ms: 0,
             slices: false,
+            late_in_join: false,
         })
     }
 

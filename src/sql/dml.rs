@@ -22,9 +22,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BinaryArray, RecordBatch, UInt32Array};
+use arrow::array::{Array, ArrayRef, AsArray, BinaryArray, RecordBatch, UInt32Array};
 use arrow::compute::{concat_batches, take_record_batch};
-use arrow::datatypes::{Field, Schema, SchemaRef};
+use arrow::datatypes::{Field, Int64Type, Schema, SchemaRef};
 use datafusion::dataframe::DataFrame;
 use datafusion::logical_expr::{LogicalPlan, WriteOp};
 use datafusion::sql::parser::Statement as DfStatement;
@@ -194,8 +194,24 @@ pub async fn apply(base: &WriteBase<'_>, changes: &mut TableChanges, step: &Writ
             let mut count = 0;
             for batch in &rows {
                 count += batch.num_rows();
-                let chunk = store.insert(batch, &*base.state, &mut changes.writes, &mut next)?;
-                changes.chunks.push((table.clone(), chunk));
+                // Without ON CONFLICT the rows go through the views in the order written, the
+                // watermark moving between them where a row needs it.
+                let cuts = match on_conflict {
+                    None => watermark_cuts(base, changes, &table, batch).await?,
+                    Some(_) => Vec::new(),
+                };
+                let mut start = 0;
+                for (at, watermark) in cuts.into_iter().chain([(batch.num_rows(), None)]) {
+                    if at > start {
+                        let part = batch.slice(start, at - start);
+                        let chunk = store.insert(&part, &*base.state, &mut changes.writes, &mut next)?;
+                        changes.chunks.push((table.clone(), chunk));
+                    }
+                    if let Some(w) = watermark {
+                        changes.mark_watermark(&table, w);
+                    }
+                    start = at;
+                }
             }
             changes.row_ids.insert(id, next);
             raise_watermark(base, changes, &table, &rows).await?;
@@ -477,6 +493,54 @@ pub async fn returning(table: &str, alias: Option<&Ident>, applied: &Applied, it
         Some(names) => crate::sql::pg_compat::rename(&schema, batches, &names),
         None => Ok((schema, batches)),
     }
+}
+
+/// Where the watermark of `table` must move within `batch`, rows of an INSERT that arrive in
+/// the order written (SQL.md: "the watermark moves row by row"): `(i, Some(w))` raises it to
+/// `w`, what the rows before row `i` reach, before row `i` goes through the views. A cut is
+/// made only before a row whose event time is at or below that watermark, and above the one
+/// already in force (the last commit's, or these changes'): a row above the watermark is late
+/// for no operator, so rows in order of time, or out of order by less than the WATERMARK's
+/// delay, go through in one chunk. Empty for a table without a WATERMARK.
+///
+/// # Errors
+/// Evaluating the WATERMARK expression over the rows.
+async fn watermark_cuts(base: &WriteBase<'_>, changes: &TableChanges, table: &str, batch: &RecordBatch) -> Result<Vec<(usize, Option<i64>)>> {
+    let Some(wm) = base.catalog.get(table).and_then(|r| r.watermark.clone()) else { return Ok(Vec::new()) };
+    if batch.num_rows() < 2 {
+        return Ok(Vec::new());
+    }
+    // One partition: the values come back in the rows' order.
+    let config = datafusion::prelude::SessionConfig::new().with_target_partitions(1);
+    let ctx = datafusion::prelude::SessionContext::new_with_config(config);
+    crate::plan::functions::register(&ctx);
+    let mem = datafusion::datasource::MemTable::try_new(batch.schema(), vec![vec![batch.clone()]])?;
+    ctx.register_table("t", Arc::new(mem))?;
+    let ms = |e: &str| format!("CAST(CAST({e} AS TIMESTAMP(3)) AS BIGINT)");
+    let sql = format!("SELECT {} AS row_time, {} AS row_watermark FROM t", ms(&quote(&wm.column)), ms(&wm.expr));
+    let committed = match base.row_ids {
+        RowIds::Engine(engine) => engine.watermarks.get(table).copied(),
+        RowIds::Tentative => None,
+    };
+    let mut in_force = committed.max(changes.watermark(table));
+    let mut reached = in_force;
+    let mut cuts = Vec::new();
+    let mut row = 0;
+    for values in ctx.sql(&sql).await?.collect().await? {
+        let times = values.column(0).as_primitive::<Int64Type>();
+        let marks = values.column(1).as_primitive::<Int64Type>();
+        for i in 0..values.num_rows() {
+            if times.is_valid(i) && reached.is_some_and(|w| times.value(i) <= w) && reached > in_force {
+                cuts.push((row, reached));
+                in_force = reached;
+            }
+            if marks.is_valid(i) {
+                reached = reached.max(Some(marks.value(i)));
+            }
+            row += 1;
+        }
+    }
+    Ok(cuts)
 }
 
 /// Raises `table`'s watermark in `changes` to what `rows` reach.

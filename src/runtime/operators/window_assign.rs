@@ -15,6 +15,9 @@
 //! aggregate merges the sessions and drops and counts the late rows (those whose merged session
 //! is closed, which only it can tell).
 //!
+//! Under a window join ([`WindowSpec::late_in_join`]) no row is dropped here: the join decides
+//! lateness by the minimum of both inputs' watermarks.
+//!
 //! Changelog mode: the input's. State: the current watermark and the late-row count, in the
 //! `watermark` table (one entry), so both survive a restart.
 
@@ -111,7 +114,7 @@ impl Operator for WindowAssign {
         } else {
             self.spec.assign(&chunk.batch, &self.schema, |row, end| {
                 // Closed once the watermark reaches window_time = end - 1.
-                let open = session_aggregate || watermark.is_none_or(|wm| end - 1 > wm - lateness);
+                let open = session_aggregate || self.spec.late_in_join || watermark.is_none_or(|wm| end - 1 > wm - lateness);
                 kept[row] |= open;
                 open
             })?
