@@ -1,7 +1,8 @@
 //! The one error type of the server's stages, and its SQLSTATE.
 //!
 //! Variants say whose fault an error is: the user's statement (`Syntax`, `UnknownTable`,
-//! `UnknownColumn`, `Unsupported`, `InvalidOption`, `Plan`, `Execution`, `InvalidText`, `StatementTimeout`, the
+//! `UnknownColumn`, `Unsupported`, `InvalidOption`, `Plan`, `Execution`, `DivisionByZero`, `InvalidText`,
+//! `StatementTimeout`, the
 //! transaction-block states, `InsufficientPrivilege`), the environment
 //! (`Storage`, `Io`), or ours (`Internal`). The SQLSTATE of each is set in one place,
 //! [`WeirError::sqlstate`], an exhaustive match; the frontend turns it into a Postgres
@@ -45,11 +46,14 @@ pub enum ErrorKind {
     /// An object cannot be dropped because others depend on it.
     #[error("{0}")]
     DependentObjects(String),
-    /// A runtime failure caused by the data (division by zero, overflow, bad cast).
+    /// A runtime failure caused by the data (overflow, a value out of range).
     #[error("{0}")]
     Execution(String),
-    /// Input data (a `COPY` stream) whose text is not a value of its column's type, or rows
-    /// of the wrong shape.
+    /// A division (or modulo) by zero.
+    #[error("division by zero")]
+    DivisionByZero,
+    /// Text that is not a value of the type it is read as: a `COPY` stream's, a string CAST
+    /// to a number or date (Arrow's cast error), or rows of the wrong shape.
     #[error("{0}")]
     InvalidText(String),
     /// A COPY stream that is not rows of the COPY's shape (missing or extra fields, an
@@ -147,6 +151,7 @@ impl WeirError {
             ErrorKind::Plan(_) => "42804",
             ErrorKind::DependentObjects(_) => "2BP01",
             ErrorKind::Execution(_) => "22000",
+            ErrorKind::DivisionByZero => "22012",
             ErrorKind::InvalidText(_) => "22P02",
             ErrorKind::BadCopyData(_) => "22P04",
             ErrorKind::StatementTimeout => "57014",
@@ -201,8 +206,16 @@ impl From<std::io::Error> for WeirError {
 }
 
 impl From<arrow::error::ArrowError> for WeirError {
+    /// A division by zero is Postgres's 22012, text that is not a value of the type it is cast
+    /// or parsed to 22P02 (`invalid_text_representation`); the rest are data errors (22000).
     fn from(e: arrow::error::ArrowError) -> Self {
-        Self::execution(e.to_string())
+        use arrow::error::ArrowError as A;
+        match e {
+            A::DivideByZero => Self::new(ErrorKind::DivisionByZero),
+            A::CastError(msg) if msg.starts_with("Cannot cast string") => Self::invalid_text(format!("Cast error: {msg}")),
+            A::ParseError(msg) => Self::invalid_text(format!("Parser error: {msg}")),
+            other => Self::execution(other.to_string()),
+        }
     }
 }
 
@@ -229,7 +242,7 @@ impl From<datafusion::error::DataFusionError> for WeirError {
             }
             D::NotImplemented(msg) => Self::unsupported(msg),
             D::SQL(err, _) => Self::syntax(err.to_string(), None),
-            D::ArrowError(err, _) => Self::execution(err.to_string()),
+            D::ArrowError(err, _) => Self::from(*err),
             D::Execution(msg) => Self::execution(msg),
             D::Context(ctx, inner) => {
                 let inner = Self::from(*inner);
@@ -237,6 +250,9 @@ impl From<datafusion::error::DataFusionError> for WeirError {
                 match inner.kind() {
                     ErrorKind::UnknownColumn(_) => Self::new(ErrorKind::UnknownColumn(msg)),
                     ErrorKind::UnknownTable(t) => Self::unknown_table(t.clone()),
+                    // The data's fault, found while the optimizer folded constants (`'abc'::int`,
+                    // `1 / 0`): the error as evaluating it would give, without the rule's name.
+                    ErrorKind::DivisionByZero | ErrorKind::InvalidText(_) => inner,
                     _ => Self::plan(msg),
                 }
             }

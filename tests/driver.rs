@@ -33,6 +33,19 @@ async fn typed_parameters_and_binary_results() {
     // A bad statement fails with its SQLSTATE and the connection goes on.
     let err = client.query("SELECT * FROM dr_nope", &[]).await.expect_err("unknown table");
     assert_eq!(err.code().map(|c| c.code()), Some("42P01"));
+    // Data errors carry Postgres's codes, whether found running or while constants are folded.
+    for (sql, code) in [
+        ("SELECT 1 / 0", "22012"),
+        ("SELECT id / (id - id) FROM dr_t", "22012"),
+        ("SELECT CAST('abc' AS INT)", "22P02"),
+        ("SELECT CAST(name AS INT) FROM dr_t", "22P02"),
+        ("SELECT id FROM dr_t WHERE CAST(name AS TIMESTAMP) > '2024-01-01'", "22P02"),
+        ("SELECT TIMESTAMP '2024-01-01' > 'abc'", "22P02"),
+    ] {
+        let err = client.query(sql, &[]).await.expect_err(sql);
+        assert_eq!(err.code().map(|c| c.code()), Some(code), "{sql}: {err:?}");
+        assert!(!err.to_string().contains("Optimizer rule"), "{sql}: {err}");
+    }
     let n: i64 = client.query_one("SELECT COUNT(*) FROM dr_t", &[]).await.expect("still usable").get(0);
     assert_eq!(n, 3);
     client.batch_execute("DROP TABLE dr_t CASCADE").await.expect("drop");

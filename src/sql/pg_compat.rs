@@ -719,8 +719,9 @@ fn special_value(name: &str) -> Option<&'static str> {
 }
 
 /// Postgres's names of the output columns of query `stmt`, one per select item (`None`:
-/// DataFusion's name, which is Postgres's for a column); `None` when the select list has a
-/// wildcard (its columns keep their names) or the statement is not a plain query.
+/// DataFusion's name, which is Postgres's for a column); a wildcard (`*`, `t.*`), whose
+/// columns keep their names, is one [`WILDCARD`] item that [`rename`] expands. `None` when the
+/// select list has more than one wildcard or the statement is not a plain query.
 pub fn output_names(stmt: &Statement) -> Option<Vec<Option<String>>> {
     let Statement::Query(query) = stmt else { return None };
     let select = leftmost_select(query)?;
@@ -729,11 +730,15 @@ pub fn output_names(stmt: &Statement) -> Option<Vec<Option<String>>> {
         names.push(match item {
             SelectItem::UnnamedExpr(e) => Some(expr_name(e)),
             SelectItem::ExprWithAlias { .. } => None,
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => Some(WILDCARD.to_string()),
             _ => return None,
         });
     }
-    Some(names)
+    (names.iter().filter(|n| n.as_deref() == Some(WILDCARD)).count() <= 1).then_some(names)
 }
+
+/// The item of [`output_names`] that stands for a wildcard's columns (no SQL name holds a NUL).
+const WILDCARD: &str = "\0*";
 
 fn leftmost_select(query: &Query) -> Option<&sqlparser::ast::Select> {
     let mut body = query.body.as_ref();
@@ -806,13 +811,23 @@ fn cast_type_name(t: &SqlType) -> String {
 /// # Errors
 /// Arrow's, when a batch does not take the renamed schema (it always does: same types).
 pub fn rename(schema: &SchemaRef, batches: Vec<arrow::array::RecordBatch>, names: &[Option<String>]) -> Result<(SchemaRef, Vec<arrow::array::RecordBatch>)> {
-    if names.len() != schema.fields().len() || names.iter().all(Option::is_none) {
+    let width = schema.fields().len();
+    let names: Vec<Option<String>> = match names.iter().position(|n| n.as_deref() == Some(WILDCARD)) {
+        // The wildcard's columns are those the other items leave.
+        Some(at) if width + 1 >= names.len() => {
+            let expanded = std::iter::repeat_n(None, width + 1 - names.len());
+            names[..at].iter().cloned().chain(expanded).chain(names[at + 1..].iter().cloned()).collect()
+        }
+        Some(_) => return Ok((Arc::clone(schema), batches)),
+        None => names.to_vec(),
+    };
+    if names.len() != width || names.iter().all(Option::is_none) {
         return Ok((Arc::clone(schema), batches));
     }
     let fields: Vec<Field> = schema
         .fields()
         .iter()
-        .zip(names)
+        .zip(&names)
         .map(|(f, n)| match n {
             Some(n) => f.as_ref().clone().with_name(n.clone()),
             None => f.as_ref().clone(),
@@ -836,6 +851,20 @@ mod tests {
     }
 
     #[test]
+    fn a_wildcard_keeps_its_columns_names_between_named_items() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("Utf8(\"x\")", DataType::Utf8, true),
+            Field::new("a", DataType::Int32, true),
+            Field::new("b", DataType::Int32, true),
+            Field::new("Int64(1)", DataType::Int64, true),
+        ]));
+        let names = names("SELECT 'x', *, 1 FROM t").expect("one wildcard");
+        let (renamed, _) = rename(&schema, vec![], &names).expect("renames");
+        let got: Vec<&str> = renamed.fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(got, ["?column?", "a", "b", "?column?"]);
+    }
+
+    #[test]
     fn names_output_columns_as_postgres() {
         let some = |v: &[&str]| Some(v.iter().map(|s| Some(s.to_string())).collect::<Vec<_>>());
         assert_eq!(names("SELECT 1"), some(&["?column?"]));
@@ -845,7 +874,10 @@ mod tests {
         assert_eq!(names("SELECT 1::int, x::text, CAST(x AS BIGINT) FROM t"), some(&["int4", "x", "x"]));
         assert_eq!(names("SELECT CASE WHEN x THEN 1 END FROM t"), some(&["case"]));
         assert_eq!(names("SELECT x AS a, 2 FROM t"), Some(vec![None, Some("?column?".into())]));
-        assert_eq!(names("SELECT * FROM t"), None);
+        let wildcard = Some(WILDCARD.to_string());
+        assert_eq!(names("SELECT * FROM t"), Some(vec![wildcard.clone()]));
+        assert_eq!(names("SELECT 'x', t.* FROM t"), Some(vec![Some("?column?".into()), wildcard]));
+        assert_eq!(names("SELECT *, 1, * FROM t"), None);
         assert_eq!(names("SELECT 1 UNION ALL SELECT 2"), some(&["?column?"]));
     }
 }

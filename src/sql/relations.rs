@@ -537,8 +537,9 @@ impl TableProvider for StoredRelation {
     }
 }
 
-/// A connector table whose source is not built yet: it plans (so sinks can be checked) but
-/// refuses to scan.
+/// A connector table: it stores no rows (Flink's semantics), so it plans (a view or job over
+/// it, a sink's checks) but refuses an ad-hoc scan, saying how to read it instead (SQL.md: a
+/// `SELECT` that needs an unbounded source says how to turn it into a view or a job).
 #[derive(Debug)]
 struct ConnectorTable {
     schema: SchemaRef,
@@ -565,8 +566,10 @@ impl TableProvider for ConnectorTable {
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>, DataFusionError> {
         Err(DataFusionError::External(Box::new(WeirError::unsupported(format!(
-            "reading table {}: the '{}' connector's source is not built yet in this version",
-            self.name, self.connector
+            "a SELECT reads stored rows, and table {name} (connector '{}') stores none; read it in a materialized \
+             view (CREATE MATERIALIZED VIEW v AS SELECT ... FROM {name}) and SELECT from that, or in an INSERT INTO job",
+            self.connector,
+            name = self.name
         )))))
     }
 }
