@@ -268,6 +268,7 @@ impl StreamPlan {
             StreamNode::Project { input, .. }
             | StreamNode::Filter { input, .. }
             | StreamNode::WindowAssign { input, .. }
+            | StreamNode::Rank { input, .. }
             | StreamNode::GroupAggregate { input, .. } => input.set_allowed_lateness(ms),
             StreamNode::Union { inputs } => inputs.iter_mut().for_each(|i| i.set_allowed_lateness(ms)),
             #[allow(unreachable_patterns)]

@@ -556,6 +556,7 @@ fn build_operator(
                     } else {
                         None
                     },
+                    allowed_lateness_ms: input.window_lateness(),
                 };
                 Box::new(Rank::try_new(opts, state_table, store)?)
             }

@@ -47,6 +47,13 @@ pub async fn plan_job(engine: &Engine, query: &str, kind: JobKind, options: &BTr
     }
     crate::plan::slicing::sessionize(&mut stream);
     let lateness = options.get(ALLOW_LATENESS).map(|v| parse_duration_ms(ALLOW_LATENESS, v)).transpose()?;
+    if lateness.is_some_and(|l| l > 0) && has_final_window_rank(&stream) {
+        return Err(WeirError::unsupported(format!(
+            "'{ALLOW_LATENESS}' with a window Top-N or deduplication that emits each window once, final (EMIT ON \
+             WINDOW CLOSE, or an INSERT INTO job): late rows could not change what it emitted; RESET '{ALLOW_LATENESS}', \
+             or use a materialized view without EMIT ON WINDOW CLOSE"
+        )));
+    }
     stream.set_allowed_lateness(lateness.unwrap_or(0));
     stream.set_state_ttl(&state_ttl_of(options, query)?)?;
     Ok(stream)
@@ -122,4 +129,10 @@ impl SourceCatalog for CatalogSources<'_> {
         let Some(wm) = &rel.watermark else { return Ok(None) };
         Ok(relation_schema(rel)?.index_of(&wm.column).ok())
     }
+}
+
+/// Whether `plan` has a Top-N or deduplication that emits on window close.
+fn has_final_window_rank(plan: &StreamPlan) -> bool {
+    matches!(&plan.node, crate::plan::StreamNode::Rank { spec, .. } if spec.emit_on_window_close)
+        || plan.inputs().into_iter().any(has_final_window_rank)
 }

@@ -33,7 +33,9 @@
 //! # Window Top-N and window deduplication
 //! When a PARTITION BY column is a window's `window_end` (window Top-N, window dedup), the rows
 //! of a window leave state once the watermark reaches its `window_time` (`window_end - 1`):
-//! the window has fired, and rows for it are late and dropped before they get here. The view
+//! the window has fired, and rows for it are late and dropped before they get here (with an
+//! allowed lateness, once the watermark passes `window_time` by that much; late rows until then
+//! update the window's ranking, as in a window aggregation). The view
 //! keeps the ranked rows already emitted. The open windows' partitions are indexed in memory by
 //! window end (rebuilt from state when the job restarts), so a watermark reads only the windows
 //! it closes. With `EMIT ON WINDOW CLOSE` (and in every `INSERT INTO` job) nothing is emitted
@@ -94,6 +96,9 @@ pub struct RankOptions {
     pub schema: SchemaRef,
     /// The index among `partition_exprs` of a window's `window_end`, for window Top-N.
     pub window_end_partition: Option<usize>,
+    /// Window Top-N: how long a fired window's partitions stay for late rows, ms
+    /// (`table.exec.emit.allow-lateness`; 0 under EOWC, which refuses a lateness).
+    pub allowed_lateness_ms: i64,
 }
 
 /// One ORDER BY key, encoded as the module docs' "Order keys" say.
@@ -190,6 +195,9 @@ pub struct Rank {
     window_end_partition: Option<usize>,
     /// Window Top-N: emit each window's rows once, when it closes.
     emit_on_window_close: bool,
+    /// Window Top-N: a fired window's partitions are freed only once the watermark passes its
+    /// `window_time` by this much, ms; late rows in that time update its ranking.
+    allowed_lateness_ms: i64,
     /// A deduplication over an append-only input: one kept row per partition in `kept`.
     point_dedup: bool,
     /// Window Top-N: the partitions holding state, by window end (ms).
@@ -207,8 +215,16 @@ impl Rank {
     /// # Errors
     /// `Unsupported` for partition, order or column types the state codec cannot store.
     pub fn try_new(opts: RankOptions, state_table: &mut dyn FnMut(&str) -> TableRef, store: &Store) -> Result<Self> {
-        let RankOptions { spec, partition_exprs, order_exprs, input_schema, append_only_input, schema, window_end_partition } =
-            opts;
+        let RankOptions {
+            spec,
+            partition_exprs,
+            order_exprs,
+            input_schema,
+            append_only_input,
+            schema,
+            window_end_partition,
+            allowed_lateness_ms,
+        } = opts;
         let types_of = |exprs: &[Arc<dyn PhysicalExpr>]| -> Result<Vec<DataType>> {
             exprs.iter().map(|e| Ok(e.data_type(&input_schema)?)).collect()
         };
@@ -320,6 +336,7 @@ impl Rank {
             next_seq,
             window_end_partition,
             emit_on_window_close: spec.emit_on_window_close,
+            allowed_lateness_ms,
             point_dedup,
             open_windows,
         })
@@ -464,7 +481,8 @@ impl Operator for Rank {
     }
 
     /// Window Top-N: frees the state of the windows the watermark closed (their `window_time`,
-    /// `window_end - 1`, is at or below it); under EOWC emits their ranked rows first.
+    /// `window_end - 1`, is at or below it, less the allowed lateness); under EOWC emits their
+    /// ranked rows first.
     fn on_watermark(
         &mut self,
         _input: usize,
@@ -474,7 +492,8 @@ impl Operator for Rank {
         if self.window_end_partition.is_none() {
             return Ok((None, Some(watermark_ms)));
         }
-        let still_open = self.open_windows.split_off(&watermark_ms.saturating_add(2));
+        let cut = watermark_ms.saturating_sub(self.allowed_lateness_ms).saturating_add(2);
+        let still_open = self.open_windows.split_off(&cut);
         let closed = std::mem::replace(&mut self.open_windows, still_open);
         let mut out = Vec::new();
         for partition in closed.into_values().flatten() {
@@ -912,6 +931,7 @@ mod tests {
             append_only_input: append_only,
             schema: Arc::new(Schema::new(fields)),
             window_end_partition: None,
+            allowed_lateness_ms: 0,
         };
         let mut next = 0;
         let mut tables = |_: &str| -> TableRef {
@@ -1134,6 +1154,7 @@ mod tests {
             append_only_input: false,
             schema: Arc::new(Schema::new(fields)),
             window_end_partition: None,
+            allowed_lateness_ms: 0,
         };
         let op = Rank::try_new(opts, &mut |_| 1.into(), &store)?;
         let mut h = Harness { op, store, _dir: dir };

@@ -7,8 +7,9 @@
 //! follows merges. A row is late when its session, after it merged with the open sessions it
 //! touches, is closed (Flink's merging window operator: `isWindowLate(actualWindow)`): when its
 //! own window is (`t + gap - 1 <= watermark`) and it touches no open session. It is then
-//! dropped and counted. When the watermark reaches a session's `window_time` (`end - 1`) the
-//! session is closed and its rows leave state; a later row within its gap starts a new
+//! dropped and counted, as is a row whose event time is NULL (in no session) and a retraction
+//! of a closed session's row. When the watermark reaches a session's `window_time` (`end - 1`)
+//! the session is closed and its rows leave state; a later row within its gap starts a new
 //! session, as in Flink.
 //!
 //! Changelog mode: any in → retract out.
@@ -231,15 +232,16 @@ impl Operator for SessionAssign {
         let mut late = 0;
         for row in 0..n {
             if times.is_null(row) {
+                // In no session: dropped and counted with the late rows (as WindowAssign does).
+                late += 1;
                 continue;
             }
             let t = times.value(row);
             let closed = self.progress.watermark_ms.is_some_and(|wm| t + self.spec.size_ms - 1 <= wm - self.spec.allowed_lateness_ms);
             if closed && !self.touches_open_session(ctx.store, &keys[row], t)? {
-                // A retraction of a row of a closed session is dropped too, but not counted.
-                if chunk.ops[row].is_insert() {
-                    late += 1;
-                }
+                // Dropped and counted, a retraction of a closed session's row too (as Flink
+                // counts every dropped record).
+                late += 1;
                 continue;
             }
             let entry = Self::entry_key(&keys[row], t, &rows[row]);

@@ -4,7 +4,9 @@
 //! `window_end`, `window_time` appended, and the row's op. A window whose `window_time` the
 //! watermark has reached is closed (Flink: it fired): rows for it are late and dropped. Lateness
 //! is per window (SQL.md): a HOP row still counts in those of its windows that are open. A row
-//! that lands in no open window is counted in `num_late_rows`.
+//! that lands in no open window is dropped and counted in `num_late_rows`, and so is a row whose
+//! event time is NULL (it lands in no window at all); a retraction (an `UPDATE`'s or `DELETE`'s
+//! old row) for closed windows too, as Flink counts every dropped record.
 //!
 //! In slice mode (HOP and CUMULATE under a sliced window aggregate, [`WindowSpec::slices`])
 //! each row gets one output row, for its slice, and is late once every window of the slice
@@ -119,12 +121,17 @@ impl Operator for WindowAssign {
                 open
             })?
         };
+        // Every row dropped is counted, a retraction too (Flink's numLateRecordsDropped counts
+        // each record, whatever its kind); a row with a NULL event time is in no window, so it
+        // is dropped and counted too (Flink fails the job on it instead; SQL.md: no row
+        // disappears silently). Only insertions go to the late-rows table, which holds rows.
+        let dropped = kept.iter().filter(|k| !**k).count();
+        self.progress.add_late(dropped as u64);
         let late: Vec<u32> = (0..chunk.len())
-            .filter(|r| !kept[*r] && chunk.ops[*r].is_insert() && chunk.batch.column(self.spec.time_index).is_valid(*r))
+            .filter(|r| !kept[*r] && chunk.ops[*r].is_insert())
             .map(|r| r as u32)
             .collect();
         if !late.is_empty() {
-            self.progress.add_late(late.len() as u64);
             let rows = arrow::compute::take_record_batch(&chunk.batch, &arrow::array::UInt32Array::from(late))?;
             self.late.push((rows, watermark.unwrap_or(i64::MIN)));
         }
