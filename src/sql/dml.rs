@@ -161,6 +161,17 @@ pub async fn insert_step(snapshot: Arc<Snapshot>, insert: &Insert) -> Result<Wri
     let mut plain = insert.clone();
     plain.on = None;
     plain.returning = None;
+    let columns = snapshot.catalog.get(&table).map_or(&[][..], |r| &r.columns[..]);
+    if plain.columns.is_empty() {
+        if let Some(width) = short_values(&plain, columns.len()) {
+            // Postgres fills the columns a VALUES row leaves out at the end with NULL (their
+            // default): the same INSERT with the first columns listed.
+            plain.columns = columns[..width]
+                .iter()
+                .map(|c| sqlparser::ast::ObjectName::from(vec![Ident::with_quote('"', &c.name)]))
+                .collect();
+        }
+    }
     let ctx = session_context(snapshot);
     let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(Statement::Insert(plain)))).await?;
     let LogicalPlan::Dml(dml) = plan else {
@@ -173,6 +184,14 @@ pub async fn insert_step(snapshot: Arc<Snapshot>, insert: &Insert) -> Result<Wri
     let rows = batches.iter().map(|b| conform(b, store.schema())).collect::<Result<Vec<_>>>()?;
     let alias = insert.table_alias.as_ref().map(|a| a.alias.clone());
     Ok(WriteStep::Insert { table, alias, rows, on_conflict })
+}
+
+/// The width of `insert`'s VALUES rows when they all have the same number of values and fewer
+/// than the table's `columns`.
+fn short_values(insert: &Insert, columns: usize) -> Option<usize> {
+    let sqlparser::ast::SetExpr::Values(values) = insert.source.as_ref()?.body.as_ref() else { return None };
+    let width = values.rows.first()?.len();
+    (width < columns && values.rows.iter().all(|r| r.len() == width)).then_some(width)
 }
 
 /// Applies `step` over `base` as changed by `changes`, adding what it writes to `changes`.
