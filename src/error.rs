@@ -15,7 +15,15 @@ pub type Result<T, E = WeirError> = std::result::Result<T, E>;
 
 /// An error of any stage, boxed so that `Result<T>` stays small.
 #[derive(Debug)]
-pub struct WeirError(Box<ErrorKind>);
+pub struct WeirError(Box<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    kind: ErrorKind,
+    /// Where in its statement a non-syntax error points (an unknown column's name), 1-based
+    /// characters; a syntax error carries its own.
+    position: Option<usize>,
+}
 
 /// What went wrong. Messages name the table, column, option or value at fault and, where there
 /// is a short list of valid choices, list them.
@@ -106,10 +114,10 @@ pub enum ErrorKind {
 
 impl WeirError {
     pub fn new(kind: ErrorKind) -> Self {
-        Self(Box::new(kind))
+        Self(Box::new(Inner { kind, position: None }))
     }
     pub fn kind(&self) -> &ErrorKind {
-        &self.0
+        &self.0.kind
     }
     pub fn unsupported(msg: impl Into<String>) -> Self {
         Self::new(ErrorKind::Unsupported(msg.into()))
@@ -170,18 +178,81 @@ impl WeirError {
         }
     }
 
-    /// The 1-based character position of a syntax error, if known.
+    /// The 1-based character position in its statement that the error points at, if known:
+    /// a syntax error's, or an unknown column's name (Postgres's `P` field, which psql shows
+    /// as `LINE 1: ...` and a caret).
     pub fn position(&self) -> Option<usize> {
         match self.kind() {
             ErrorKind::Syntax { position, .. } => *position,
-            _ => None,
+            _ => self.0.position,
         }
     }
+
+    /// An `UnknownColumn` error pointed at the column's first mention in its statement, as
+    /// Postgres points `column "x" does not exist` at `x`: `find` gives the 1-based position of
+    /// a name's first mention as an identifier (see `sql::parser::position_of_name`). Other
+    /// errors, and names the message does not give or the statement does not hold, are
+    /// returned as they are.
+    pub fn locate_column(mut self, find: impl FnOnce(&str) -> Option<usize>) -> Self {
+        if let ErrorKind::UnknownColumn(msg) = self.kind() {
+            if self.0.position.is_none() {
+                self.0.position = missing_column(msg).and_then(|name| find(&name));
+            }
+        }
+        self
+    }
+}
+
+/// The column an `UnknownColumn` message names: DataFusion's `No field named [rel.]name` (a
+/// part in double quotes when it needs them) or Weir's `column "name"`.
+fn missing_column(msg: &str) -> Option<String> {
+    if let Some(i) = msg.find("column \"") {
+        let rest = &msg[i + "column \"".len()..];
+        return rest.find('"').map(|end| rest[..end].to_string());
+    }
+    let rest = &msg[msg.find("No field named ")? + "No field named ".len()..];
+    // Parts separated by dots, each bare or in double quotes ("" inside stands for one);
+    // the last is the column. The message goes on after a dot and a space, or ends with a dot.
+    let mut chars = rest.chars().peekable();
+    let mut last = String::new();
+    loop {
+        let mut part = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            while let Some(c) = chars.next() {
+                if c == '"' {
+                    if chars.peek() == Some(&'"') {
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+                part.push(c);
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c.is_alphanumeric() || c == '_' || c == '$' {
+                    part.push(c);
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+        }
+        if part.is_empty() {
+            break;
+        }
+        last = part;
+        if chars.next() != Some('.') || !chars.peek().is_some_and(|c| c.is_alphanumeric() || *c == '_' || *c == '"') {
+            break;
+        }
+    }
+    (!last.is_empty()).then_some(last)
 }
 
 impl fmt::Display for WeirError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        self.0.kind.fmt(f)
     }
 }
 
@@ -264,5 +335,35 @@ impl From<datafusion::error::DataFusionError> for WeirError {
             },
             other => Self::internal(other.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_columns_name_is_read_from_either_message() {
+        let names = |msg: &str| missing_column(msg);
+        assert_eq!(names("Schema error: No field named nme. Valid fields are t.id, t.name."), Some("nme".into()));
+        assert_eq!(names("Schema error: No field named t.nme. Did you mean 't.name'?"), Some("nme".into()));
+        assert_eq!(names(r#"Schema error: No field named "Odd"" Name". Valid fields are t.a."#), Some(r#"Odd" Name"#.into()));
+        assert_eq!(names(r#"No field named "T".x."#), Some("x".into()));
+        assert_eq!(names(r#"column "qty" of relation "orders" does not exist"#), Some("qty".into()));
+        assert_eq!(names("FOR SYSTEM_TIME AS OF t: no such column in the other join input"), None);
+    }
+
+    #[test]
+    fn only_an_unknown_column_is_located() {
+        let e = WeirError::new(ErrorKind::UnknownColumn("No field named nme.".into())).locate_column(|n| {
+            assert_eq!(n, "nme");
+            Some(8)
+        });
+        assert_eq!(e.position(), Some(8));
+        assert_eq!(e.to_string(), "No field named nme.");
+        let e = WeirError::plan("column \"x\" is wrong").locate_column(|_| Some(3));
+        assert_eq!(e.position(), None);
+        let e = WeirError::syntax("bad", Some(2)).locate_column(|_| Some(3));
+        assert_eq!(e.position(), Some(2));
     }
 }

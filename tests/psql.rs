@@ -178,3 +178,34 @@ fn psql_describe_commands() -> TestResult {
     );
     Ok(())
 }
+
+/// psql shows where a statement went wrong (`LINE 1:` and a caret under the position the
+/// server sent, Postgres's `P` field): at a syntax error's token, and at an unknown column's
+/// first mention, as Postgres points `column "nme" does not exist`. The caret stands under
+/// character `position` of the statement, after the 8 characters of `LINE 1: `.
+#[test]
+fn psql_points_at_the_error() -> TestResult {
+    let dir = common::scratch_dir("psql_position");
+    let server = common::Server::start(&dir.join("data"));
+    let port = server.port;
+    psql_ok(port, "CREATE TABLE items (id INT, name TEXT)")?;
+
+    let cases = [
+        // The unknown column `nme` starts at character 12; the string 'nme' before it is no
+        // mention.
+        ("SELECT id, nme FROM items", 12),
+        ("SELECT 'nme' AS s FROM items WHERE NME > 1", 36),
+        ("UPDATE items SET name = 'x' WHERE nme = 1", 35),
+        // A syntax error: `FRM` is taken for an alias, then `items` is unexpected.
+        ("SELECT id FRM items", 15),
+        // A select list that ends with a comma: at FROM.
+        ("SELECT id, FROM items", 12),
+    ];
+    for (sql, position) in cases {
+        let run = psql(port, sql)?;
+        assert!(!run.success, "{sql} succeeded");
+        let caret = format!("{}^", " ".repeat(8 + position - 1));
+        assert_lines(sql, &run.stderr, &[&format!("LINE 1: {sql}"), &caret]);
+    }
+    Ok(())
+}

@@ -290,11 +290,28 @@ impl StreamPlan {
     /// `Plan` when the query has no window aggregation (GROUP BY window_start, window_end).
     pub fn set_emit_on_window_close(&mut self) -> crate::error::Result<()> {
         if self.try_set_eowc() {
-            Ok(())
-        } else {
-            Err(crate::error::WeirError::plan(
-                "EMIT ON WINDOW CLOSE needs a windowed operator at the top of the query: a window aggregation (GROUP BY window_start, window_end over TUMBLE, HOP or CUMULATE), a window Top-N or a window deduplication (PARTITION BY window_start, window_end), a window join (ON window_start and window_end), or an interval join of append-only inputs",
-            ))
+            return Ok(());
+        }
+        let mut msg = "EMIT ON WINDOW CLOSE needs a windowed operator at the top of the query: a window aggregation (GROUP BY window_start, window_end over TUMBLE, HOP or CUMULATE), a window Top-N or a window deduplication (PARTITION BY window_start, window_end), a window join (ON window_start and window_end), or an interval join of append-only inputs".to_string();
+        if self.top_interval_join_has_updating_input() {
+            msg.push_str(
+                "; this interval join has an updating input: a plain table takes UPDATE and DELETE, and so does a \
+                 connector table with a primary key or a changelog format, while one without (kafka with json, \
+                 filesystem, nexmark) is append-only",
+            );
+        }
+        Err(crate::error::WeirError::plan(msg))
+    }
+
+    /// Whether the query's top (below projections and filters) is an interval join with an
+    /// input that is not append-only, which EMIT ON WINDOW CLOSE refuses.
+    fn top_interval_join_has_updating_input(&self) -> bool {
+        match &self.node {
+            StreamNode::Join { left, right, join } if matches!(join.time, Some(TimeBound::Interval { .. })) => {
+                left.changelog != ChangelogMode::AppendOnly || right.changelog != ChangelogMode::AppendOnly
+            }
+            StreamNode::Project { input, .. } | StreamNode::Filter { input, .. } => input.top_interval_join_has_updating_input(),
+            _ => false,
         }
     }
 

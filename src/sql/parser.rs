@@ -187,6 +187,22 @@ fn offset_of(sql: &str, line: u64, column: u64) -> usize {
     sql[..start].chars().count() + column.saturating_sub(1) as usize
 }
 
+/// The 1-based character position of the first identifier in `sql` that names `name` (an
+/// unquoted word folds to lower case, as Postgres folds it; a quoted one must match exactly),
+/// outside strings and comments: where Postgres points an unknown column's error.
+pub fn position_of_name(sql: &str, name: &str) -> Option<usize> {
+    let tokens = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location().ok()?;
+    tokens.iter().find_map(|t| match &t.token {
+        Token::Word(w)
+            if (w.quote_style.is_none() && w.value.to_lowercase() == name)
+                || (w.quote_style.is_some() && w.value == name) =>
+        {
+            Some(offset_of(sql, t.span.start.line, t.span.start.column) + 1)
+        }
+        _ => None,
+    })
+}
+
 /// Turns a sqlparser error into a syntax error with the position its text names.
 pub fn syntax_error(sql: &str, e: ParserError) -> WeirError {
     let msg = match e {
@@ -241,7 +257,41 @@ pub fn parse_statement(sql: &str) -> Result<WeirStatement> {
             Some(offset_of(sql, next.span.start.line, next.span.start.column) + 1),
         ));
     }
+    reject_trailing_comma(sql)?;
     Ok(stmt)
+}
+
+/// Refuses a comma that ends a select list (`SELECT id, FROM t`, `SELECT 1,`), which
+/// sqlparser's generic dialect accepts and Postgres does not: a syntax error at `FROM` (or at
+/// the end) as Postgres gives it.
+fn reject_trailing_comma(sql: &str) -> Result<()> {
+    // Most statements have no comma before `FROM`, a comment or the end: no need to tokenize.
+    let suspect = sql.match_indices(',').any(|(i, _)| {
+        let next = sql[i + 1..].trim_start().chars().next();
+        matches!(next, None | Some('f' | 'F' | '-' | '/' | ';'))
+    });
+    if !suspect {
+        return Ok(());
+    }
+    let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location() else { return Ok(()) };
+    let mut after_comma = false;
+    for t in tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_))) {
+        let from = matches!(&t.token, Token::Word(w) if w.keyword == Keyword::FROM && w.quote_style.is_none());
+        if after_comma && (from || t.token == Token::SemiColon) {
+            return Err(WeirError::syntax(
+                format!("unexpected '{}' after a comma: a select list does not end with a comma", t.token),
+                Some(offset_of(sql, t.span.start.line, t.span.start.column) + 1),
+            ));
+        }
+        after_comma = t.token == Token::Comma;
+    }
+    if after_comma {
+        return Err(WeirError::syntax(
+            "unexpected end of input after a comma: a select list does not end with a comma",
+            Some(sql.chars().count() + 1),
+        ));
+    }
+    Ok(())
 }
 
 fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
@@ -793,6 +843,30 @@ mod tests {
         assert!(e.position().is_some());
         let e = parse_statement("SELEC 1").expect_err("typo");
         assert_eq!(e.position(), Some(1));
+    }
+
+    #[test]
+    fn a_select_list_does_not_end_with_a_comma() {
+        let e = parse_statement("SELECT id, FROM t").expect_err("trailing comma");
+        assert_eq!((e.sqlstate(), e.position()), ("42601", Some(12)));
+        let e = parse_statement("SELECT id, -- last\n from t").expect_err("trailing comma");
+        assert_eq!(e.position(), Some(21));
+        let e = parse_statement("SELECT 1,").expect_err("trailing comma");
+        assert_eq!(e.position(), Some(10));
+        for ok in ["SELECT a, f FROM t", "SELECT ',' FROM t", "SELECT trim(',' FROM s), \"from\" FROM t"] {
+            assert!(parse_statement(ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn a_name_is_found_as_an_identifier() {
+        // Not inside the string or the comment; an unquoted word folds to lower case.
+        let sql = "SELECT 'nme', -- nme\n  t.NME FROM t";
+        assert_eq!(position_of_name(sql, "nme"), Some(26));
+        assert_eq!(position_of_name("SELECT \"Nme\", nme FROM t", "Nme"), Some(8));
+        assert_eq!(position_of_name("SELECT \"Nme\", nme FROM t", "nme"), Some(15));
+        assert_eq!(position_of_name("SELECT é, nme FROM t", "nme"), Some(11));
+        assert_eq!(position_of_name("SELECT a FROM t", "nme"), None);
     }
 
     #[test]
