@@ -224,6 +224,21 @@ impl TableFunctionImpl for WindowFunction {
                 schema.field(time_index).data_type()
             ))));
         }
+        // The TVF appends these three; an input that has one (an inner window's, in cascading
+        // windows) must rename it, as Flink asks ("they need to be aliased to prevent name
+        // conflicting with the window start and window end of the outer Window TVF").
+        if let Some(taken) = schema
+            .fields()
+            .iter()
+            .map(|f| f.name())
+            .find(|n| ["window_start", "window_end", "window_time"].contains(&n.to_lowercase().as_str()))
+        {
+            return Err(df_err(WeirError::plan(format!(
+                "{func}: {table} already has a column {taken}, and the window adds window_start, window_end and \
+                 window_time; rename it in {table} (an inner window's: window_start AS inner_start, window_time AS \
+                 rowtime, then DESCRIPTOR(rowtime) here)"
+            ))));
+        }
         // SESSION's PARTITION BY columns arrive as a trailing string 'k1,k2'.
         let mut rest = &exprs[2..];
         let mut partition_by = Vec::new();
