@@ -23,7 +23,7 @@ use crate::sql::dml::{self, WriteBase, WriteStep};
 use crate::sql::ddl;
 use crate::sql::subscribe::{Cursor, Cursors, Subscription};
 use crate::sql::transaction::Transaction;
-use crate::sql::relations::{session_context, Snapshot, SystemLoader, SystemTables};
+use crate::sql::relations::{session_context, NullCollation, Snapshot, SystemLoader, SystemTables};
 use crate::sql::show::{self, text_rows, DEFAULT_SETTINGS};
 use crate::state::{ScanState, Store, StoreOptions};
 
@@ -524,6 +524,7 @@ impl Database {
             keyed_table: None,
             system: snapshot.system.clone(),
             activities: snapshot.activities.clone(),
+            nulls: NullCollation::High,
         })
     }
 
@@ -545,6 +546,7 @@ impl Database {
             keyed_table: None,
             system: SystemTables::lazy(load),
             activities: Some(Arc::clone(&self.activities)),
+            nulls: NullCollation::High,
         })
     }
 
@@ -1358,6 +1360,39 @@ mod tests {
         db.execute(&mut s, "CREATE MATERIALIZED VIEW v AS SELECT k, SUM(v) AS s FROM t GROUP BY k").await?;
         assert!(db.engine().await?.failed.is_empty());
         assert_eq!(rows(&db, &mut s, "SELECT k, s FROM v").await, ["| 1 | 15 |", "| 2 | 8 |"]);
+        Ok(())
+    }
+
+    /// A view created before views sorted NULL as Flink does (its catalog options have no
+    /// `weir.null-collation`) restarts with the Postgres order it was created with, which its
+    /// Top-N state is kept in: NULL is the highest score, so it ranks first descending. A view
+    /// created now ranks it last.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_view_created_before_flinks_null_order_keeps_the_postgres_one() -> crate::error::Result<()> {
+        use crate::sql::settings::NULL_COLLATION;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = Database::open(dir.path())?;
+        let mut s = Session::default();
+        let top = |name: &str| {
+            format!(
+                "CREATE MATERIALIZED VIEW {name} AS SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY score DESC) AS rn FROM t) WHERE rn <= 1"
+            )
+        };
+        db.execute(&mut s, "CREATE TABLE t (id BIGINT, score INT, PRIMARY KEY (id) NOT ENFORCED)").await?;
+        db.execute(&mut s, &top("old")).await?;
+        {
+            let mut engine = db.engine().await?;
+            let mut catalog = (*engine.catalog).clone();
+            let options = &mut catalog.relations.get_mut("old").expect("old").options;
+            assert_eq!(options.remove(NULL_COLLATION).as_deref(), Some("low"), "every new view has it");
+            engine.commit(EpochWrites::default(), Some(catalog))?;
+            engine.reload()?;
+            assert!(engine.failed.is_empty(), "{:?}", engine.failed);
+        }
+        db.execute(&mut s, &top("new")).await?;
+        db.execute(&mut s, "INSERT INTO t VALUES (1, 10), (2, NULL), (3, 30)").await?;
+        assert_eq!(rows(&db, &mut s, "SELECT id FROM old").await, ["| 2 |"], "Postgres: NULL is the highest");
+        assert_eq!(rows(&db, &mut s, "SELECT id FROM new").await, ["| 3 |"], "Flink: NULL is the lowest");
         Ok(())
     }
 

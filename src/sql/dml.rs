@@ -583,6 +583,7 @@ async fn keyed_scan(base: &WriteBase<'_>, changes: &TableChanges, table: &str, s
         keyed_table: Some(table.to_string()),
         system: base.system.clone(),
         activities: None,
+        nulls: crate::sql::relations::NullCollation::High,
     }));
     Ok(ctx.sql(sql).await?.collect().await?)
 }

@@ -182,7 +182,8 @@ pub fn format_type(t: &DataType) -> String {
         DataType::Boolean => "boolean".into(),
         DataType::Int8 | DataType::Int16 | DataType::UInt8 => "smallint".into(),
         DataType::Int32 | DataType::UInt16 => "integer".into(),
-        DataType::Int64 | DataType::UInt32 => "bigint".into(),
+        // UInt64 (ROW_NUMBER, RANK): int8 on the wire (`pg_type`).
+        DataType::Int64 | DataType::UInt32 | DataType::UInt64 => "bigint".into(),
         DataType::Float16 | DataType::Float32 => "real".into(),
         DataType::Float64 => "double precision".into(),
         DataType::Decimal32(p, s)
@@ -191,7 +192,6 @@ pub fn format_type(t: &DataType) -> String {
         | DataType::Decimal256(p, s) => {
             format!("numeric({p},{s})")
         }
-        DataType::UInt64 => "numeric(20,0)".into(),
         DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => {
             "bytea".into()
         }

@@ -13,8 +13,8 @@ use crate::error::{Result, WeirError};
 use crate::plan::duration::parse_duration_ms;
 use crate::plan::{ChangelogMode, SourceCatalog, SourceInfo, StreamPlan};
 use crate::runtime::relation::{connector_of, relation_schema};
-use crate::sql::relations::{session_context, Snapshot, SystemTables};
-use crate::sql::settings::{state_ttl_of, ALLOW_LATENESS};
+use crate::sql::relations::{session_context, NullCollation, Snapshot, SystemTables};
+use crate::sql::settings::{state_ttl_of, ALLOW_LATENESS, NULL_COLLATION};
 
 /// What a query is planned for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +35,11 @@ pub enum JobKind {
 /// The planner's: unknown relations and columns, query shapes the stream planner refuses (by
 /// name), a bad duration in `options`.
 pub async fn plan_job(engine: &Engine, query: &str, kind: JobKind, options: &BTreeMap<String, String>) -> Result<StreamPlan> {
-    let ctx = session_context(planning_snapshot(engine, None));
+    let nulls = match options.get(NULL_COLLATION).map(String::as_str) {
+        Some("low") => NullCollation::Low,
+        _ => NullCollation::High,
+    };
+    let ctx = session_context(snapshot_with_nulls(engine, None, nulls));
     let plan = ctx.state().create_logical_plan(query).await?;
     crate::plan::temporal::mark_lookup_joins(&plan);
     let plan = ctx.state().optimize(&plan)?;
@@ -62,12 +66,18 @@ pub async fn plan_job(engine: &Engine, query: &str, kind: JobKind, options: &BTr
 /// What a statement that holds the engine plans against: its current catalog, the store's
 /// latest commit, and the system tables as they are now.
 pub fn planning_snapshot(engine: &Engine, keyed_table: Option<String>) -> Arc<Snapshot> {
+    snapshot_with_nulls(engine, keyed_table, NullCollation::High)
+}
+
+/// [`planning_snapshot`] whose ORDER BYs sort NULL as `nulls` says.
+fn snapshot_with_nulls(engine: &Engine, keyed_table: Option<String>, nulls: NullCollation) -> Arc<Snapshot> {
     Arc::new(Snapshot {
         catalog: Arc::clone(&engine.catalog),
         reader: Arc::clone(&engine.store) as Arc<dyn crate::state::ScanState>,
         keyed_table,
         system: SystemTables::ready(Arc::new(engine.system_state())),
         activities: None,
+        nulls,
     })
 }
 

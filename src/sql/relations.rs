@@ -44,6 +44,25 @@ pub struct Snapshot {
     pub system: SystemTables,
     /// The server's client connections, for `pg_cancel_backend` (reads only).
     pub activities: Option<Arc<crate::observe::Activities>>,
+    /// Where NULL sorts in an ORDER BY that does not say (also those of the plain views the
+    /// statement reads).
+    pub nulls: NullCollation,
+}
+
+/// Where NULL sorts in an `ORDER BY` without `NULLS FIRST` or `NULLS LAST`.
+///
+/// Ad-hoc queries sort as Postgres does ([`NullCollation::High`]); views and jobs, whose
+/// ORDER BY decides which rows a Top-N, a deduplication or an OVER window keeps, sort as
+/// Flink does ([`NullCollation::Low`]), so a pipeline ported from Flink keeps the same rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum NullCollation {
+    /// Postgres: NULL is larger than every value, so last ascending and first descending
+    /// (DataFusion's `nulls_max`).
+    #[default]
+    High,
+    /// Flink (`FlinkPlannerImpl.defaultNullCollation = NullCollation.LOW`): NULL is smaller
+    /// than every value, so first ascending and last descending (DataFusion's `nulls_min`).
+    Low,
 }
 
 /// A loader of [`SystemState`], run at most once per statement.
@@ -356,6 +375,11 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
         .with_information_schema(false)
         .with_target_partitions(1);
     config.options_mut().sql_parser.parse_float_as_decimal = true;
+    config.options_mut().sql_parser.default_null_ordering = match snapshot.nulls {
+        NullCollation::High => "nulls_max",
+        NullCollation::Low => "nulls_min",
+    }
+    .to_string();
     let mut optimizer_rules = datafusion::optimizer::Optimizer::new().rules;
     // One aggregate operator with a value multiset beats DataFusion's two-level rewrite of a
     // single COUNT(DISTINCT) for incremental maintenance.
@@ -448,6 +472,7 @@ impl SchemaProvider for WeirSchema {
                     keyed_table: None,
                     system: self.snapshot.system.clone(),
                     activities: self.snapshot.activities.clone(),
+                    nulls: self.snapshot.nulls,
                 }));
                 let state = ctx.state();
                 let plan = state.create_logical_plan(&query).await?;

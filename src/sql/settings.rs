@@ -29,6 +29,11 @@ pub use crate::runtime::relation::{parallelism_option, PARALLELISM};
 pub const ALLOW_LATENESS: &str = "table.exec.emit.allow-lateness";
 /// State time-to-live, a duration.
 pub const STATE_TTL: &str = "table.exec.state.ttl";
+/// The catalog option that plans a view or job with Flink's null collation, `low` (NULL sorts
+/// below every value; [`crate::sql::relations::NullCollation::Low`]). Every view and job created
+/// since 2026-12-06 has it; one created before plans with Postgres's at its restart, as it was
+/// created, since the state of its Top-N, deduplication or OVER window is ordered that way.
+pub const NULL_COLLATION: &str = "weir.null-collation";
 /// The suspended job whose source positions new jobs start from.
 pub const SAVEPOINT_PATH: &str = "execution.savepoint.path";
 /// Postgres's limit on a statement's running time, a duration (a bare number is ms).
@@ -45,12 +50,13 @@ pub fn statement_timeout(settings: &BTreeMap<String, String>) -> Result<Option<s
 }
 
 /// The settings a view or job created now keeps in its catalog options: those of
-/// `settings` (the session's) that Weir interprets and that are not zero.
+/// `settings` (the session's) that Weir interprets and that are not zero, and
+/// [`NULL_COLLATION`].
 ///
 /// # Errors
 /// `InvalidOption` for a value that is not a duration.
 pub fn job_options(settings: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>> {
-    let mut out = BTreeMap::new();
+    let mut out = BTreeMap::from([(NULL_COLLATION.to_string(), "low".to_string())]);
     for key in [ALLOW_LATENESS, STATE_TTL] {
         if let Some(v) = settings.get(key) {
             if parse_duration_ms(key, v)? > 0 {

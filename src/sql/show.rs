@@ -250,7 +250,11 @@ pub fn sql_type_name(t: &DataType) -> String {
         DataType::Int16 => "SMALLINT".into(),
         DataType::Int32 => "INT".into(),
         DataType::Int64 => "BIGINT".into(),
-        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => format!("{t}").to_uppercase(),
+        // Flink has no unsigned types; these are the types the wire sends them as
+        // ([`crate::sql::types::pg_type`]): ROW_NUMBER, RANK and DENSE_RANK are BIGINT, as in Flink.
+        DataType::UInt8 => "SMALLINT".into(),
+        DataType::UInt16 => "INT".into(),
+        DataType::UInt32 | DataType::UInt64 => "BIGINT".into(),
         DataType::Float32 => "FLOAT".into(),
         DataType::Float64 => "DOUBLE".into(),
         DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => format!("DECIMAL({p}, {s})"),
