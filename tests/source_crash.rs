@@ -46,7 +46,11 @@ async fn kill_9_mid_source_writes_every_row_once() {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let row = client
-            .query_one("SELECT CAST(MIN(rows_read) AS BIGINT), bool_or(finished) FROM weir_sources", &[])
+            .query_one(
+                "SELECT CAST(MIN(n) AS BIGINT), bool_or(f) FROM \
+                 (SELECT job, SUM(rows_read) AS n, bool_or(finished) AS f FROM weir_sources GROUP BY job) AS per_job",
+                &[],
+            )
             .await
             .expect("weir_sources");
         let (read, finished): (Option<i64>, Option<bool>) = (row.get(0), row.get(1));

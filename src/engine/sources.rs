@@ -265,9 +265,9 @@ pub fn source_rows_of(job: &str, table: &str, task: &SourceTask) -> Vec<SourceRo
                 lag: high_watermark.map(|h| (h - part.position as i64).max(0)),
                 watermark: part.watermark,
                 finished: part.finished,
-                rows_read: task.progress.rows,
-                dead_letters: task.progress.dead_letters,
-                skipped: task.progress.skipped,
+                rows_read: part.rows,
+                dead_letters: part.dead_letters,
+                skipped: part.skipped,
             }
         })
         .collect()
@@ -290,12 +290,12 @@ pub struct SourceRow {
     /// The partition's watermark (ms).
     pub watermark: Option<i64>,
     pub finished: bool,
-    /// Rows the task has pushed into its job.
+    /// Rows of the partition the task has pushed into its job.
     pub rows_read: u64,
-    /// Records of the task that did not decode.
+    /// Records of the partition that did not decode.
     pub dead_letters: u64,
-    /// Records skipped because they were no longer in Kafka when the task came to them
-    /// (`'scan.out-of-range'` = `earliest` / `latest`).
+    /// Records of the partition skipped because they were no longer in Kafka when the task
+    /// came to them (`'scan.out-of-range'` = `earliest` / `latest`).
     pub skipped: u64,
 }
 

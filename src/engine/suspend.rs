@@ -138,6 +138,10 @@ impl Engine {
             .map_err(|e| WeirError::storage(format!("source progress of {}/{table}: {e}", rel.name)))?;
         progress.rows = 0;
         progress.dead_letters = 0;
+        progress.skipped = 0;
+        for part in &mut progress.partitions {
+            (part.rows, part.dead_letters, part.skipped) = (0, 0, 0);
+        }
         Ok(Some(progress))
     }
 }

@@ -61,7 +61,7 @@ pub struct KafkaSource {
     high_watermarks: Vec<Option<i64>>,
     lag_fetched: Option<Instant>,
     /// Records skipped by `'scan.out-of-range'` since the last `take_skipped`.
-    skipped: u64,
+    skipped: Vec<(usize, u64)>,
 }
 
 /// How a record becomes a row: its value alone (`kafka`), or its key and value (`upsert-kafka`).
@@ -141,7 +141,7 @@ impl KafkaSource {
             queued_dead_letters: Vec::new(),
             high_watermarks: vec![None; n],
             lag_fetched: None,
-            skipped: 0,
+            skipped: Vec::new(),
         })
     }
 
@@ -320,7 +320,7 @@ impl SourceReader for KafkaSource {
                         "the next offset is no longer in the partition; skipping {} records ('scan.out-of-range')", reset.skipped
                     );
                     self.positions[index] = reset.to;
-                    self.skipped += reset.skipped;
+                    self.skipped.push((index, reset.skipped));
                 }
             }
             let mut by_partition: BTreeMap<i32, Vec<KafkaRecord>> = BTreeMap::new();
@@ -364,7 +364,7 @@ impl SourceReader for KafkaSource {
         std::mem::take(&mut self.dead_letters)
     }
 
-    fn take_skipped(&mut self) -> u64 {
+    fn take_skipped(&mut self) -> Vec<(usize, u64)> {
         std::mem::take(&mut self.skipped)
     }
 

@@ -92,9 +92,10 @@ pub trait SourceReader: Send + Sync {
         Vec::new()
     }
     /// Records skipped since the last call because they were gone when the reader came to
-    /// them (Kafka retention, `'scan.out-of-range'`); the positions already moved past them.
-    fn take_skipped(&mut self) -> u64 {
-        0
+    /// them (Kafka retention, `'scan.out-of-range'`), as (partition index, records); the
+    /// positions already moved past them.
+    fn take_skipped(&mut self) -> Vec<(usize, u64)> {
+        Vec::new()
     }
     /// Called after an epoch with `positions` committed (Kafka: commit them to the consumer
     /// group too, so standard lag tools see them).
@@ -186,6 +187,16 @@ pub struct PartitionProgress {
     pub watermark: Option<i64>,
     /// Whether the partition has ended.
     pub finished: bool,
+    /// Rows of the partition pushed into the job (counted since 2026-12-06: a job created
+    /// before counts only its rows read since).
+    #[serde(default)]
+    pub rows: u64,
+    /// Records of the partition that did not decode (dead letters), counted as `rows`.
+    #[serde(default)]
+    pub dead_letters: u64,
+    /// Records of the partition skipped as gone (Kafka retention), counted as `rows`.
+    #[serde(default)]
+    pub skipped: u64,
 }
 
 /// What a task stores at each commit.
@@ -360,9 +371,14 @@ impl SourceTask {
         }
         let polled = self.reader.poll(max_rows)?;
         let skipped = self.reader.take_skipped();
-        if skipped > 0 {
-            tracing::warn!(job = %self.job, table = %self.table, skipped, "records were deleted before they were read; skipped per 'scan.out-of-range'");
-            self.progress.skipped += skipped;
+        if !skipped.is_empty() {
+            for (p, n) in skipped {
+                tracing::warn!(job = %self.job, table = %self.table, partition = p, skipped = n, "records were deleted before they were read; skipped per 'scan.out-of-range'");
+                self.progress.skipped += n;
+                if let Some(part) = self.progress.partitions.get_mut(p) {
+                    part.skipped += n;
+                }
+            }
             self.sync_positions();
         }
         let dead = self.reader.take_dead_letters();
@@ -381,6 +397,11 @@ impl SourceTask {
                 tracing::warn!(table = %self.table, source = %d.source, offset = d.offset, "record does not decode: {}", d.error);
             }
             self.progress.dead_letters += dead.len() as u64;
+            for d in &dead {
+                if let Some(part) = self.progress.partitions.get_mut(d.partition) {
+                    part.dead_letters += 1;
+                }
+            }
             self.dead_letters.extend(dead);
             self.sync_positions();
         }
@@ -416,6 +437,7 @@ impl SourceTask {
             }
         }
         self.progress.rows += full.num_rows() as u64;
+        self.progress.partitions[partition].rows += full.num_rows() as u64;
         let wm = self.advance_watermark();
         let chunk = match ops {
             Some(ops) => crate::runtime::StreamChunk::new(ops, full),

@@ -48,7 +48,7 @@ struct Polled {
     positions: Vec<u64>,
     finished: Vec<bool>,
     dead_letters: Vec<DeadLetter>,
-    skipped: u64,
+    skipped: Vec<(usize, u64)>,
 }
 
 /// What the job's side and the thread share.
@@ -76,7 +76,7 @@ pub struct ReadAhead {
     positions: Vec<u64>,
     finished: Vec<bool>,
     dead_letters: Vec<DeadLetter>,
-    skipped: u64,
+    skipped: Vec<(usize, u64)>,
     /// The thread said `Finished`: every later poll says it again.
     ended: bool,
 }
@@ -108,7 +108,7 @@ impl ReadAhead {
             positions,
             finished,
             dead_letters: Vec::new(),
-            skipped: 0,
+            skipped: Vec::new(),
             ended: false,
         })
     }
@@ -150,7 +150,7 @@ fn poll_once(inner: &mut dyn SourceReader, tx: &SyncSender<Polled>, shared: &Sha
     *shared.high_watermarks.lock().unwrap_or_else(PoisonError::into_inner) = inner.high_watermarks();
     let dead_letters = inner.take_dead_letters();
     let skipped = inner.take_skipped();
-    if matches!(poll, Ok(SourcePoll::Pending)) && dead_letters.is_empty() && skipped == 0 {
+    if matches!(poll, Ok(SourcePoll::Pending)) && dead_letters.is_empty() && skipped.is_empty() {
         shared.idle.store(true, Ordering::Release);
         std::thread::sleep(IDLE_PAUSE);
         return true;
@@ -196,7 +196,7 @@ impl SourceReader for ReadAhead {
         self.positions = polled.positions;
         self.finished = polled.finished;
         self.dead_letters.extend(polled.dead_letters);
-        self.skipped += polled.skipped;
+        self.skipped.extend(polled.skipped);
         self.ended = matches!(polled.poll, Ok(SourcePoll::Finished));
         polled.poll
     }
@@ -217,7 +217,7 @@ impl SourceReader for ReadAhead {
         std::mem::take(&mut self.dead_letters)
     }
 
-    fn take_skipped(&mut self) -> u64 {
+    fn take_skipped(&mut self) -> Vec<(usize, u64)> {
         std::mem::take(&mut self.skipped)
     }
 

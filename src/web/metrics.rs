@@ -171,33 +171,42 @@ impl Collector for StateCollector {
                 .map(|(j, o)| (op_labels(&j.name, o.index, &o.name), o.late_rows)),
         )?;
 
-        // Sources: the task's counts once per (job, table), the rest per partition.
+        // Sources: the task's counts (its partitions' summed) once per (job, table), the rest
+        // per partition.
         let part_labels = |r: &crate::engine::SourceRow| -> Labels {
             vec![("job", r.job.clone()), ("table", r.relation.clone()), ("partition", r.partition.to_string())]
         };
-        let tasks: Vec<_> = s.sources.iter().filter(|r| r.partition == 0).collect();
         let task_labels =
             |r: &crate::engine::SourceRow| -> Labels { vec![("job", r.job.clone()), ("table", r.relation.clone())] };
+        // (labels, rows read, dead letters, skipped) per task, in the order of its first partition.
+        let mut tasks: Vec<(Labels, u64, u64, u64)> = Vec::new();
+        for r in s.sources.iter() {
+            let labels = task_labels(r);
+            match tasks.iter_mut().find(|t| t.0 == labels) {
+                Some(t) => (t.1, t.2, t.3) = (t.1 + r.rows_read, t.2 + r.dead_letters, t.3 + r.skipped),
+                None => tasks.push((labels, r.rows_read, r.dead_letters, r.skipped)),
+            }
+        }
         family(
             &mut e,
             "weir_source_records_read",
             "Rows a source task has pushed into its job",
             ConstCounter::new,
-            tasks.iter().map(|r| (task_labels(r), r.rows_read)),
+            tasks.iter().map(|t| (t.0.clone(), t.1)),
         )?;
         family(
             &mut e,
             "weir_source_dead_letters",
             "Records of a source task that did not decode",
             ConstCounter::new,
-            tasks.iter().map(|r| (task_labels(r), r.dead_letters)),
+            tasks.iter().map(|t| (t.0.clone(), t.2)),
         )?;
         family(
             &mut e,
             "weir_source_records_skipped",
             "Kafka records a source task skipped because retention had deleted them before it read them ('scan.out-of-range')",
             ConstCounter::new,
-            tasks.iter().map(|r| (task_labels(r), r.skipped)),
+            tasks.iter().map(|t| (t.0.clone(), t.3)),
         )?;
         family(&mut e, "weir_source_records_lag", "Records of a partition not read yet (Kafka: its high watermark minus the position; a bounded nexmark table: rows not generated yet)", ConstGauge::new,
             s.sources.iter().filter_map(|r| Some((part_labels(r), r.lag?))),
