@@ -188,17 +188,22 @@ impl WeirError {
         }
     }
 
-    /// An `UnknownColumn` error pointed at the column's first mention in its statement, as
-    /// Postgres points `column "x" does not exist` at `x`: `find` gives the 1-based position of
-    /// a name's first mention as an identifier (see `sql::parser::position_of_name`). Other
-    /// errors, and names the message does not give or the statement does not hold, are
+    /// An `UnknownColumn` or `UnknownTable` error pointed at the name's first mention in its
+    /// statement, as Postgres points `column "x" does not exist` and `relation "t" does not
+    /// exist` at the name: `find` gives the 1-based position of a name's first mention as an
+    /// identifier (see `sql::parser::position_of_name`; a relation's last part, unqualified).
+    /// Other errors, and names the message does not give or the statement does not hold, are
     /// returned as they are.
-    pub fn locate_column(mut self, find: impl FnOnce(&str) -> Option<usize>) -> Self {
-        if let ErrorKind::UnknownColumn(msg) = self.kind() {
-            if self.0.position.is_none() {
-                self.0.position = missing_column(msg).and_then(|name| find(&name));
-            }
+    pub fn locate_name(mut self, find: impl FnOnce(&str) -> Option<usize>) -> Self {
+        if self.0.position.is_some() {
+            return self;
         }
+        let name = match self.kind() {
+            ErrorKind::UnknownColumn(msg) => missing_column(msg),
+            ErrorKind::UnknownTable(name) => name.rsplit('.').next().map(str::to_string),
+            _ => None,
+        };
+        self.0.position = name.and_then(|name| find(&name));
         self
     }
 }
@@ -354,16 +359,19 @@ mod tests {
     }
 
     #[test]
-    fn only_an_unknown_column_is_located() {
-        let e = WeirError::new(ErrorKind::UnknownColumn("No field named nme.".into())).locate_column(|n| {
+    fn only_an_unknown_column_or_relation_is_located() {
+        let e = WeirError::new(ErrorKind::UnknownColumn("No field named nme.".into())).locate_name(|n| {
             assert_eq!(n, "nme");
             Some(8)
         });
         assert_eq!(e.position(), Some(8));
         assert_eq!(e.to_string(), "No field named nme.");
-        let e = WeirError::plan("column \"x\" is wrong").locate_column(|_| Some(3));
+        let e = WeirError::plan("column \"x\" is wrong").locate_name(|_| Some(3));
         assert_eq!(e.position(), None);
-        let e = WeirError::syntax("bad", Some(2)).locate_column(|_| Some(3));
+        let e = WeirError::syntax("bad", Some(2)).locate_name(|_| Some(3));
         assert_eq!(e.position(), Some(2));
+        let e = WeirError::unknown_table("public.scoress").locate_name(|n| (n == "scoress").then_some(15));
+        assert_eq!(e.position(), Some(15));
+        assert_eq!(e.to_string(), "relation \"public.scoress\" does not exist");
     }
 }

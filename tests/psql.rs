@@ -180,8 +180,9 @@ fn psql_describe_commands() -> TestResult {
 }
 
 /// psql shows where a statement went wrong (`LINE 1:` and a caret under the position the
-/// server sent, Postgres's `P` field): at a syntax error's token, and at an unknown column's
-/// first mention, as Postgres points `column "nme" does not exist`. The caret stands under
+/// server sent, Postgres's `P` field): at a syntax error's token, and at an unknown column's or
+/// relation's first mention, as Postgres points `column "nme" does not exist` and `relation
+/// "itemz" does not exist`. The caret stands under
 /// character `position` of the statement, after the 8 characters of `LINE 1: `.
 #[test]
 fn psql_points_at_the_error() -> TestResult {
@@ -200,6 +201,10 @@ fn psql_points_at_the_error() -> TestResult {
         ("SELECT id FRM items", 15),
         // A select list that ends with a comma: at FROM.
         ("SELECT id, FROM items", 12),
+        // An unknown relation, at its name (Postgres: `relation "itemz" does not exist`).
+        ("SELECT id FROM itemz", 16),
+        ("SELECT i.id FROM items i JOIN public.itemz z ON i.id = z.id", 31),
+        ("INSERT INTO itemz VALUES (1)", 13),
     ];
     for (sql, position) in cases {
         let run = psql(port, sql)?;

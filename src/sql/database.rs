@@ -353,7 +353,7 @@ impl Database {
             Ok(stmt) => self.execute_parsed(session, stmt, sql).await,
             Err(e) => Err(e),
         }
-        .map_err(|e| e.locate_column(|name| parser::position_of_name(sql, name)));
+        .map_err(|e| e.locate_name(|name| parser::position_of_name(sql, name)));
         if result.is_err() {
             if let Some(txn) = session.txn.as_mut() {
                 txn.failed = true;
@@ -444,7 +444,7 @@ impl Database {
                     // psql's catalog queries DataFusion cannot plan (`pg_catalog`).
                     Err(e) => match crate::sql::pg_catalog::answer(&catalog, sql)? {
                         Some(StatementResult::Rows { schema, .. }) => Ok(Some(schema)),
-                        _ => Err(e.locate_column(|name| parser::position_of_name(sql, name))),
+                        _ => Err(e.locate_name(|name| parser::position_of_name(sql, name))),
                     },
                 }
             }

@@ -189,18 +189,20 @@ fn offset_of(sql: &str, line: u64, column: u64) -> usize {
 
 /// The 1-based character position of the first identifier in `sql` that names `name` (an
 /// unquoted word folds to lower case, as Postgres folds it; a quoted one must match exactly),
-/// outside strings and comments: where Postgres points an unknown column's error.
+/// outside strings and comments, or of the qualifiers before it (`t.x`, `public.t`): where
+/// Postgres points an unknown column's or relation's error, at the start of the whole name.
 pub fn position_of_name(sql: &str, name: &str) -> Option<usize> {
     let tokens = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location().ok()?;
-    tokens.iter().find_map(|t| match &t.token {
-        Token::Word(w)
-            if (w.quote_style.is_none() && w.value.to_lowercase() == name)
-                || (w.quote_style.is_some() && w.value == name) =>
-        {
-            Some(offset_of(sql, t.span.start.line, t.span.start.column) + 1)
+    let mut at = tokens.iter().position(|t| match &t.token {
+        Token::Word(w) => {
+            (w.quote_style.is_none() && w.value.to_lowercase() == name) || (w.quote_style.is_some() && w.value == name)
         }
-        _ => None,
-    })
+        _ => false,
+    })?;
+    while at >= 2 && tokens[at - 1].token == Token::Period && matches!(tokens[at - 2].token, Token::Word(_)) {
+        at -= 2;
+    }
+    Some(offset_of(sql, tokens[at].span.start.line, tokens[at].span.start.column) + 1)
 }
 
 /// Turns a sqlparser error into a syntax error with the position its text names.
@@ -860,9 +862,11 @@ mod tests {
 
     #[test]
     fn a_name_is_found_as_an_identifier() {
-        // Not inside the string or the comment; an unquoted word folds to lower case.
+        // Not inside the string or the comment; an unquoted word folds to lower case; a
+        // qualified name from its first part.
         let sql = "SELECT 'nme', -- nme\n  t.NME FROM t";
-        assert_eq!(position_of_name(sql, "nme"), Some(26));
+        assert_eq!(position_of_name(sql, "nme"), Some(24));
+        assert_eq!(position_of_name("SELECT x FROM weir.public.t", "t"), Some(15));
         assert_eq!(position_of_name("SELECT \"Nme\", nme FROM t", "Nme"), Some(8));
         assert_eq!(position_of_name("SELECT \"Nme\", nme FROM t", "nme"), Some(15));
         assert_eq!(position_of_name("SELECT é, nme FROM t", "nme"), Some(11));
