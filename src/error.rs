@@ -1,7 +1,7 @@
 //! The one error type of the server's stages, and its SQLSTATE.
 //!
 //! Variants say whose fault an error is: the user's statement (`Syntax`, `UnknownTable`,
-//! `UnknownColumn`, `Unsupported`, `InvalidOption`, `Plan`, `Execution`, `DivisionByZero`, `InvalidText`,
+//! `UnknownColumn`, `Unsupported`, `InvalidOption`, `Plan`, `Execution`, `DivisionByZero`, `UndefinedFunction`, `InvalidText`,
 //! `StatementTimeout`, the
 //! transaction-block states, `InsufficientPrivilege`), the environment
 //! (`Storage`, `Io`), or ours (`Internal`). The SQLSTATE of each is set in one place,
@@ -60,6 +60,10 @@ pub enum ErrorKind {
     /// A division (or modulo) by zero.
     #[error("division by zero")]
     DivisionByZero,
+    /// An operator or function with no version for its arguments' types: "operator does not
+    /// exist: text = integer", as Postgres says.
+    #[error("{0}")]
+    UndefinedFunction(String),
     /// Text that is not a value of the type it is read as: a `COPY` stream's, a string CAST
     /// to a number or date (Arrow's cast error), or rows of the wrong shape.
     #[error("{0}")]
@@ -160,6 +164,7 @@ impl WeirError {
             ErrorKind::DependentObjects(_) => "2BP01",
             ErrorKind::Execution(_) => "22000",
             ErrorKind::DivisionByZero => "22012",
+            ErrorKind::UndefinedFunction(_) => "42883",
             ErrorKind::InvalidText(_) => "22P02",
             ErrorKind::BadCopyData(_) => "22P04",
             ErrorKind::StatementTimeout => "57014",
@@ -329,6 +334,8 @@ impl From<datafusion::error::DataFusionError> for WeirError {
                     // The data's fault, found while the optimizer folded constants (`'abc'::int`,
                     // `1 / 0`): the error as evaluating it would give, without the rule's name.
                     ErrorKind::DivisionByZero | ErrorKind::InvalidText(_) => inner,
+                    // An analyzer rule's refusal (`sql::comparisons`), without the rule's name.
+                    ErrorKind::UndefinedFunction(_) => inner,
                     _ => Self::plan(msg),
                 }
             }

@@ -41,6 +41,8 @@ async fn typed_parameters_and_binary_results() {
         ("SELECT CAST(name AS INT) FROM dr_t", "22P02"),
         ("SELECT id FROM dr_t WHERE CAST(name AS TIMESTAMP) > '2024-01-01'", "22P02"),
         ("SELECT TIMESTAMP '2024-01-01' > 'abc'", "22P02"),
+        // A string compared with a number: Postgres's "operator does not exist: text = integer".
+        ("SELECT id FROM dr_t WHERE name = 1", "42883"),
     ] {
         let err = client.query(sql, &[]).await.expect_err(sql);
         assert_eq!(err.code().map(|c| c.code()), Some(code), "{sql}: {err:?}");

@@ -1,5 +1,6 @@
 //! SQL: Weir's dialect, the catalog as DataFusion sees it, and statements turned into stream
 //! plans and engine commands ([`crate::engine`] runs them).
+pub mod comparisons;
 pub mod copy;
 pub mod database;
 pub mod ddl;

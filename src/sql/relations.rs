@@ -390,6 +390,10 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
     optimizer_rules.retain(|r| r.name() != "eliminate_join");
     // After DataFusion's type coercion: casts to ROW types by position (`row_cast`).
     let mut analyzer_rules = datafusion::optimizer::Analyzer::new().rules;
+    // Before DataFusion's type coercion, which would cast a string compared with a number
+    // row by row (`comparisons`).
+    let coercion = analyzer_rules.iter().position(|r| r.name() == "type_coercion").unwrap_or(0);
+    analyzer_rules.insert(coercion, Arc::new(crate::sql::comparisons::StringNumberComparisons));
     analyzer_rules.push(Arc::new(crate::sql::row_cast::PositionalRowCasts));
     // `x IN (VALUES ...)` and kin planned as `(SELECT * FROM (VALUES ...))` (`values_subquery`).
     analyzer_rules.push(Arc::new(crate::sql::values_subquery::ValuesSubqueries));
