@@ -216,3 +216,71 @@ fn normalized(line: &str) -> String {
     let fields: std::collections::BTreeMap<&String, &serde_json::Value> = object.iter().filter(|(_, v)| !v.is_null()).collect();
     serde_json::to_string(&fields).expect("JSON")
 }
+
+/// A window aggregation of a job emits each window once, final, whatever its input: over a
+/// plain table (a retracting changelog: UPDATE and DELETE) it goes into an append-only sink,
+/// and a row deleted before its window closes is not counted (Flink's window TVF aggregation;
+/// SQL.md: a job into an append-only sink gets that mode without asking). An `upsert-kafka`
+/// sink refuses an updating query whose key its PRIMARY KEY does not hold: deleting one of
+/// several rows of a message key would write a tombstone for the key (checked before any broker
+/// is contacted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_aggregation_over_a_plain_table_is_final_and_upsert_keys_must_match() {
+    let dir = common::scratch_dir("window-plain-sink");
+    let out = dir.join("out");
+    let server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE wp_e (k STRING, item STRING, ts TIMESTAMP(3), WATERMARK FOR ts AS ts);
+             CREATE TABLE wp_out (window_start TIMESTAMP(3), k STRING, n BIGINT)
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json');
+             INSERT INTO wp_out SELECT window_start, k, COUNT(*)
+                 FROM TABLE(TUMBLE(TABLE wp_e, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+                 GROUP BY window_start, window_end, k;",
+            out.display()
+        ))
+        .await
+        .expect("a window aggregation of a plain table into an append-only sink");
+    // Window [00:00, 00:10): a has x (y deleted), b has x. The row at 00:12 moves the
+    // watermark to 00:12 and closes it; [00:10, 00:20) stays open, so it is not written.
+    client
+        .batch_execute(
+            "INSERT INTO wp_e VALUES ('a', 'x', TIMESTAMP '2024-01-01 00:00:01'), ('a', 'y', TIMESTAMP '2024-01-01 00:00:02'),
+                 ('b', 'x', TIMESTAMP '2024-01-01 00:00:05');
+             DELETE FROM wp_e WHERE item = 'y';
+             INSERT INTO wp_e VALUES ('a', 'z', TIMESTAMP '2024-01-01 00:00:12');
+             FLUSH;",
+        )
+        .await
+        .expect("rows");
+    let lines: Vec<String> = lines_in(&out).iter().map(|l| normalized(l)).collect();
+    let expected: Vec<String> = [
+        r#"{"window_start":"2024-01-01T00:00:00","k":"a","n":1}"#,
+        r#"{"window_start":"2024-01-01T00:00:00","k":"b","n":1}"#,
+    ]
+    .iter()
+    .map(|l| normalized(l))
+    .collect();
+    assert_eq!(lines, expected);
+
+    client
+        .batch_execute(
+            "CREATE TABLE wp_city (city STRING, name STRING, n BIGINT, PRIMARY KEY (city) NOT ENFORCED)
+                 WITH ('connector' = 'upsert-kafka', 'topic' = 'wp_city', 'properties.bootstrap.servers' = '127.0.0.1:1',
+                       'key.format' = 'json', 'value.format' = 'json');
+             CREATE TABLE wp_people (id INT, name STRING, city STRING, PRIMARY KEY (id) NOT ENFORCED);",
+        )
+        .await
+        .expect("tables");
+    for (query, says) in [
+        // (city, name) groups, keyed by city alone: two rows of one message key.
+        ("SELECT city, name, COUNT(*) FROM wp_people GROUP BY city, name", "updates its rows by (city, name), its stream key"),
+        // Every person's row, keyed by id: several rows of one city.
+        ("SELECT city, name, id FROM wp_people", "updates its rows by (id), its stream key"),
+    ] {
+        let err = client.batch_execute(&format!("INSERT INTO wp_city {query}")).await.expect_err(query);
+        let message = err.as_db_error().map(|e| e.message().to_string()).unwrap_or_default();
+        assert!(message.contains(says) && message.contains("PRIMARY KEY (city)"), "{query}: {message}");
+    }
+}

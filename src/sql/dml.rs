@@ -37,7 +37,6 @@ use weir_catalog::Catalog;
 use crate::engine::{table_store, Engine, TableChanges};
 use crate::error::{ErrorKind, Result, WeirError};
 use crate::plan::updating_operator;
-use crate::runtime::relation::connector_of;
 use crate::runtime::table::{TableStore, KEY_COLUMN};
 use crate::sql::parser::{ident, object_name};
 use crate::sql::planning::CatalogSources;
@@ -617,22 +616,18 @@ pub async fn insert_into_connector(
     let plan = ctx.state().create_logical_plan(&query).await?;
     crate::plan::temporal::mark_lookup_joins(&plan);
     let plan = ctx.state().optimize(&plan)?;
-    let connector = connector_of(rel);
-    if weir_connectors::is_append_only_sink(&rel.options) {
-        if let Some(op) = updating_operator(&plan, &CatalogSources(&engine.catalog))? {
-            return Err(WeirError::plan(format!(
-                "table {} ('{connector}' with format '{}') is an append-only sink, but the query produces an updating changelog: {op}. Write it to an 'upsert-kafka' table with a PRIMARY KEY, or use 'format' = 'debezium-json'",
-                rel.name,
-                rel.options.get("format").map(String::as_str).unwrap_or("json"),
-            )));
-        }
-    }
+    // What would make the query updating, to name in the refusal of an append-only sink (the
+    // stream plan decides whether it is).
+    let updating = match weir_connectors::is_append_only_sink(&rel.options) {
+        true => updating_operator(&plan, &CatalogSources(&engine.catalog))?,
+        false => None,
+    };
     let depends_on = crate::sql::ddl::named_relations(engine, source);
     let definition = match insert.columns.as_slice() {
         [] => format!("INSERT INTO {} {source}", rel.name),
         listed => format!("INSERT INTO {} ({}) {source}", rel.name, listed.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")),
     };
-    crate::sql::sink_jobs::start_sink_job(engine, rel, &query, depends_on, &definition, settings).await?;
+    crate::sql::sink_jobs::start_sink_job(engine, rel, &query, depends_on, &definition, settings, updating).await?;
     Ok(0)
 }
 
