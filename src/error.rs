@@ -317,6 +317,10 @@ impl From<datafusion::error::DataFusionError> for WeirError {
                     let name = rest.split('\'').next().unwrap_or(rest);
                     let name = name.rsplit('.').next().unwrap_or(name);
                     Self::unknown_table(name)
+                } else if msg.starts_with("Invalid function ") || msg.contains("No function matches the given name and argument types") {
+                    // An unknown function, or one called with arguments it has no version for:
+                    // Postgres's 42883 ("function nosuch(integer) does not exist").
+                    Self::new(ErrorKind::UndefinedFunction(msg))
                 } else {
                     Self::plan(msg)
                 }

@@ -43,6 +43,9 @@ async fn typed_parameters_and_binary_results() {
         ("SELECT TIMESTAMP '2024-01-01' > 'abc'", "22P02"),
         // A string compared with a number: Postgres's "operator does not exist: text = integer".
         ("SELECT id FROM dr_t WHERE name = 1", "42883"),
+        // An unknown function, and one called with arguments it has no version for.
+        ("SELECT nosuchfn(1)", "42883"),
+        ("SELECT abs(1, 2)", "42883"),
     ] {
         let err = client.query(sql, &[]).await.expect_err(sql);
         assert_eq!(err.code().map(|c| c.code()), Some(code), "{sql}: {err:?}");
