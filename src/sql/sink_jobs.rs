@@ -135,8 +135,8 @@ fn check_changelog(sink: &Relation, plan: &crate::plan::StreamPlan, updating: Op
         )));
     }
     if connector == "upsert-kafka" {
-        let written: Vec<&str> = sink.columns.iter().filter(|c| c.computed.is_none()).map(|c| c.name.as_str()).collect();
-        let in_key = |i: &usize| written.get(*i).is_some_and(|c| sink.primary_key.iter().any(|k| k == c));
+        let written = crate::engine::written_fields(sink)?;
+        let in_key = |i: &usize| written.get(*i).is_some_and(|f| sink.primary_key.iter().any(|k| k == f.name()));
         if let Some(key) = plan.stream_key.as_ref().filter(|key| !key.iter().all(in_key)) {
             let names: Vec<String> = key.iter().filter_map(|i| plan.schema.fields().get(*i).map(|f| f.name().clone())).collect();
             return Err(WeirError::plan(format!(
