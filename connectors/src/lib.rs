@@ -32,6 +32,11 @@ pub enum ConnectorError {
     /// An option the connector does not know; lists the ones it does.
     #[error("connector '{connector}' has no option '{option}'; valid options: {valid}")]
     UnknownOption { connector: String, option: String, valid: String },
+    /// Options that connector `connector` does not have (Flink: "Unsupported options found
+    /// for 'kafka'"): each with the closest supported option when one is near, then the
+    /// supported options.
+    #[error("unsupported options found for {connector}: {unsupported}; supported options: {supported}")]
+    UnsupportedOptions { connector: String, unsupported: String, supported: String },
     /// A feature or option value Weir knows but does not support (yet); says what to use instead.
     #[error("not supported: {feature}")]
     Unsupported { feature: String },
@@ -64,7 +69,8 @@ impl ConnectorError {
             ConnectorError::UnknownConnector { .. }
             | ConnectorError::MissingOption { .. }
             | ConnectorError::InvalidValue { .. }
-            | ConnectorError::UnknownOption { .. } => "22023",
+            | ConnectorError::UnknownOption { .. }
+            | ConnectorError::UnsupportedOptions { .. } => "22023",
             ConnectorError::Unsupported { .. } => "0A000",
             ConnectorError::Encode { .. } => "22000",
             ConnectorError::Kafka { .. } | ConnectorError::Registry { .. } => "08000",
@@ -102,13 +108,20 @@ const FORMATS: &[&str] = &["json", "csv", "avro-confluent", "debezium-json", "ma
 
 /// The connector a table's options name (`'connector'`, default `table`), validated.
 ///
+/// `table_options(name)` lists the options the server itself reads for a table of connector
+/// `name` ([`check_supported`] refuses every option neither lists).
+///
 /// # Errors
-/// [`ConnectorError::UnknownConnector`] for a name not in the list; `MissingOption` and
+/// [`ConnectorError::UnknownConnector`] for a name not in the list; `UnsupportedOptions` for
+/// an option the connector does not read (see [`check_supported`]); `MissingOption` and
 /// `InvalidValue` for options a known connector requires (`topic` for Kafka, `format`'s values,
 /// the `nexmark.*` options, the Kafka source and sink options); `UnknownOption` for a
 /// `nexmark.*`, `scan.startup.*` or `sink.*` option that does not exist; `Unsupported` for a
 /// Kafka option value not built yet (`'sink.delivery-guarantee' = 'exactly-once'`).
-pub fn validate(options: &BTreeMap<String, String>) -> Result<(String, ConnectorKind), ConnectorError> {
+pub fn validate(
+    options: &BTreeMap<String, String>,
+    table_options: fn(&str) -> &'static [&'static str],
+) -> Result<(String, ConnectorKind), ConnectorError> {
     let name = options.get("connector").map(|s| s.to_lowercase()).unwrap_or_else(|| "table".into());
     let Some((_, kind)) = CONNECTORS.iter().find(|(n, _)| *n == name) else {
         return Err(ConnectorError::UnknownConnector {
@@ -116,6 +129,7 @@ pub fn validate(options: &BTreeMap<String, String>) -> Result<(String, Connector
             valid: CONNECTORS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
         });
     };
+    check_supported(&name, options, table_options(&name))?;
     if name == "kafka" || name == "upsert-kafka" {
         require(&name, options, "topic")?;
         // Every option, checked when the table is declared, as Flink checks them when it
@@ -126,6 +140,15 @@ pub fn validate(options: &BTreeMap<String, String>) -> Result<(String, Connector
         as_source.entry("properties.group.id".into()).or_insert_with(|| "weir-validate".into());
         kafka::KafkaSourceConfig::from_options(&as_source)?;
         kafka::KafkaSinkConfig::from_options(options)?;
+        // The formats' own options and values, checked now rather than when a job opens them.
+        for prefix in ["", "key.", "value."] {
+            if options.contains_key(&format!("{prefix}format")) {
+                format::FormatOptions::from_options(options, prefix)?;
+            }
+        }
+        if name == "upsert-kafka" {
+            format::ValueFields::from_options(options)?;
+        }
     }
     if name == "filesystem" {
         require(&name, options, "path")?;
@@ -145,6 +168,117 @@ pub fn validate(options: &BTreeMap<String, String>) -> Result<(String, Connector
         }
     }
     Ok((name, *kind))
+}
+
+/// Refuses every option of `options` that connector `name` (as [`validate`] returned it) does
+/// not read and `table_options` does not name, as Flink's factories refuse options they do not
+/// declare ("Unsupported options found for 'kafka'"): a mistyped option is an error when the
+/// table is declared, not a default silently kept.
+///
+/// `table_options` are the options the server reads for this kind of table (a late-rows side
+/// table, a dead-letter table, an idle timeout). A connector reads:
+/// - every table: `connector`;
+/// - `kafka`: `topic`, `format` and the format's own `'<format>.*'`, `properties.*` (handed to
+///   librdkafka, which checks them), `scan.startup.*`, `scan.out-of-range`, `sink.*`;
+/// - `upsert-kafka`: as `kafka`, with `key.format`, `value.format` (and their formats' own
+///   options behind `key.` / `value.`) and `value.fields-include` instead of `format`;
+/// - `filesystem`: `path`, `format`, `csv.field-delimiter` (csv), `json.encode.ignore-null-fields`
+///   (json sink);
+/// - `nexmark`: the `nexmark.*` options.
+///
+/// # Errors
+/// [`ConnectorError::UnsupportedOptions`] naming every unsupported option, with a "did you
+/// mean" for those within a few edits of a supported one, and listing the supported ones.
+pub fn check_supported(
+    name: &str,
+    options: &BTreeMap<String, String>,
+    table_options: &[&str],
+) -> Result<(), ConnectorError> {
+    let mut supported: Vec<String> = vec!["connector".into()];
+    supported.extend(table_options.iter().map(|o| o.to_string()));
+    let own = |prefix: &str, format_key: &str| -> Vec<String> {
+        let Some(format) = options.get(format_key) else { return vec![] };
+        let names = format::format_option_names(format).unwrap_or_default();
+        names.iter().map(|o| format!("{prefix}{format}.{o}")).collect()
+    };
+    let kafka = |supported: &mut Vec<String>| {
+        supported.push("topic".into());
+        supported.extend(kafka::STARTUP_OPTIONS.iter().map(|o| o.to_string()));
+        supported.push("scan.out-of-range".into());
+        supported.extend(kafka::SINK_OPTIONS.iter().map(|o| o.to_string()));
+    };
+    match name {
+        "kafka" => {
+            kafka(&mut supported);
+            supported.push("format".into());
+            supported.extend(own("", "format"));
+        }
+        "upsert-kafka" => {
+            kafka(&mut supported);
+            supported.extend(["key.format".into(), "value.format".into(), "value.fields-include".into()]);
+            supported.extend(own("key.", "key.format"));
+            supported.extend(own("value.", "value.format"));
+        }
+        "filesystem" => {
+            supported.extend(["path".into(), "format".into()]);
+            match options.get("format").map(String::as_str) {
+                Some("csv") => supported.push("csv.field-delimiter".into()),
+                None | Some("json") => supported.push("json.encode.ignore-null-fields".into()),
+                _ => {}
+            }
+        }
+        "nexmark" => supported.extend(nexmark::OPTIONS.iter().map(|o| o.to_string())),
+        _ => {}
+    }
+    let kafka_like = matches!(name, "kafka" | "upsert-kafka");
+    let unsupported: Vec<String> = options
+        .keys()
+        .filter(|k| !supported.contains(k) && !(kafka_like && k.starts_with("properties.") && k.len() > 11))
+        .map(|k| match (other_format(k, options), closest(k, &supported)) {
+            (Some(hint), _) => format!("'{k}' ({hint})"),
+            (None, Some(near)) => format!("'{k}' (did you mean '{near}'?)"),
+            (None, None) => format!("'{k}'"),
+        })
+        .collect();
+    if unsupported.is_empty() {
+        return Ok(());
+    }
+    supported.sort();
+    if kafka_like {
+        supported.push("properties.* (librdkafka's properties)".into());
+    }
+    Err(ConnectorError::UnsupportedOptions {
+        connector: if name == "table" { "a plain table (no 'connector')".into() } else { format!("connector '{name}'") },
+        unsupported: unsupported.join(", "),
+        supported: supported.join(", "),
+    })
+}
+
+/// Why `key` is not an option of this table when it is one of another format's:
+/// `'json.ignore-parse-errors'` beside `'format' = 'csv'`.
+fn other_format(key: &str, options: &BTreeMap<String, String>) -> Option<String> {
+    ["", "key.", "value."].into_iter().find_map(|prefix| {
+        let rest = key.strip_prefix(prefix)?;
+        format::FORMAT_NAMES.iter().find_map(|f| {
+            let option = rest.strip_prefix(f)?.strip_prefix('.')?;
+            format::format_option_names(f)?.contains(&option).then(|| match options.get(&format!("{prefix}format")) {
+                Some(set) => format!("an option of format '{f}', but '{prefix}format' is '{set}'"),
+                None => format!("an option of format '{f}', but the table has no '{prefix}format'"),
+            })
+        })
+    })
+}
+
+/// The option of `supported` nearest to `key`, if it is within a quarter of its length in
+/// edits (at least 2): a typo, not another option.
+fn closest<'a>(key: &str, supported: &'a [String]) -> Option<&'a str> {
+    let limit = (key.len() / 4).max(2);
+    supported
+        .iter()
+        .map(|s| (strsim::levenshtein(key, s), s))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, s)| s.as_str())
 }
 
 /// A boolean option's value: `true` or `false`, in any case.
@@ -189,10 +323,10 @@ mod tests {
 
     #[test]
     fn validates_connectors() {
-        assert_eq!(validate(&opts(&[])).map(|(n, _)| n), Ok("table".into()));
-        assert!(matches!(validate(&opts(&[("connector", "nope")])), Err(ConnectorError::UnknownConnector { .. })));
+        assert_eq!(validate(&opts(&[]), |_| &[]).map(|(n, _)| n), Ok("table".into()));
+        assert!(matches!(validate(&opts(&[("connector", "nope")]), |_| &[]), Err(ConnectorError::UnknownConnector { .. })));
         assert!(matches!(
-            validate(&opts(&[("connector", "kafka")])),
+            validate(&opts(&[("connector", "kafka")]), |_| &[]),
             Err(ConnectorError::MissingOption { .. })
         ));
         let kafka = opts(&[("connector", "kafka"), ("topic", "t"), ("format", "json")]);
@@ -200,10 +334,51 @@ mod tests {
         // Kafka's source and sink options are checked too.
         let mut bad = kafka.clone();
         bad.insert("properties.bootstrap.servers".into(), "127.0.0.1:9092".into());
-        assert!(validate(&bad).is_ok(), "{:?}", validate(&bad));
+        assert!(validate(&bad, |_| &[]).is_ok(), "{:?}", validate(&bad, |_| &[]));
         bad.insert("sink.delivery-guarantee".into(), "bogus".into());
-        assert!(matches!(validate(&bad), Err(ConnectorError::InvalidValue { .. })));
+        assert!(matches!(validate(&bad, |_| &[]), Err(ConnectorError::InvalidValue { .. })));
         let upsert = opts(&[("connector", "upsert-kafka"), ("topic", "t")]);
         assert!(!is_append_only_sink(&upsert));
+    }
+
+    #[test]
+    fn refuses_unsupported_options() {
+        let kafka = opts(&[
+            ("connector", "kafka"),
+            ("topic", "t"),
+            ("properties.bootstrap.servers", "b:9092"),
+            ("format", "csv"),
+            ("csv.field-delimiter", ";"),
+            ("dead-letter.table", "d"),
+        ]);
+        let table_options: fn(&str) -> &'static [&'static str] = |_| &["dead-letter.table"];
+        assert!(validate(&kafka, table_options).is_ok());
+        // Not a server option for this kind of table.
+        assert!(validate(&kafka, |_| &[]).is_err());
+        let with = |key: &str| {
+            let mut o = kafka.clone();
+            o.insert(key.into(), "x".into());
+            check_supported("kafka", &o, &["dead-letter.table"]).map_err(|e| e.to_string())
+        };
+        assert!(with("properties.fetch.wait.max.ms").is_ok());
+        let typo = with("scan.watermark.idle-timout").expect_err("a typo");
+        assert!(typo.starts_with("unsupported options found for connector 'kafka': 'scan.watermark.idle-timout'"), "{typo}");
+        // Another format's option, and a format option that is one edit from a real one.
+        let other = with("json.ignore-parse-errors").expect_err("json option with csv");
+        assert!(
+            other.contains("'json.ignore-parse-errors' (an option of format 'json', but 'format' is 'csv'); supported options: connector, csv.allow-comments"),
+            "{other}"
+        );
+        let near = with("csv.field-delimeter").expect_err("typo");
+        assert!(near.contains("'csv.field-delimeter' (did you mean 'csv.field-delimiter'?)"), "{near}");
+        assert!(with("properties.").is_err());
+        let plain = check_supported("table", &opts(&[("conector", "kafka")]), &[]).expect_err("typo").to_string();
+        assert_eq!(
+            plain,
+            "unsupported options found for a plain table (no 'connector'): 'conector' (did you mean 'connector'?); supported options: connector"
+        );
+        let upsert = opts(&[("connector", "upsert-kafka"), ("key.format", "json"), ("value.format", "json"), ("format", "json")]);
+        let e = check_supported("upsert-kafka", &upsert, &[]).expect_err("format").to_string();
+        assert!(e.contains("found for connector 'upsert-kafka': 'format'; supported"), "{e}");
     }
 }

@@ -30,14 +30,21 @@ pub async fn create_table(engine: &mut Engine, t: &CreateTable, definition: &str
         }
         return Err(ErrorKind::DuplicateTable(t.name.clone()).into());
     }
-    let (connector, _) = weir_connectors::validate(&t.options).map_err(|e| WeirError::option(e.to_string()))?;
-    let plain = connector == "table";
-    if t.options.contains_key(crate::source::DEAD_LETTER_TOPIC) && !matches!(connector.as_str(), "kafka" | "upsert-kafka") {
+    let named = t.options.get("connector").map(|c| c.to_lowercase()).unwrap_or_else(|| "table".into());
+    if t.options.contains_key(crate::source::DEAD_LETTER_TOPIC) && !matches!(named.as_str(), "kafka" | "upsert-kafka") {
         return Err(WeirError::option(format!(
-            "table {}: '{}' is for 'kafka' and 'upsert-kafka' tables (use 'dead-letter.table' for a '{connector}' table)",
+            "table {}: '{}' is for 'kafka' and 'upsert-kafka' tables (use 'dead-letter.table' for a '{named}' table)",
             t.name,
             crate::source::DEAD_LETTER_TOPIC
         )));
+    }
+    let (connector, _) =
+        weir_connectors::validate(&t.options, table_options).map_err(|e| WeirError::option(format!("table {}: {e}", t.name)))?;
+    let plain = connector == "table";
+    for key in [crate::engine::IDLE_ADVANCE, crate::source::IDLE_TIMEOUT] {
+        if let Some(value) = t.options.get(key) {
+            crate::plan::duration::parse_duration_ms(key, value)?;
+        }
     }
     if connector == "upsert-kafka" && t.primary_key.is_empty() {
         // Flink: "'upsert-kafka' tables require to define a PRIMARY KEY constraint".
@@ -174,6 +181,20 @@ pub async fn create_table(engine: &mut Engine, t: &CreateTable, definition: &str
     }
     catalog.relations.insert(t.name.clone(), rel);
     engine.commit(EpochWrites::default(), Some(catalog))
+}
+
+/// The options the server reads for a table of `connector`, besides the connector's own
+/// ([`weir_connectors::validate`] refuses every other one).
+fn table_options(connector: &str) -> &'static [&'static str] {
+    use crate::engine::{IDLE_ADVANCE, LATE_ROWS_TABLE};
+    use crate::source::{DEAD_LETTER_TABLE, DEAD_LETTER_TOPIC, IDLE_TIMEOUT, ON_DECODE_ERROR};
+    match connector {
+        "table" => &[LATE_ROWS_TABLE, IDLE_ADVANCE],
+        "kafka" | "upsert-kafka" => &[LATE_ROWS_TABLE, DEAD_LETTER_TABLE, DEAD_LETTER_TOPIC, ON_DECODE_ERROR, IDLE_TIMEOUT],
+        "filesystem" => &[LATE_ROWS_TABLE, DEAD_LETTER_TABLE, ON_DECODE_ERROR, IDLE_TIMEOUT],
+        "nexmark" => &[LATE_ROWS_TABLE, IDLE_TIMEOUT],
+        _ => &[],
+    }
 }
 
 /// Adds the late-row side table `side` of table `table` (columns `columns`) to `catalog`:

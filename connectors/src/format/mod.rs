@@ -38,6 +38,9 @@ pub use csv::{CsvDecoder, CsvEncoder};
 pub use debezium::{DebeziumDecoder, DebeziumEncoder};
 pub use isolate::message_of;
 pub use json::{JsonDecoder, JsonEncoder};
-pub use options::{check_declared_types, decoder, encoder, CsvOptions, FormatKind, FormatOptions, TimestampStandard, FORMAT_NAMES};
+pub use options::{
+    check_declared_types, decoder, encoder, format_option_names, CsvOptions, FormatKind, FormatOptions, TimestampStandard,
+    FORMAT_NAMES,
+};
 pub use raw::{RawDecoder, RawEncoder};
 pub use upsert::{KeyValue, UpsertDecoder, UpsertEncoder, UpsertMessage, ValueFields};

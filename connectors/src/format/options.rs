@@ -131,6 +131,20 @@ pub const FORMAT_NAMES: &[&str] = &["json", "csv", "raw", "debezium-json", "maxw
 /// The options of the read-only change-log formats (`maxwell-json.*`, `canal-json.*`).
 const CHANGE_LOG_OPTIONS: &[&str] = &["ignore-parse-errors"];
 
+/// The own options of format `name` (`'<format>.<option>'`, listed without the `<format>.`),
+/// or `None` for a format [`FORMAT_NAMES`] does not hold.
+pub fn format_option_names(name: &str) -> Option<&'static [&'static str]> {
+    Some(match name {
+        "json" => JSON_OPTIONS,
+        "csv" => CSV_OPTIONS,
+        "raw" => RAW_OPTIONS,
+        "debezium-json" => DEBEZIUM_OPTIONS,
+        "maxwell-json" | "canal-json" => CHANGE_LOG_OPTIONS,
+        "avro-confluent" => AVRO_OPTIONS,
+        _ => return None,
+    })
+}
+
 impl FormatOptions {
     /// Reads `'<prefix>format'` and the format's own options `'<prefix><format>.*'`.
     ///
@@ -148,14 +162,14 @@ impl FormatOptions {
         let name = options
             .get(&format_key)
             .ok_or_else(|| ConnectorError::MissingOption { connector: connector.clone(), option: format_key.clone() })?;
-        let (kind, known) = match name.as_str() {
-            "json" => (FormatKind::Json, JSON_OPTIONS),
-            "csv" => (FormatKind::Csv, CSV_OPTIONS),
-            "raw" => (FormatKind::Raw, RAW_OPTIONS),
-            "debezium-json" => (FormatKind::DebeziumJson, DEBEZIUM_OPTIONS),
-            "maxwell-json" => (FormatKind::MaxwellJson, CHANGE_LOG_OPTIONS),
-            "canal-json" => (FormatKind::CanalJson, CHANGE_LOG_OPTIONS),
-            "avro-confluent" => (FormatKind::AvroConfluent, AVRO_OPTIONS),
+        let kind = match name.as_str() {
+            "json" => FormatKind::Json,
+            "csv" => FormatKind::Csv,
+            "raw" => FormatKind::Raw,
+            "debezium-json" => FormatKind::DebeziumJson,
+            "maxwell-json" => FormatKind::MaxwellJson,
+            "canal-json" => FormatKind::CanalJson,
+            "avro-confluent" => FormatKind::AvroConfluent,
             other => {
                 return Err(ConnectorError::InvalidValue {
                     option: format_key,
@@ -164,6 +178,7 @@ impl FormatOptions {
                 })
             }
         };
+        let known = format_option_names(name).unwrap_or_default();
         let own = format!("{prefix}{name}.");
         for key in options.keys().filter(|k| k.starts_with(&own)) {
             if !known.contains(&&key[own.len()..]) {

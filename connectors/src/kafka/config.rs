@@ -146,9 +146,11 @@ pub struct KafkaSinkConfig {
 }
 
 const STARTUP_MODES: &str = "earliest-offset, latest-offset, group-offsets, timestamp, specific-offsets";
-const STARTUP_OPTIONS: &[&str] =
+/// The `scan.startup.*` options.
+pub(crate) const STARTUP_OPTIONS: &[&str] =
     &["scan.startup.mode", "scan.startup.timestamp-millis", "scan.startup.specific-offsets"];
-const SINK_OPTIONS: &[&str] = &[
+/// The `sink.*` options.
+pub(crate) const SINK_OPTIONS: &[&str] = &[
     "sink.partitioner",
     "sink.delivery-guarantee",
     "sink.transactional-id-prefix",

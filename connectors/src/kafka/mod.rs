@@ -40,5 +40,6 @@ pub use config::{
     StartupMode,
 };
 pub use mock::MockBrokers;
+pub(crate) use config::{SINK_OPTIONS, STARTUP_OPTIONS};
 pub use reader::{KafkaReader, KafkaRecord, PartitionLag, Reset};
 pub use writer::KafkaWriter;

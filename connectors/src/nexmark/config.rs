@@ -31,7 +31,8 @@ pub const OPT_SEED: &str = "nexmark.seed";
 pub const OPT_PARTITIONS: &str = "nexmark.partitions";
 /// Option limiting the generator to `nexmark.event-rate` events per second of wall time.
 pub const OPT_RATE_LIMITED: &str = "nexmark.rate-limited";
-const OPTIONS: &[&str] =
+/// Every `nexmark.*` option.
+pub(crate) const OPTIONS: &[&str] =
     &[OPT_TABLE, OPT_EVENTS, OPT_EVENT_RATE, OPT_BASE_TIME, OPT_SEED, OPT_PARTITIONS, OPT_RATE_LIMITED];
 
 /// 2015-07-15 00:00:00.000 UTC in ms since the epoch (nexmark-bench's base time).

@@ -32,4 +32,5 @@ pub use config::{
     NexmarkConfig, NexmarkTable, DEFAULT_BASE_TIME_MS, DEFAULT_EVENT_RATE, DEFAULT_SEED, OPT_BASE_TIME, OPT_EVENTS,
     OPT_EVENT_RATE, OPT_PARTITIONS, OPT_SEED, OPT_TABLE,
 };
+pub(crate) use config::OPTIONS;
 pub use generator::{schema, NexmarkGenerator};
