@@ -55,6 +55,17 @@ pub enum StreamNode {
         /// The time-to-live of a key's last row, ms ([`crate::plan::ttl`]).
         state_ttl_ms: Option<i64>,
     },
+    /// The rows of an updating query keyed by an `upsert-kafka` sink's PRIMARY KEY, when that
+    /// key does not hold the query's stream key (Flink's SinkUpsertMaterializer; rules in
+    /// [`crate::runtime::operators::upsert_materialize`]): retract in, upsert out, keyed by
+    /// `key`. Sits right under such a sink.
+    SinkUpsertMaterialize {
+        input: Box<StreamPlan>,
+        /// The sink's PRIMARY KEY columns, as positions in the input.
+        key: Vec<usize>,
+        /// The time-to-live of a key's rows, ms ([`crate::plan::ttl`]).
+        state_ttl_ms: Option<i64>,
+    },
     /// One expression per output column.
     Project { input: Box<StreamPlan>, exprs: Vec<Expr> },
     /// Rows whose predicate is true.
@@ -134,12 +145,24 @@ impl StreamPlan {
         }
     }
 
+    /// This plan under a [`StreamNode::SinkUpsertMaterialize`] keyed by `key` (positions in
+    /// this plan's output): an upsert changelog keyed by `key`.
+    pub fn materialize_upsert(self, key: Vec<usize>) -> StreamPlan {
+        StreamPlan {
+            schema: std::sync::Arc::clone(&self.schema),
+            changelog: ChangelogMode::Upsert,
+            stream_key: Some(key.clone()),
+            node: StreamNode::SinkUpsertMaterialize { input: Box::new(self), key, state_ttl_ms: None },
+        }
+    }
+
     /// The node's name as shown by EXPLAIN.
     pub fn name(&self) -> &'static str {
         match &self.node {
             StreamNode::Source { .. } => "StreamSource",
             StreamNode::Values { .. } => "StreamValues",
             StreamNode::ChangelogNormalize { .. } => "StreamChangelogNormalize",
+            StreamNode::SinkUpsertMaterialize { .. } => "StreamSinkUpsertMaterializer",
             StreamNode::Project { .. } => "StreamProject",
             StreamNode::Filter { .. } => "StreamFilter",
             StreamNode::Union { .. } => "StreamUnion",
@@ -163,6 +186,7 @@ impl StreamPlan {
             StreamNode::Source { .. } | StreamNode::Values { .. } => vec![],
             StreamNode::Project { input, .. }
             | StreamNode::ChangelogNormalize { input, .. }
+            | StreamNode::SinkUpsertMaterialize { input, .. }
             | StreamNode::Filter { input, .. }
             | StreamNode::WindowAssign { input, .. }
             | StreamNode::Rank { input, .. }
@@ -181,6 +205,7 @@ impl StreamPlan {
             StreamNode::Source { .. } | StreamNode::Values { .. } => vec![],
             StreamNode::Project { input, .. }
             | StreamNode::ChangelogNormalize { input, .. }
+            | StreamNode::SinkUpsertMaterialize { input, .. }
             | StreamNode::Filter { input, .. }
             | StreamNode::WindowAssign { input, .. }
             | StreamNode::Rank { input, .. }
@@ -215,6 +240,7 @@ impl StreamPlan {
         match &self.node {
             StreamNode::Source { .. }
             | StreamNode::ChangelogNormalize { .. }
+            | StreamNode::SinkUpsertMaterialize { .. }
             | StreamNode::Union { .. }
             | StreamNode::WindowAssign { .. } => vec![],
             StreamNode::Project { exprs, .. } => exprs.iter().collect(),
@@ -401,7 +427,9 @@ impl StreamPlan {
             StreamNode::WindowAssign { spec, .. } if spec.kind != crate::plan::window::WindowKind::Session || spec.slices => {
                 Exchange::Forward
             }
-            StreamNode::ChangelogNormalize { key, .. } if !key.is_empty() => Exchange::Hash,
+            StreamNode::ChangelogNormalize { key, .. } | StreamNode::SinkUpsertMaterialize { key, .. } if !key.is_empty() => {
+                Exchange::Hash
+            }
             StreamNode::Join { join, .. }
                 if !join.on.is_empty()
                     && !join.lookup
@@ -423,7 +451,7 @@ impl StreamPlan {
     /// The key a [`Exchange::Hash`] node's rows are distributed by, for EXPLAIN.
     pub(crate) fn exchange_key(&self) -> String {
         match &self.node {
-            StreamNode::ChangelogNormalize { key, .. } => format!("{key:?}"),
+            StreamNode::ChangelogNormalize { key, .. } | StreamNode::SinkUpsertMaterialize { key, .. } => format!("{key:?}"),
             StreamNode::Join { join: spec, .. } => {
                 let (l, r): (Vec<Expr>, Vec<Expr>) = spec.on.iter().cloned().unzip();
                 format!("[{}] / [{}]", join(&l), join(&r))
@@ -508,7 +536,9 @@ impl StreamPlan {
         let detail = match &self.node {
             StreamNode::Source { relation } => format!("relation={relation}"),
             StreamNode::Values { rows } => format!("rows={}", rows.len()),
-            StreamNode::ChangelogNormalize { key, .. } => format!("key={key:?}"),
+            StreamNode::ChangelogNormalize { key, .. } | StreamNode::SinkUpsertMaterialize { key, .. } => {
+                format!("key={key:?}")
+            }
             StreamNode::Project { exprs, .. } => format!("exprs=[{}]", join(exprs)),
             StreamNode::Filter { predicate, .. } => format!("predicate={predicate}"),
             StreamNode::Union { inputs } => format!("inputs={}", inputs.len()),
@@ -542,6 +572,7 @@ impl StreamPlan {
         let ttl = match &self.node {
             StreamNode::GroupAggregate { state_ttl_ms: t @ Some(_), .. }
             | StreamNode::ChangelogNormalize { state_ttl_ms: t @ Some(_), .. }
+            | StreamNode::SinkUpsertMaterialize { state_ttl_ms: t @ Some(_), .. }
             | StreamNode::Rank { spec: crate::plan::rank::RankSpec { state_ttl_ms: t @ Some(_), .. }, .. } => {
                 format!(", state_ttl={}", ms(t))
             }

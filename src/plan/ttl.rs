@@ -10,7 +10,9 @@
 //! The operators concerned are the unbounded ones: group aggregation without a window, regular
 //! (not interval, window or temporal) joins, ranks not partitioned by a window, and the
 //! ChangelogNormalize of an upsert source (the default TTL only; a key whose last row expired
-//! is new again, so its next delete is dropped). Operators
+//! is new again, so its next delete is dropped), and the SinkUpsertMaterializer of an
+//! `upsert-kafka` sink (the default TTL only; a key whose rows expired drops their
+//! retractions, so the topic keeps the key's last row). Operators
 //! that the watermark cleans keep no TTL. TTL is processing time since an entry's last write
 //! ([`crate::state::StateTable::with_ttl`]); an expired entry is as if never written: a group
 //! whose state expired starts again from its next row, and a join row that expired no longer
@@ -71,6 +73,9 @@ impl StreamPlan {
             // The last row per key of an upsert source: the default only (as Flink, hints name
             // joins and aggregations).
             StreamNode::ChangelogNormalize { state_ttl_ms, .. } => *state_ttl_ms = default,
+            // The rows per sink key (Flink's SinkUpsertMaterializer keeps them for the default
+            // TTL too).
+            StreamNode::SinkUpsertMaterialize { state_ttl_ms, .. } => *state_ttl_ms = default,
             _ => {}
         }
         for input in self.inputs_mut() {

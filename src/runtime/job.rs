@@ -39,6 +39,7 @@ use crate::runtime::operators::join::{Join, JoinOptions};
 use crate::runtime::operators::temporal_join::{TemporalJoin, TemporalJoinOptions};
 use crate::runtime::operators::materialize::{Materialize, StorageMode};
 use crate::runtime::operators::normalize::ChangelogNormalize;
+use crate::runtime::operators::upsert_materialize::SinkUpsertMaterializer;
 use crate::runtime::operators::over_agg::{OverAggregate, AGG_PREFIX as OVER_AGG_PREFIX};
 use crate::runtime::operators::over_window::{OverWindow, OverWindowOptions};
 use crate::plan::over::OverFrame;
@@ -484,6 +485,9 @@ fn build_operator(
             }
             StreamNode::ChangelogNormalize { key, state_ttl_ms, .. } => {
                 Box::new(ChangelogNormalize::try_new(schema, key.clone(), *state_ttl_ms, state_table, store)?)
+            }
+            StreamNode::SinkUpsertMaterialize { key, state_ttl_ms, .. } => {
+                Box::new(SinkUpsertMaterializer::try_new(schema, key.clone(), *state_ttl_ms, state_table, store)?)
             }
             StreamNode::Filter { input, predicate } => {
                 Box::new(Filter::try_new(physical_expr(predicate, &input.schema)?)?)

@@ -740,6 +740,7 @@ impl Database {
     async fn explain(&self, stmt: WeirStatement, settings: &BTreeMap<String, String>) -> Result<StatementResult> {
         let engine = self.engine.read().await;
         let mut kind = JobKind::View { emit_on_window_close: false };
+        let mut sink = None;
         let query = match &stmt {
             WeirStatement::CreateMaterializedView { query, emit_on_window_close, .. } => {
                 kind = JobKind::View { emit_on_window_close: *emit_on_window_close };
@@ -751,6 +752,7 @@ impl Database {
                 Statement::Insert(i) => match &i.source {
                     Some(q) => {
                         kind = JobKind::Sink;
+                        sink = engine.catalog.get(&dml::insert_table(i)?).cloned();
                         q.to_string()
                     }
                     None => return Err(WeirError::unsupported("EXPLAIN of INSERT without a query")),
@@ -759,8 +761,11 @@ impl Database {
             },
             _ => return Err(WeirError::unsupported("EXPLAIN of this statement")),
         };
-        let options = crate::sql::settings::job_options(settings)?;
-        let plan = plan_job(&engine, &query, kind, &options).await?;
+        let mut options = crate::sql::settings::job_options(settings)?;
+        let plan = match &sink {
+            Some(sink) => crate::sql::sink_jobs::plan_sink_job(&engine, sink, &query, &mut options).await?,
+            None => plan_job(&engine, &query, kind, &options).await?,
+        };
         let parallelism = crate::sql::settings::parallelism_option(&options)?.unwrap_or(engine.workers);
         text_rows(&["QUERY PLAN"], plan.explain_parallel(parallelism).into_iter().map(|l| vec![Some(l)]).collect())
     }

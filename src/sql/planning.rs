@@ -50,6 +50,14 @@ pub async fn plan_job(engine: &Engine, query: &str, kind: JobKind, options: &BTr
         JobKind::Sink => stream.set_window_aggregations_final(),
     }
     crate::plan::slicing::sessionize(&mut stream);
+    if let Some(key) = options.get(crate::sql::sink_jobs::UPSERT_MATERIALIZE) {
+        let key = key
+            .split(',')
+            .map(|i| i.trim().parse::<usize>())
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|_| WeirError::internal(format!("option {} = '{key}'", crate::sql::sink_jobs::UPSERT_MATERIALIZE)))?;
+        stream = stream.materialize_upsert(key);
+    }
     let lateness = options.get(ALLOW_LATENESS).map(|v| parse_duration_ms(ALLOW_LATENESS, v)).transpose()?;
     if lateness.is_some_and(|l| l > 0) && has_final_window_rank(&stream) {
         return Err(WeirError::unsupported(format!(

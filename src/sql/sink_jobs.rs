@@ -25,8 +25,7 @@ use crate::sql::planning::{plan_job, JobKind};
 ///
 /// # Errors
 /// `Unsupported` for a connector without a sink runtime; `Plan` when the query's columns do
-/// not match the sink's, when an append-only sink gets an updating query, or when an
-/// `upsert-kafka` sink gets one whose stream key is not within its PRIMARY KEY; the planner's
+/// not match the sink's, or when an append-only sink gets an updating query; the planner's
 /// errors.
 pub async fn start_sink_job(
     engine: &mut Engine,
@@ -53,7 +52,7 @@ pub async fn start_sink_job(
     // The state TTL is kept; an allowed lateness would make window results updating.
     let mut options = crate::sql::settings::job_options(settings)?;
     options.remove(crate::sql::settings::ALLOW_LATENESS);
-    let plan = plan_job(engine, query, JobKind::Sink, &options).await?;
+    let plan = plan_sink_job(engine, sink, query, &mut options).await?;
     check_changelog(sink, &plan, updating)?;
     options.insert(SINK_OPTION.to_string(), sink.name.clone());
     let eowc = true;
@@ -110,16 +109,52 @@ pub async fn start_sink_job(
     Ok(id)
 }
 
-/// Refuses a query whose changelog `sink` cannot take:
-/// - an updating one (not append-only, as the stream plan says: a window aggregation of a job
-///   emits final rows, whatever its input) into an append-only sink;
-/// - an updating one into an `upsert-kafka` sink whose PRIMARY KEY (the message key) does not
-///   hold the query's stream key: rows of one message key would then be several rows of the
-///   query, and a retraction of one of them a tombstone for the key while another still holds
-///   (Flink adds a SinkUpsertMaterializer there; Weir asks for matching keys). A query whose
-///   stream key the planner does not know (a GROUP BY column left out of the select list, such
-///   as `window_end` beside `window_start`) is taken, as before: most are keyed by the sink's
-///   key, and Weir has no materializer yet to make the others safe.
+/// The catalog option of a sink job whose rows reach its `upsert-kafka` sink through a
+/// SinkUpsertMaterializer: the sink's PRIMARY KEY as positions in the query's columns,
+/// comma-separated ([`plan_sink_job`]). A job created before the materializer existed has no
+/// such option and restarts with the plan it was created with.
+pub const UPSERT_MATERIALIZE: &str = "weir.sink-upsert-materialize";
+
+/// The stream plan of the job `INSERT INTO sink query`, with the job's catalog options
+/// `options` (the session's, as [`crate::sql::settings::job_options`] gives them). When `sink`
+/// is an `upsert-kafka` table and the query updates rows whose stream key its PRIMARY KEY does
+/// not hold, or whose stream key the planner does not know (a GROUP BY column left out of the
+/// select list, such as `window_end` beside `window_start`), two live rows of the query could
+/// share a message key, and deleting one would write a tombstone while the other still holds
+/// the key; so, as Flink does (`table.exec.sink.upsert-materialize` = `AUTO`), the plan ends in
+/// a SinkUpsertMaterializer keyed by the PRIMARY KEY, and `options` gets
+/// [`UPSERT_MATERIALIZE`] so the job restarts with the same plan.
+///
+/// # Errors
+/// The planner's.
+pub async fn plan_sink_job(
+    engine: &Engine,
+    sink: &Relation,
+    query: &str,
+    options: &mut BTreeMap<String, String>,
+) -> Result<crate::plan::StreamPlan> {
+    use crate::plan::ChangelogMode;
+    let plan = plan_job(engine, query, JobKind::Sink, options).await?;
+    if connector_of(sink) != "upsert-kafka" || plan.changelog == ChangelogMode::AppendOnly {
+        return Ok(plan);
+    }
+    let written = crate::engine::written_fields(sink)?;
+    let in_key = |i: &usize| written.get(*i).is_some_and(|f| sink.primary_key.iter().any(|k| k == f.name()));
+    if plan.stream_key.as_ref().is_some_and(|key| key.iter().all(in_key)) {
+        return Ok(plan);
+    }
+    let key: Vec<String> = (0..written.len()).filter(in_key).map(|i| i.to_string()).collect();
+    if key.is_empty() || plan.schema.fields().len() != written.len() {
+        // The column count is refused by the caller; a key is required by CREATE TABLE.
+        return Ok(plan);
+    }
+    options.insert(UPSERT_MATERIALIZE.to_string(), key.join(","));
+    plan_job(engine, query, JobKind::Sink, options).await
+}
+
+/// Refuses a query whose changelog `sink` cannot take: an updating one (not append-only, as
+/// the stream plan says: a window aggregation of a job emits final rows, whatever its input)
+/// into an append-only sink. (An `upsert-kafka` sink takes any: [`plan_sink_job`].)
 fn check_changelog(sink: &Relation, plan: &crate::plan::StreamPlan, updating: Option<String>) -> Result<()> {
     use crate::plan::ChangelogMode;
     if plan.changelog == ChangelogMode::AppendOnly {
@@ -133,19 +168,6 @@ fn check_changelog(sink: &Relation, plan: &crate::plan::StreamPlan, updating: Op
             sink.name,
             sink.options.get("format").map(String::as_str).unwrap_or("json"),
         )));
-    }
-    if connector == "upsert-kafka" {
-        let written = crate::engine::written_fields(sink)?;
-        let in_key = |i: &usize| written.get(*i).is_some_and(|f| sink.primary_key.iter().any(|k| k == f.name()));
-        if let Some(key) = plan.stream_key.as_ref().filter(|key| !key.iter().all(in_key)) {
-            let names: Vec<String> = key.iter().filter_map(|i| plan.schema.fields().get(*i).map(|f| f.name().clone())).collect();
-            return Err(WeirError::plan(format!(
-                "INSERT INTO {}: the query updates its rows by ({}), its stream key, which is not within the table's PRIMARY KEY ({}): a delete or update of one of its rows would delete or overwrite the key's other rows in the topic. GROUP BY the PRIMARY KEY's columns, or declare the PRIMARY KEY as the query's key",
-                sink.name,
-                names.join(", "),
-                sink.primary_key.join(", ")
-            )));
-        }
     }
     Ok(())
 }
