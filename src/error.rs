@@ -108,6 +108,23 @@ pub enum ErrorKind {
     /// NULL in a NOT NULL or primary-key column.
     #[error("{0}")]
     NotNullViolation(String),
+    /// A job (by id or view name) that does not exist: Postgres's undefined_object, as for
+    /// an unknown role or extension.
+    #[error("{0}")]
+    UndefinedObject(String),
+    /// An object whose state does not allow the statement: suspending a suspended job,
+    /// resuming a running one, EXPLAIN ANALYZE of a FAILED one (Postgres's
+    /// object_not_in_prerequisite_state).
+    #[error("{0}")]
+    ObjectNotInPrerequisiteState(String),
+    /// An INSERT whose query gives more (or fewer) columns than it has target columns: "INSERT
+    /// has more expressions than target columns", which Postgres reports as a syntax error.
+    #[error("{0}")]
+    InsertColumnCount(String),
+    /// A column of a grouped query that is neither grouped nor inside an aggregate
+    /// (Postgres's grouping_error).
+    #[error("{0}")]
+    Grouping(String),
     /// RocksDB or the file system failed.
     #[error("storage error: {0}")]
     Storage(String),
@@ -144,6 +161,26 @@ impl WeirError {
     pub fn storage(msg: impl Into<String>) -> Self {
         Self::new(ErrorKind::Storage(msg.into()))
     }
+    /// [`ErrorKind::InsertColumnCount`] for a query of `given` columns into `targets` target
+    /// columns, worded as Postgres words it.
+    pub fn insert_column_count(given: usize, targets: usize) -> Self {
+        Self::new(ErrorKind::InsertColumnCount(
+            if given > targets {
+                "INSERT has more expressions than target columns"
+            } else {
+                "INSERT has more target columns than expressions"
+            }
+            .to_string(),
+        ))
+    }
+    /// [`ErrorKind::UndefinedObject`].
+    pub fn undefined_object(msg: impl Into<String>) -> Self {
+        Self::new(ErrorKind::UndefinedObject(msg.into()))
+    }
+    /// [`ErrorKind::ObjectNotInPrerequisiteState`].
+    pub fn not_in_state(msg: impl Into<String>) -> Self {
+        Self::new(ErrorKind::ObjectNotInPrerequisiteState(msg.into()))
+    }
     pub fn unknown_table(name: impl Into<String>) -> Self {
         Self::new(ErrorKind::UnknownTable(name.into()))
     }
@@ -178,6 +215,10 @@ impl WeirError {
             ErrorKind::CardinalityViolation(_) => "21000",
             ErrorKind::InsufficientPrivilege(_) => "42501",
             ErrorKind::NotNullViolation(_) => "23502",
+            ErrorKind::UndefinedObject(_) => "42704",
+            ErrorKind::ObjectNotInPrerequisiteState(_) => "55000",
+            ErrorKind::Grouping(_) => "42803",
+            ErrorKind::InsertColumnCount(_) => "42601",
             ErrorKind::Storage(_) => "58030",
             ErrorKind::Internal(_) => "XX000",
         }
@@ -321,6 +362,10 @@ impl From<datafusion::error::DataFusionError> for WeirError {
                     // An unknown function, or one called with arguments it has no version for:
                     // Postgres's 42883 ("function nosuch(integer) does not exist").
                     Self::new(ErrorKind::UndefinedFunction(msg))
+                } else if msg.contains("must be in GROUP BY or an aggregate function") {
+                    // DataFusion's wording of Postgres's 42803 ("column \"t.b\" must appear in
+                    // the GROUP BY clause or be used in an aggregate function").
+                    Self::new(ErrorKind::Grouping(msg))
                 } else {
                     Self::plan(msg)
                 }

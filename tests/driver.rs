@@ -46,6 +46,8 @@ async fn typed_parameters_and_binary_results() {
         // An unknown function, and one called with arguments it has no version for.
         ("SELECT nosuchfn(1)", "42883"),
         ("SELECT abs(1, 2)", "42883"),
+        // A column neither grouped nor aggregated.
+        ("SELECT id, COUNT(*) FROM dr_t GROUP BY name", "42803"),
     ] {
         let err = client.query(sql, &[]).await.expect_err(sql);
         assert_eq!(err.code().map(|c| c.code()), Some(code), "{sql}: {err:?}");

@@ -104,10 +104,10 @@ impl Engine {
     /// state.
     ///
     /// # Errors
-    /// `Plan` for an unknown job; `Unsupported` for the job of a materialized view.
+    /// `UndefinedObject` for an unknown job; `Unsupported` for the job of a materialized view.
     pub fn stop_job(&mut self, id: &str) -> Result<()> {
         let Some(rel) = self.catalog.relations.values().find(|r| r.job.as_deref() == Some(id)) else {
-            return Err(WeirError::plan(format!("no job '{id}'; SHOW JOBS lists them")));
+            return Err(WeirError::undefined_object(format!("no job '{id}'; SHOW JOBS lists them")));
         };
         if rel.kind != RelationKind::SinkJob {
             return Err(WeirError::unsupported(format!(

@@ -47,23 +47,24 @@ impl Engine {
                     "{name_or_id} is a {}, which no job maintains; only materialized views and INSERT INTO jobs (SHOW JOBS) can be suspended",
                     rel.kind.sql_name()
                 )),
-                None => WeirError::plan(format!("no job or materialized view '{name_or_id}'; SHOW JOBS lists them")),
+                None => WeirError::undefined_object(format!("no job or materialized view '{name_or_id}'; SHOW JOBS lists them")),
             })
     }
 
     /// Suspends job `name_or_id` (see the module docs).
     ///
     /// # Errors
-    /// `Plan` for an unknown, FAILED or already suspended job; `Unsupported` for a job that
+    /// `UndefinedObject` for an unknown job; `ObjectNotInPrerequisiteState` for a FAILED or
+    /// already suspended one; `Plan` for a relation no job maintains; `Unsupported` for a job that
     /// reads a plain table or a view; the commit's.
     pub fn suspend_job(&mut self, name_or_id: &str) -> Result<()> {
         let rel = self.job_relation(name_or_id)?;
         let name = rel.name.clone();
         if self.suspended.contains(&name) {
-            return Err(WeirError::plan(format!("{name} is already suspended")));
+            return Err(WeirError::not_in_state(format!("{name} is already suspended")));
         }
         if let Some(error) = self.failed.get(&name) {
-            return Err(WeirError::plan(format!("{name} is FAILED ({error}); it has no running state to suspend")));
+            return Err(WeirError::not_in_state(format!("{name} is FAILED ({error}); it has no running state to suspend")));
         }
         let Some(job) = self.jobs.get(&name) else {
             return Err(WeirError::internal(format!("{name} is in the catalog but not running")));
@@ -90,13 +91,14 @@ impl Engine {
     /// Resumes suspended job `name_or_id` from its state and source positions.
     ///
     /// # Errors
-    /// `Plan` for a job that is not suspended; the rebuild's (as at a restart), the sources'
+    /// As [`Engine::suspend_job`] for an unknown job; `ObjectNotInPrerequisiteState` for a job
+    /// that is not suspended; the rebuild's (as at a restart), the sources'
     /// and the commit's: the job stays suspended then.
     pub fn resume_job(&mut self, name_or_id: &str) -> Result<()> {
         let rel = self.job_relation(name_or_id)?;
         let name = rel.name.clone();
         if !self.suspended.contains(&name) {
-            return Err(WeirError::plan(format!("{name} is not suspended")));
+            return Err(WeirError::not_in_state(format!("{name} is not suspended")));
         }
         let job = self.restart_job(&rel)?;
         let reads: Vec<String> = job.reads().iter().map(|r| r.to_string()).collect();

@@ -171,8 +171,22 @@ pub async fn insert_step(snapshot: Arc<Snapshot>, insert: &Insert) -> Result<Wri
                 .collect();
         }
     }
+    let targets = if plain.columns.is_empty() { columns.len() } else { plain.columns.len() };
+    if let Some(sqlparser::ast::SetExpr::Values(values)) = plain.source.as_ref().map(|s| s.body.as_ref()) {
+        if let Some(widest) = values.rows.iter().map(|r| r.len()).max().filter(|w| *w > targets) {
+            return Err(WeirError::insert_column_count(widest, targets));
+        }
+    }
     let ctx = session_context(snapshot);
-    let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(Statement::Insert(plain)))).await?;
+    let plan = match ctx.state().statement_to_plan(DfStatement::Statement(Box::new(Statement::Insert(plain)))).await {
+        // DataFusion's "Column count doesn't match insert query!", in Postgres's words.
+        Err(e) if e.to_string().contains("Column count doesn't match insert query") => {
+            let Some(source) = &insert.source else { return Err(e.into()) };
+            let given = ctx.state().create_logical_plan(&source.to_string()).await?.schema().fields().len();
+            return Err(WeirError::insert_column_count(given, targets));
+        }
+        planned => planned?,
+    };
     let LogicalPlan::Dml(dml) = plan else {
         return Err(WeirError::internal("INSERT did not plan as DML"));
     };
@@ -604,11 +618,7 @@ pub async fn insert_into_connector(
         listed => {
             let given = ctx.state().create_logical_plan(&source.to_string()).await?.schema().fields().len();
             if given != listed.len() {
-                return Err(WeirError::plan(if given > listed.len() {
-                    "INSERT has more expressions than target columns"
-                } else {
-                    "INSERT has more target columns than expressions"
-                }));
+                return Err(WeirError::insert_column_count(given, listed.len()));
             }
             with_target_columns(rel, listed, &source.to_string())?
         }

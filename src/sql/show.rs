@@ -106,7 +106,8 @@ pub fn show_list(
 /// ends, so here they are the running totals.
 ///
 /// # Errors
-/// `Plan` when no job has that name or id, or it is FAILED (it runs no more).
+/// `UndefinedObject` when no job has that name or id; `ObjectNotInPrerequisiteState` when it is
+/// FAILED (it runs no more).
 pub fn explain_analyze(state: &crate::engine::SystemState, job: &crate::sql::parser::JobRef) -> Result<StatementResult> {
     use crate::sql::parser::JobRef;
     let found = state.jobs.iter().find(|j| match job {
@@ -114,13 +115,13 @@ pub fn explain_analyze(state: &crate::engine::SystemState, job: &crate::sql::par
         JobRef::Id(id) => &j.job_id == id,
     });
     let Some(j) = found else {
-        return Err(WeirError::plan(match job {
+        return Err(WeirError::undefined_object(match job {
             JobRef::View(name) => format!("no materialized view '{name}' with a running job"),
             JobRef::Id(id) => format!("no job '{id}'; SHOW JOBS lists them"),
         }));
     };
     if let Some(error) = &j.error {
-        return Err(WeirError::plan(format!("job '{}' is FAILED and runs no more: {error}", j.job_id)));
+        return Err(WeirError::not_in_state(format!("job '{}' is FAILED and runs no more: {error}", j.job_id)));
     }
     let ops = &j.operators;
     // Each operator's inputs in input order: (input, operator, whether it is a reused
