@@ -6,10 +6,12 @@
 //! always has exactly one row, as in Postgres: it starts as `COUNT(*) = 0`, other aggregates
 //! NULL.
 //!
-//! Aggregates: COUNT(*), COUNT(x), COUNT(DISTINCT x), SUM, AVG, MIN, MAX, each with an optional
-//! `FILTER (WHERE ...)`. NULL arguments are skipped (SQL). SUM and AVG keep a sum and a count
-//! of non-NULL values, so a retraction subtracts; MIN, MAX and COUNT(DISTINCT) keep the multiset
-//! of values per group, so deleting the current extreme brings back the next one. Over an
+//! Aggregates: COUNT(*), COUNT(x), SUM, AVG, MIN, MAX, COUNT/SUM/AVG(DISTINCT x), each with an
+//! optional `FILTER (WHERE ...)`. NULL arguments are skipped (SQL). SUM and AVG keep a sum and a
+//! count of non-NULL values, so a retraction subtracts; MIN, MAX and the DISTINCT aggregates
+//! keep the multiset of values per group, so deleting the current extreme brings back the next
+//! one, and a DISTINCT aggregate counts (SUM/AVG: adds) a value when its count in the multiset
+//! rises from zero and takes it back when it falls to zero (Flink's distinct aggregates). Over an
 //! append-only input MIN and MAX keep only the current extreme in the group's state, with no
 //! value multiset (Flink: `MaxAggFunction` for insert-only input, `MaxWithRetractAggFunction`
 //! otherwise).
@@ -18,7 +20,7 @@
 //! - `groups`: group key → row count and accumulators (cached whole in memory).
 //! - `values/<i>`: for the i-th MIN or MAX (over an updating input): group key ++ value →
 //!   count.
-//! - `distinct/<i>`: for the COUNT(DISTINCT)s over one argument, `i` the first of them: group
+//! - `distinct/<i>`: for the DISTINCT aggregates over one argument, `i` the first of them: group
 //!   key ++ value → the value's count in each of them (i64 little-endian each, in aggregate
 //!   order), as Flink's distinct aggregates over one argument share one `MapView` whose value
 //!   counts per FILTER (`DistinctInfo`). Nexmark q16's `COUNT(DISTINCT bidder)`, unfiltered and
@@ -88,7 +90,7 @@ pub struct AggCall {
     pub kind: AggKind,
     /// The argument over the input schema; `None` for `COUNT(*)`.
     pub arg: Option<Arc<dyn PhysicalExpr>>,
-    /// `COUNT(DISTINCT x)`.
+    /// `COUNT`, `SUM` or `AVG` `(DISTINCT x)`.
     pub distinct: bool,
     /// `FILTER (WHERE ...)` over the input schema.
     pub filter: Option<Arc<dyn PhysicalExpr>>,
@@ -99,9 +101,9 @@ pub struct AggCall {
 }
 
 impl AggCall {
-    /// `COUNT(DISTINCT x)`: its values live in a [`DistinctSet`].
-    fn is_count_distinct(&self) -> bool {
-        self.kind == AggKind::Count && self.distinct
+    /// `COUNT`, `SUM` or `AVG` `(DISTINCT x)`: its values live in a [`DistinctSet`].
+    fn in_distinct_set(&self) -> bool {
+        self.distinct && matches!(self.kind, AggKind::Count | AggKind::Sum | AggKind::Avg)
     }
 }
 
@@ -144,8 +146,8 @@ enum ArgCol {
     Shared,
 }
 
-/// The COUNT(DISTINCT)s over one argument and the value multiset they share; see the module
-/// docs.
+/// The DISTINCT aggregates (COUNT, SUM, AVG) over one argument and the value multiset they
+/// share; see the module docs.
 struct DistinctSet {
     /// The aggregates, as indices into `aggs`, in order; the first one's argument and codec
     /// serve them all.
@@ -197,7 +199,7 @@ impl GroupAggregate {
     /// multiset.
     ///
     /// # Errors
-    /// `Unsupported` for SUM/AVG(DISTINCT) and argument types the accumulators cannot hold.
+    /// `Unsupported` for argument types the accumulators cannot hold.
     pub fn try_new(
         group_exprs: Vec<Arc<dyn PhysicalExpr>>,
         aggs: Vec<AggCall>,
@@ -214,10 +216,7 @@ impl GroupAggregate {
         let mut values = Vec::with_capacity(aggs.len());
         for (i, agg) in aggs.iter().enumerate() {
             let extreme = matches!(agg.kind, AggKind::Min | AggKind::Max);
-            if agg.distinct && matches!(agg.kind, AggKind::Sum | AggKind::Avg) {
-                return Err(WeirError::unsupported("SUM(DISTINCT) and AVG(DISTINCT) in a streaming aggregate"));
-            }
-            if extreme || agg.is_count_distinct() {
+            if extreme || agg.in_distinct_set() {
                 value_codecs.push(Some(RowCodec::try_new(vec![agg.arg_type.clone()])?));
             } else {
                 value_codecs.push(None);
@@ -353,17 +352,20 @@ impl GroupAggregate {
     fn eval_arg(&self, i: usize, batch: &RecordBatch) -> Result<ArgCol> {
         let agg = &self.aggs[i];
         let Some(expr) = &agg.arg else { return Ok(ArgCol::Star) };
-        if agg.is_count_distinct() {
+        if agg.kind == AggKind::Count && agg.distinct {
             return Ok(ArgCol::Shared);
         }
-        self.eval_expr(i, expr, batch)
+        // SUM/AVG(DISTINCT) add a value as it enters their distinct set: as numbers.
+        self.eval_expr(i, expr, batch, agg.distinct)
     }
 
-    /// Aggregate `i`'s argument `expr` over `batch`, as its accumulator takes it.
-    fn eval_expr(&self, i: usize, expr: &Arc<dyn PhysicalExpr>, batch: &RecordBatch) -> Result<ArgCol> {
+    /// Aggregate `i`'s argument `expr` over `batch`, as its accumulator takes it; as numbers
+    /// (a SUM's or AVG's) when `numbers`, else encoded if the aggregate has a value codec.
+    fn eval_expr(&self, i: usize, expr: &Arc<dyn PhysicalExpr>, batch: &RecordBatch, numbers: bool) -> Result<ArgCol> {
         let agg = &self.aggs[i];
         let array = expr.evaluate(batch)?.into_array(batch.num_rows())?;
-        Ok(match (agg.kind, &self.value_codecs[i]) {
+        let codec = if numbers { &None } else { &self.value_codecs[i] };
+        Ok(match (agg.kind, codec) {
             (_, Some(codec)) => {
                 let prepared = codec.prepare(&[Arc::clone(&array)])?;
                 ArgCol::Bytes(
@@ -487,7 +489,7 @@ impl Operator for GroupAggregate {
             .map(|set| {
                 let first = set.members[0];
                 let expr = self.aggs[first].arg.as_ref().expect("COUNT(DISTINCT) has an argument");
-                match self.eval_expr(first, expr, batch)? {
+                match self.eval_expr(first, expr, batch, false)? {
                     ArgCol::Bytes(values) => Ok(values),
                     _ => Err(WeirError::internal("COUNT(DISTINCT) argument not encoded")),
                 }
@@ -539,8 +541,8 @@ impl Operator for GroupAggregate {
             let state = &mut slots[slot].2;
             state.rows += sign;
             for (j, acc) in state.accs.iter_mut().enumerate() {
-                if matches!(acc, Acc::Distinct(_)) {
-                    // Counted with its distinct set, below.
+                if matches!(acc, Acc::Distinct(_)) || self.aggs[j].distinct {
+                    // Counted (SUM/AVG: added) with its distinct set, below.
                     continue;
                 }
                 if let Some(f) = &filters[j] {
@@ -623,12 +625,27 @@ impl Operator for GroupAggregate {
                     }
                     let before = *count;
                     *count += sign;
-                    if let Acc::Distinct(d) = &mut state.accs[m] {
-                        if before == 0 && *count > 0 {
-                            *d += 1;
-                        } else if before > 0 && *count == 0 {
-                            *d -= 1;
+                    // +1 when the value enters the set, -1 when it leaves it.
+                    let change = match (before > 0, *count > 0) {
+                        (false, true) => 1,
+                        (true, false) => -1,
+                        _ => continue,
+                    };
+                    match (&mut state.accs[m], &args[m]) {
+                        (Acc::Distinct(d), _) => *d += change,
+                        (Acc::SumInt(s, c), ArgCol::Int(a)) => {
+                            *s += change as i128 * a.value(row) as i128;
+                            *c += change;
                         }
+                        (Acc::SumInt(s, c), ArgCol::Dec(a)) => {
+                            *s += change as i128 * a.value(row);
+                            *c += change;
+                        }
+                        (Acc::SumFloat(s, c), ArgCol::Float(a)) => {
+                            *s += change as f64 * a.value(row);
+                            *c += change;
+                        }
+                        _ => return Err(WeirError::internal("DISTINCT aggregate argument of the wrong kind")),
                     }
                 }
                 if counts.iter().all(|c| *c == 0) {
@@ -779,7 +796,7 @@ fn distinct_sets(
     store: &Store,
 ) -> Result<Vec<DistinctSet>> {
     let mut by_arg: Vec<Vec<usize>> = Vec::new();
-    for (i, agg) in aggs.iter().enumerate().filter(|(_, a)| a.is_count_distinct()) {
+    for (i, agg) in aggs.iter().enumerate().filter(|(_, a)| a.in_distinct_set()) {
         let same_arg = |set: &&mut Vec<usize>| {
             let first = &aggs[set[0]];
             first.arg_type == agg.arg_type && matches!((&first.arg, &agg.arg), (Some(a), Some(b)) if **a == **b)
