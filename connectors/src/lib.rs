@@ -132,6 +132,13 @@ pub fn validate(
     check_supported(&name, options, table_options(&name))?;
     if name == "kafka" || name == "upsert-kafka" {
         require(&name, options, "topic")?;
+        // Flink requires the formats when the table is declared, as here.
+        if name == "kafka" {
+            require(&name, options, "format")?;
+        } else {
+            require(&name, options, "key.format")?;
+            require(&name, options, "value.format")?;
+        }
         // Every option, checked when the table is declared, as Flink checks them when it
         // plans a table: a table is read, written, or both.
         // A consumer group is needed only once a job reads the table (`group-offsets`, the
@@ -234,7 +241,7 @@ pub fn check_supported(
     let unsupported: Vec<String> = options
         .keys()
         .filter(|k| !supported.contains(k) && !(kafka_like && k.starts_with("properties.") && k.len() > 11))
-        .map(|k| match (other_format(k, options), closest(k, &supported)) {
+        .map(|k| match (connector_hint(name, k, &supported).or_else(|| other_format(k, options)), closest(k, &supported)) {
             (Some(hint), _) => format!("'{k}' ({hint})"),
             (None, Some(near)) => format!("'{k}' (did you mean '{near}'?)"),
             (None, None) => format!("'{k}'"),
@@ -248,10 +255,27 @@ pub fn check_supported(
         supported.push("properties.* (librdkafka's properties)".into());
     }
     Err(ConnectorError::UnsupportedOptions {
-        connector: if name == "table" { "a plain table (no 'connector')".into() } else { format!("connector '{name}'") },
+        connector: if name == "table" { "a plain table ('connector' = 'table', or none)".into() } else { format!("connector '{name}'") },
         unsupported: unsupported.join(", "),
         supported: supported.join(", "),
     })
+}
+
+/// The way out for an option a Flink user gives to the wrong kind of Kafka table: `'format'`
+/// on `upsert-kafka`, `'value.format'` on `kafka`, a format option without the `value.` prefix
+/// on `upsert-kafka`.
+fn connector_hint(name: &str, key: &str, supported: &[String]) -> Option<String> {
+    match (name, key) {
+        ("upsert-kafka", "format") => Some("an 'upsert-kafka' table takes 'key.format' and 'value.format'".into()),
+        ("kafka", "value.format") => Some("a 'kafka' table's value format is 'format'".into()),
+        ("kafka", "key.format" | "key.fields" | "key.fields-prefix" | "value.fields-include") => {
+            Some("a 'kafka' table writes no message key; use an 'upsert-kafka' table with a PRIMARY KEY".into())
+        }
+        ("upsert-kafka", _) if supported.iter().any(|s| *s == format!("value.{key}")) => {
+            Some(format!("did you mean 'value.{key}'?"))
+        }
+        _ => None,
+    }
 }
 
 /// Why `key` is not an option of this table when it is one of another format's:
@@ -279,6 +303,25 @@ fn closest<'a>(key: &str, supported: &'a [String]) -> Option<&'a str> {
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
         .map(|(_, s)| s.as_str())
+}
+
+/// Milliseconds of a duration in Flink's syntax: a number and a unit (`'10 s'`, `'500 ms'`,
+/// `'2 min'`, `'1 h'`, `'1 d'`, and their long forms), or a bare number of milliseconds; `None`
+/// for anything else.
+pub fn duration_ms(value: &str) -> Option<i64> {
+    let v = value.trim().to_lowercase();
+    let split = v.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let factor = match unit.trim() {
+        "" | "ms" | "milli" | "millis" | "millisecond" | "milliseconds" => 1.0,
+        "s" | "sec" | "secs" | "second" | "seconds" => 1_000.0,
+        "min" | "mins" | "minute" | "minutes" => 60_000.0,
+        "h" | "hour" | "hours" => 3_600_000.0,
+        "d" | "day" | "days" => 86_400_000.0,
+        _ => return None,
+    };
+    Some((n * factor).round() as i64)
 }
 
 /// A boolean option's value: `true` or `false`, in any case.
@@ -375,10 +418,21 @@ mod tests {
         let plain = check_supported("table", &opts(&[("conector", "kafka")]), &[]).expect_err("typo").to_string();
         assert_eq!(
             plain,
-            "unsupported options found for a plain table (no 'connector'): 'conector' (did you mean 'connector'?); supported options: connector"
+            "unsupported options found for a plain table ('connector' = 'table', or none): 'conector' (did you mean 'connector'?); supported options: connector"
         );
         let upsert = opts(&[("connector", "upsert-kafka"), ("key.format", "json"), ("value.format", "json"), ("format", "json")]);
         let e = check_supported("upsert-kafka", &upsert, &[]).expect_err("format").to_string();
-        assert!(e.contains("found for connector 'upsert-kafka': 'format'; supported"), "{e}");
+        assert!(
+            e.contains("found for connector 'upsert-kafka': 'format' (an 'upsert-kafka' table takes 'key.format' and 'value.format'); supported"),
+            "{e}"
+        );
+        let mut unprefixed = upsert.clone();
+        unprefixed.remove("format");
+        unprefixed.insert("json.ignore-parse-errors".into(), "true".into());
+        let e = check_supported("upsert-kafka", &unprefixed, &[]).expect_err("prefix").to_string();
+        assert!(e.contains("'json.ignore-parse-errors' (did you mean 'value.json.ignore-parse-errors'?)"), "{e}");
+        let kafka_value = opts(&[("connector", "kafka"), ("value.format", "json")]);
+        let e = check_supported("kafka", &kafka_value, &[]).expect_err("value.format").to_string();
+        assert!(e.contains("'value.format' (a 'kafka' table's value format is 'format')"), "{e}");
     }
 }

@@ -11,24 +11,11 @@ use crate::error::{Result, WeirError};
 /// # Errors
 /// `InvalidOption` naming the value and the accepted units.
 pub fn parse_duration_ms(key: &str, value: &str) -> Result<i64> {
-    let v = value.trim().to_lowercase();
-    let split = v.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(v.len());
-    let (num, unit) = v.split_at(split);
-    let bad = || {
+    weir_connectors::duration_ms(value).ok_or_else(|| {
         WeirError::option(format!(
             "{key} = '{value}' is not a duration; write a number and a unit: ms, s, min, h, d (e.g. '10 s')"
         ))
-    };
-    let n: f64 = num.parse().map_err(|_| bad())?;
-    let factor = match unit.trim() {
-        "" | "ms" | "milli" | "millis" | "millisecond" | "milliseconds" => 1.0,
-        "s" | "sec" | "secs" | "second" | "seconds" => 1_000.0,
-        "min" | "mins" | "minute" | "minutes" => 60_000.0,
-        "h" | "hour" | "hours" => 3_600_000.0,
-        "d" | "day" | "days" => 86_400_000.0,
-        _ => return Err(bad()),
-    };
-    Ok((n * factor).round() as i64)
+    })
 }
 
 #[cfg(test)]

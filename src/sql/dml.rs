@@ -176,6 +176,10 @@ pub async fn insert_step(snapshot: Arc<Snapshot>, insert: &Insert) -> Result<Wri
         if let Some(widest) = values.rows.iter().map(|r| r.len()).max().filter(|w| *w > targets) {
             return Err(WeirError::insert_column_count(widest, targets));
         }
+        // A row shorter than the columns listed (a short row without a list was filled above).
+        if let Some(narrowest) = values.rows.iter().map(|r| r.len()).min().filter(|w| *w < targets) {
+            return Err(WeirError::insert_column_count(narrowest, targets));
+        }
     }
     let ctx = session_context(snapshot);
     let plan = match ctx.state().statement_to_plan(DfStatement::Statement(Box::new(Statement::Insert(plain)))).await {

@@ -645,6 +645,10 @@ fn parse_create_table(p: &mut Parser<'_>, sql: &str) -> Result<CreateTable> {
                 };
                 p.expect_token(&Token::Eq).map_err(err)?;
                 let value = parse_setting_value(p, sql)?;
+                if table.options.contains_key(&key) {
+                    // Postgres: 22023 parameter "x" specified more than once.
+                    return Err(WeirError::option(format!("option '{key}' is given more than once")));
+                }
                 table.options.insert(key, value);
                 if p.consume_token(&Token::Comma) {
                     continue;

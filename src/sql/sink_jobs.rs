@@ -59,11 +59,12 @@ pub async fn start_sink_job(
     let physical = sink.columns.iter().filter(|c| c.computed.is_none()).count();
     // A blackhole takes rows of any shape.
     if connector != "blackhole" && plan.schema.fields().len() != physical {
-        return Err(WeirError::plan(format!(
+        // Postgres's 42601, with the counts.
+        return Err(WeirError::new(crate::error::ErrorKind::InsertColumnCount(format!(
             "INSERT INTO {}: the query has {} columns but the table has {physical}",
             sink.name,
             plan.schema.fields().len()
-        )));
+        ))));
     }
     if connector != "blackhole" {
         let written = crate::engine::written_fields(sink)?;

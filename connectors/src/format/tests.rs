@@ -347,6 +347,45 @@ fn upsert_writes_keys_values_and_tombstones() -> TestResult {
     Ok(())
 }
 
+/// At parallelism 2 a batch interleaves the update pairs of several keys (-U y, -U x, +U y,
+/// +U x): no update-before is a tombstone while a later row writes its key.
+#[test]
+fn upsert_pairs_interleaved_updates_by_key() -> TestResult {
+    let rows: Vec<&[u8]> = vec![
+        br#"{"id": 2, "name": "y1"}"#,
+        br#"{"id": 1, "name": "x1"}"#,
+        br#"{"id": 2, "name": "y2"}"#,
+        br#"{"id": 1, "name": "x2"}"#,
+        br#"{"id": 3, "name": "z"}"#,
+    ];
+    let batch = decoder(&opts(&[("format", "json")]), "", users())?.decode(&rows)?.batch;
+    let ops = [Op::UpdateBefore, Op::UpdateBefore, Op::UpdateAfter, Op::UpdateAfter, Op::UpdateBefore];
+    let mut encoder = UpsertEncoder::try_new(&upsert_options("EXCEPT_KEY"), users(), &[0])?;
+    let got: Vec<(usize, Option<Vec<u8>>)> =
+        encoder.encode(&batch, Some(&ops))?.into_iter().map(|m| (m.row, m.value)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (2, Some(br#"{"name":"y2"}"#.to_vec())),
+            (3, Some(br#"{"name":"x2"}"#.to_vec())),
+            // Nothing writes id 3 again: its old image's key is gone.
+            (4, None),
+        ]
+    );
+    Ok(())
+}
+
+/// A NULL key column fails the write (Flink's NOT NULL enforcer), naming the column.
+#[test]
+fn upsert_refuses_a_null_key() -> TestResult {
+    let rows: Vec<&[u8]> = vec![br#"{"id": 1, "name": "a"}"#, br#"{"name": "no id"}"#];
+    let batch = decoder(&opts(&[("format", "json")]), "", users())?.decode(&rows)?.batch;
+    let mut encoder = UpsertEncoder::try_new(&upsert_options("ALL"), users(), &[0])?;
+    let err = encoder.encode(&batch, None).expect_err("a NULL key").to_string();
+    assert!(err.contains("column 'id' is in the PRIMARY KEY (the message key), so it is NOT NULL"), "{err}");
+    Ok(())
+}
+
 #[test]
 fn options_are_checked() {
     let err = |pairs: &[(&str, &str)]| decoder(&opts(pairs), "", orders()).err().map(|e| e.to_string());

@@ -248,10 +248,11 @@ impl UpsertEncoder {
     }
 
     /// The messages for `batch` (with `ops`, `None` = all inserts), in row order; a `-U`
-    /// directly followed by a `+U` of the same key gives no message.
+    /// gives no message when a later row of the batch writes its key (`+I`/`+U`), and a
+    /// tombstone otherwise (its row's new image has another key).
     ///
     /// # Errors
-    /// As [`Encoder::encode`].
+    /// As [`Encoder::encode`]; [`ConnectorError::Encode`] for a NULL in a key column.
     pub fn encode(&mut self, batch: &RecordBatch, ops: Option<&[Op]>) -> Result<Vec<UpsertMessage>, ConnectorError> {
         if ops.is_some_and(|ops| ops.len() != batch.num_rows()) {
             return Err(ConnectorError::Internal {
@@ -261,21 +262,41 @@ impl UpsertEncoder {
         let project = |columns: &[usize]| -> Result<RecordBatch, ConnectorError> {
             batch.project(columns).map_err(internal)
         };
+        // Flink's sink NOT NULL enforcer (`table.exec.sink.not-null-enforcer` = ERROR): a
+        // PRIMARY KEY column is NOT NULL, and a NULL message key would be no key at all.
+        for &k in &self.layout.key_columns {
+            if batch.column(k).null_count() > 0 {
+                return Err(ConnectorError::Encode {
+                    message: format!(
+                        "column '{}' is in the PRIMARY KEY (the message key), so it is NOT NULL, but the query writes NULL into it; filter those rows out (WHERE {0} IS NOT NULL) or COALESCE it",
+                        self.layout.schema.field(k).name()
+                    ),
+                });
+            }
+        }
         let keys = self.key.encode(&project(&self.layout.key_columns)?, None)?;
         let mut values = self.value.encode(&project(&self.layout.value_columns)?, None)?;
         let op = |row: usize| ops.map_or(Op::Insert, |ops| ops[row]);
+        // Whether a later row of the batch writes the same key: then an update-before of the
+        // key is only the old image of that write (Flink's upsert sink drops it), not a delete.
+        // The pair need not be adjacent: at parallelism 2 and more a batch interleaves the
+        // update pairs of several keys.
+        let mut written_later = vec![false; keys.len()];
+        let mut seen: std::collections::HashSet<Option<&[u8]>> = std::collections::HashSet::new();
+        for row in (0..keys.len()).rev() {
+            written_later[row] = seen.contains(&keys[row].as_deref());
+            if op(row).is_insert() {
+                seen.insert(keys[row].as_deref());
+            }
+        }
         let mut out = Vec::with_capacity(batch.num_rows());
         for (row, key) in keys.iter().enumerate() {
             let value = match op(row) {
                 Op::Insert | Op::UpdateAfter => values[row].take(),
                 Op::Delete => None,
-                Op::UpdateBefore => {
-                    let next_same_key = row + 1 < keys.len() && op(row + 1) == Op::UpdateAfter && keys[row + 1] == *key;
-                    if next_same_key {
-                        continue;
-                    }
-                    None
-                }
+                Op::UpdateBefore if written_later[row] => continue,
+                // The old image of a row whose new image has another key: its key is gone.
+                Op::UpdateBefore => None,
             };
             out.push(UpsertMessage { row, key: key.clone(), value });
         }

@@ -229,8 +229,9 @@ impl KafkaSinkConfig {
     ///
     /// # Errors
     /// - [`ConnectorError::MissingOption`] without `topic` or `properties.bootstrap.servers`;
-    /// - [`ConnectorError::InvalidValue`] for a bad `sink.partitioner` or
-    ///   `sink.delivery-guarantee`; [`ConnectorError::UnknownOption`] for an unknown `sink.*`;
+    /// - [`ConnectorError::InvalidValue`] for a bad `sink.partitioner`, `sink.delivery-guarantee`,
+    ///   `sink.parallelism`, `sink.buffer-flush.max-rows` or `sink.buffer-flush.interval`;
+    ///   [`ConnectorError::UnknownOption`] for an unknown `sink.*`;
     /// - [`ConnectorError::MissingOption`] for `exactly-once` without
     ///   `sink.transactional-id-prefix` (as Flink refuses it);
     /// - [`ConnectorError::Unsupported`] for the `fixed` partitioner, several topics, or a
@@ -254,6 +255,17 @@ impl KafkaSinkConfig {
             Some("exactly-once") => DeliveryGuarantee::ExactlyOnce,
             Some(other) => return Err(invalid("sink.delivery-guarantee", other, "at-least-once, exactly-once, none")),
         };
+        // Flink's options, accepted for portability and checked, though Weir's sink does not
+        // need them: one sink instance per job, librdkafka batching the writes.
+        if let Some(v) = options.get("sink.parallelism") {
+            v.trim().parse::<u32>().ok().filter(|p| *p > 0).ok_or_else(|| invalid("sink.parallelism", v, "a whole number from 1"))?;
+        }
+        if let Some(v) = options.get("sink.buffer-flush.max-rows") {
+            v.trim().parse::<u64>().map_err(|_| invalid("sink.buffer-flush.max-rows", v, "a whole number from 0"))?;
+        }
+        if let Some(v) = options.get("sink.buffer-flush.interval") {
+            crate::duration_ms(v).ok_or_else(|| invalid("sink.buffer-flush.interval", v, "a duration such as '1 s' or '500 ms'"))?;
+        }
         if properties.contains_key("transactional.id") {
             return Err(ConnectorError::Unsupported {
                 feature: "'properties.transactional.id' (Weir makes one per job from 'sink.transactional-id-prefix')".into(),
