@@ -365,7 +365,7 @@ impl From<datafusion::error::DataFusionError> for WeirError {
                 } else if msg.contains("must be in GROUP BY or an aggregate function") {
                     // DataFusion's wording of Postgres's 42803 ("column \"t.b\" must appear in
                     // the GROUP BY clause or be used in an aggregate function").
-                    Self::new(ErrorKind::Grouping(msg))
+                    Self::new(ErrorKind::Grouping(grouping_message(&msg)))
                 } else {
                     Self::plan(msg)
                 }
@@ -399,9 +399,30 @@ impl From<datafusion::error::DataFusionError> for WeirError {
     }
 }
 
+/// DataFusion's grouping error in Postgres's words when it names the column ("Column in SELECT
+/// must be in GROUP BY ...: While expanding wildcard, column \"t.b\" must appear in the GROUP
+/// BY clause or must be part of an aggregate function, ..." names a wildcard the query may not
+/// have); else as DataFusion gave it.
+fn grouping_message(msg: &str) -> String {
+    let column = msg.split("column \"").nth(1).and_then(|rest| rest.split('"').next());
+    match column {
+        Some(c) if msg.contains("must appear in the GROUP BY clause") => {
+            format!("column \"{c}\" must appear in the GROUP BY clause or be used in an aggregate function")
+        }
+        _ => msg.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grouping_error_names_its_column_as_postgres_does() {
+        let df = "Error during planning: Column in SELECT must be in GROUP BY or an aggregate function: While expanding wildcard, column \"p.name\" must appear in the GROUP BY clause or must be part of an aggregate function, currently only \"p.city\" appears in the SELECT clause satisfies this requirement";
+        assert_eq!(grouping_message(df), "column \"p.name\" must appear in the GROUP BY clause or be used in an aggregate function");
+        assert_eq!(grouping_message("Column in HAVING must be in GROUP BY"), "Column in HAVING must be in GROUP BY");
+    }
 
     #[test]
     fn an_unknown_columns_name_is_read_from_either_message() {

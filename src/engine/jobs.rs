@@ -618,8 +618,9 @@ pub fn table_store(catalog: &Catalog, name: &str) -> Result<(TableStore, u32)> {
         )));
     }
     if connector_of(rel) != "table" {
+        // INSERT INTO a connector table starts a job elsewhere; what reaches here changes rows.
         return Err(WeirError::unsupported(format!(
-            "writing to table {name}: its '{}' connector's sink is not built yet in this version",
+            "UPDATE and DELETE change stored rows, and {name} is a '{}' connector table, which stores none (as in Flink): write to it with INSERT INTO {name} SELECT ... (a job), and UPDATE or DELETE the plain table that job reads",
             connector_of(rel)
         )));
     }

@@ -482,7 +482,7 @@ fn arrival_columns(plan: &LogicalPlan) -> Vec<usize> {
 }
 
 /// Whether output column `index` of `plan` is `PROCTIME()`, passed up through projections,
-/// filters, aliases and views.
+/// filters, aliases and views, or a connector table's computed column `c AS PROCTIME()`.
 pub(crate) fn defines_proctime(plan: &LogicalPlan, index: usize) -> bool {
     match plan {
         LogicalPlan::Projection(p) => match p.expr.get(index).map(unalias) {
@@ -498,10 +498,14 @@ pub(crate) fn defines_proctime(plan: &LogicalPlan, index: usize) -> bool {
         LogicalPlan::TableScan(scan) => {
             let source_index = scan.projection.as_ref().map_or(Some(index), |p| p.get(index).copied());
             let Ok(provider) = source_as_provider(&scan.source) else { return false };
-            match (source_index, provider.get_logical_plan()) {
-                (Some(i), Some(view)) => defines_proctime(&view, i),
-                _ => false,
+            let Some(i) = source_index else { return false };
+            if let Some(view) = provider.get_logical_plan() {
+                return defines_proctime(&view, i);
             }
+            // A connector table's computed column `c AS PROCTIME()` reports it as its default.
+            let schema = provider.schema();
+            let Some(field) = schema.fields().get(i) else { return false };
+            matches!(provider.get_column_default(field.name()), Some(Expr::ScalarFunction(f)) if f.name() == "proctime")
         }
         _ => false,
     }

@@ -490,6 +490,12 @@ impl SchemaProvider for WeirSchema {
                 schema,
                 name: rel.name.clone(),
                 connector: connector_of(rel).to_string(),
+                proctime: rel
+                    .columns
+                    .iter()
+                    .filter(|c| c.computed.as_deref().is_some_and(|e| e.trim().eq_ignore_ascii_case("proctime()")))
+                    .map(|c| (c.name.clone(), crate::plan::functions::proctime_expr()))
+                    .collect(),
             }))),
             _ => {
                 let id = rel
@@ -574,10 +580,17 @@ struct ConnectorTable {
     schema: SchemaRef,
     name: String,
     connector: String,
+    /// Its computed columns `c AS PROCTIME()`, with that expression.
+    proctime: std::collections::HashMap<String, Expr>,
 }
 
 #[async_trait]
 impl TableProvider for ConnectorTable {
+    /// A computed column `c AS PROCTIME()` reports `PROCTIME()`: so the planner takes `c` for a
+    /// processing-time attribute (`crate::plan::rank::defines_proctime`), as Flink does.
+    fn get_column_default(&self, column: &str) -> Option<&Expr> {
+        self.proctime.get(column)
+    }
 
     fn schema(&self) -> SchemaRef {
         Arc::clone(&self.schema)

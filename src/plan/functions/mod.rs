@@ -32,3 +32,10 @@ mod split_index;
 mod time_part;
 
 pub use registry::register;
+
+/// `PROCTIME()` as an expression (a connector table's computed column reports it as its
+/// default, so the planner knows the column for a processing-time attribute).
+pub fn proctime_expr() -> datafusion::logical_expr::Expr {
+    let udf = std::sync::Arc::new(datafusion::logical_expr::ScalarUDF::new_from_impl(proctime::ProcTime::new()));
+    datafusion::logical_expr::Expr::ScalarFunction(datafusion::logical_expr::expr::ScalarFunction::new_udf(udf, vec![]))
+}
