@@ -28,6 +28,60 @@ use crate::error::Result;
 use crate::state::key_group::key_group;
 use crate::state::RowCodec;
 
+/// Where a row a keyed-row operator emits comes from (ChangelogNormalize,
+/// SinkUpsertMaterializer): row `i` of the input chunk, or stored row `i`.
+pub(crate) enum Origin {
+    Input(u32),
+    Stored(usize),
+}
+
+/// The chunk of `out`'s rows, each taken from `chunk` or decoded from `stored` (rows encoded
+/// by `row_codec`, of `chunk`'s schema); `None` when `out` is empty.
+///
+/// # Errors
+/// `row_codec`'s when a stored row does not decode.
+pub(crate) fn emit_rows(
+    out: Vec<(crate::runtime::changelog::Op, Origin)>,
+    stored: &[Vec<u8>],
+    row_codec: &RowCodec,
+    chunk: &crate::runtime::changelog::StreamChunk,
+) -> Result<Option<crate::runtime::changelog::StreamChunk>> {
+    if out.is_empty() {
+        return Ok(None);
+    }
+    // One batch of the input rows followed by the stored rows; output rows are taken from it.
+    let mut decoder = row_codec.decoder(stored.len());
+    for row in stored {
+        decoder.append(row)?;
+    }
+    // The input's own schema: its nullability is the input's (a delete's value columns may be
+    // NULL).
+    let schema = chunk.batch.schema();
+    let stored_batch = RecordBatch::try_new(Arc::clone(&schema), decoder.finish()?)?;
+    let input_rows = chunk.len() as u32;
+    let indices = arrow::array::UInt32Array::from_iter_values(out.iter().map(|(_, from)| match from {
+        Origin::Input(i) => *i,
+        Origin::Stored(i) => input_rows + *i as u32,
+    }));
+    let all = arrow::compute::concat_batches(&schema, [&chunk.batch, &stored_batch])?;
+    let batch = arrow::compute::take_record_batch(&all, &indices)?;
+    Ok(Some(crate::runtime::changelog::StreamChunk::new(out.into_iter().map(|(op, _)| op).collect(), batch)))
+}
+
+/// The key group of each row of `chunk` by its columns `key`, encoded by `codec` (the
+/// operator's state keys).
+///
+/// # Errors
+/// `codec`'s when a column does not match its types.
+pub(crate) fn key_groups_by_columns(
+    key: &[usize],
+    codec: &RowCodec,
+    chunk: &crate::runtime::changelog::StreamChunk,
+) -> Result<Vec<u16>> {
+    let columns: Vec<ArrayRef> = key.iter().map(|k| Arc::clone(chunk.batch.column(*k))).collect();
+    Ok(codec.encode_rows(&columns, chunk.len())?.iter().map(|k| key_group(k)).collect())
+}
+
 /// For [`Operator::key_groups`](crate::runtime::operator::Operator::key_groups): the key group of
 /// each row of `batch` whose partition key is `exprs`, encoded by `codec` as the operator's
 /// state keys begin with it.

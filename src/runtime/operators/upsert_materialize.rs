@@ -23,14 +23,12 @@
 
 use std::sync::Arc;
 
-use arrow::array::{RecordBatch, UInt32Array};
-use arrow::compute::{concat_batches, take_record_batch};
 use arrow::datatypes::SchemaRef;
 
 use crate::error::{Result, WeirError};
 use crate::runtime::changelog::{Op, StreamChunk};
 use crate::runtime::operator::{OpContext, Operator};
-use crate::state::key_group::key_group;
+use super::Origin;
 use crate::state::{EpochWrites, RowCodec, StateTable, Store, TableRef};
 
 /// The stable name of the rows-per-key table.
@@ -87,12 +85,6 @@ fn encode_list(rows: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
-/// Where an output row comes from: row `i` of the input chunk, or stored row `i`.
-enum Origin {
-    Input(u32),
-    Stored(usize),
-}
-
 impl Operator for SinkUpsertMaterializer {
     fn name(&self) -> &'static str {
         "SinkUpsertMaterializer"
@@ -107,8 +99,7 @@ impl Operator for SinkUpsertMaterializer {
     }
 
     fn key_groups(&self, _input: usize, chunk: &StreamChunk) -> Result<Vec<u16>> {
-        let key_columns: Vec<_> = self.key.iter().map(|k| Arc::clone(chunk.batch.column(*k))).collect();
-        Ok(self.key_codec.encode_rows(&key_columns, chunk.len())?.iter().map(|k| key_group(k)).collect())
+        super::key_groups_by_columns(&self.key, &self.key_codec, chunk)
     }
 
     fn process_batch(&mut self, _input: usize, chunk: StreamChunk, ctx: &OpContext<'_>) -> Result<Option<StreamChunk>> {
@@ -145,24 +136,7 @@ impl Operator for SinkUpsertMaterializer {
             }
             self.rows.put(key, encode_list(&list));
         }
-        if out.is_empty() {
-            return Ok(None);
-        }
-        // One batch of the input rows followed by the stored rows; output rows are taken from it.
-        let mut decoder = self.row_codec.decoder(stored.len());
-        for row in &stored {
-            decoder.append(row)?;
-        }
-        let schema = chunk.batch.schema();
-        let stored_batch = RecordBatch::try_new(Arc::clone(&schema), decoder.finish()?)?;
-        let input_rows = chunk.len() as u32;
-        let indices = UInt32Array::from_iter_values(out.iter().map(|(_, from)| match from {
-            Origin::Input(i) => *i,
-            Origin::Stored(i) => input_rows + *i as u32,
-        }));
-        let all = concat_batches(&schema, [&chunk.batch, &stored_batch])?;
-        let batch = take_record_batch(&all, &indices)?;
-        Ok(Some(StreamChunk::new(out.into_iter().map(|(op, _)| op).collect(), batch)))
+        super::emit_rows(out, &stored, &self.row_codec, &chunk)
     }
 
     fn on_barrier(&mut self, writes: &mut EpochWrites, ctx: &OpContext<'_>) -> Result<()> {
@@ -175,7 +149,7 @@ impl Operator for SinkUpsertMaterializer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{Int64Array, StringArray};
+    use arrow::array::{Int64Array, RecordBatch, StringArray};
     use arrow::datatypes::{DataType, Field, Schema};
 
     /// Rows `city name n`, keyed by city (an upsert-kafka table keyed by city fed by
