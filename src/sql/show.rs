@@ -71,9 +71,8 @@ pub fn show_list(
         ShowList::MaterializedViews => text_rows(&["materialized_view_name"], of_kind(RelationKind::MaterializedView)),
         ShowList::Jobs => text_rows(
             &["job_id", "job_name", "kind", "status", "late_rows", "definition", "error"],
-            catalog
-                .relations
-                .values()
+            jobs_in_creation_order(catalog)
+                .into_iter()
                 .filter_map(|r| {
                     r.job.as_ref().map(|id| {
                         vec![
@@ -96,6 +95,20 @@ pub fn show_list(
                 .collect(),
         ),
     }
+}
+
+/// The relations of `catalog` that have a job, in the order the jobs were created: by the
+/// number of their id (`job-2` before `job-10`), as Flink's job list is by submission.
+fn jobs_in_creation_order(catalog: &Catalog) -> Vec<&weir_catalog::Relation> {
+    let mut jobs: Vec<_> = catalog.relations.values().filter(|r| r.job.is_some()).collect();
+    jobs.sort_by_key(|r| job_order(r.job.as_deref().unwrap_or_default()));
+    jobs
+}
+
+/// The sort key of job id `id`: its number, then the id (an id without one last).
+fn job_order(id: &str) -> (u64, String) {
+    let number = id.strip_prefix("job-").and_then(|n| n.parse::<u64>().ok()).unwrap_or(u64::MAX);
+    (number, id.to_string())
 }
 
 /// `EXPLAIN ANALYZE`: the running job's plan as EXPLAIN shows it (the root first, each input
@@ -278,5 +291,17 @@ pub fn sql_type_name(t: &DataType) -> String {
             other => other.to_string(),
         },
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_sort_by_their_number() {
+        let mut ids = vec!["job-10", "job-2", "job-1", "other"];
+        ids.sort_by_key(|id| job_order(id));
+        assert_eq!(ids, vec!["job-1", "job-2", "job-10", "other"]);
     }
 }
