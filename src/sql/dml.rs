@@ -173,12 +173,9 @@ pub async fn insert_step(snapshot: Arc<Snapshot>, insert: &Insert) -> Result<Wri
     }
     let targets = if plain.columns.is_empty() { columns.len() } else { plain.columns.len() };
     if let Some(sqlparser::ast::SetExpr::Values(values)) = plain.source.as_ref().map(|s| s.body.as_ref()) {
-        if let Some(widest) = values.rows.iter().map(|r| r.len()).max().filter(|w| *w > targets) {
-            return Err(WeirError::insert_column_count(widest, targets));
-        }
-        // A row shorter than the columns listed (a short row without a list was filled above).
-        if let Some(narrowest) = values.rows.iter().map(|r| r.len()).min().filter(|w| *w < targets) {
-            return Err(WeirError::insert_column_count(narrowest, targets));
+        // A short row without a column list was filled above; any other row must fit.
+        if let Some(width) = values.rows.iter().map(|r| r.len()).find(|w| *w != targets) {
+            return Err(WeirError::insert_column_count(width, targets));
         }
     }
     let ctx = session_context(snapshot);
