@@ -61,9 +61,15 @@ fn expected_view() -> BTreeMap<(String, String), (i64, i64)> {
 }
 
 fn produce(brokers: &str, range: std::ops::Range<i64>) {
+    produce_to(brokers, "orders", range, 0);
+}
+
+/// Orders `range` into `topic` (keyed by order id), then `tombstones` records without a value
+/// (keys `t0`, `t1`, ..): they make no row, and only move their partitions' positions.
+fn produce_to(brokers: &str, topic: &str, range: std::ops::Range<i64>, tombstones: usize) {
     let options = BTreeMap::from([
         ("connector".to_string(), "kafka".to_string()),
-        ("topic".to_string(), "orders".to_string()),
+        ("topic".to_string(), topic.to_string()),
         ("properties.bootstrap.servers".to_string(), brokers.to_string()),
         // tansu 0.6 answers a fetch from an offset inside a record batch with the next batch,
         // skipping the rest of that one (real Kafka returns the batch and the client skips the
@@ -73,6 +79,9 @@ fn produce(brokers: &str, range: std::ops::Range<i64>) {
     let mut writer = KafkaWriter::open(&KafkaSinkConfig::from_options(&options).expect("sink config")).expect("producer");
     for i in range {
         writer.send(Some(i.to_string().as_bytes()), Some(&payload(i)), &[], None).expect("send");
+    }
+    for t in 0..tombstones {
+        writer.send(Some(format!("t{t}").as_bytes()), None, &[], None).expect("send");
     }
     writer.flush(Duration::from_secs(60)).expect("flush");
 }
@@ -502,4 +511,61 @@ async fn upsert_kafka_sink_keyed_by_fewer_columns_than_the_query_keeps_every_key
         }
     }
     assert_eq!(messages, expected);
+}
+
+/// Per customer, (orders, total cents) of the well-formed orders among `range`.
+fn per_customer(range: std::ops::Range<i64>) -> BTreeMap<String, (i64, i64)> {
+    let mut out = BTreeMap::new();
+    for i in range {
+        let Some((customer, cents, _)) = order(i) else { continue };
+        let e = out.entry(customer).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += cents;
+    }
+    out
+}
+
+/// SQL.md: `FLUSH` returns once every change accepted so far shows in every view. For a Kafka
+/// source that is every record its topic held when FLUSH began: the view is read right after
+/// FLUSH, without polling, and equals the orders produced; the job's committed positions are
+/// the number of records produced, malformed ones (dead letters) and trailing tombstones (no
+/// row, only a position) included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flush_reads_kafka_sources_to_where_their_topics_end() {
+    let Some(broker) = common::kafka::start_broker() else { return };
+    let b = &broker.brokers;
+    create_topic(b, "flush_orders", 3).expect("topic");
+    let dir = common::scratch_dir("kafka-flush");
+    let server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE flush_orders (order_id BIGINT, customer STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3))
+             WITH ('connector' = 'kafka', 'topic' = 'flush_orders', 'properties.bootstrap.servers' = '{b}',
+                   'scan.startup.mode' = 'earliest-offset', 'format' = 'json');
+             CREATE MATERIALIZED VIEW flush_totals AS
+             SELECT customer, COUNT(*) AS n, SUM(amount) AS total FROM flush_orders GROUP BY customer;"
+        ))
+        .await
+        .expect("pipeline");
+    for (range, tombstones) in [(0..2_000, 5), (2_000..3_500, 4)] {
+        let end = range.end;
+        produce_to(b, "flush_orders", range, tombstones);
+        client.batch_execute("FLUSH").await.expect("FLUSH");
+        let got: BTreeMap<String, (i64, i64)> = client
+            .query("SELECT customer, n, CAST(total * 100 AS BIGINT) FROM flush_totals", &[])
+            .await
+            .expect("view")
+            .iter()
+            .map(|r| (r.get::<_, String>(0), (r.get::<_, i64>(1), r.get::<_, i64>(2))))
+            .collect();
+        assert_eq!(got, per_customer(0..end), "after FLUSH, orders 0..{end}");
+        let positions: i64 = client
+            .query_one("SELECT CAST(SUM(position) AS BIGINT) FROM weir_sources WHERE job = 'flush_totals'", &[])
+            .await
+            .expect("weir_sources")
+            .get(0);
+        let tombstones_so_far = if end == 2_000 { 5 } else { 9 };
+        assert_eq!(positions, end + tombstones_so_far, "records read after FLUSH");
+    }
 }

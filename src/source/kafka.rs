@@ -79,11 +79,7 @@ impl KafkaSource {
     /// when the brokers cannot be reached or the topic does not exist.
     pub fn open(rel: &Relation, physical: SchemaRef, positions: Option<&[u64]>) -> Result<Self> {
         let upsert = crate::runtime::relation::connector_of(rel) == "upsert-kafka";
-        let mut options = rel.options.clone();
-        if upsert {
-            options.entry("scan.startup.mode".into()).or_insert_with(|| "earliest-offset".into());
-        }
-        let config = KafkaSourceConfig::from_options(&options).map_err(|e| WeirError::option(e.to_string()))?;
+        let config = source_config(rel)?;
         let metadata = metadata_columns(rel);
         let schema = Arc::new(arrow::datatypes::Schema::new(
             physical.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
@@ -208,6 +204,30 @@ impl KafkaSource {
     }
 }
 
+/// Per partition of `rel`'s topic (ascending ids, as a [`KafkaSource`] of it numbers them),
+/// the position at which a reader has read every record readable now (the last stable offset
+/// under `read_committed`; [`KafkaReader::end_offsets`]). `FLUSH` waits for these.
+///
+/// # Errors
+/// `InvalidOption` for bad options; `Execution` when the brokers cannot be reached or the
+/// topic does not exist.
+pub fn end_positions(rel: &Relation) -> Result<Vec<u64>> {
+    let ends = KafkaReader::end_offsets(&source_config(rel)?).map_err(kafka_error)?;
+    Ok(ends.into_values().map(|end| end.max(0) as u64).collect())
+}
+
+/// The reader configuration of `kafka` or `upsert-kafka` table `rel`.
+///
+/// # Errors
+/// `InvalidOption` for bad options.
+fn source_config(rel: &Relation) -> Result<KafkaSourceConfig> {
+    let mut options = rel.options.clone();
+    if crate::runtime::relation::connector_of(rel) == "upsert-kafka" {
+        options.entry("scan.startup.mode".into()).or_insert_with(|| "earliest-offset".into());
+    }
+    KafkaSourceConfig::from_options(&options).map_err(|e| WeirError::option(e.to_string()))
+}
+
 fn kafka_error(e: weir_connectors::ConnectorError) -> WeirError {
     match e {
         weir_connectors::ConnectorError::Kafka { .. } => WeirError::execution(e.to_string()),
@@ -327,11 +347,20 @@ impl SourceReader for KafkaSource {
             for r in records {
                 by_partition.entry(r.partition).or_default().push(r);
             }
+            let mut queued = self.positions.clone();
             for (partition, records) in by_partition {
                 let Some(index) = self.index_of(partition) else { continue };
                 let next = records.last().map(|r| r.offset + 1).unwrap_or(self.positions[index]);
                 let batch = self.decode(index, &records)?;
                 self.ready.push_back((index, batch, next));
+                queued[index] = next;
+            }
+            // Offsets the reader passed without a record (transaction markers, aborted
+            // messages): the position moves past them once what came before is released.
+            for (index, id) in self.reader.partitions().iter().enumerate() {
+                if let Some(&position) = self.reader.positions().get(id).filter(|p| **p > queued[index]) {
+                    self.ready.push_back((index, None, position));
+                }
             }
         }
         // Release queued records in order; tombstones and dead letters only move a position.

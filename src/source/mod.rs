@@ -407,7 +407,12 @@ impl SourceTask {
         }
         let (partition, batch, ops) = match polled {
             SourcePoll::Batch { partition, batch, ops } => (partition, batch, ops),
-            SourcePoll::Pending => return Ok(self.advance_watermark().map(|w| (None, Some(w)))),
+            SourcePoll::Pending => {
+                // Records that make no row (a Kafka tombstone or transaction marker) may have
+                // moved a position.
+                self.sync_positions();
+                return Ok(self.advance_watermark().map(|w| (None, Some(w))));
+            }
             SourcePoll::Failed(error) => {
                 let error = format!("table {}: {error}", self.table);
                 tracing::error!(job = %self.job, "{error}");

@@ -119,13 +119,14 @@ impl ReadAhead {
 /// positions committed last reach the reader before the thread ends.
 fn read(inner: &mut dyn SourceReader, tx: &SyncSender<Polled>, shared: &Shared, max_rows: usize) {
     let mut ended = false;
+    let mut sent = inner.positions();
     while !shared.stop.load(Ordering::Acquire) {
         pass_committed(inner, shared);
         if ended {
             std::thread::sleep(IDLE_PAUSE * 5);
             continue;
         }
-        ended = !poll_once(inner, tx, shared, max_rows);
+        ended = !poll_once(inner, tx, shared, max_rows, &mut sent);
         if ended {
             // Nothing more comes: the job's side need not wait for a batch.
             shared.idle.store(true, Ordering::Release);
@@ -142,24 +143,33 @@ fn pass_committed(inner: &mut dyn SourceReader, shared: &Shared) {
     }
 }
 
-/// Polls `inner` once and sends what it gave, if anything; returns whether to poll again
-/// (false once the reader has ended or the `ReadAhead` is gone).
-fn poll_once(inner: &mut dyn SourceReader, tx: &SyncSender<Polled>, shared: &Shared, max_rows: usize) -> bool {
+/// Polls `inner` once and sends what it gave, if anything (a poll without rows only when it
+/// moved a position past records that make no rows, from `sent`, the positions sent last);
+/// returns whether to poll again (false once the reader has ended or the `ReadAhead` is gone).
+fn poll_once(
+    inner: &mut dyn SourceReader,
+    tx: &SyncSender<Polled>,
+    shared: &Shared,
+    max_rows: usize,
+    sent: &mut Vec<u64>,
+) -> bool {
     let partitions = inner.num_partitions();
     let poll = inner.poll(max_rows);
     *shared.high_watermarks.lock().unwrap_or_else(PoisonError::into_inner) = inner.high_watermarks();
     let dead_letters = inner.take_dead_letters();
     let skipped = inner.take_skipped();
-    if matches!(poll, Ok(SourcePoll::Pending)) && dead_letters.is_empty() && skipped.is_empty() {
+    let positions = inner.positions();
+    if matches!(poll, Ok(SourcePoll::Pending)) && dead_letters.is_empty() && skipped.is_empty() && positions == *sent {
         shared.idle.store(true, Ordering::Release);
         std::thread::sleep(IDLE_PAUSE);
         return true;
     }
     shared.idle.store(false, Ordering::Release);
     let end = !matches!(poll, Ok(SourcePoll::Batch { .. } | SourcePoll::Pending));
+    *sent = positions.clone();
     let polled = Polled {
         poll,
-        positions: inner.positions(),
+        positions,
         finished: (0..partitions).map(|p| inner.partition_finished(p)).collect(),
         dead_letters,
         skipped,

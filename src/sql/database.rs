@@ -594,23 +594,32 @@ impl Database {
             }
             WeirStatement::Flush => {
                 // Every write statement commits before it returns; taking the write lock waits
-                // for the ones in flight. Bounded sources are then read to their end, and what
-                // the sources read is committed.
+                // for the ones in flight. Bounded sources are then read to their end, Kafka
+                // sources up to where their topics end now, and what the sources read is
+                // committed.
                 let mut engine = self.write_engine().await?;
+                let kafka_ends = engine.kafka_source_ends()?;
                 let deadline = std::time::Instant::now() + FLUSH_TIMEOUT;
                 loop {
                     let step = engine.poll_sources(crate::engine::SOURCE_SLICE)?;
-                    if engine.bounded_sources_finished() {
+                    let behind = engine.source_behind(&kafka_ends);
+                    if engine.bounded_sources_finished() && behind.is_none() {
                         break;
                     }
                     if step.rows == 0 && !step.watermark_moved {
                         tokio::task::yield_now().await;
                     }
                     if std::time::Instant::now() > deadline {
-                        return Err(WeirError::execution(format!(
-                            "FLUSH: the bounded sources did not reach their end within {} s",
-                            FLUSH_TIMEOUT.as_secs()
-                        )));
+                        return Err(WeirError::execution(match behind {
+                            Some(at) => format!(
+                                "FLUSH: the Kafka sources did not reach the end their topics had when FLUSH began within {} s: {at}",
+                                FLUSH_TIMEOUT.as_secs()
+                            ),
+                            None => format!(
+                                "FLUSH: the bounded sources did not reach their end within {} s",
+                                FLUSH_TIMEOUT.as_secs()
+                            ),
+                        }));
                     }
                 }
                 engine.commit(crate::state::EpochWrites::default(), None)?;

@@ -16,7 +16,7 @@
 //! ([`OutOfRange`]): it fails, or moves the position to the earliest (latest) retained offset
 //! and counts the records skipped ([`KafkaReader::take_resets`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
@@ -74,6 +74,10 @@ pub struct KafkaReader {
     /// librdkafka reported a position out of range after some records of one poll: the next
     /// poll applies `'scan.out-of-range'` first.
     out_of_range_reported: bool,
+    /// Partitions assigned again by `'scan.out-of-range'` that have returned no message since:
+    /// librdkafka's position of such a partition may still be the one from before
+    /// ([`KafkaReader::skip_unreturned_offsets`] leaves them alone).
+    reassigned: BTreeSet<i32>,
 }
 
 /// A position that was out of its partition's retained range and moved per
@@ -103,6 +107,35 @@ impl KafkaReader {
     /// or an offset cannot be resolved (`group-offsets` with a partition the group never
     /// committed and `'properties.auto.offset.reset'` unset or `none`).
     pub fn open(config: &KafkaSourceConfig, resume: &BTreeMap<i32, i64>) -> Result<Self, ConnectorError> {
+        let mut reader = Self::unassigned(config)?;
+        reader.partitions = reader.fetch_partitions()?;
+        reader.positions = reader.start_offsets(resume)?;
+        let mut assignment = TopicPartitionList::with_capacity(reader.partitions.len());
+        for (&partition, &offset) in &reader.positions {
+            assignment
+                .add_partition_offset(&config.topic, partition, Offset::Offset(offset))
+                .map_err(|e| reader.error("assigning partitions", e))?;
+        }
+        reader.consumer.assign(&assignment).map_err(|e| reader.error("assigning partitions", e))?;
+        Ok(reader)
+    }
+
+    /// Per partition of `config.topic` (ascending ids), the offset a reader has to reach to have
+    /// read every message readable now: the last stable offset under `read_committed` (the
+    /// default: where the first open transaction starts, else the high watermark), the high
+    /// watermark under `read_uncommitted`. Asks the brokers with a consumer of its own (the
+    /// same client settings as a reader's); what `FLUSH` waits for.
+    ///
+    /// # Errors
+    /// [`ConnectorError::Kafka`] when the brokers cannot be reached or the topic does not exist.
+    pub fn end_offsets(config: &KafkaSourceConfig) -> Result<BTreeMap<i32, i64>, ConnectorError> {
+        let reader = Self::unassigned(config)?;
+        let partitions = reader.fetch_partitions()?;
+        partitions.iter().map(|&p| reader.watermarks_of(p).map(|(_, high)| (p, high))).collect()
+    }
+
+    /// A reader of `config.topic` with no partition listed or assigned yet.
+    fn unassigned(config: &KafkaSourceConfig) -> Result<Self, ConnectorError> {
         let mut client = ClientConfig::new();
         // librdkafka assigns partitions only with a group id; without the user's, one that is
         // never joined nor committed to.
@@ -125,7 +158,7 @@ impl KafkaReader {
             .set("enable.partition.eof", "false")
             .set("auto.offset.reset", "error");
         let consumer: BaseConsumer = client.create().map_err(|e| client_error(e, &config.brokers, &config.topic))?;
-        let mut reader = KafkaReader {
+        Ok(KafkaReader {
             consumer,
             config: config.clone(),
             partitions: Vec::new(),
@@ -133,17 +166,8 @@ impl KafkaReader {
             pending_error: None,
             resets: Vec::new(),
             out_of_range_reported: false,
-        };
-        reader.partitions = reader.fetch_partitions()?;
-        reader.positions = reader.start_offsets(resume)?;
-        let mut assignment = TopicPartitionList::with_capacity(reader.partitions.len());
-        for (&partition, &offset) in &reader.positions {
-            assignment
-                .add_partition_offset(&config.topic, partition, Offset::Offset(offset))
-                .map_err(|e| reader.error("assigning partitions", e))?;
-        }
-        reader.consumer.assign(&assignment).map_err(|e| reader.error("assigning partitions", e))?;
-        Ok(reader)
+            reassigned: BTreeSet::new(),
+        })
     }
 
     /// The positions moved by `'scan.out-of-range'` since the last call.
@@ -206,6 +230,7 @@ impl KafkaReader {
                 .map_err(|e| self.error("assigning partitions", e))?;
         }
         self.consumer.assign(&assignment).map_err(|e| self.error("assigning partitions", e))?;
+        self.reassigned.extend(self.positions.keys());
         self.resets.extend(moved);
         Ok(true)
     }
@@ -275,6 +300,7 @@ impl KafkaReader {
                 })
                 .unwrap_or_default();
             self.positions.insert(message.partition(), message.offset() + 1);
+            self.reassigned.remove(&message.partition());
             records.push(KafkaRecord {
                 partition: message.partition(),
                 offset: message.offset(),
@@ -284,7 +310,32 @@ impl KafkaReader {
                 headers,
             });
         }
+        if records.len() < max_records {
+            // Caught up with what was fetched: the place to look past records never returned.
+            self.skip_unreturned_offsets();
+        }
         Ok(records)
+    }
+
+    /// Moves each position past the offsets librdkafka consumed without returning a message:
+    /// transaction markers (control records) and, under `read_committed`, the messages of
+    /// aborted transactions. librdkafka's position of a partition is the offset after the last
+    /// message or control record polled, so it never passes a message not yet returned.
+    /// Without this, a partition that ends with a commit marker (every topic an exactly-once
+    /// producer writes) would stay one offset short of its end: a lag of 1 for good, and a
+    /// `FLUSH` waiting for that offset.
+    fn skip_unreturned_offsets(&mut self) {
+        let Ok(list) = self.consumer.position() else { return };
+        for e in list.elements() {
+            if self.reassigned.contains(&e.partition()) {
+                continue;
+            }
+            if let (Offset::Offset(offset), Some(position)) = (e.offset(), self.positions.get_mut(&e.partition())) {
+                if offset > *position {
+                    *position = offset;
+                }
+            }
+        }
     }
 
     /// Commits `offsets` (partition → next offset to read, as [`KafkaReader::positions`]) to the
@@ -462,3 +513,4 @@ fn is_out_of_range(e: &rdkafka::error::KafkaError) -> bool {
     use rdkafka::error::RDKafkaErrorCode;
     matches!(e.rdkafka_error_code(), Some(RDKafkaErrorCode::AutoOffsetReset | RDKafkaErrorCode::OffsetOutOfRange))
 }
+
