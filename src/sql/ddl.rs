@@ -353,6 +353,7 @@ pub async fn create_materialized_view(
     let depends_on = named_relations(engine, query);
     let options = crate::sql::settings::job_options(settings)?;
     let plan = plan_job(engine, &query_text, JobKind::View { emit_on_window_close }, &options).await?;
+    crate::sql::planning::check_windows_close(&plan, &engine.catalog, JobKind::View { emit_on_window_close })?;
     if let Some(f) = plan.schema.as_arrow().fields().iter().find(|f| has_null_type(f.data_type())) {
         // Flink refuses it too ("Illegal use of 'NULL'"); stored, it could not be read back.
         return Err(WeirError::plan(format!(

@@ -71,6 +71,63 @@ pub async fn plan_job(engine: &Engine, query: &str, kind: JobKind, options: &BTr
     Ok(stream)
 }
 
+/// Refuses a new job whose `plan` has an operator that emits each window once, when the
+/// watermark closes it (with EMIT ON WINDOW CLOSE, and every window operator of an `INSERT INTO`
+/// job), over inputs none of which declares a WATERMARK, directly or through the views it
+/// reads: no watermark ever reaches such an operator, so it would never emit a row. Flink
+/// refuses a window over a column that is not a time attribute ("The window function requires
+/// the timecol is a time attribute type"); a materialized view without EMIT ON WINDOW CLOSE
+/// shows such windows as they grow and is taken. Checked when a job is created, not when a
+/// stored one restarts.
+///
+/// # Errors
+/// `Plan` (42804) naming the operator and the relations without a WATERMARK.
+pub fn check_windows_close(plan: &StreamPlan, catalog: &Catalog, kind: JobKind) -> Result<()> {
+    use crate::plan::StreamNode;
+    let closes = match &plan.node {
+        StreamNode::GroupAggregate { emit_on_window_close: true, .. } => Some("the window aggregation"),
+        StreamNode::SlicedWindowAggregate { spec, .. } if spec.emit_on_window_close => Some("the window aggregation"),
+        StreamNode::Rank { spec, .. } if spec.emit_on_window_close => Some("the window Top-N or deduplication"),
+        StreamNode::Join { join, .. } if join.emit_on_window_close => Some("the window or interval join"),
+        _ => None,
+    };
+    if let Some(what) = closes {
+        let sources = plan.sources();
+        if !sources.iter().any(|s| declares_watermark(catalog, s)) {
+            let (why, instead) = match kind {
+                JobKind::Sink => (
+                    "as every window operator of an INSERT INTO job does (Flink)",
+                    "or keep the windows in a materialized view without EMIT ON WINDOW CLOSE, which shows each window as it grows",
+                ),
+                JobKind::View { .. } => {
+                    ("with EMIT ON WINDOW CLOSE", "or drop EMIT ON WINDOW CLOSE to see each window as it grows")
+                }
+            };
+            return Err(WeirError::plan(format!(
+                "{what} would never emit: it emits each window once, when the watermark closes it ({why}), and no \
+                 watermark reaches it, since {} no WATERMARK. Declare one on the table the window's time column \
+                 comes from (WATERMARK FOR ts AS ts - INTERVAL '5' SECOND; Flink requires a time attribute for a \
+                 window), {instead}",
+                match sources.as_slice() {
+                    [] => "its input (VALUES) has".to_string(),
+                    [one] => format!("{one} declares"),
+                    many => format!("none of {} declares", many.join(", ")),
+                }
+            )));
+        }
+    }
+    plan.inputs().into_iter().try_for_each(|input| check_windows_close(input, catalog, kind))
+}
+
+/// Whether relation `name` declares a WATERMARK, or is a view or materialized view reading one
+/// that does (its job then passes the watermark on).
+fn declares_watermark(catalog: &Catalog, name: &str) -> bool {
+    catalog.get(name).is_some_and(|rel| {
+        rel.watermark.is_some()
+            || (rel.kind != RelationKind::Table && rel.depends_on.iter().any(|d| d != name && declares_watermark(catalog, d)))
+    })
+}
+
 /// What a statement that holds the engine plans against: its current catalog, the store's
 /// latest commit, and the system tables as they are now.
 pub fn planning_snapshot(engine: &Engine, keyed_table: Option<String>) -> Arc<Snapshot> {

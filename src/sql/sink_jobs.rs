@@ -53,6 +53,7 @@ pub async fn start_sink_job(
     let mut options = crate::sql::settings::job_options(settings)?;
     options.remove(crate::sql::settings::ALLOW_LATENESS);
     let plan = plan_sink_job(engine, sink, query, &mut options).await?;
+    crate::sql::planning::check_windows_close(&plan, &engine.catalog, JobKind::Sink)?;
     check_changelog(sink, &plan, updating)?;
     options.insert(SINK_OPTION.to_string(), sink.name.clone());
     let eowc = true;
