@@ -2,7 +2,7 @@
 //!
 //! Variants say whose fault an error is: the user's statement (`Syntax`, `UnknownTable`,
 //! `UnknownColumn`, `Unsupported`, `InvalidOption`, `Plan`, `Execution`, `DivisionByZero`, `UndefinedFunction`, `InvalidText`,
-//! `StatementTimeout`, the
+//! `NumericOutOfRange`, `WrongObjectType`, `DuplicateColumn`, `AmbiguousColumn`, `StatementTimeout`, the
 //! transaction-block states, `InsufficientPrivilege`), the environment
 //! (`Storage`, `Io`), or ours (`Internal`). The SQLSTATE of each is set in one place,
 //! [`WeirError::sqlstate`], an exhaustive match; the frontend turns it into a Postgres
@@ -125,6 +125,21 @@ pub enum ErrorKind {
     /// (Postgres's grouping_error).
     #[error("{0}")]
     Grouping(String),
+    /// A value outside its type's range: a CAST of 3000000000 to INT (Postgres's
+    /// numeric_value_out_of_range, "integer out of range").
+    #[error("{0}")]
+    NumericOutOfRange(String),
+    /// A statement naming an object of another kind than it works on: `DROP MATERIALIZED
+    /// VIEW` of a table (Postgres's wrong_object_type, `"t" is not a materialized view`).
+    #[error("{0}")]
+    WrongObjectType(String),
+    /// A column named twice in one CREATE TABLE (Postgres's duplicate_column).
+    #[error("{0}")]
+    DuplicateColumn(String),
+    /// An unqualified column name that two of the query's relations have (Postgres's
+    /// ambiguous_column, `column reference "a" is ambiguous`).
+    #[error("{0}")]
+    AmbiguousColumn(String),
     /// RocksDB or the file system failed.
     #[error("storage error: {0}")]
     Storage(String),
@@ -219,6 +234,10 @@ impl WeirError {
             ErrorKind::ObjectNotInPrerequisiteState(_) => "55000",
             ErrorKind::Grouping(_) => "42803",
             ErrorKind::InsertColumnCount(_) => "42601",
+            ErrorKind::NumericOutOfRange(_) => "22003",
+            ErrorKind::WrongObjectType(_) => "42809",
+            ErrorKind::DuplicateColumn(_) => "42701",
+            ErrorKind::AmbiguousColumn(_) => "42702",
             ErrorKind::Storage(_) => "58030",
             ErrorKind::Internal(_) => "XX000",
         }
@@ -335,6 +354,11 @@ impl From<arrow::error::ArrowError> for WeirError {
         match e {
             A::DivideByZero => Self::new(ErrorKind::DivisionByZero),
             A::CastError(msg) if msg.starts_with("Cannot cast string") => Self::invalid_text(format!("Cast error: {msg}")),
+            // A number that does not fit the type it is cast to ("Can't cast value 3000000000
+            // to type Int32").
+            A::CastError(msg) if msg.starts_with("Can't cast value") => {
+                Self::new(ErrorKind::NumericOutOfRange(format!("value out of range: {msg}")))
+            }
             A::ParseError(msg) => Self::invalid_text(format!("Parser error: {msg}")),
             other => Self::execution(other.to_string()),
         }
@@ -349,6 +373,8 @@ impl From<datafusion::error::DataFusionError> for WeirError {
                 let msg = err.to_string();
                 if msg.contains("not found") || msg.contains("No field named") {
                     Self::new(ErrorKind::UnknownColumn(msg))
+                } else if let datafusion::common::SchemaError::AmbiguousReference { field } = err.as_ref() {
+                    Self::new(ErrorKind::AmbiguousColumn(format!("column reference \"{}\" is ambiguous", field.name)))
                 } else {
                     Self::plan(msg)
                 }
@@ -361,7 +387,10 @@ impl From<datafusion::error::DataFusionError> for WeirError {
                 } else if msg.starts_with("Invalid function ") || msg.contains("No function matches the given name and argument types") {
                     // An unknown function, or one called with arguments it has no version for:
                     // Postgres's 42883 ("function nosuch(integer) does not exist").
-                    Self::new(ErrorKind::UndefinedFunction(msg))
+                    Self::new(ErrorKind::UndefinedFunction(no_matching_function(&msg).unwrap_or(msg)))
+                } else if msg.starts_with("Aggregate function calls cannot be nested") {
+                    // Postgres's 42803 too: "aggregate function calls cannot be nested".
+                    Self::new(ErrorKind::Grouping(msg))
                 } else if msg.contains("must be in GROUP BY or an aggregate function") {
                     // DataFusion's wording of Postgres's 42803 ("column \"t.b\" must appear in
                     // the GROUP BY clause or be used in an aggregate function").
@@ -382,7 +411,7 @@ impl From<datafusion::error::DataFusionError> for WeirError {
                     ErrorKind::UnknownTable(t) => Self::unknown_table(t.clone()),
                     // The data's fault, found while the optimizer folded constants (`'abc'::int`,
                     // `1 / 0`): the error as evaluating it would give, without the rule's name.
-                    ErrorKind::DivisionByZero | ErrorKind::InvalidText(_) => inner,
+                    ErrorKind::DivisionByZero | ErrorKind::InvalidText(_) | ErrorKind::NumericOutOfRange(_) => inner,
                     // An analyzer rule's refusal (`sql::comparisons`), without the rule's name.
                     ErrorKind::UndefinedFunction(_) => inner,
                     _ => Self::plan(msg),
@@ -397,6 +426,32 @@ impl From<datafusion::error::DataFusionError> for WeirError {
             other => Self::internal(other.to_string()),
         }
     }
+}
+
+/// DataFusion's refusal of a call whose argument types no version of the function takes, in
+/// Postgres's words ("function sum(text) does not exist", with the hint to cast), the candidate
+/// signatures after it. DataFusion words it as an internal error ("This issue was likely caused
+/// by a bug in DataFusion's code"), which it is not. `None` when `msg` is not that refusal.
+fn no_matching_function(msg: &str) -> Option<String> {
+    const MARK: &str = "No function matches the given name and argument types '";
+    let call = msg.split(MARK).nth(1)?.split('\'').next()?;
+    let candidates: Vec<&str> = msg
+        .split("Candidate functions:")
+        .nth(1)
+        .map(|list| list.lines().map(str::trim).filter(|l| !l.is_empty()).collect())
+        .unwrap_or_default();
+    // A function with a signature of its own (Weir's HOUR) says why in its coercion error;
+    // DataFusion's signature matching lists every version's mismatch, which the candidates say.
+    let before = msg.split(MARK).next().unwrap_or_default();
+    let reason = match before.split("user-defined coercion failed with: ").nth(1) {
+        Some(why) => why.rsplit("Error during planning: ").next().unwrap_or(why).trim().trim_end_matches('.').to_string(),
+        None => "no version of it takes these argument types".to_string(),
+    };
+    let mut out = format!("function {call} does not exist: {reason}; you might need to add explicit type casts");
+    if !candidates.is_empty() {
+        out.push_str(&format!(" (candidates: {})", candidates.join(", ")));
+    }
+    Some(out)
 }
 
 /// DataFusion's grouping error in Postgres's words when it names the column ("Column in SELECT

@@ -13,8 +13,8 @@ impl Engine {
     /// tasks and state tables, in one epoch.
     ///
     /// # Errors
-    /// `UnknownTable` (unless `if_exists`); `Plan` when a name is a relation of another kind
-    /// (naming the right statement); `DependentObjects` without `cascade` when others depend on
+    /// `UnknownTable` (unless `if_exists`); `WrongObjectType` (42809) when a name is a
+    /// relation of another kind (naming the right statement); `DependentObjects` without `cascade` when others depend on
     /// one; the commit's.
     pub fn drop_relations(&mut self, kind: RelationKind, names: &[String], if_exists: bool, cascade: bool) -> Result<()> {
         let mut catalog = (*self.catalog).clone();
@@ -35,7 +35,12 @@ impl Engine {
                     RelationKind::MaterializedView => "DROP MATERIALIZED VIEW",
                     RelationKind::SinkJob => "STOP JOB",
                 };
-                return Err(WeirError::plan(format!("\"{name}\" is a {}; use {right}", rel.kind.sql_name())));
+                // Postgres's wrong_object_type: `"t" is not a materialized view`, with the hint.
+                return Err(WeirError::new(ErrorKind::WrongObjectType(format!(
+                    "\"{name}\" is not a {}: it is a {}; use {right}",
+                    kind.sql_name(),
+                    rel.kind.sql_name()
+                ))));
             }
             let order = catalog.cascade_order(name);
             if !cascade && order.len() > 1 {

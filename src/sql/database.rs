@@ -629,7 +629,8 @@ impl Database {
                 let engine = self.engine.read().await;
                 let late: BTreeMap<String, u64> =
                     engine.job_stats().into_iter().map(|(name, stats)| (name, stats.late_rows())).collect();
-                show::show_list(&engine.catalog, list, &late, &engine.failed, &engine.suspended)
+                let functions = if list == parser::ShowList::Functions { function_names(&self.read_snapshot()) } else { Vec::new() };
+                show::show_list(&engine.catalog, &functions, list, &late, &engine.failed, &engine.suspended)
             }
             WeirStatement::ShowCreate(name) => show::show_create(&self.read_snapshot().catalog, &name),
             WeirStatement::Describe(name) => show::describe(&self.read_snapshot().catalog, &name),
@@ -1208,6 +1209,23 @@ fn in_block<'s>(session: &'s mut Session, what: &str) -> Result<&'s mut Transact
 }
 
 /// How long FLUSH waits for bounded sources to reach their end.
+/// The names of every scalar, aggregate and window function a query of this session can call
+/// (DataFusion's, Weir's own, the Postgres catalog functions), sorted, each once.
+fn function_names(snapshot: &Arc<Snapshot>) -> Vec<String> {
+    let ctx = session_context(Arc::clone(snapshot));
+    let state = ctx.state();
+    let mut names: Vec<String> = state
+        .scalar_functions()
+        .keys()
+        .chain(state.aggregate_functions().keys())
+        .chain(state.window_functions().keys())
+        .cloned()
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
 pub const FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 #[cfg(test)]
@@ -1223,6 +1241,31 @@ mod tests {
             text.lines().filter(|l| l.starts_with('|')).skip(1).map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
         lines.sort();
         lines
+    }
+
+    /// Flink's `SHOW FUNCTIONS`: every function a query can call, each once, sorted: scalar
+    /// (`upper`), aggregate (`count`), window (`row_number`), Weir's own (`current_watermark`)
+    /// and the Postgres catalog's (`pg_get_userbyid`); `SHOW USER FUNCTIONS`: none.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn show_functions_lists_every_callable_function_once() -> crate::error::Result<()> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = Database::open_with(dir.path(), OpenOptions { read_sources: false, ..OpenOptions::default() })?;
+        let mut s = Session::default();
+        let StatementResult::Rows { schema, batches } = db.execute(&mut s, "SHOW FUNCTIONS").await? else { panic!("no rows") };
+        assert_eq!(schema.field(0).name(), "function name");
+        let names: Vec<String> = batches
+            .iter()
+            .flat_map(|b| {
+                let column = b.column(0).as_any().downcast_ref::<arrow::array::StringArray>().expect("text");
+                column.iter().map(|v| v.expect("a name").to_string()).collect::<Vec<_>>()
+            })
+            .collect();
+        for f in ["upper", "count", "row_number", "current_watermark", "pg_get_userbyid"] {
+            assert!(names.iter().any(|n| n == f), "{f} missing from {names:?}");
+        }
+        assert!(names.windows(2).all(|w| w[0] < w[1]), "sorted, each once");
+        assert!(rows(&db, &mut s, "SHOW USER FUNCTIONS").await.is_empty());
+        Ok(())
     }
 
     /// `CREATE TABLE name` over the bids of 1 000 Nexmark events (920 bids: 20 blocks of 50

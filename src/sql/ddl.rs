@@ -59,7 +59,10 @@ pub async fn create_table(engine: &mut Engine, t: &CreateTable, definition: &str
     let mut columns = Vec::new();
     for c in &t.columns {
         if columns.iter().any(|x: &Column| x.name == c.name) {
-            return Err(WeirError::plan(format!("column \"{}\" is declared twice in table {}", c.name, t.name)));
+            return Err(WeirError::new(ErrorKind::DuplicateColumn(format!(
+                "column \"{}\" specified more than once in table {}",
+                c.name, t.name
+            ))));
         }
         if let Some(sql_type) = &c.data_type {
             if c.metadata.is_some() && plain {

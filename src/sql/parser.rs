@@ -50,6 +50,10 @@ pub enum ShowList {
     Views,
     MaterializedViews,
     Jobs,
+    /// `SHOW FUNCTIONS` (Flink): every function a query can call.
+    Functions,
+    /// `SHOW USER FUNCTIONS` (Flink): the user-defined ones, of which Weir has none.
+    UserFunctions,
 }
 
 /// The kind named by `DROP`.
@@ -379,6 +383,10 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
             Some((ShowList::MaterializedViews, 3))
         } else if is_word(p, 1, "JOBS") {
             Some((ShowList::Jobs, 2))
+        } else if is_word(p, 1, "FUNCTIONS") {
+            Some((ShowList::Functions, 2))
+        } else if is_word(p, 1, "USER") && is_word(p, 2, "FUNCTIONS") {
+            Some((ShowList::UserFunctions, 3))
         } else {
             None
         };
@@ -881,6 +889,8 @@ mod tests {
     fn parses_commands() -> Result<()> {
         assert!(matches!(parse_statement("FLUSH")?, WeirStatement::Flush));
         assert!(matches!(parse_statement("SHOW MATERIALIZED VIEWS")?, WeirStatement::Show(ShowList::MaterializedViews)));
+        assert!(matches!(parse_statement("SHOW FUNCTIONS")?, WeirStatement::Show(ShowList::Functions)));
+        assert!(matches!(parse_statement("show user functions")?, WeirStatement::Show(ShowList::UserFunctions)));
         let WeirStatement::Set { key, value } = parse_statement("SET 'table.exec.state.ttl' = '1 h'")? else { panic!() };
         assert_eq!((key.as_str(), value.as_str()), ("table.exec.state.ttl", "1 h"));
         assert!(matches!(parse_statement("DROP MATERIALIZED VIEW IF EXISTS v CASCADE")?,

@@ -44,7 +44,10 @@ pub fn text_rows(columns: &[&str], rows: Vec<Vec<Option<String>>>) -> Result<Sta
     Ok(StatementResult::Rows { schema, batches: vec![batch] })
 }
 
-/// `SHOW TABLES | VIEWS | MATERIALIZED VIEWS | JOBS`.
+/// `SHOW TABLES | VIEWS | MATERIALIZED VIEWS | JOBS | [USER] FUNCTIONS`.
+///
+/// `SHOW FUNCTIONS` lists `functions`, the names a query can call, as Flink does (one column,
+/// `function name`); `SHOW USER FUNCTIONS` the user-defined ones: none.
 ///
 /// `SHOW JOBS` also shows each job's late rows: the rows its event-time operators dropped
 /// (`late_rows`, by job name), detailed per operator in `weir_late_rows`.
@@ -52,6 +55,7 @@ pub fn text_rows(columns: &[&str], rows: Vec<Vec<Option<String>>>) -> Result<Sta
 /// one in `suspended` is `SUSPENDED`; the others `RUNNING`.
 pub fn show_list(
     catalog: &Catalog,
+    functions: &[String],
     list: ShowList,
     late_rows: &std::collections::BTreeMap<String, u64>,
     failed: &std::collections::BTreeMap<String, String>,
@@ -66,6 +70,9 @@ pub fn show_list(
             .collect()
     };
     match list {
+        // Flink's column name.
+        ShowList::Functions => text_rows(&["function name"], functions.iter().map(|f| vec![Some(f.clone())]).collect()),
+        ShowList::UserFunctions => text_rows(&["function name"], Vec::new()),
         ShowList::Tables => text_rows(&["table_name"], of_kind(RelationKind::Table)),
         ShowList::Views => text_rows(&["view_name"], of_kind(RelationKind::View)),
         ShowList::MaterializedViews => text_rows(&["materialized_view_name"], of_kind(RelationKind::MaterializedView)),

@@ -50,7 +50,10 @@ pub fn arrow_type(t: &SqlType) -> Result<DataType> {
                     None => return Err(WeirError::plan(format!("field {} of {t} has no name: ROW<name TYPE, ...>", i + 1))),
                 };
                 if out.iter().any(|o| o.name() == &name) {
-                    return Err(WeirError::plan(format!("field \"{name}\" is declared twice in {t}")));
+                    // Postgres's duplicate_column, as for a composite type's attribute.
+                    return Err(WeirError::new(crate::error::ErrorKind::DuplicateColumn(format!(
+                        "field \"{name}\" is declared twice in {t}"
+                    ))));
                 }
                 out.push(Field::new(name, arrow_type(&f.field_type)?, true));
             }
