@@ -43,6 +43,9 @@ pub struct Session {
     pub user: String,
     /// The user's role reads only: writes fail with 42501.
     pub read_only: bool,
+    /// The INSERT statements of an open Flink statement set (`BEGIN STATEMENT SET`), run
+    /// together at `END` ([`Database::execute`]).
+    pub statement_set: Option<Vec<String>>,
 }
 
 impl Session {
@@ -349,6 +352,9 @@ impl Database {
     /// Inside a transaction block an error aborts the block: until ROLLBACK every statement
     /// fails with 25P02 ([`crate::sql::transaction`]).
     pub async fn execute(&self, session: &mut Session, sql: &str) -> Result<StatementResult> {
+        if let Some(result) = self.statement_set(session, sql).await {
+            return result;
+        }
         let result = match parser::parse_statement(sql) {
             Ok(stmt) => self.execute_parsed(session, stmt, sql).await,
             Err(e) => Err(e),
@@ -360,6 +366,94 @@ impl Database {
             }
         }
         result
+    }
+
+    /// Flink's statement sets: `BEGIN STATEMENT SET;` (or `EXECUTE STATEMENT SET BEGIN` and
+    /// the first statement), then `INSERT INTO` statements, each planned as it comes (so a
+    /// mistake shows at once, and the set stays open) and answered `INSERT 0 0`, then `END;`,
+    /// which runs them in order: each starts its job as it would alone. All or nothing, as
+    /// Flink submits a set as one job: when one fails, the jobs the set had started are
+    /// stopped and its error returned. `None` for a statement outside a set.
+    ///
+    /// # Errors
+    /// 0A000 for a statement other than INSERT in a set; 55000 for a second BEGIN; 25001 inside
+    /// a transaction block; 42501 for a read-only role; the INSERT's errors.
+    async fn statement_set(&self, session: &mut Session, sql: &str) -> Option<Result<StatementResult>> {
+        use parser::StatementSetPart;
+        match parser::statement_set_part(sql) {
+            StatementSetPart::Begin(first) => {
+                if session.statement_set.is_some() {
+                    return Some(Err(WeirError::not_in_state("a statement set is open already; END; runs it")));
+                }
+                if session.txn.is_some() {
+                    return Some(Err(WeirError::new(crate::error::ErrorKind::ActiveTransaction(
+                        "BEGIN STATEMENT SET cannot run inside a transaction block".into(),
+                    ))));
+                }
+                session.statement_set = Some(Vec::new());
+                Some(match first {
+                    Some(first) => self.add_to_statement_set(session, &first).await,
+                    None => Ok(command("BEGIN STATEMENT SET")),
+                })
+            }
+            StatementSetPart::End => {
+                let set = session.statement_set.take()?;
+                Some(self.run_statement_set(session, &set).await)
+            }
+            StatementSetPart::Other => {
+                session.statement_set.as_ref()?;
+                Some(self.add_to_statement_set(session, sql).await)
+            }
+        }
+    }
+
+    /// Plans `sql`, an INSERT, and adds it to the session's open statement set.
+    async fn add_to_statement_set(&self, session: &mut Session, sql: &str) -> Result<StatementResult> {
+        let stmt = parser::parse_statement(sql).map_err(|e| e.locate_name(|name| parser::position_of_name(sql, name)))?;
+        if !matches!(&stmt, WeirStatement::Sql(s) if matches!(s.as_ref(), Statement::Insert(_))) {
+            return Err(WeirError::unsupported(
+                "a statement set holds INSERT INTO statements only (Flink); END; runs it, and other statements wait until then",
+            ));
+        }
+        if session.read_only {
+            return Err(WeirError::new(crate::error::ErrorKind::InsufficientPrivilege(format!(
+                "permission denied: role \"{}\" is read-only (SELECT, SUBSCRIBE, SHOW, EXPLAIN, cursors and COPY ... TO)",
+                session.user
+            ))));
+        }
+        self.execute_parsed(session, WeirStatement::Explain(Box::new(stmt)), sql)
+            .await
+            .map_err(|e| e.locate_name(|name| parser::position_of_name(sql, name)))?;
+        session.statement_set.get_or_insert_with(Vec::new).push(sql.to_string());
+        Ok(StatementResult::Command { tag: "INSERT".into(), rows: Some(0) })
+    }
+
+    /// Runs the statements of a statement set in order; see [`Database::statement_set`].
+    async fn run_statement_set(&self, session: &mut Session, set: &[String]) -> Result<StatementResult> {
+        let jobs = |db: &Database| -> std::collections::BTreeSet<String> {
+            let catalog = Arc::clone(&db.last_commit().catalog);
+            catalog.relations.values().filter(|r| r.kind == weir_catalog::RelationKind::SinkJob).map(|r| r.name.clone()).collect()
+        };
+        let mut started = Vec::new();
+        for sql in set {
+            let before = jobs(self);
+            let result = match parser::parse_statement(sql) {
+                Ok(stmt) => self.execute_parsed(session, stmt, sql).await,
+                Err(e) => Err(e),
+            };
+            started.extend(jobs(self).difference(&before).cloned());
+            if let Err(e) = result {
+                let mut engine = self.write_engine().await?;
+                for id in &started {
+                    if let Err(stop) = engine.stop_job(id) {
+                        tracing::warn!(job = %id, "stopping a job of a statement set that failed: {stop}");
+                    }
+                }
+                tracing::warn!(jobs = ?started, "a statement of a statement set failed: its jobs started before it are stopped");
+                return Err(e.locate_name(|name| parser::position_of_name(sql, name)));
+            }
+        }
+        Ok(command("EXECUTE STATEMENT SET"))
     }
 
     /// Inserts the rows of a `COPY table (columns) FROM STDIN` (`data`: the whole stream the
@@ -420,6 +514,10 @@ impl Database {
     /// The result schema a statement would return (`None` for a command), without running it.
     /// Used by the extended protocol's Describe.
     pub async fn describe(&self, session: &Session, sql: &str) -> Result<Option<SchemaRef>> {
+        if parser::statement_set_part(sql) != parser::StatementSetPart::Other {
+            // A statement set's BEGIN or END: no rows, whatever parse_statement thinks of it.
+            return Ok(None);
+        }
         let stmt = parser::parse_statement(sql)?;
         match &stmt {
             WeirStatement::Sql(s) if matches!(s.as_ref(), Statement::Query(_)) => {
@@ -1241,6 +1339,55 @@ mod tests {
             text.lines().filter(|l| l.starts_with('|')).skip(1).map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
         lines.sort();
         lines
+    }
+
+    /// Flink's statement sets: INSERTs are planned as they come and start only at END, all or
+    /// nothing; the `EXECUTE STATEMENT SET BEGIN ...` form arrives in the same pieces (a client
+    /// splits at semicolons) and works the same. A statement that is not an INSERT, or an INSERT
+    /// that does not plan, is refused and leaves the set open.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_statement_set_starts_its_jobs_at_end_all_or_none() -> crate::error::Result<()> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = Database::open_with(dir.path(), OpenOptions { read_sources: false, ..OpenOptions::default() })?;
+        let mut s = Session::default();
+        let out = dir.path().join("out");
+        for sql in [
+            "CREATE TABLE src (k INT, v INT)".to_string(),
+            "CREATE TABLE bh1 (k INT, v INT) WITH ('connector' = 'blackhole')".into(),
+            "CREATE TABLE bh2 (k INT, v INT) WITH ('connector' = 'blackhole')".into(),
+            format!("CREATE TABLE fs (k INT, n BIGINT) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json')", out.display()),
+        ] {
+            db.execute(&mut s, &sql).await?;
+        }
+        let jobs = |db: &Database| db.last_commit().catalog.relations.values().filter(|r| r.kind == weir_catalog::RelationKind::SinkJob).count();
+
+        let tag = |r: StatementResult| match r {
+            StatementResult::Command { tag, rows } => format!("{tag} {rows:?}"),
+            _ => "rows".into(),
+        };
+        assert_eq!(tag(db.execute(&mut s, "BEGIN STATEMENT SET;").await?), "BEGIN STATEMENT SET None");
+        assert_eq!(tag(db.execute(&mut s, "INSERT INTO bh1 SELECT k, v FROM src").await?), "INSERT Some(0)");
+        let refused = db.execute(&mut s, "CREATE TABLE other (a INT)").await.expect_err("not an INSERT");
+        assert_eq!(refused.sqlstate(), "0A000", "{refused}");
+        let refused = db.execute(&mut s, "INSERT INTO bh2 SELECT nosuch FROM src").await.expect_err("does not plan");
+        assert_eq!(refused.sqlstate(), "42703", "{refused}");
+        db.execute(&mut s, "INSERT INTO bh2 SELECT k, v FROM src WHERE v > 0").await?;
+        assert_eq!(jobs(&db), 0, "nothing starts before END");
+        assert!(db.last_commit().catalog.get("other").is_none());
+        assert_eq!(tag(db.execute(&mut s, "END;").await?), "EXECUTE STATEMENT SET None");
+        assert_eq!(jobs(&db), 2, "both INSERTs run");
+        assert!(s.statement_set.is_none());
+
+        // One that fails when its job starts (an updating query into an append-only sink, which
+        // planning alone does not find): the job started before it is stopped too.
+        db.execute(&mut s, "EXECUTE STATEMENT SET BEGIN INSERT INTO bh1 SELECT k, v FROM src").await?;
+        db.execute(&mut s, "INSERT INTO fs SELECT k, COUNT(*) FROM src GROUP BY k").await?;
+        let failed = db.execute(&mut s, "END").await.expect_err("an updating query into a filesystem sink");
+        assert!(failed.to_string().contains("fs"), "{failed}");
+        assert_eq!(jobs(&db), 2, "the set's first job is stopped, the earlier set's two run on");
+        // END outside a set is Postgres's (a COMMIT without a block).
+        db.execute(&mut s, "END").await?;
+        Ok(())
     }
 
     /// Flink's `SHOW FUNCTIONS`: every function a query can call, each once, sorted: scalar

@@ -13,7 +13,7 @@ use sqlparser::ast::{DataType, Expr, Ident, ObjectName, Query, Statement};
 use sqlparser::dialect::GenericDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use crate::error::{Result, WeirError};
 
@@ -174,6 +174,45 @@ pub fn split_statements(sql: &str) -> Result<Vec<String>> {
         out.push(sql[start..].trim().to_string());
     }
     Ok(out)
+}
+
+/// How a statement relates to a Flink statement set (`BEGIN STATEMENT SET; INSERT ...;
+/// INSERT ...; END;`, or `EXECUTE STATEMENT SET BEGIN INSERT ...; INSERT ...; END;`, which a
+/// client splitting at semicolons sends in the same pieces).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatementSetPart {
+    /// `BEGIN STATEMENT SET`, or `EXECUTE STATEMENT SET BEGIN` followed by the set's first
+    /// statement (its text), if any.
+    Begin(Option<String>),
+    /// `END`: runs the set (outside one, Postgres's `END`, a COMMIT).
+    End,
+    /// Any other statement.
+    Other,
+}
+
+/// Which [`StatementSetPart`] `sql` is, by its first words (case-insensitive, comments and
+/// whitespace skipped).
+pub fn statement_set_part(sql: &str) -> StatementSetPart {
+    let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location() else { return StatementSetPart::Other };
+    let significant: Vec<&TokenWithSpan> =
+        tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF | Token::SemiColon)).collect();
+    let word = |i: usize, w: &str| {
+        significant.get(i).is_some_and(|t| matches!(&t.token, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w)))
+    };
+    if word(0, "BEGIN") && word(1, "STATEMENT") && word(2, "SET") && significant.len() == 3 {
+        return StatementSetPart::Begin(None);
+    }
+    if word(0, "EXECUTE") && word(1, "STATEMENT") && word(2, "SET") && word(3, "BEGIN") {
+        let first = significant.get(4).map(|t| {
+            let start = line_starts(sql).get((t.span.start.line as usize).saturating_sub(1)).copied().unwrap_or(sql.len());
+            sql[char_offset_to_byte(sql, start, t.span.start.column.saturating_sub(1) as usize)..].trim().to_string()
+        });
+        return StatementSetPart::Begin(first);
+    }
+    if word(0, "END") && significant.len() == 1 {
+        return StatementSetPart::End;
+    }
+    StatementSetPart::Other
 }
 
 fn line_starts(sql: &str) -> Vec<usize> {
@@ -890,6 +929,17 @@ mod tests {
         assert!(matches!(parse_statement("FLUSH")?, WeirStatement::Flush));
         assert!(matches!(parse_statement("SHOW MATERIALIZED VIEWS")?, WeirStatement::Show(ShowList::MaterializedViews)));
         assert!(matches!(parse_statement("SHOW FUNCTIONS")?, WeirStatement::Show(ShowList::Functions)));
+        assert_eq!(statement_set_part("BEGIN STATEMENT SET;"), StatementSetPart::Begin(None));
+        assert_eq!(statement_set_part("begin statement set"), StatementSetPart::Begin(None));
+        assert_eq!(
+            statement_set_part("EXECUTE STATEMENT SET\n  BEGIN\n  INSERT INTO s SELECT 'é' FROM t"),
+            StatementSetPart::Begin(Some("INSERT INTO s SELECT 'é' FROM t".into()))
+        );
+        assert_eq!(statement_set_part("EXECUTE STATEMENT SET BEGIN"), StatementSetPart::Begin(None));
+        assert_eq!(statement_set_part("END;"), StatementSetPart::End);
+        assert_eq!(statement_set_part("BEGIN"), StatementSetPart::Other);
+        assert_eq!(statement_set_part("END TRANSACTION"), StatementSetPart::Other);
+        assert_eq!(statement_set_part("INSERT INTO s SELECT 1"), StatementSetPart::Other);
         assert!(matches!(parse_statement("show user functions")?, WeirStatement::Show(ShowList::UserFunctions)));
         let WeirStatement::Set { key, value } = parse_statement("SET 'table.exec.state.ttl' = '1 h'")? else { panic!() };
         assert_eq!((key.as_str(), value.as_str()), ("table.exec.state.ttl", "1 h"));
