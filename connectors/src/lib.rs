@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+pub mod datagen;
 pub mod format;
 #[cfg(feature = "kafka")]
 pub mod kafka;
@@ -160,6 +161,14 @@ pub fn validate(
     if name == "filesystem" {
         require(&name, options, "path")?;
     }
+    if name == "print" {
+        if let Some(v) = options.get("standard-error").filter(|v| !matches!(v.to_lowercase().as_str(), "true" | "false")) {
+            return Err(ConnectorError::InvalidValue { option: "standard-error".into(), value: v.clone(), valid: "true, false".into() });
+        }
+        if let Some(v) = options.get("sink.parallelism").filter(|v| v.trim().parse::<u32>().map_or(true, |n| n == 0)) {
+            return Err(ConnectorError::InvalidValue { option: "sink.parallelism".into(), value: v.clone(), valid: "an integer >= 1".into() });
+        }
+    }
     if name == "nexmark" {
         nexmark::NexmarkConfig::from_options(options)?;
     }
@@ -191,7 +200,11 @@ pub fn validate(
 ///   options behind `key.` / `value.`) and `value.fields-include` instead of `format`;
 /// - `filesystem`: `path`, `format`, `csv.field-delimiter` (csv), `json.encode.ignore-null-fields`
 ///   (json sink);
-/// - `nexmark`: the `nexmark.*` options.
+/// - `nexmark`: the `nexmark.*` options;
+/// - `print`: `print-identifier`, `standard-error`, `sink.parallelism` (its value checked; a
+///   job's sink has the job's parallelism);
+/// - `datagen`: `rows-per-second`, `number-of-rows` and `fields.<column>.<option>`
+///   ([`datagen::FIELD_OPTIONS`]).
 ///
 /// # Errors
 /// [`ConnectorError::UnsupportedOptions`] naming every unsupported option, with a "did you
@@ -235,6 +248,13 @@ pub fn check_supported(
             }
         }
         "nexmark" => supported.extend(nexmark::OPTIONS.iter().map(|o| o.to_string())),
+        "print" => supported.extend(["print-identifier".into(), "standard-error".into(), "sink.parallelism".into()]),
+        "datagen" => {
+            supported.extend(datagen::OPTIONS.iter().map(|o| o.to_string()));
+            // `fields.<column>.<option>`: the column is checked against the table's by the
+            // generator (`datagen::DatagenGenerator::try_new`).
+            supported.extend(options.keys().filter(|k| datagen::is_field_option(k)).cloned());
+        }
         _ => {}
     }
     let kafka_like = matches!(name, "kafka" | "upsert-kafka");

@@ -1,7 +1,8 @@
 //! The sinks of `INSERT INTO` jobs: the operator at the root of a job writing into a connector
 //! table, by connector, and stopping such a job.
 //!
-//! Sinks by connector: `blackhole` (counts and drops rows of any shape), `filesystem`
+//! Sinks by connector: `blackhole` (counts and drops rows of any shape), `print` (prints
+//! each changelog row, as Flink's), `filesystem`
 //! (exactly-once JSON lines or CSV files), `kafka` (append-only, the table's `'format'`) and
 //! `upsert-kafka` (the primary key as message key, tombstones for deletes), at least once; see
 //! [`crate::runtime::operators::sink`].
@@ -16,7 +17,7 @@ use super::Engine;
 use crate::error::{Result, WeirError};
 use crate::plan::StreamPlan;
 use crate::runtime::operator::Operator;
-use crate::runtime::operators::sink::{Blackhole, FileFormat, FileSink, KafkaEncoding, KafkaSink};
+use crate::runtime::operators::sink::{Blackhole, FileFormat, FileSink, KafkaEncoding, KafkaSink, PrintSink};
 use crate::runtime::relation::connector_of;
 use crate::runtime::Job;
 use crate::state::EpochWrites;
@@ -35,6 +36,10 @@ impl Engine {
                 self.sink_rows.lock().expect("sink counters").insert(rel.name.clone(), Arc::clone(&rows));
                 Box::new(Blackhole { rows })
             }
+            "print" => Box::new(PrintSink {
+                prefix: sink.options.get("print-identifier").map(|p| format!("{p}> ")).unwrap_or_default(),
+                stderr: sink.options.get("standard-error").is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            }),
             "filesystem" => {
                 let dir = PathBuf::from(sink.options.get("path").cloned().unwrap_or_default());
                 let format = match sink.options.get("format").map(String::as_str).unwrap_or("json") {

@@ -22,6 +22,7 @@
 //! [`END_OF_INPUT_WATERMARK`], which fires every remaining window (Flink emits
 //! `Long.MAX_VALUE` at the end of bounded input).
 
+pub mod datagen;
 pub mod filesystem;
 pub mod kafka;
 pub mod nexmark;
@@ -148,7 +149,7 @@ pub fn metadata_columns(rel: &Relation) -> Vec<Option<String>> {
 
 /// Whether a connector has a source runtime in this version.
 pub fn has_source(connector: &str) -> bool {
-    matches!(connector, "nexmark" | "filesystem" | "kafka" | "upsert-kafka")
+    matches!(connector, "nexmark" | "datagen" | "filesystem" | "kafka" | "upsert-kafka")
 }
 
 /// Opens the reader of connector table `rel` producing `physical` (its non-computed columns),
@@ -170,6 +171,7 @@ pub fn open_reader(rel: &Relation, physical: SchemaRef, positions: Option<&[u64]
     match connector_of(rel) {
         "kafka" | "upsert-kafka" => Ok(Box::new(kafka::KafkaSource::open(rel, physical, positions)?)),
         "nexmark" => Ok(Box::new(nexmark::NexmarkReader::open(rel, physical, positions)?)),
+        "datagen" => Ok(Box::new(datagen::DatagenReader::open(rel, physical, positions)?)),
         "filesystem" => Ok(Box::new(filesystem::FileReader::open(rel, physical, positions)?)),
         other => Err(WeirError::unsupported(format!(
             "table {}: the '{other}' connector's source is not built yet in this version",

@@ -178,8 +178,9 @@ pub async fn create_table(engine: &mut Engine, t: &CreateTable, definition: &str
             operator_state: BTreeMap::new(),
             emit_on_window_close: false,
     };
-    if connector == "nexmark" {
-        // Checks the declared columns against the generator's table now, not at first read.
+    if connector == "nexmark" || connector == "datagen" {
+        // Checks the declared columns against the generator's table (nexmark) or the
+        // per-column options (datagen) now, not at first read.
         crate::source::SourceTask::open("", &rel, None, None)?;
     }
     catalog.relations.insert(t.name.clone(), rel);
@@ -195,7 +196,7 @@ fn table_options(connector: &str) -> &'static [&'static str] {
         "table" => &[LATE_ROWS_TABLE, IDLE_ADVANCE],
         "kafka" | "upsert-kafka" => &[LATE_ROWS_TABLE, DEAD_LETTER_TABLE, DEAD_LETTER_TOPIC, ON_DECODE_ERROR, IDLE_TIMEOUT],
         "filesystem" => &[LATE_ROWS_TABLE, DEAD_LETTER_TABLE, ON_DECODE_ERROR, IDLE_TIMEOUT],
-        "nexmark" => &[LATE_ROWS_TABLE, IDLE_TIMEOUT],
+        "nexmark" | "datagen" => &[LATE_ROWS_TABLE, IDLE_TIMEOUT],
         _ => &[],
     }
 }

@@ -43,7 +43,7 @@ pub async fn start_sink_job(
             sink.name
         )));
     }
-    if !matches!(connector, "blackhole" | "filesystem" | "kafka" | "upsert-kafka") {
+    if !matches!(connector, "blackhole" | "print" | "filesystem" | "kafka" | "upsert-kafka") {
         return Err(WeirError::unsupported(format!(
             "INSERT INTO {}: the '{connector}' connector's sink is not built yet in this version",
             sink.name

@@ -2,6 +2,7 @@
 //!
 //! - [`Blackhole`] (`'connector' = 'blackhole'`): counts the changelog rows and drops them
 //!   (Flink's blackhole, for benchmarks).
+//! - [`PrintSink`] (`'connector' = 'print'`): prints each changelog row (Flink's print).
 //! - [`FileSink`] (`'connector' = 'filesystem'`, `'path'` a directory): appends the rows as
 //!   JSON lines (or CSV) to `<path>/part-<job id>.<format>`, exactly once: rows are buffered
 //!   during an epoch and written and synced at its barrier, and the file's length is stored in
@@ -37,6 +38,46 @@ impl Operator for Blackhole {
     }
     fn process_batch(&mut self, _: usize, chunk: StreamChunk, _: &OpContext<'_>) -> Result<Option<StreamChunk>> {
         self.rows.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+        Ok(None)
+    }
+}
+
+/// Prints every changelog row as Flink's `print` connector does: `+I[1, abc]` (the row kind,
+/// then the values in column order, NULL as `null`), after `'print-identifier'> ` when the table
+/// has one, to the server's standard output, or its standard error with
+/// `'standard-error' = 'true'`. Rows of any kind: updates print as `-U[..]` and `+U[..]`.
+pub struct PrintSink {
+    /// `'print-identifier'`, with the `> ` that follows it; empty without one.
+    pub prefix: String,
+    /// `'standard-error' = 'true'`.
+    pub stderr: bool,
+}
+
+impl Operator for PrintSink {
+    fn name(&self) -> &'static str {
+        "PrintSink"
+    }
+    fn process_batch(&mut self, _: usize, chunk: StreamChunk, _: &OpContext<'_>) -> Result<Option<StreamChunk>> {
+        use arrow::util::display::{ArrayFormatter, FormatOptions};
+        let options = FormatOptions::default().with_null("null");
+        let formatters = chunk
+            .batch
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let mut text = String::new();
+        for (row, op) in chunk.ops.iter().enumerate() {
+            let values: Vec<String> = formatters.iter().map(|f| f.value(row).to_string()).collect();
+            text.push_str(&format!("{}{op}[{}]\n", self.prefix, values.join(", ")));
+        }
+        // One write per chunk, so rows of two jobs do not interleave within a line.
+        let written = if self.stderr {
+            std::io::stderr().lock().write_all(text.as_bytes())
+        } else {
+            std::io::stdout().lock().write_all(text.as_bytes())
+        };
+        written.map_err(|e| WeirError::storage(format!("print sink: {e}")))?;
         Ok(None)
     }
 }
