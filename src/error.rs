@@ -140,6 +140,11 @@ pub enum ErrorKind {
     /// ambiguous_column, `column reference "a" is ambiguous`).
     #[error("{0}")]
     AmbiguousColumn(String),
+    /// A system outside Weir failed or could not be reached: a Kafka cluster a statement
+    /// needs to ask (Postgres's system_error, 58000; not a connection error, class 08, which
+    /// drivers take for a broken connection to the server).
+    #[error("{0}")]
+    External(String),
     /// RocksDB or the file system failed.
     #[error("storage error: {0}")]
     Storage(String),
@@ -238,6 +243,7 @@ impl WeirError {
             ErrorKind::WrongObjectType(_) => "42809",
             ErrorKind::DuplicateColumn(_) => "42701",
             ErrorKind::AmbiguousColumn(_) => "42702",
+            ErrorKind::External(_) => "58000",
             ErrorKind::Storage(_) => "58030",
             ErrorKind::Internal(_) => "XX000",
         }
@@ -251,6 +257,26 @@ impl WeirError {
             ErrorKind::Syntax { position, .. } => *position,
             _ => self.0.position,
         }
+    }
+
+    /// This error with its message rewritten by `rewrite` (which returns `None` to keep it), for
+    /// the kinds whose message is free text (the ones SQL users mostly meet: `Plan`,
+    /// `UnknownColumn`, `UndefinedFunction`, `InvalidText`, `NumericOutOfRange`, `Execution`); the
+    /// kind (so the SQLSTATE) and position stay.
+    pub fn map_message(mut self, rewrite: impl FnOnce(&str) -> Option<String>) -> Self {
+        let message = match &mut self.0.kind {
+            ErrorKind::Plan(m)
+            | ErrorKind::UnknownColumn(m)
+            | ErrorKind::UndefinedFunction(m)
+            | ErrorKind::InvalidText(m)
+            | ErrorKind::NumericOutOfRange(m)
+            | ErrorKind::Execution(m) => m,
+            _ => return self,
+        };
+        if let Some(new) = rewrite(message) {
+            *message = new;
+        }
+        self
     }
 
     /// An `UnknownColumn` or `UnknownTable` error pointed at the name's first mention in its
@@ -275,7 +301,7 @@ impl WeirError {
 
 /// The column an `UnknownColumn` message names: DataFusion's `No field named [rel.]name` (a
 /// part in double quotes when it needs them) or Weir's `column "name"`.
-fn missing_column(msg: &str) -> Option<String> {
+pub(crate) fn missing_column(msg: &str) -> Option<String> {
     if let Some(i) = msg.find("column \"") {
         let rest = &msg[i + "column \"".len()..];
         return rest.find('"').map(|end| rest[..end].to_string());

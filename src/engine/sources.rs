@@ -43,7 +43,7 @@ impl Engine {
     /// FAILED, asked of the brokers now.
     ///
     /// # Errors
-    /// `Execution` naming the table when its brokers cannot be reached.
+    /// `External` (58000) naming the table and the job when its brokers cannot be reached.
     pub fn kafka_source_ends(&self) -> Result<Vec<SourceEnd>> {
         let mut out = Vec::new();
         for (job, table) in self.sources.keys() {
@@ -51,8 +51,13 @@ impl Engine {
             if self.failed.contains_key(job) || !matches!(connector_of(rel), "kafka" | "upsert-kafka") {
                 continue;
             }
-            let ends = crate::source::kafka::end_positions(rel)
-                .map_err(|e| WeirError::execution(format!("table {table}: the end of its topic: {e}")))?;
+            let ends = crate::source::kafka::end_positions(rel).map_err(|e| {
+                WeirError::new(crate::error::ErrorKind::External(format!(
+                    "FLUSH cannot ask the brokers of table {table} where its topic ends, so it cannot wait for job {job} to \
+                     read it: {e}. FLUSH waits for every Kafka source of a running job; suspend or stop that job (ALTER \
+                     MATERIALIZED VIEW .. SUSPEND, STOP JOB) to FLUSH without it"
+                )))
+            })?;
             out.push(SourceEnd { job: job.clone(), table: table.clone(), ends });
         }
         Ok(out)

@@ -353,13 +353,13 @@ impl Database {
     /// fails with 25P02 ([`crate::sql::transaction`]).
     pub async fn execute(&self, session: &mut Session, sql: &str) -> Result<StatementResult> {
         if let Some(result) = self.statement_set(session, sql).await {
-            return result;
+            return result.map_err(crate::sql::messages::in_sql_terms);
         }
         let result = match parser::parse_statement(sql) {
             Ok(stmt) => self.execute_parsed(session, stmt, sql).await,
             Err(e) => Err(e),
         }
-        .map_err(|e| e.locate_name(|name| parser::position_of_name(sql, name)));
+        .map_err(|e| crate::sql::messages::in_sql_terms(e.locate_name(|name| parser::position_of_name(sql, name))));
         if result.is_err() {
             if let Some(txn) = session.txn.as_mut() {
                 txn.failed = true;
@@ -387,7 +387,7 @@ impl Database {
                 }
                 if session.txn.is_some() {
                     return Some(Err(WeirError::new(crate::error::ErrorKind::ActiveTransaction(
-                        "BEGIN STATEMENT SET cannot run inside a transaction block".into(),
+                        "a statement set cannot start inside a transaction block".into(),
                     ))));
                 }
                 session.statement_set = Some(Vec::new());
@@ -409,21 +409,26 @@ impl Database {
 
     /// Plans `sql`, an INSERT, and adds it to the session's open statement set.
     async fn add_to_statement_set(&self, session: &mut Session, sql: &str) -> Result<StatementResult> {
-        let stmt = parser::parse_statement(sql).map_err(|e| e.locate_name(|name| parser::position_of_name(sql, name)))?;
-        if !matches!(&stmt, WeirStatement::Sql(s) if matches!(s.as_ref(), Statement::Insert(_))) {
-            return Err(WeirError::unsupported(
-                "a statement set holds INSERT INTO statements only (Flink); END; runs it, and other statements wait until then",
-            ));
-        }
+        let located = |e: WeirError| e.locate_name(|name| parser::position_of_name(sql, name));
+        let stmt = parser::parse_statement(sql).map_err(located)?;
+        let WeirStatement::Sql(inner) = &stmt else { return Err(not_in_a_statement_set()) };
+        let Statement::Insert(insert) = inner.as_ref() else { return Err(not_in_a_statement_set()) };
         if session.read_only {
             return Err(WeirError::new(crate::error::ErrorKind::InsufficientPrivilege(format!(
                 "permission denied: role \"{}\" is read-only (SELECT, SUBSCRIBE, SHOW, EXPLAIN, cursors and COPY ... TO)",
                 session.user
             ))));
         }
-        self.execute_parsed(session, WeirStatement::Explain(Box::new(stmt)), sql)
-            .await
-            .map_err(|e| e.locate_name(|name| parser::position_of_name(sql, name)))?;
+        let table = dml::insert_table(insert)?;
+        let rel = self.last_commit().catalog.get(&table).cloned().ok_or_else(|| located(WeirError::unknown_table(&table)))?;
+        if crate::runtime::relation::connector_of(&rel) != "table" {
+            // Every check the job's start makes, short of starting it.
+            let mut engine = self.write_engine().await?;
+            let check = crate::sql::sink_jobs::SinkJobMode::CheckOnly;
+            dml::insert_into_connector(&mut engine, &rel, insert, &session.settings, check).await.map_err(located)?;
+        } else {
+            self.execute_parsed(session, WeirStatement::Explain(Box::new(stmt.clone())), sql).await.map_err(located)?;
+        }
         session.statement_set.get_or_insert_with(Vec::new).push(sql.to_string());
         Ok(StatementResult::Command { tag: "INSERT".into(), rows: Some(0) })
     }
@@ -973,7 +978,7 @@ impl Database {
                     let mut engine = self.write_engine().await?;
                     // The catalog under the engine: the table may have changed since the read.
                     let rel = engine.catalog.get(&table).cloned().unwrap_or(rel);
-                    dml::insert_into_connector(&mut engine, &rel, insert, settings).await?;
+                    dml::insert_into_connector(&mut engine, &rel, insert, settings, crate::sql::sink_jobs::SinkJobMode::Start).await?;
                     return Ok(StatementResult::Command { tag: "INSERT".into(), rows: Some(0) });
                 }
                 let written = self.write(session, "INSERT", WriteRequest::Insert(insert)).await?;
@@ -1307,6 +1312,13 @@ fn in_block<'s>(session: &'s mut Session, what: &str) -> Result<&'s mut Transact
 }
 
 /// How long FLUSH waits for bounded sources to reach their end.
+/// The refusal of a statement other than INSERT in a statement set.
+fn not_in_a_statement_set() -> WeirError {
+    WeirError::unsupported(
+        "a statement set holds INSERT INTO statements only (as in Flink), so this one is refused; the set stays open: END; runs it, and this statement can run after that",
+    )
+}
+
 /// The names of every scalar, aggregate and window function a query of this session can call
 /// (DataFusion's, Weir's own, the Postgres catalog functions), sorted, each once.
 fn function_names(snapshot: &Arc<Snapshot>) -> Vec<String> {
@@ -1378,12 +1390,22 @@ mod tests {
         assert_eq!(jobs(&db), 2, "both INSERTs run");
         assert!(s.statement_set.is_none());
 
-        // One that fails when its job starts (an updating query into an append-only sink, which
-        // planning alone does not find): the job started before it is stopped too.
+        // A sink whose directory cannot be created, under a file: its job fails as it starts.
+        std::fs::write(dir.path().join("a-file"), b"").expect("file");
+        let bad = dir.path().join("a-file").join("out");
+        db.execute(&mut s, &format!("CREATE TABLE fs_bad (k INT, v INT) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json')", bad.display())).await?;
+        db.execute(&mut s, "CREATE TABLE gen (k INT, v INT) WITH ('connector' = 'datagen', 'number-of-rows' = '5')").await?;
+        // Every check a job's start makes is made as the INSERT comes: an unknown target, an
+        // updating query into an append-only sink.
         db.execute(&mut s, "EXECUTE STATEMENT SET BEGIN INSERT INTO bh1 SELECT k, v FROM src").await?;
-        db.execute(&mut s, "INSERT INTO fs SELECT k, COUNT(*) FROM src GROUP BY k").await?;
-        let failed = db.execute(&mut s, "END").await.expect_err("an updating query into a filesystem sink");
-        assert!(failed.to_string().contains("fs"), "{failed}");
+        let refused = db.execute(&mut s, "INSERT INTO nosuch SELECT k, v FROM src").await.expect_err("unknown target");
+        assert_eq!(refused.sqlstate(), "42P01", "{refused}");
+        let refused = db.execute(&mut s, "INSERT INTO fs SELECT k, COUNT(*) FROM src GROUP BY k").await.expect_err("updating");
+        assert!(refused.to_string().contains("append-only"), "{refused}");
+        // One that fails only when its job starts: the job started before it is stopped too.
+        db.execute(&mut s, "INSERT INTO fs_bad SELECT k, v FROM gen").await?;
+        let failed = db.execute(&mut s, "END").await.expect_err("the sink's directory cannot be created");
+        assert_eq!(failed.sqlstate(), "58030", "{failed}");
         assert_eq!(jobs(&db), 2, "the set's first job is stopped, the earlier set's two run on");
         // END outside a set is Postgres's (a COMMIT without a block).
         db.execute(&mut s, "END").await?;

@@ -603,12 +603,13 @@ async fn keyed_scan(base: &WriteBase<'_>, changes: &TableChanges, table: &str, s
 }
 
 /// INSERT INTO a connector table: checks the query's changelog against the sink, then starts
-/// the job that writes it.
+/// the job that writes it (with [`SinkJobMode::Start`](crate::sql::sink_jobs::SinkJobMode)).
 pub async fn insert_into_connector(
     engine: &mut Engine,
     rel: &weir_catalog::Relation,
     insert: &Insert,
     settings: &std::collections::BTreeMap<String, String>,
+    mode: crate::sql::sink_jobs::SinkJobMode,
 ) -> Result<usize> {
     let Some(source) = &insert.source else {
         return Err(WeirError::unsupported("INSERT without a query"));
@@ -638,7 +639,7 @@ pub async fn insert_into_connector(
         [] => format!("INSERT INTO {} {source}", rel.name),
         listed => format!("INSERT INTO {} ({}) {source}", rel.name, listed.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")),
     };
-    crate::sql::sink_jobs::start_sink_job(engine, rel, &query, depends_on, &definition, settings, updating).await?;
+    crate::sql::sink_jobs::start_sink_job(engine, rel, &query, depends_on, &definition, settings, updating, mode).await?;
     Ok(0)
 }
 

@@ -96,7 +96,7 @@ pub fn check_windows_close(plan: &StreamPlan, catalog: &Catalog, kind: JobKind) 
         if !sources.iter().any(|s| declares_watermark(catalog, s)) {
             let (why, instead) = match kind {
                 JobKind::Sink => (
-                    "as every window operator of an INSERT INTO job does (Flink)",
+                    "as every window of an INSERT INTO job does, as in Flink",
                     "or keep the windows in a materialized view without EMIT ON WINDOW CLOSE, which shows each window as it grows",
                 ),
                 JobKind::View { .. } => {
@@ -105,9 +105,9 @@ pub fn check_windows_close(plan: &StreamPlan, catalog: &Catalog, kind: JobKind) 
             };
             return Err(WeirError::plan(format!(
                 "{what} would never emit: it emits each window once, when the watermark closes it ({why}), and no \
-                 watermark reaches it, since {} no WATERMARK. Declare one on the table the window's time column \
-                 comes from (WATERMARK FOR ts AS ts - INTERVAL '5' SECOND; Flink requires a time attribute for a \
-                 window), {instead}",
+                 watermark reaches it, since {} no WATERMARK. Declare one in the CREATE TABLE of the table the \
+                 window's time column comes from (WATERMARK FOR ts AS ts - INTERVAL '5' SECOND; Flink requires a \
+                 time attribute for a window), {instead}",
                 match sources.as_slice() {
                     [] => "its input (VALUES) has".to_string(),
                     [one] => format!("{one} declares"),

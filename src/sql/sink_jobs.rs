@@ -18,6 +18,15 @@ use crate::error::{Result, WeirError};
 use crate::runtime::relation::connector_of;
 use crate::sql::planning::{plan_job, JobKind};
 
+/// Whether [`start_sink_job`] starts the job or only checks that it would start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SinkJobMode {
+    Start,
+    /// Every check of the query against the sink, and its planning, but no job (a statement
+    /// set's INSERT, checked as it comes and started at END).
+    CheckOnly,
+}
+
 /// Starts the job of `INSERT INTO sink query`, where `sink` is a connector table and
 /// `query` SQL text; commits it with the catalog. Returns the job id. `updating` names what
 /// would make the query updating (`plan::updating_operator`), for the refusal of an
@@ -35,6 +44,7 @@ pub async fn start_sink_job(
     definition: &str,
     settings: &BTreeMap<String, String>,
     updating: Option<String>,
+    mode: SinkJobMode,
 ) -> Result<String> {
     let connector = connector_of(sink);
     if connector == "upsert-kafka" && sink.primary_key.is_empty() {
@@ -82,6 +92,9 @@ pub async fn start_sink_job(
                 )));
             }
         }
+    }
+    if mode == SinkJobMode::CheckOnly {
+        return Ok(String::new());
     }
     let mut catalog = (*engine.catalog).clone();
     let id = catalog.allocate_job();
