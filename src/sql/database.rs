@@ -572,7 +572,7 @@ impl Database {
                 let schema = crate::runtime::relation::relation_schema(rel)?;
                 Ok(Some(crate::sql::subscribe::output_schema(&crate::runtime::feed::diff_schema(&schema), sub.progress)))
             }
-            WeirStatement::Show(_)
+            WeirStatement::Show(..)
             | WeirStatement::ShowCreate(_)
             | WeirStatement::Describe(_)
             | WeirStatement::ShowVariable(_)
@@ -728,11 +728,17 @@ impl Database {
                 engine.commit(crate::state::EpochWrites::default(), None)?;
                 Ok(command("FLUSH"))
             }
-            WeirStatement::Show(list) => {
+            WeirStatement::Show(list, like) => {
                 let engine = self.engine.read().await;
                 let late: BTreeMap<String, u64> =
                     engine.job_stats().into_iter().map(|(name, stats)| (name, stats.late_rows())).collect();
-                let functions = if list == parser::ShowList::Functions { function_names(&self.read_snapshot()) } else { Vec::new() };
+                let functions = match list {
+                    parser::ShowList::Functions => function_names(&self.read_snapshot())
+                        .into_iter()
+                        .filter(|f| like.as_ref().is_none_or(|l| l.accepts(f)))
+                        .collect(),
+                    _ => Vec::new(),
+                };
                 show::show_list(&engine.catalog, &functions, list, &late, &engine.failed, &engine.suspended)
             }
             WeirStatement::ShowCreate(name) => show::show_create(&self.read_snapshot().catalog, &name),
@@ -1266,7 +1272,7 @@ fn writes(stmt: &WeirStatement) -> bool {
         | WeirStatement::DeclareCursor { .. }
         | WeirStatement::Fetch { .. }
         | WeirStatement::CloseCursor(_)
-        | WeirStatement::Show(_)
+        | WeirStatement::Show(..)
         | WeirStatement::ShowCreate(_)
         | WeirStatement::Describe(_)
         | WeirStatement::Set { .. }
@@ -1324,11 +1330,15 @@ fn not_in_a_statement_set() -> WeirError {
 fn function_names(snapshot: &Arc<Snapshot>) -> Vec<String> {
     let ctx = session_context(Arc::clone(snapshot));
     let state = ctx.state();
+    // DataFusion's functions about its own machinery (Arrow types, unions, files scanned),
+    // which a Flink user never calls, are left out.
+    let internal = |f: &str| f.starts_with("arrow_") || f.starts_with("union_") || matches!(f, "input_file_name" | "file_row_index");
     let mut names: Vec<String> = state
         .scalar_functions()
         .keys()
         .chain(state.aggregate_functions().keys())
         .chain(state.window_functions().keys())
+        .filter(|f| !internal(f))
         .cloned()
         .collect();
     names.sort_unstable();
@@ -1414,7 +1424,8 @@ mod tests {
 
     /// Flink's `SHOW FUNCTIONS`: every function a query can call, each once, sorted: scalar
     /// (`upper`), aggregate (`count`), window (`row_number`), Weir's own (`current_watermark`)
-    /// and the Postgres catalog's (`pg_get_userbyid`); `SHOW USER FUNCTIONS`: none.
+    /// and the Postgres catalog's (`pg_get_userbyid`), without DataFusion's internals; with
+    /// `LIKE`, those that match; `SHOW USER FUNCTIONS`: none.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn show_functions_lists_every_callable_function_once() -> crate::error::Result<()> {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -1429,9 +1440,12 @@ mod tests {
                 column.iter().map(|v| v.expect("a name").to_string()).collect::<Vec<_>>()
             })
             .collect();
-        for f in ["upper", "count", "row_number", "current_watermark", "pg_get_userbyid"] {
+        for f in ["upper", "count", "row_number", "current_watermark", "pg_get_userbyid", "json_value", "if"] {
             assert!(names.iter().any(|n| n == f), "{f} missing from {names:?}");
         }
+        assert!(!names.iter().any(|n| n == "arrow_typeof" || n == "input_file_name"), "DataFusion's internals listed");
+        assert_eq!(rows(&db, &mut s, "SHOW FUNCTIONS LIKE 'json_v%'").await, vec!["| json_value |"]);
+        assert_eq!(rows(&db, &mut s, "SHOW FUNCTIONS ILIKE 'JSON%'").await.len(), 2, "json_build_object, json_value");
         assert!(names.windows(2).all(|w| w[0] < w[1]), "sorted, each once");
         assert!(rows(&db, &mut s, "SHOW USER FUNCTIONS").await.is_empty());
         Ok(())

@@ -56,6 +56,38 @@ pub enum ShowList {
     UserFunctions,
 }
 
+/// `[NOT] LIKE | ILIKE 'pattern'` after `SHOW [USER] FUNCTIONS` (Flink's filter).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShowLike {
+    pub not: bool,
+    /// ILIKE: case-insensitive.
+    pub ilike: bool,
+    /// SQL's LIKE pattern: `%` any text, `_` one character.
+    pub pattern: String,
+}
+
+impl ShowLike {
+    /// Whether `name` passes the filter.
+    pub fn accepts(&self, name: &str) -> bool {
+        let (name, pattern) = if self.ilike {
+            (name.to_lowercase(), self.pattern.to_lowercase())
+        } else {
+            (name.to_string(), self.pattern.clone())
+        };
+        like(&name.chars().collect::<Vec<_>>(), &pattern.chars().collect::<Vec<_>>()) != self.not
+    }
+}
+
+/// SQL LIKE without an escape character: `%` matches any run of characters, `_` one.
+fn like(text: &[char], pattern: &[char]) -> bool {
+    match pattern.split_first() {
+        None => text.is_empty(),
+        Some(('%', rest)) => (0..=text.len()).any(|i| like(&text[i..], rest)),
+        Some(('_', rest)) => !text.is_empty() && like(&text[1..], rest),
+        Some((c, rest)) => text.first() == Some(c) && like(&text[1..], rest),
+    }
+}
+
 /// The kind named by `DROP`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DropKind {
@@ -114,7 +146,8 @@ pub enum WeirStatement {
     CreateMaterializedView { name: String, if_not_exists: bool, query: Box<Query>, emit_on_window_close: bool },
     Drop { kind: DropKind, names: Vec<String>, if_exists: bool, cascade: bool },
     Flush,
-    Show(ShowList),
+    /// `SHOW ...`, with `SHOW [USER] FUNCTIONS`' optional LIKE filter.
+    Show(ShowList, Option<ShowLike>),
     ShowCreate(String),
     Describe(String),
     /// `SET key = value`; the value as text.
@@ -433,7 +466,17 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
             for _ in 0..n {
                 p.next_token();
             }
-            return Ok(WeirStatement::Show(list));
+            let mut like = None;
+            if matches!(list, ShowList::Functions | ShowList::UserFunctions) {
+                let not = p.parse_keyword(Keyword::NOT);
+                let ilike = p.parse_keyword(Keyword::ILIKE);
+                if ilike || p.parse_keyword(Keyword::LIKE) {
+                    like = Some(ShowLike { not, ilike, pattern: p.parse_literal_string().map_err(err)? });
+                } else if not {
+                    return Err(unexpected(p, sql, "LIKE or ILIKE"));
+                }
+            }
+            return Ok(WeirStatement::Show(list, like));
         }
         if is_word(p, 1, "CREATE") {
             p.next_token();
@@ -927,8 +970,14 @@ mod tests {
     #[test]
     fn parses_commands() -> Result<()> {
         assert!(matches!(parse_statement("FLUSH")?, WeirStatement::Flush));
-        assert!(matches!(parse_statement("SHOW MATERIALIZED VIEWS")?, WeirStatement::Show(ShowList::MaterializedViews)));
-        assert!(matches!(parse_statement("SHOW FUNCTIONS")?, WeirStatement::Show(ShowList::Functions)));
+        assert!(matches!(parse_statement("SHOW MATERIALIZED VIEWS")?, WeirStatement::Show(ShowList::MaterializedViews, None)));
+        assert!(matches!(parse_statement("SHOW FUNCTIONS")?, WeirStatement::Show(ShowList::Functions, None)));
+        let WeirStatement::Show(ShowList::Functions, Some(like)) = parse_statement("SHOW FUNCTIONS NOT ILIKE 'JSON%'")? else {
+            panic!("a filter")
+        };
+        assert!(like.not && like.ilike && !like.accepts("json_value") && like.accepts("upper"));
+        let like = ShowLike { not: false, ilike: false, pattern: "date_f_rm%".into() };
+        assert!(like.accepts("date_format") && !like.accepts("DATE_FORMAT") && !like.accepts("date_trunc"));
         assert_eq!(statement_set_part("BEGIN STATEMENT SET;"), StatementSetPart::Begin(None));
         assert_eq!(statement_set_part("begin statement set"), StatementSetPart::Begin(None));
         assert_eq!(
@@ -940,7 +989,7 @@ mod tests {
         assert_eq!(statement_set_part("BEGIN"), StatementSetPart::Other);
         assert_eq!(statement_set_part("END TRANSACTION"), StatementSetPart::Other);
         assert_eq!(statement_set_part("INSERT INTO s SELECT 1"), StatementSetPart::Other);
-        assert!(matches!(parse_statement("show user functions")?, WeirStatement::Show(ShowList::UserFunctions)));
+        assert!(matches!(parse_statement("show user functions")?, WeirStatement::Show(ShowList::UserFunctions, None)));
         let WeirStatement::Set { key, value } = parse_statement("SET 'table.exec.state.ttl' = '1 h'")? else { panic!() };
         assert_eq!((key.as_str(), value.as_str()), ("table.exec.state.ttl", "1 h"));
         assert!(matches!(parse_statement("DROP MATERIALIZED VIEW IF EXISTS v CASCADE")?,

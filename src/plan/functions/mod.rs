@@ -12,6 +12,8 @@
 //! | `SPLIT_INDEX(str, sep, idx)` | `split_index.rs` | STRING |
 //! | `DATE_FORMAT(ts, format)` | `date_format.rs` | STRING |
 //! | `AVG(x)` (replaces DataFusion's) | `avg.rs` | x's type for integers |
+//! | `IF(condition, a, b)` (rewritten into CASE) | `flink_if.rs` | the type a and b widen to |
+//! | `JSON_VALUE(json, path)` | `json_value.rs` | STRING |
 //!
 //! # Conventions
 //! - Scalar functions work on whole Arrow arrays; a constant argument is read once, never
@@ -23,6 +25,8 @@
 mod args;
 mod avg;
 mod date_format;
+mod flink_if;
+mod json_value;
 mod modulo;
 mod current_watermark;
 mod proctime;

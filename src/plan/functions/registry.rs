@@ -6,6 +6,8 @@ use datafusion::prelude::SessionContext;
 use super::avg::FlinkAvg;
 use super::current_watermark::CurrentWatermark;
 use super::date_format::DateFormat;
+use super::flink_if::{If, IfRewrite};
+use super::json_value::JsonValue;
 use super::modulo::Mod;
 use super::proctime::ProcTime;
 use super::regexp_extract::RegexpExtract;
@@ -26,4 +28,12 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(SplitIndex::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(DateFormat::new()));
     ctx.register_udaf(AggregateUDF::new_from_impl(FlinkAvg::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(If::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(JsonValue::new()));
+    // `IF` calls become CASE before type coercion.
+    let state = ctx.state_ref();
+    let mut state = state.write();
+    if let Err(e) = datafusion::execution::FunctionRegistry::register_function_rewrite(&mut *state, std::sync::Arc::new(IfRewrite)) {
+        tracing::error!("registering the IF rewrite: {e}");
+    }
 }
