@@ -333,6 +333,15 @@ fn in_range(bits: u64, lo: i128, hi: i128) -> i128 {
     lo + ((u128::from(bits) << 64 | u128::from(mix(bits))) % span) as i128
 }
 
+/// A random string's length: `length`, or with `var_len` one from 1 to `length` by `bits`.
+fn random_len(bits: u64, length: usize, var_len: bool) -> usize {
+    if var_len {
+        1 + (bits % length as u64) as usize
+    } else {
+        length
+    }
+}
+
 /// The column of type `t` for positions `rows`.
 fn column(field: &Field, t: &DataType, rows: &[u64], now_ms: i64) -> Result<ArrayRef, ConnectorError> {
     let is_null = |row: u64| field.null_rate > 0.0 && unit(draw(field.seed, row, 1)) < field.null_rate;
@@ -375,7 +384,7 @@ fn column(field: &Field, t: &DataType, rows: &[u64], now_ms: i64) -> Result<Arra
                     b.append_null();
                     continue;
                 }
-                let len = if *var_len { 1 + (bits(r) % *length as u64) as usize } else { *length };
+                let len = random_len(bits(r), *length, *var_len);
                 let bytes: Vec<u8> = (0..len).map(|i| draw(field.seed, r, 2 + (i / 8) as u64).to_le_bytes()[i % 8]).collect();
                 b.append_value(bytes);
             }
@@ -390,7 +399,7 @@ fn column(field: &Field, t: &DataType, rows: &[u64], now_ms: i64) -> Result<Arra
                     b.append_null();
                     continue;
                 }
-                let len = if *var_len { 1 + (bits(r) % *length as u64) as usize } else { *length };
+                let len = random_len(bits(r), *length, *var_len);
                 s.clear();
                 for i in 0..len {
                     let word = draw(field.seed, r, 2 + (i / 16) as u64);

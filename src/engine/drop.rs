@@ -14,8 +14,8 @@ impl Engine {
     ///
     /// # Errors
     /// `UnknownTable` (unless `if_exists`); `WrongObjectType` (42809) when a name is a
-    /// relation of another kind (naming the right statement); `DependentObjects` without `cascade` when others depend on
-    /// one; the commit's.
+    /// relation of another kind (naming the right statement); `DependentObjects` without
+    /// `cascade` when others depend on one; the commit's.
     pub fn drop_relations(&mut self, kind: RelationKind, names: &[String], if_exists: bool, cascade: bool) -> Result<()> {
         let mut catalog = (*self.catalog).clone();
         let mut writes = EpochWrites::default();

@@ -210,7 +210,7 @@ impl KafkaSource {
 ///
 /// # Errors
 /// `InvalidOption` for bad options; `Execution` when the brokers cannot be reached or the
-/// topic does not exist.
+/// topic does not exist (`FLUSH` reports it as 58000, naming the table and job).
 pub fn end_positions(rel: &Relation) -> Result<Vec<u64>> {
     let ends = KafkaReader::end_offsets(&source_config(rel)?).map_err(kafka_error)?;
     Ok(ends.into_values().map(|end| end.max(0) as u64).collect())

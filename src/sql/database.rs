@@ -369,8 +369,9 @@ impl Database {
     }
 
     /// Flink's statement sets: `BEGIN STATEMENT SET;` (or `EXECUTE STATEMENT SET BEGIN` and
-    /// the first statement), then `INSERT INTO` statements, each planned as it comes (so a
-    /// mistake shows at once, and the set stays open) and answered `INSERT 0 0`, then `END;`,
+    /// the first statement), then `INSERT INTO` statements, each checked as it comes as its
+    /// job's start would check it (so a mistake shows at once, and the set stays open) and
+    /// answered `INSERT 0 0`, then `END;`,
     /// which runs them in order: each starts its job as it would alone. All or nothing, as
     /// Flink submits a set as one job: when one fails, the jobs the set had started are
     /// stopped and its error returned. `None` for a statement outside a set.
@@ -407,7 +408,7 @@ impl Database {
         }
     }
 
-    /// Plans `sql`, an INSERT, and adds it to the session's open statement set.
+    /// Checks `sql`, an INSERT, and adds it to the session's open statement set.
     async fn add_to_statement_set(&self, session: &mut Session, sql: &str) -> Result<StatementResult> {
         let located = |e: WeirError| e.locate_name(|name| parser::position_of_name(sql, name));
         let stmt = parser::parse_statement(sql).map_err(located)?;

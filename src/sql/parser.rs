@@ -226,6 +226,13 @@ pub enum StatementSetPart {
 /// Which [`StatementSetPart`] `sql` is, by its first words (case-insensitive, comments and
 /// whitespace skipped).
 pub fn statement_set_part(sql: &str) -> StatementSetPart {
+    // Every statement comes here: most are told apart by their first word without tokenizing
+    // (a long INSERT ... VALUES would be tokenized twice).
+    let head = sql.trim_start();
+    let starts = |w: &str| head.get(..w.len()).is_some_and(|h| h.eq_ignore_ascii_case(w));
+    if !(starts("begin") || starts("execute") || starts("end") || starts("--") || starts("/*")) {
+        return StatementSetPart::Other;
+    }
     let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location() else { return StatementSetPart::Other };
     let significant: Vec<&TokenWithSpan> =
         tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF | Token::SemiColon)).collect();
@@ -987,6 +994,8 @@ mod tests {
         assert_eq!(statement_set_part("EXECUTE STATEMENT SET BEGIN"), StatementSetPart::Begin(None));
         assert_eq!(statement_set_part("END;"), StatementSetPart::End);
         assert_eq!(statement_set_part("BEGIN"), StatementSetPart::Other);
+        assert_eq!(statement_set_part("-- the set\n  /* of two */ BEGIN STATEMENT SET"), StatementSetPart::Begin(None));
+        assert_eq!(statement_set_part("  end"), StatementSetPart::End);
         assert_eq!(statement_set_part("END TRANSACTION"), StatementSetPart::Other);
         assert_eq!(statement_set_part("INSERT INTO s SELECT 1"), StatementSetPart::Other);
         assert!(matches!(parse_statement("show user functions")?, WeirStatement::Show(ShowList::UserFunctions, None)));
