@@ -372,7 +372,12 @@ fn column(field: &Field, t: &DataType, rows: &[u64], now_ms: i64) -> Result<Arra
                 .map_err(|e| ConnectorError::Internal { message: format!("datagen: {e}") })?,
         ),
         (Kind::Random { min, max, .. }, DataType::Float32 | DataType::Float64) => Arc::new(Float64Array::from_iter(
-            rows.iter().map(|&r| (!is_null(r)).then(|| min + unit(bits(r)) * (max - min))),
+            // Weighted, not `min + u * (max - min)`: the default range, the type's whole one,
+            // is wider than the largest double.
+            rows.iter().map(|&r| (!is_null(r)).then(|| {
+                let u = unit(bits(r));
+                min * (1.0 - u) + max * u
+            })),
         )),
         (Kind::Random { .. }, DataType::Boolean) => {
             Arc::new(BooleanArray::from_iter(rows.iter().map(|&r| (!is_null(r)).then(|| bits(r) & 1 == 1))))
@@ -486,6 +491,12 @@ mod tests {
         assert!((800..1200).contains(&d.null_count()), "{} NULLs of 4000 at 0.25", d.null_count());
         let ts = b.column(1).as_primitive::<arrow::datatypes::TimestampMillisecondType>();
         assert!(ts.values().iter().all(|t| (990_000..=1_000_000).contains(t)));
+        // A DOUBLE without bounds ranges over the type's finite values.
+        let s = schema(&[("x", DataType::Float64)]);
+        let mut g = DatagenGenerator::try_new(&opts(&[]), "t", s).expect("generator");
+        let x = g.next_batch(1000, 0).expect("batch").expect("rows");
+        let x = x.column(0).as_primitive::<arrow::datatypes::Float64Type>();
+        assert!(x.values().iter().all(|v| v.is_finite()) && x.values().iter().any(|v| *v < 0.0) && x.values().iter().any(|v| *v > 0.0));
     }
 
     /// Options Flink refuses are refused, naming the option.
