@@ -396,7 +396,7 @@ impl SourceTask {
         }
         if !dead.is_empty() {
             for d in &dead {
-                tracing::warn!(table = %self.table, source = %d.source, offset = d.offset, "record does not decode: {}", d.error);
+                tracing::warn!(table = %self.table, source = %d.source, partition = d.partition, offset = d.offset, "record does not decode: {}", d.error);
             }
             self.progress.dead_letters += dead.len() as u64;
             for d in &dead {
