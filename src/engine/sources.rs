@@ -46,9 +46,15 @@ impl Engine {
     /// `External` (58000) naming the table and the job when its brokers cannot be reached.
     pub fn kafka_source_ends(&self) -> Result<Vec<SourceEnd>> {
         let mut out = Vec::new();
+        // Asked once per table, however many jobs read it.
+        let mut asked: std::collections::BTreeMap<&str, Vec<u64>> = std::collections::BTreeMap::new();
         for (job, table) in self.sources.keys() {
             let Some(rel) = self.catalog.get(table) else { continue };
             if self.failed.contains_key(job) || !matches!(connector_of(rel), "kafka" | "upsert-kafka") {
+                continue;
+            }
+            if let Some(ends) = asked.get(table.as_str()) {
+                out.push(SourceEnd { job: job.clone(), table: table.clone(), ends: ends.clone() });
                 continue;
             }
             let ends = crate::source::kafka::end_positions(rel).map_err(|e| {
@@ -58,6 +64,7 @@ impl Engine {
                      MATERIALIZED VIEW .. SUSPEND, STOP JOB) to FLUSH without it"
                 )))
             })?;
+            asked.insert(table, ends.clone());
             out.push(SourceEnd { job: job.clone(), table: table.clone(), ends });
         }
         Ok(out)
