@@ -72,6 +72,7 @@ fn source_loop(engine: Weak<RwLock<Engine>>) {
     let mut dirty = false;
     loop {
         let Some(shared) = engine.upgrade() else { return };
+        restart_due_jobs(&shared);
         let mut engine = shared.blocking_write();
         // Jobs running on threads of their own that stopped on a failure come back here;
         // independent jobs the engine holds (after a reload, say) go back to threads of their own.
@@ -121,5 +122,22 @@ fn source_loop(engine: Weak<RwLock<Engine>>) {
         if quiet {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+    }
+}
+
+/// Restarts the jobs whose delay after a failure is up ([`super::restart`]): their sources are
+/// opened without the engine's lock, which an unreachable Kafka cluster could hold for seconds,
+/// and installed under it.
+fn restart_due_jobs(shared: &RwLock<Engine>) {
+    let due = match shared.blocking_read().due_restarts() {
+        Ok(due) => due,
+        Err(e) => {
+            tracing::error!("reading the progress of a job to restart: {e}");
+            return;
+        }
+    };
+    for pending in due {
+        let opened = pending.open();
+        shared.blocking_write().install_restarted(&pending.job, opened);
     }
 }

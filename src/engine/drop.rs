@@ -89,6 +89,7 @@ impl Engine {
             Ok(()) => {
                 for name in &dropped_jobs {
                     self.suspended.remove(name);
+                    self.restarting.remove(name);
                 }
                 // Its subscribers end, told why.
                 for (name, why) in &dropped {

@@ -72,6 +72,9 @@ pub struct Engine {
     pub(super) runners_lost: bool,
     /// The parallelism of jobs created without `parallelism.default` (`weir serve --workers`).
     pub workers: usize,
+    /// Jobs that failed since this process started, and when they restart: see
+    /// [`super::restart`]. Kept across reloads.
+    pub(super) restarting: BTreeMap<String, super::restart::Restart>,
 }
 
 /// Stops the jobs running on threads of their own: nothing commits after the engine is gone.
@@ -104,15 +107,17 @@ impl Engine {
     /// created (`weir serve --workers`): such jobs take the server's, also after a restart with
     /// another (their state is in key groups, [`crate::state::key_group`]).
     pub fn load(store: Arc<Store>, planner: Arc<dyn JobPlanner>, workers: usize) -> Result<Self> {
-        Self::load_with(store, planner, None, workers)
+        Self::load_with(store, planner, None, workers, BTreeMap::new())
     }
 
-    /// [`Engine::load`] with the epochs and readers' slot of an engine being reloaded.
+    /// [`Engine::load`] with the epochs and readers' slot, and the restarting jobs, of an
+    /// engine being reloaded.
     fn load_with(
         store: Arc<Store>,
         planner: Arc<dyn JobPlanner>,
         commits: Option<Arc<Commits>>,
         workers: usize,
+        restarting: BTreeMap<String, super::restart::Restart>,
     ) -> Result<Self> {
         let catalog = match store.get_meta("catalog")? {
             Some(bytes) => Catalog::from_bytes(&bytes).map_err(|e| WeirError::storage(e.to_string()))?,
@@ -147,6 +152,7 @@ impl Engine {
             run_detached: false,
             runners_lost: false,
             workers: workers.max(1),
+            restarting,
         };
         for rel in engine.catalog.relations.values().filter(|r| r.job.is_some()) {
             if let Some(error) = engine.store.get_meta(&failed_key(&rel.name))? {
@@ -181,6 +187,7 @@ impl Engine {
             Arc::clone(&self.planner),
             Some(Arc::clone(&self.commits)),
             self.workers,
+            self.restarting.clone(),
         )?;
         self.run_detached = run_detached;
         Ok(())
@@ -207,7 +214,9 @@ impl Engine {
     /// restart (its query no longer plans, or plans with other state tables than it was
     /// created with, after an upgrade of Weir) does not stop the others or the database: it is
     /// marked FAILED with the reason (`SHOW JOBS`), its committed rows stay readable, and it
-    /// takes no input until it is dropped and created again.
+    /// takes no input until it is dropped and created again. One whose sources cannot open
+    /// (its Kafka brokers unreachable) waits to restart ([`super::restart`]), nor does it stop
+    /// the others.
     fn start_jobs(&mut self) -> Result<()> {
         let views: Vec<Relation> = self.catalog.jobs_in_dependency_order().into_iter().cloned().collect();
         for rel in views {
@@ -223,10 +232,9 @@ impl Engine {
                     continue;
                 }
             };
-            let reads: Vec<String> = job.reads().iter().map(|r| r.to_string()).collect();
             self.jobs.insert(rel.name.clone(), job);
             if !self.failed.contains_key(&rel.name) {
-                self.open_sources(&rel.name, &reads)?;
+                self.open_sources_or_wait(&rel.name)?;
             }
         }
         self.refresh_job_order();
@@ -275,6 +283,8 @@ impl Engine {
         }
         let mut job = self.build_job(rel, plan, &mut catalog)?;
         self.backfill(&mut job, plan, savepoint.is_none())?;
+        // A dropped job of the same name may have failed: this one starts afresh.
+        self.restarting.remove(&rel.name);
         self.jobs.insert(rel.name.clone(), job);
         let result = self
             .open_sources_from(&rel.name, &plan.sources(), starts)

@@ -14,6 +14,7 @@
 //! | `sources.rs` | connector source tasks: opening, polling, progress, dead letters |
 //! | `sinks.rs` | the sink operators of `INSERT INTO` jobs, `STOP JOB` |
 //! | `runner.rs` | independent jobs on threads of their own, committing their own epochs |
+//! | `restart.rs` | restarting a job that failed (its brokers unreachable) from its last checkpoint, with backoff |
 //! | `table_writes.rs` | write statements' changes to plain tables, committed as one epoch |
 //! | `drop.rs` | `DROP` of relations with their jobs and state |
 //! | `suspend.rs` | savepoints: suspending and resuming jobs, starting a job from a suspended one's positions |
@@ -23,6 +24,7 @@ pub mod committed;
 pub mod driver;
 pub mod drop;
 pub mod jobs;
+pub mod restart;
 pub mod runner;
 pub mod sinks;
 pub mod sources;
@@ -32,6 +34,7 @@ pub mod table_writes;
 
 pub use committed::{Commits, Committed, CommittedSlot};
 pub use driver::{CHECKPOINT_INTERVAL, EPOCH_WRITE_BYTES};
+pub use restart::Restart;
 pub use jobs::{table_store, watermark_key, Engine, JobPlanner, IDLE_ADVANCE, LATE_ROWS_TABLE};
 pub use table_writes::TableChanges;
 pub use sinks::{written_fields, SINK_OPTION};

@@ -18,7 +18,8 @@
 //! statement the engine lets them run again ([`Engine::detach_jobs`]). A runner that stops on
 //! its own hands back its job with the reason: a source whose `'decode.on-error' = 'fail'` met
 //! a bad record (the job is FAILED, as on the engine's thread), or an error, after which the
-//! engine reloads from the last commit as it does for a failure of its own source thread.
+//! engine reloads from the last commit as it does for a failure of its own source thread, and
+//! the job restarts from it after a delay ([`super::restart`]).
 //!
 //! While a job runs detached, the system tables show what its runner published at its last
 //! commit ([`JobStats`], [`SourceRow`]s).
@@ -206,8 +207,10 @@ impl Engine {
             match why {
                 Stopped::Asked => {}
                 Stopped::Failed(error) => self.fail_job(&name, error),
+                // The job restarts from its last checkpoint after a delay; the reload drops
+                // what it did since.
                 Stopped::Error(e) => {
-                    tracing::error!(job = %name, "job failed: {e}; resuming from the last commit");
+                    self.note_failure(&name, &e.to_string());
                     reload = true;
                 }
             }

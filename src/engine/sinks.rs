@@ -147,6 +147,7 @@ impl Engine {
             return Err(e);
         }
         self.suspended.remove(&name);
+        self.restarting.remove(&name);
         Ok(())
     }
 }

@@ -43,8 +43,18 @@ impl Engine {
     /// FAILED, asked of the brokers now.
     ///
     /// # Errors
-    /// `External` (58000) naming the table and the job when its brokers cannot be reached.
+    /// `External` (58000) naming the table and the job when its brokers cannot be reached, or
+    /// naming a job that waits to restart ([`super::restart`]).
     pub fn kafka_source_ends(&self) -> Result<Vec<SourceEnd>> {
+        // A job waiting to restart has no sources open to read to anywhere.
+        if let Some((job, restart)) = self.restarting.iter().find(|(_, r)| r.waiting()) {
+            return Err(WeirError::new(crate::error::ErrorKind::External(format!(
+                "FLUSH cannot wait for job {job}: it is RESTARTING after an error: {}. FLUSH waits for every \
+                 source of a running job; suspend or stop that job (ALTER MATERIALIZED VIEW .. SUSPEND, STOP JOB) to \
+                 FLUSH without it",
+                restart.describe()
+            ))));
+        }
         let mut out = Vec::new();
         // Asked once per table, however many jobs read it.
         let mut asked: std::collections::BTreeMap<&str, Vec<u64>> = std::collections::BTreeMap::new();
@@ -147,7 +157,8 @@ impl Engine {
     ///
     /// # Errors
     /// A reader's or an operator's error; the caller should [`Engine::reload`] to return to the
-    /// last commit.
+    /// last commit. The job whose source or operators erred restarts from there after a delay
+    /// ([`super::restart`]).
     pub fn poll_sources(&mut self, budget: Duration) -> Result<SourceStep> {
         let start = Instant::now();
         let mut step = SourceStep::default();
@@ -161,7 +172,10 @@ impl Engine {
                     continue;
                 }
                 let Some(task) = self.sources.get_mut(key) else { continue };
-                let next = task.next(SOURCE_BATCH_ROWS)?;
+                let next = match task.next(SOURCE_BATCH_ROWS) {
+                    Ok(next) => next,
+                    Err(e) => return Err(self.restart_after(&key.0, e)),
+                };
                 if let Some(error) = task.failure.clone() {
                     if !self.failed.contains_key(&key.0) {
                         self.fail_job(&key.0, error);
@@ -172,16 +186,27 @@ impl Engine {
                 progressed = true;
                 if let Some(chunk) = batch {
                     step.rows += chunk.len() as u64;
-                    self.push_into_job(&key.0, &key.1, &chunk)?;
+                    if let Err(e) = self.push_into_job(&key.0, &key.1, &chunk) {
+                        return Err(self.restart_after(&key.0, e));
+                    }
                 }
                 if let Some(wm) = watermark {
                     step.watermark_moved = true;
-                    self.watermark_into_job(&key.0, &key.1, wm)?;
+                    if let Err(e) = self.watermark_into_job(&key.0, &key.1, wm) {
+                        return Err(self.restart_after(&key.0, e));
+                    }
                 }
             }
         }
         step.all_finished = self.bounded_sources_finished() && self.sources.values().all(|t| t.bounded() || self.failed.contains_key(&t.job));
         Ok(step)
+    }
+
+    /// Notes that job `job` failed with `e` (it restarts after a delay, [`super::restart`]), and
+    /// returns `e`.
+    fn restart_after(&mut self, job: &str, e: WeirError) -> WeirError {
+        self.note_failure(job, &e.to_string());
+        e
     }
 
     /// Stops job `job` on `error`: it takes no more input (its failed task reads nothing more

@@ -84,6 +84,7 @@ impl Engine {
         self.jobs.remove(&name);
         self.sources.retain(|(job, _), _| *job != name);
         self.suspended.insert(name.clone());
+        self.restarting.remove(&name);
         tracing::info!(job = %name, "suspended");
         Ok(())
     }

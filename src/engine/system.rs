@@ -45,10 +45,13 @@ pub struct JobRow {
     /// `materialized view` or `job` (an `INSERT INTO` job): the relation kind's SQL name, as
     /// `SHOW JOBS` shows it.
     pub kind: String,
-    /// `RUNNING`, `FAILED` or `SUSPENDED` ([`job_status`]).
+    /// `RUNNING`, `RESTARTING`, `FAILED` or `SUSPENDED` ([`job_status`]).
     pub status: String,
-    /// Why a FAILED job stopped.
+    /// Why a FAILED job stopped, or why a RESTARTING one failed and when it restarts.
     pub error: Option<String>,
+    /// How often the job restarted after a failure since this process started (Flink's
+    /// `numRestarts`; [`super::restart`]).
+    pub restarts: u64,
     /// The statement that created it.
     pub definition: String,
     /// For an `INSERT INTO` job, the table it writes.
@@ -138,13 +141,16 @@ impl Engine {
             .values()
             .filter_map(|r| {
                 let job_id = r.job.clone()?;
-                let error = self.failed.get(&r.name).cloned();
+                let restart = self.restarting.get(&r.name);
+                let waiting = restart.is_some_and(super::Restart::waiting);
+                let failed = self.failed.get(&r.name).cloned();
                 Some(JobRow {
                     name: r.name.clone(),
                     job_id,
                     kind: r.kind.sql_name().to_string(),
-                    status: job_status(error.is_some(), self.suspended.contains(&r.name)).to_string(),
-                    error,
+                    status: job_status(failed.is_some(), self.suspended.contains(&r.name), waiting).to_string(),
+                    error: failed.or_else(|| restart.filter(|r| r.waiting()).map(super::Restart::describe)),
+                    restarts: restart.map_or(0, |r| r.restarts),
                     definition: r.definition.clone(),
                     sink: (r.kind == RelationKind::SinkJob).then(|| r.options.get(super::SINK_OPTION).cloned()).flatten(),
                     operators: stats.get(&r.name).map(|s| s.operators.clone()).unwrap_or_default(),
@@ -200,13 +206,17 @@ impl Engine {
     }
 }
 
-/// A job's status as `SHOW JOBS` and the system tables show it: `FAILED` (stopped on an error),
-/// `SUSPENDED` (stopped with a savepoint, [`super::suspend`]) or `RUNNING`.
-pub fn job_status(failed: bool, suspended: bool) -> &'static str {
+/// A job's status as `SHOW JOBS` and the system tables show it (Flink's job statuses):
+/// `FAILED` (stopped on an error in its input, for good), `SUSPENDED` (stopped with a
+/// savepoint, [`super::suspend`]), `RESTARTING` (failed, and waits to restart from its last
+/// checkpoint, [`super::restart`]) or `RUNNING`.
+pub fn job_status(failed: bool, suspended: bool, restarting: bool) -> &'static str {
     if failed {
         "FAILED"
     } else if suspended {
         "SUSPENDED"
+    } else if restarting {
+        "RESTARTING"
     } else {
         "RUNNING"
     }

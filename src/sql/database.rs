@@ -705,7 +705,17 @@ impl Database {
                 let kafka_ends = engine.kafka_source_ends()?;
                 let deadline = std::time::Instant::now() + FLUSH_TIMEOUT;
                 loop {
-                    let step = engine.poll_sources(crate::engine::SOURCE_SLICE)?;
+                    // A source or operator that errs leaves its job's state uncertain: back to
+                    // the last commit, from which the job restarts after a delay.
+                    let step = match engine.poll_sources(crate::engine::SOURCE_SLICE) {
+                        Ok(step) => step,
+                        Err(e) => {
+                            if let Err(reload) = engine.reload() {
+                                tracing::error!("reloading after a failed FLUSH failed: {reload}");
+                            }
+                            return Err(e);
+                        }
+                    };
                     let behind = engine.source_behind(&kafka_ends);
                     if engine.bounded_sources_finished() && behind.is_none() {
                         break;
@@ -740,7 +750,7 @@ impl Database {
                         .collect(),
                     _ => Vec::new(),
                 };
-                show::show_list(&engine.catalog, &functions, list, &late, &engine.failed, &engine.suspended)
+                show::show_list(&engine.catalog, &functions, list, &late, &engine.failed, &engine.suspended, &engine.restarts())
             }
             WeirStatement::ShowCreate(name) => show::show_create(&self.read_snapshot().catalog, &name),
             WeirStatement::Describe(name) => show::describe(&self.read_snapshot().catalog, &name),

@@ -52,7 +52,9 @@ pub fn text_rows(columns: &[&str], rows: Vec<Vec<Option<String>>>) -> Result<Sta
 /// `SHOW JOBS` also shows each job's late rows: the rows its event-time operators dropped
 /// (`late_rows`, by job name), detailed per operator in `weir_late_rows`.
 /// A job that stopped on an error (`failed`, by job name) is `FAILED`, the error in `error`;
-/// one in `suspended` is `SUSPENDED`; the others `RUNNING`.
+/// one in `suspended` is `SUSPENDED`; one waiting to restart after a failure (in `restarts`,
+/// [`crate::engine::restart`]) is `RESTARTING`, the error and the delay left in `error`; the
+/// others `RUNNING`.
 pub fn show_list(
     catalog: &Catalog,
     functions: &[String],
@@ -60,7 +62,9 @@ pub fn show_list(
     late_rows: &std::collections::BTreeMap<String, u64>,
     failed: &std::collections::BTreeMap<String, String>,
     suspended: &std::collections::BTreeSet<String>,
+    restarts: &std::collections::BTreeMap<String, crate::engine::Restart>,
 ) -> Result<StatementResult> {
+    let waiting = |r: &weir_catalog::Relation| restarts.get(&r.name).is_some_and(crate::engine::Restart::waiting);
     let of_kind = |kind: RelationKind| -> Vec<Vec<Option<String>>> {
         catalog
             .relations
@@ -92,10 +96,15 @@ pub fn show_list(
                                 _ => r.name.clone(),
                             }),
                             Some(r.kind.sql_name().to_string()),
-                            Some(crate::engine::job_status(failed.contains_key(&r.name), suspended.contains(&r.name)).to_string()),
+                            Some(
+                                crate::engine::job_status(failed.contains_key(&r.name), suspended.contains(&r.name), waiting(r))
+                                    .to_string(),
+                            ),
                             Some(late_rows.get(&r.name).copied().unwrap_or(0).to_string()),
                             Some(r.definition.clone()),
-                            failed.get(&r.name).cloned(),
+                            failed.get(&r.name).cloned().or_else(|| {
+                                restarts.get(&r.name).filter(|r| r.waiting()).map(crate::engine::Restart::describe)
+                            }),
                         ]
                     })
                 })

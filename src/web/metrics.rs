@@ -7,6 +7,7 @@
 //! | metric | type | labels | Flink / Kafka name |
 //! |---|---|---|---|
 //! | `weir_job_info` | gauge (1) | job, job_id, kind, status | job status |
+//! | `weir_job_restarts_total` | counter | job, job_id | numRestarts |
 //! | `weir_operator_records_in_total` | counter | job, operator_index, operator | numRecordsIn |
 //! | `weir_operator_records_out_total` | counter | job, operator_index, operator | numRecordsOut |
 //! | `weir_operator_busy_seconds_total` | counter | job, operator_index, operator | busyTimeMsPerSecond (its rate × 1000) |
@@ -120,6 +121,13 @@ impl Collector for StateCollector {
                 ];
                 (labels, 1i64)
             }),
+        )?;
+        family(
+            &mut e,
+            "weir_job_restarts",
+            "Restarts of a job from its last checkpoint after a failure, since the server started",
+            ConstCounter::new,
+            s.jobs.iter().map(|j| (vec![("job", j.name.clone()), ("job_id", j.job_id.clone())], j.restarts)),
         )?;
         let operators: Vec<_> = s.jobs.iter().flat_map(|j| j.operators.iter().map(move |o| (j, o))).collect();
         let op_labels = |job: &str, index: usize, op: &str| -> Labels {

@@ -11,6 +11,8 @@ pub struct Broker {
     child: Child,
     /// `127.0.0.1:PORT`, for `'properties.bootstrap.servers'`.
     pub brokers: String,
+    /// The port the broker listens on (not [`Broker::brokers`]' when it advertises another).
+    pub port: u16,
 }
 
 impl Drop for Broker {
@@ -29,6 +31,12 @@ fn tansu_binary() -> Option<PathBuf> {
 /// Starts a broker; `None` (said loudly) when tansu is not installed and `WEIR_REQUIRE_KAFKA`
 /// is not `1` (test.sh sets it after installing tansu, so CI never skips).
 pub fn start_broker() -> Option<Broker> {
+    start_broker_advertising(None)
+}
+
+/// [`start_broker`], telling clients to connect to 127.0.0.1:`advertised` (a proxy in front of
+/// it) rather than to the port it listens on; [`Broker::brokers`] is then that address.
+pub fn start_broker_advertising(advertised: Option<u16>) -> Option<Broker> {
     let Some(binary) = tansu_binary() else {
         assert!(
             std::env::var("WEIR_REQUIRE_KAFKA").as_deref() != Ok("1"),
@@ -40,15 +48,16 @@ pub fn start_broker() -> Option<Broker> {
     for _attempt in 0..5 {
         let port = TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
         let url = format!("tcp://127.0.0.1:{port}");
+        let advertised_url = advertised.map_or_else(|| url.clone(), |p| format!("tcp://127.0.0.1:{p}"));
         let child = Command::new(&binary)
-            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url])
+            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &advertised_url])
             .args(["--storage-engine", "memory://tansu/"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("tansu starts");
-        let mut broker = Broker { child, brokers: format!("127.0.0.1:{port}") };
+        let mut broker = Broker { child, brokers: format!("127.0.0.1:{}", advertised.unwrap_or(port)), port };
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
