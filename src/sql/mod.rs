@@ -19,6 +19,7 @@ pub mod show;
 pub mod sink_jobs;
 pub mod subscribe;
 pub mod temporal;
+pub mod time_units;
 pub mod transaction;
 pub mod types;
 pub mod values_subquery;

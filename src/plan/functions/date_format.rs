@@ -188,7 +188,7 @@ impl<'a> Times<'a> {
 
 /// One piece of a parsed pattern.
 #[derive(Debug, Clone, PartialEq)]
-enum Item {
+pub(super) enum Item {
     Literal(String),
     /// A pattern letter repeated `count` times.
     Field {
@@ -198,7 +198,7 @@ enum Item {
 }
 
 /// Parses a DateTimeFormatter pattern; the error says what is wrong.
-fn parse_pattern(format: &str) -> std::result::Result<Vec<Item>, String> {
+pub(super) fn parse_pattern(format: &str) -> std::result::Result<Vec<Item>, String> {
     let mut items = Vec::new();
     let mut chars = format.chars().peekable();
     let mut literal = String::new();

@@ -14,6 +14,12 @@
 //! | `AVG(x)` (replaces DataFusion's) | `avg.rs` | x's type for integers |
 //! | `IF(condition, a, b)` (rewritten into CASE) | `flink_if.rs` | the type a and b widen to |
 //! | `JSON_VALUE(json, path)` | `json_value.rs` | STRING |
+//! | `TIMESTAMPDIFF(unit, t1, t2)` | `time_units.rs` | INT |
+//! | `TIMESTAMPADD(unit, n, t)` | `time_units.rs` | t's type |
+//! | `FLOOR(t TO unit)`, `CEIL(t TO unit)` (rewritten into `time_floor`, `time_ceil`) | `time_units.rs` | t's TIMESTAMP type |
+//! | `UNIX_TIMESTAMP([string [, format]])` | `unix_timestamp.rs` | BIGINT |
+//! | `TO_BASE64(s)`, `FROM_BASE64(s)` | `flink_strings.rs` | STRING |
+//! | `LOCATE(needle, haystack [, from])` | `flink_strings.rs` | INT |
 //!
 //! # Conventions
 //! - Scalar functions work on whole Arrow arrays; a constant argument is read once, never
@@ -26,6 +32,7 @@ mod args;
 mod avg;
 mod date_format;
 mod flink_if;
+mod flink_strings;
 mod json_value;
 mod modulo;
 mod current_watermark;
@@ -34,6 +41,8 @@ mod regexp_extract;
 mod registry;
 mod split_index;
 mod time_part;
+mod time_units;
+mod unix_timestamp;
 
 pub use registry::register;
 

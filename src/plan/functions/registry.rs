@@ -13,6 +13,9 @@ use super::proctime::ProcTime;
 use super::regexp_extract::RegexpExtract;
 use super::split_index::SplitIndex;
 use super::time_part::TimePart;
+use super::flink_strings::{Base64, Locate};
+use super::time_units::{TimeRound, TimestampAdd, TimestampDiff};
+use super::unix_timestamp::UnixTimestamp;
 
 /// Registers Weir's functions on `ctx`. Names DataFusion already uses are replaced: `avg` (and
 /// its alias `mean`) by Flink's typing, `date_format` (DataFusion's alias of `to_char`, with
@@ -30,6 +33,14 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udaf(AggregateUDF::new_from_impl(FlinkAvg::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(If::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(JsonValue::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(TimestampDiff::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(TimestampAdd::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(TimeRound::new(false)));
+    ctx.register_udf(ScalarUDF::new_from_impl(TimeRound::new(true)));
+    ctx.register_udf(ScalarUDF::new_from_impl(UnixTimestamp::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(Base64::new(false)));
+    ctx.register_udf(ScalarUDF::new_from_impl(Base64::new(true)));
+    ctx.register_udf(ScalarUDF::new_from_impl(Locate::new()));
     // `IF` calls become CASE before type coercion.
     let state = ctx.state_ref();
     let mut state = state.write();

@@ -1,0 +1,179 @@
+//! Flink's string functions that DataFusion lacks (Flink docs, String Functions):
+//!
+//! - `TO_BASE64(string)`: the base64 (RFC 2045 alphabet, padded, as Java's `Base64.getEncoder`)
+//!   of the string's UTF-8 bytes.
+//! - `FROM_BASE64(string)`: the string whose UTF-8 bytes `string` encodes; bytes that are not
+//!   UTF-8 become U+FFFD, as Java's `new String(bytes, UTF_8)` makes them. Text that is not
+//!   base64 gives NULL (Flink fails the job on it: here one bad row does not stop a pipeline).
+//! - `LOCATE(needle, haystack [, from])`: the 1-based character position of the first `needle`
+//!   in `haystack` at or after position `from` (default 1; below 1 counts as 1), 0 when there is
+//!   none; an INT (Flink's `SqlFunctionUtils.position`: `haystack.indexOf(needle, from - 1) + 1`).
+//!
+//! NULL in, NULL out.
+
+use std::sync::Arc;
+
+use arrow::array::{Int32Builder, StringBuilder};
+use arrow::datatypes::DataType;
+use base64::Engine as _;
+use datafusion::common::plan_err;
+use datafusion::error::Result;
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+
+use super::args::{as_integer_type, as_string_type, num_rows, IntArg, StrArg};
+
+/// `TO_BASE64` (`decode: false`) or `FROM_BASE64`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(super) struct Base64 {
+    signature: Signature,
+    decode: bool,
+}
+
+impl Base64 {
+    pub(super) fn new(decode: bool) -> Self {
+        Self { signature: Signature::user_defined(Volatility::Immutable), decode }
+    }
+}
+
+impl ScalarUDFImpl for Base64 {
+    fn name(&self) -> &str {
+        if self.decode {
+            "from_base64"
+        } else {
+            "to_base64"
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let name = self.name().to_uppercase();
+        match arg_types {
+            [t] => match as_string_type(t) {
+                Some(s) => Ok(vec![s]),
+                None => plan_err!("{name}(string): the argument must be a string, got {t}"),
+            },
+            _ => plan_err!("{name}(string) takes one argument, got {}", arg_types.len()),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let n = num_rows(&args.args);
+        let strings = StrArg::new(&args.args[0])?;
+        let engine = base64::engine::general_purpose::STANDARD;
+        let mut out = StringBuilder::with_capacity(n, 0);
+        for i in 0..n {
+            match strings.get(i) {
+                None => out.append_null(),
+                Some(s) if self.decode => match engine.decode(s) {
+                    Ok(bytes) => out.append_value(String::from_utf8_lossy(&bytes)),
+                    Err(_) => out.append_null(),
+                },
+                Some(s) => out.append_value(engine.encode(s)),
+            }
+        }
+        Ok(ColumnarValue::Array(Arc::new(out.finish())))
+    }
+}
+
+/// `LOCATE(needle, haystack [, from])`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(super) struct Locate {
+    signature: Signature,
+}
+
+impl Locate {
+    pub(super) fn new() -> Self {
+        Self { signature: Signature::user_defined(Volatility::Immutable) }
+    }
+}
+
+impl ScalarUDFImpl for Locate {
+    fn name(&self) -> &str {
+        "locate"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let usage = "LOCATE(needle, haystack [, from])";
+        let (strings, from) = match arg_types {
+            [a, b] => ([a, b], None),
+            [a, b, c] => ([a, b], Some(c)),
+            _ => return plan_err!("{usage} takes 2 or 3 arguments, got {}", arg_types.len()),
+        };
+        let mut out = Vec::with_capacity(3);
+        for t in strings {
+            match as_string_type(t) {
+                Some(s) => out.push(s),
+                None => return plan_err!("{usage}: the needle and the haystack must be strings, got {t}"),
+            }
+        }
+        if let Some(t) = from {
+            match as_integer_type(t) {
+                Some(i) => out.push(i),
+                None => return plan_err!("{usage}: the position must be an integer, got {t}"),
+            }
+        }
+        Ok(out)
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int32)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let n = num_rows(&args.args);
+        let needles = StrArg::new(&args.args[0])?;
+        let haystacks = StrArg::new(&args.args[1])?;
+        let froms = args.args.get(2).map(IntArg::new).transpose()?;
+        let mut out = Int32Builder::with_capacity(n);
+        for i in 0..n {
+            let from = match &froms {
+                Some(f) => f.get(i),
+                None => Some(1),
+            };
+            match (needles.get(i), haystacks.get(i), from) {
+                (Some(needle), Some(haystack), Some(from)) => out.append_value(locate(needle, haystack, from)),
+                _ => out.append_null(),
+            }
+        }
+        Ok(ColumnarValue::Array(Arc::new(out.finish())))
+    }
+}
+
+/// The 1-based character position of `needle` in `haystack` at or after `from`, or 0 (Java's
+/// `indexOf(needle, from - 1) + 1`: a start past the end finds only the empty string, at the end).
+fn locate(needle: &str, haystack: &str, from: i64) -> i32 {
+    let skip = usize::try_from(from.saturating_sub(1)).unwrap_or(0).min(haystack.chars().count());
+    let start = haystack.char_indices().nth(skip).map_or(haystack.len(), |(at, _)| at);
+    match haystack[start..].find(needle) {
+        Some(at) => i32::try_from(skip + haystack[start..start + at].chars().count() + 1).unwrap_or(i32::MAX),
+        None => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locate_counts_characters_from_one() {
+        assert_eq!(locate("b", "abc", 1), 2);
+        assert_eq!(locate("x", "abc", 1), 0);
+        assert_eq!(locate("a", "abca", 2), 4);
+        assert_eq!(locate("a", "abca", -3), 1);
+        assert_eq!(locate("é", "aéé", 3), 3);
+        assert_eq!(locate("", "abc", 4), 4);
+        assert_eq!(locate("a", "abc", 9), 0);
+        assert_eq!(locate("", "abc", 9), 4);
+    }
+}

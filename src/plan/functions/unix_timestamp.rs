@@ -1,0 +1,185 @@
+//! `UNIX_TIMESTAMP()`, `UNIX_TIMESTAMP(string [, format])`: BIGINT seconds since the Unix
+//! epoch (Flink docs, Temporal Functions; Flink's `DateTimeUtils.unixTimestamp`).
+//!
+//! - Without arguments: now, evaluated once per batch of rows (processing time).
+//! - With a string: the string read in the Java date pattern `format` (default `yyyy-MM-dd
+//!   HH:mm:ss`, the letters of [`super::date_format`]: `y`, `M`, `d`, `D`, `H`, `h`, `m`, `s`,
+//!   `S` (3, 6 or 9 of them), `a`, `E`), in the session time zone (UTC). A pattern without a
+//!   time of day reads a date at midnight.
+//! - A string that does not match the pattern gives `-9223372036854775808` (Java's
+//!   `Long.MIN_VALUE`), as in Flink; NULL in, NULL out. A literal pattern with an unknown
+//!   letter is refused when the statement is planned.
+
+use std::sync::Arc;
+
+use arrow::array::Int64Builder;
+use arrow::datatypes::{DataType, Field, FieldRef};
+use chrono::{NaiveDate, NaiveDateTime};
+use datafusion::common::plan_err;
+use datafusion::error::Result;
+use datafusion::logical_expr::{ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+
+use super::args::{as_string_type, literal_str, num_rows, StrArg};
+use super::date_format::{parse_pattern, Item};
+
+/// Flink's default pattern.
+const DEFAULT_PATTERN: &str = "yyyy-MM-dd HH:mm:ss";
+
+/// What Flink returns for a string that does not parse.
+const UNPARSED: i64 = i64::MIN;
+
+/// `UNIX_TIMESTAMP`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(super) struct UnixTimestamp {
+    signature: Signature,
+}
+
+impl UnixTimestamp {
+    pub(super) fn new() -> Self {
+        // Volatile: without arguments it reads the clock.
+        Self { signature: Signature::user_defined(Volatility::Volatile) }
+    }
+}
+
+impl ScalarUDFImpl for UnixTimestamp {
+    fn name(&self) -> &str {
+        "unix_timestamp"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let usage = "UNIX_TIMESTAMP([string [, format]])";
+        if arg_types.len() > 2 {
+            return plan_err!("{usage} takes at most 2 arguments, got {}", arg_types.len());
+        }
+        arg_types
+            .iter()
+            .map(|t| match as_string_type(t) {
+                Some(s) => Ok(s),
+                None => plan_err!("{usage}: the arguments must be strings, got {t}"),
+            })
+            .collect()
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int64)
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        if let Some(format) = literal_str(args.scalar_arguments, 1) {
+            if let Err(e) = chrono_format(format) {
+                return plan_err!("UNIX_TIMESTAMP: the format '{format}' is invalid: {e}");
+            }
+        }
+        Ok(Arc::new(Field::new(self.name(), DataType::Int64, true)))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        if args.args.is_empty() {
+            let now = chrono::Utc::now().timestamp();
+            return Ok(ColumnarValue::Scalar(datafusion::common::ScalarValue::Int64(Some(now))));
+        }
+        let n = num_rows(&args.args);
+        let strings = StrArg::new(&args.args[0])?;
+        let formats = args.args.get(1).map(StrArg::new).transpose()?;
+        let mut last: Option<(&str, Option<Parser>)> = None;
+        let mut out = Int64Builder::with_capacity(n);
+        for i in 0..n {
+            let format = match &formats {
+                Some(f) => f.get(i),
+                None => Some(DEFAULT_PATTERN),
+            };
+            let (Some(s), Some(format)) = (strings.get(i), format) else {
+                out.append_null();
+                continue;
+            };
+            if last.as_ref().is_none_or(|(f, _)| *f != format) {
+                last = Some((format, chrono_format(format).ok()));
+            }
+            let parsed = last.as_ref().and_then(|(_, p)| p.as_ref()).and_then(|p| p.seconds(s));
+            out.append_value(parsed.unwrap_or(UNPARSED));
+        }
+        Ok(ColumnarValue::Array(Arc::new(out.finish())))
+    }
+}
+
+/// A Java pattern as chrono reads it.
+struct Parser {
+    format: String,
+    /// Whether it has a time of day (else a date is read, at midnight).
+    has_time: bool,
+}
+
+impl Parser {
+    /// Seconds since the Unix epoch of `s`, UTC; `None` when it does not match.
+    fn seconds(&self, s: &str) -> Option<i64> {
+        let t = if self.has_time {
+            NaiveDateTime::parse_from_str(s, &self.format).ok()?
+        } else {
+            NaiveDate::parse_from_str(s, &self.format).ok()?.and_hms_opt(0, 0, 0)?
+        };
+        Some(t.and_utc().timestamp())
+    }
+}
+
+/// The chrono format of Java pattern `pattern`; the error names what it cannot read.
+fn chrono_format(pattern: &str) -> std::result::Result<Parser, String> {
+    let mut format = String::new();
+    let mut has_time = false;
+    for item in parse_pattern(pattern)? {
+        match item {
+            Item::Literal(text) => format.push_str(&text.replace('%', "%%")),
+            Item::Field { letter, count } => {
+                let spec = match (letter, count) {
+                    ('y', 2) => "%y",
+                    ('y', _) => "%Y",
+                    ('M' | 'L', 1 | 2) => "%m",
+                    ('M' | 'L', 3) => "%b",
+                    ('M' | 'L', 4) => "%B",
+                    ('d', _) => "%d",
+                    ('D', _) => "%j",
+                    ('E', 4) => "%A",
+                    ('E', _) => "%a",
+                    ('H' | 'k', _) => "%H",
+                    ('h' | 'K', _) => "%I",
+                    ('m', _) => "%M",
+                    ('s', _) => "%S",
+                    ('a', _) => "%p",
+                    ('S', 3) => "%3f",
+                    ('S', 6) => "%6f",
+                    ('S', 9) => "%9f",
+                    (letter, count) => {
+                        return Err(format!("'{}' cannot be read; use 3, 6 or 9 'S' for fractions", letter.to_string().repeat(count)))
+                    }
+                };
+                has_time |= matches!(letter, 'H' | 'k' | 'h' | 'K' | 'm' | 's' | 'S' | 'a');
+                format.push_str(spec);
+            }
+        }
+    }
+    Ok(Parser { format, has_time })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seconds(s: &str, pattern: &str) -> Option<i64> {
+        chrono_format(pattern).unwrap().seconds(s)
+    }
+
+    #[test]
+    fn strings_are_read_in_java_patterns() {
+        // 2024-01-01 00:00:00 UTC is 1704067200 s.
+        assert_eq!(seconds("2024-01-01 00:00:00", DEFAULT_PATTERN), Some(1_704_067_200));
+        assert_eq!(seconds("2024-01-01 00:01:05", DEFAULT_PATTERN), Some(1_704_067_265));
+        assert_eq!(seconds("20240102", "yyyyMMdd"), Some(1_704_153_600));
+        assert_eq!(seconds("02/01/2024 10:30:00.250", "dd/MM/yyyy HH:mm:ss.SSS"), Some(1_704_191_400));
+        assert_eq!(seconds("2024-01-01", DEFAULT_PATTERN), None);
+        assert_eq!(seconds("not a time", DEFAULT_PATTERN), None);
+        assert!(chrono_format("yyyy-MM-dd SS").is_err());
+    }
+}

@@ -1,0 +1,129 @@
+//! Flink's calls that take a time unit keyword, made to parse as plain function calls: the
+//! statement's text is rewritten at the token level before it is parsed
+//! ([`rewrite_time_units`]), and the functions of [`crate::plan::functions`] do the rest.
+//!
+//! | Flink | rewritten |
+//! |---|---|
+//! | `TIMESTAMPDIFF(SECOND, t1, t2)` | `TIMESTAMPDIFF('SECOND', t1, t2)` |
+//! | `TIMESTAMPADD(MONTH, n, t)` | `TIMESTAMPADD('MONTH', n, t)` |
+//! | `FLOOR(t TO HOUR)` | `time_floor('HOUR', t)` |
+//! | `CEIL(t TO DAY)`, `CEILING(t TO DAY)` | `time_ceil('DAY', t)` |
+//! | `LOCALTIMESTAMP` | `CAST(CURRENT_TIMESTAMP AS TIMESTAMP(3))` (Flink: the current time as a TIMESTAMP(3) in the session time zone, UTC) |
+//!
+//! Text inside string literals and quoted names is left alone; `FLOOR(x)` without `TO` too.
+
+use sqlparser::dialect::GenericDialect;
+use sqlparser::tokenizer::{Token, Tokenizer};
+
+use crate::error::{Result, WeirError};
+
+/// Rewrites the calls of the table above in `sql`; text without them comes back unchanged.
+///
+/// # Errors
+/// `Syntax` when the text cannot be tokenized.
+pub fn rewrite_time_units(sql: &str) -> Result<String> {
+    let upper = sql.to_ascii_uppercase();
+    if !["TIMESTAMPDIFF", "TIMESTAMPADD", "FLOOR", "CEIL", "LOCALTIMESTAMP"].iter().any(|w| upper.contains(w)) {
+        return Ok(sql.to_string());
+    }
+    let tokens =
+        Tokenizer::new(&GenericDialect {}, sql).tokenize().map_err(|e| WeirError::syntax(e.message.clone(), None))?;
+    let sig: Vec<usize> = (0..tokens.len()).filter(|i| !matches!(tokens[*i], Token::Whitespace(_))).collect();
+    let word_at = |k: usize| match sig.get(k).map(|i| &tokens[*i]) {
+        Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+        _ => None,
+    };
+    let is = |k: usize, t: Token| sig.get(k).is_some_and(|i| tokens[*i] == t);
+    let mut rewritten = std::collections::HashMap::new();
+    for k in 0..sig.len() {
+        let Some(word) = word_at(k) else { continue };
+        // A qualified name (`t.floor`) is a column, not a call.
+        if k > 0 && is(k - 1, Token::Period) {
+            continue;
+        }
+        match word.as_str() {
+            "TIMESTAMPDIFF" | "TIMESTAMPADD" if is(k + 1, Token::LParen) && is(k + 3, Token::Comma) => {
+                if let Some(unit) = word_at(k + 2) {
+                    rewritten.insert(sig[k + 2], format!("'{unit}'"));
+                }
+            }
+            "FLOOR" | "CEIL" | "CEILING" if is(k + 1, Token::LParen) => {
+                // `TO unit` right before the call's closing parenthesis, at its own depth.
+                let mut depth = 0usize;
+                let mut close = None;
+                for (j, &i) in sig.iter().enumerate().skip(k + 1) {
+                    match tokens[i] {
+                        Token::LParen => depth += 1,
+                        Token::RParen => {
+                            depth -= 1;
+                            if depth == 0 {
+                                close = Some(j);
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                let Some(close) = close else { continue };
+                if close < k + 5 || word_at(close - 2).as_deref() != Some("TO") {
+                    continue;
+                }
+                let Some(unit) = word_at(close - 1) else { continue };
+                let function = if word == "FLOOR" { "time_floor" } else { "time_ceil" };
+                rewritten.insert(sig[k], function.to_string());
+                rewritten.insert(sig[k + 1], format!("('{unit}', "));
+                // `TO unit` and the spaces around it go.
+                for i in sig[close - 3] + 1..sig[close] {
+                    rewritten.insert(i, String::new());
+                }
+            }
+            "LOCALTIMESTAMP" if !is(k + 1, Token::LParen) => {
+                rewritten.insert(sig[k], "CAST(CURRENT_TIMESTAMP AS TIMESTAMP(3))".to_string());
+            }
+            _ => {}
+        }
+    }
+    if rewritten.is_empty() {
+        return Ok(sql.to_string());
+    }
+    let mut out = String::with_capacity(sql.len() + 16);
+    for (i, token) in tokens.iter().enumerate() {
+        match rewritten.get(&i) {
+            Some(text) => out.push_str(text),
+            None => out.push_str(&token.to_string()),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_become_literals_and_floor_to_a_call() -> Result<()> {
+        assert_eq!(
+            rewrite_time_units("SELECT TIMESTAMPDIFF(second, a, b), timestampadd(MONTH, 1, t) FROM x")?,
+            "SELECT TIMESTAMPDIFF('SECOND', a, b), timestampadd('MONTH', 1, t) FROM x"
+        );
+        assert_eq!(
+            rewrite_time_units("SELECT FLOOR(CAST(ts AS TIMESTAMP(3)) TO HOUR), CEIL(ts TO day) FROM x")?,
+            "SELECT time_floor('HOUR', CAST(ts AS TIMESTAMP(3))), time_ceil('DAY', ts) FROM x"
+        );
+        assert_eq!(rewrite_time_units("SELECT LOCALTIMESTAMP")?, "SELECT CAST(CURRENT_TIMESTAMP AS TIMESTAMP(3))");
+        Ok(())
+    }
+
+    #[test]
+    fn other_text_is_left_alone() -> Result<()> {
+        for sql in [
+            "SELECT FLOOR(x), CEIL(1.5) FROM t",
+            "SELECT 'FLOOR(ts TO HOUR)', \"floor\" FROM t",
+            "SELECT t.floor FROM t",
+            "SELECT 1",
+        ] {
+            assert_eq!(rewrite_time_units(sql)?, sql);
+        }
+        Ok(())
+    }
+}
