@@ -569,3 +569,84 @@ async fn flush_reads_kafka_sources_to_where_their_topics_end() {
         assert_eq!(positions, end + tombstones_so_far, "records read after FLUSH");
     }
 }
+
+/// A `kafka` table with a message key (Flink's `'key.format'` / `'key.fields'`): read, the key
+/// columns come from the key and the others from the value (`EXCEPT_KEY`); written, each row's
+/// key columns are the message key, so every message of one user lands in one partition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_key_fields_read_and_write_the_message_key() {
+    let Some(broker) = common::kafka::start_broker() else { return };
+    let b = &broker.brokers;
+    create_topic(b, "keyed_in", 2).expect("topic");
+    create_topic(b, "keyed_out", 3).expect("topic");
+    let dir = common::scratch_dir("kafka-key-fields");
+    let server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE keyed_in (user_id BIGINT, amount BIGINT)
+             WITH ('connector' = 'kafka', 'topic' = 'keyed_in', 'properties.bootstrap.servers' = '{b}',
+                   'scan.startup.mode' = 'earliest-offset', 'key.format' = 'json', 'key.fields' = 'user_id',
+                   'value.format' = 'json', 'value.fields-include' = 'EXCEPT_KEY');
+             CREATE TABLE keyed_out (user_id BIGINT, amount BIGINT, doubled BIGINT)
+             WITH ('connector' = 'kafka', 'topic' = 'keyed_out', 'properties.bootstrap.servers' = '{b}',
+                   'key.format' = 'json', 'key.fields' = 'user_id', 'format' = 'json');
+             CREATE MATERIALIZED VIEW keyed_totals AS
+             SELECT user_id, SUM(amount) AS total FROM keyed_in GROUP BY user_id;
+             INSERT INTO keyed_out SELECT user_id, amount, amount * 2 FROM keyed_in;"
+        ))
+        .await
+        .expect("pipeline");
+    // Record i: user i % 5, amount i; the value holds the amount only.
+    let options = BTreeMap::from([
+        ("connector".to_string(), "kafka".to_string()),
+        ("topic".to_string(), "keyed_in".to_string()),
+        ("properties.bootstrap.servers".to_string(), b.to_string()),
+        ("properties.batch.num.messages".to_string(), "1".to_string()),
+    ]);
+    let mut writer = KafkaWriter::open(&KafkaSinkConfig::from_options(&options).expect("config")).expect("producer");
+    const RECORDS: i64 = 200;
+    for i in 0..RECORDS {
+        let key = format!(r#"{{"user_id": {}}}"#, i % 5);
+        let value = format!(r#"{{"amount": {i}}}"#);
+        writer.send(Some(key.as_bytes()), Some(value.as_bytes()), &[], None).expect("send");
+    }
+    writer.flush(Duration::from_secs(60)).expect("flush");
+    client.batch_execute("FLUSH").await.expect("FLUSH");
+    let mut expected = BTreeMap::new();
+    for i in 0..RECORDS {
+        *expected.entry(i % 5).or_insert(0i64) += i;
+    }
+    let totals: BTreeMap<i64, i64> = client
+        .query("SELECT user_id, CAST(total AS BIGINT) FROM keyed_totals", &[])
+        .await
+        .expect("view")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(totals, expected);
+
+    // The sink: a JSON key per message, every column in the value, one partition per user.
+    let mut reader = common::kafka::earliest_reader(b, "keyed_out");
+    let mut partitions: BTreeMap<i64, std::collections::BTreeSet<i32>> = BTreeMap::new();
+    let mut sums: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut read = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while read < RECORDS {
+        assert!(Instant::now() < deadline, "the sink wrote {read} of {RECORDS} messages");
+        for r in reader.poll(1_000, Duration::from_millis(100)).expect("poll") {
+            let key: serde_json::Value = serde_json::from_slice(r.key.as_deref().expect("keyed")).expect("json key");
+            let value: serde_json::Value = serde_json::from_slice(r.payload.as_deref().expect("value")).expect("json value");
+            let user = key["user_id"].as_i64().expect("user_id");
+            assert_eq!(key.as_object().map(|o| o.len()), Some(1), "{key}");
+            assert_eq!(value["user_id"].as_i64(), Some(user), "{value}");
+            let amount = value["amount"].as_i64().expect("amount");
+            assert_eq!(value["doubled"].as_i64(), Some(amount * 2), "{value}");
+            partitions.entry(user).or_default().insert(r.partition);
+            *sums.entry(user).or_insert(0) += amount;
+            read += 1;
+        }
+    }
+    assert_eq!(sums, expected);
+    assert!(partitions.values().all(|p| p.len() == 1), "a user's messages spread over partitions: {partitions:?}");
+}

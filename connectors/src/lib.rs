@@ -135,7 +135,29 @@ pub fn validate(
         require(&name, options, "topic")?;
         // Flink requires the formats when the table is declared, as here.
         if name == "kafka" {
-            require(&name, options, "format")?;
+            // Flink takes the value format as 'format' or 'value.format', one of them.
+            if options.contains_key("format") && options.contains_key("value.format") {
+                return Err(ConnectorError::InvalidValue {
+                    option: "value.format".into(),
+                    value: options["value.format"].clone(),
+                    valid: "nothing beside 'format': a 'kafka' table's value format is one or the other".into(),
+                });
+            }
+            if !options.contains_key("value.format") {
+                require(&name, options, "format")?;
+            }
+            // Flink: "A key format 'key.format' requires the declaration of one or more of key
+            // fields using 'key.fields'", and the other way round.
+            match (options.contains_key("key.format"), format::key_fields(options)) {
+                (true, None) => require(&name, options, "key.fields")?,
+                (true, Some(fields)) if fields.is_empty() => require(&name, &BTreeMap::new(), "key.fields")?,
+                (false, Some(_)) => require(&name, options, "key.format")?,
+                _ => {}
+            }
+            if options.contains_key("key.fields-prefix") {
+                require(&name, options, "key.fields")?;
+            }
+            format::ValueFields::from_options(options)?;
         } else {
             require(&name, options, "key.format")?;
             require(&name, options, "value.format")?;
@@ -194,8 +216,10 @@ pub fn validate(
 /// `table_options` are the options the server reads for this kind of table (a late-rows side
 /// table, a dead-letter table, an idle timeout). A connector reads:
 /// - every table: `connector`;
-/// - `kafka`: `topic`, `format` and the format's own `'<format>.*'`, `properties.*` (handed to
-///   librdkafka, which checks them), `scan.startup.*`, `scan.out-of-range`, `sink.*`;
+/// - `kafka`: `topic`, `format` (or `value.format`) and the format's own `'<format>.*'`,
+///   `properties.*` (handed to librdkafka, which checks them), `scan.startup.*`,
+///   `scan.out-of-range`, `sink.*`, and for a message key `key.format` (and its own options
+///   behind `key.`), `key.fields`, `key.fields-prefix`, `value.fields-include`;
 /// - `upsert-kafka`: as `kafka`, with `key.format`, `value.format` (and their formats' own
 ///   options behind `key.` / `value.`) and `value.fields-include` instead of `format`;
 /// - `filesystem`: `path`, `format`, `csv.field-delimiter` (csv), `json.encode.ignore-null-fields`
@@ -230,8 +254,12 @@ pub fn check_supported(
     match name {
         "kafka" => {
             kafka(&mut supported);
-            supported.push("format".into());
+            supported.extend(["format".into(), "value.format".into()]);
             supported.extend(own("", "format"));
+            supported.extend(own("value.", "value.format"));
+            // The message key (Flink's 'Key and Value Formats').
+            supported.extend(["key.format", "key.fields", "key.fields-prefix", "value.fields-include"].map(String::from));
+            supported.extend(own("key.", "key.format"));
         }
         "upsert-kafka" => {
             kafka(&mut supported);
@@ -282,15 +310,10 @@ pub fn check_supported(
 }
 
 /// The way out for an option a Flink user gives to the wrong kind of Kafka table: `'format'`
-/// on `upsert-kafka`, `'value.format'` on `kafka`, a format option without the `value.` prefix
-/// on `upsert-kafka`.
+/// on `upsert-kafka`, a format option without the `value.` prefix on `upsert-kafka`.
 fn connector_hint(name: &str, key: &str, supported: &[String]) -> Option<String> {
     match (name, key) {
         ("upsert-kafka", "format") => Some("an 'upsert-kafka' table takes 'key.format' and 'value.format'".into()),
-        ("kafka", "value.format") => Some("a 'kafka' table's value format is 'format'".into()),
-        ("kafka", "key.format" | "key.fields" | "key.fields-prefix" | "value.fields-include") => {
-            Some("a 'kafka' table writes no message key; use an 'upsert-kafka' table with a PRIMARY KEY".into())
-        }
         ("upsert-kafka", _) if supported.iter().any(|s| *s == format!("value.{key}")) => {
             Some(format!("did you mean 'value.{key}'?"))
         }
@@ -370,7 +393,7 @@ pub fn is_append_only_sink(options: &BTreeMap<String, String>) -> bool {
     let name = options.get("connector").map(|s| s.to_lowercase()).unwrap_or_else(|| "table".into());
     match CONNECTORS.iter().find(|(n, _)| *n == name) {
         Some((_, ConnectorKind::External { append_only_sink })) => {
-            *append_only_sink && options.get("format").map(String::as_str) != Some("debezium-json")
+            *append_only_sink && format::value_format(options) != Some("debezium-json")
         }
         _ => false,
     }
@@ -451,8 +474,27 @@ mod tests {
         unprefixed.insert("json.ignore-parse-errors".into(), "true".into());
         let e = check_supported("upsert-kafka", &unprefixed, &[]).expect_err("prefix").to_string();
         assert!(e.contains("'json.ignore-parse-errors' (did you mean 'value.json.ignore-parse-errors'?)"), "{e}");
-        let kafka_value = opts(&[("connector", "kafka"), ("value.format", "json")]);
-        let e = check_supported("kafka", &kafka_value, &[]).expect_err("value.format").to_string();
-        assert!(e.contains("'value.format' (a 'kafka' table's value format is 'format')"), "{e}");
+    }
+
+    /// A `kafka` table's value format is `'format'` or `'value.format'`, one of them; a message
+    /// key needs both `'key.format'` and `'key.fields'` (Flink's rules).
+    #[test]
+    fn kafka_value_and_key_formats_follow_flink() {
+        let table = |pairs: &[(&str, &str)]| {
+            let mut o = opts(&[("connector", "kafka"), ("topic", "t"), ("properties.bootstrap.servers", "localhost:9092")]);
+            o.extend(opts(pairs));
+            validate(&o, |_| &[]).map(drop).map_err(|e| e.to_string())
+        };
+        assert_eq!(table(&[("value.format", "json")]), Ok(()));
+        assert_eq!(table(&[("format", "json"), ("key.format", "json"), ("key.fields", "id;name")]), Ok(()));
+        assert_eq!(table(&[("value.format", "csv"), ("value.csv.field-delimiter", ";"), ("key.format", "raw"), ("key.fields", "id")]), Ok(()));
+        let both = table(&[("format", "json"), ("value.format", "json")]).expect_err("both");
+        assert!(both.contains("value.format"), "{both}");
+        let no_fields = table(&[("format", "json"), ("key.format", "json")]).expect_err("no key.fields");
+        assert!(no_fields.contains("key.fields"), "{no_fields}");
+        let no_key_format = table(&[("format", "json"), ("key.fields", "id")]).expect_err("no key.format");
+        assert!(no_key_format.contains("key.format"), "{no_key_format}");
+        let bad_include = table(&[("format", "json"), ("key.format", "json"), ("key.fields", "id"), ("value.fields-include", "SOME")]);
+        assert!(bad_include.expect_err("bad include").contains("EXCEPT_KEY"));
     }
 }

@@ -65,9 +65,18 @@ impl Engine {
                 let schema = Arc::new(arrow::datatypes::Schema::new(written_fields(sink)?));
                 let config = weir_connectors::kafka::KafkaSinkConfig::from_options(&sink.options)
                     .map_err(|e| WeirError::option(format!("table {}: {e}", sink.name)))?;
-                let encoding = if kind == "kafka" {
+                let fields = weir_connectors::format::key_fields(&sink.options);
+                let encoding = if let (true, Some(fields)) = (kind == "kafka", fields) {
+                    // A `kafka` table with a message key: one message per row, as Flink's.
+                    let key = crate::source::kafka::key_field_columns(&sink.name, &fields, &schema)?;
+                    KafkaEncoding::Upsert(
+                        weir_connectors::format::UpsertEncoder::appending(&sink.options, Arc::clone(&schema), &key)
+                            .map_err(|e| WeirError::option(format!("table {}: {e}", sink.name)))?,
+                    )
+                } else if kind == "kafka" {
+                    let prefix = weir_connectors::format::value_prefix(&sink.options);
                     KafkaEncoding::Value(
-                        weir_connectors::format::encoder(&sink.options, "", Arc::clone(&schema))
+                        weir_connectors::format::encoder(&sink.options, prefix, Arc::clone(&schema))
                             .map_err(|e| WeirError::option(format!("table {}: {e}", sink.name)))?,
                     )
                 } else {

@@ -1,10 +1,13 @@
 //! The `kafka` connector's reader: every partition of a topic
 //! ([`weir_connectors::kafka::KafkaReader`], manual assignment), each record's value decoded by
-//! the table's `'format'`, metadata columns filled from the record (Flink's `METADATA FROM`
-//! keys `partition`, `offset`, `timestamp`, `key`, `headers`, `topic`).
+//! the table's `'format'` (or `'value.format'`), metadata columns filled from the record
+//! (Flink's `METADATA FROM` keys `partition`, `offset`, `timestamp`, `key`, `headers`, `topic`).
+//! With `'key.fields'` those columns come from the record's key, decoded by `'key.format'`
+//! (NULL for a record without a key), and the rest from its value
+//! ([`weir_connectors::format::UpsertDecoder::appending`]).
 //!
-//! A partition's position is the offset of its next record. A record whose value does not
-//! decode is a dead letter (see [`DeadLetter`]); a tombstone (no value) is skipped.
+//! A partition's position is the offset of its next record. A record whose value (or key) does
+//! not decode is a dead letter (see [`DeadLetter`]); a tombstone (no value) is skipped.
 //!
 //! The `upsert-kafka` connector reads the same way with the record's key decoded too (by
 //! `'key.format'`, into the PRIMARY KEY columns) and the value by `'value.format'`: a record
@@ -64,7 +67,8 @@ pub struct KafkaSource {
     skipped: Vec<(usize, u64)>,
 }
 
-/// How a record becomes a row: its value alone (`kafka`), or its key and value (`upsert-kafka`).
+/// How a record becomes a row: its value alone (`kafka`), or its key and value (`upsert-kafka`,
+/// and `kafka` with `'key.fields'`).
 enum ValueDecoder {
     Value(Box<dyn Decoder>),
     Upsert(UpsertDecoder),
@@ -104,9 +108,16 @@ impl KafkaSource {
                 UpsertDecoder::try_new(&rel.options, Arc::clone(&value_schema), &key)
                     .map_err(|e| WeirError::option(format!("table {}: {e}", rel.name)))?,
             )
+        } else if let Some(fields) = weir_connectors::format::key_fields(&rel.options) {
+            let key = key_field_columns(&rel.name, &fields, &value_schema)?;
+            ValueDecoder::Upsert(
+                UpsertDecoder::appending(&rel.options, Arc::clone(&value_schema), &key)
+                    .map_err(|e| WeirError::option(format!("table {}: {e}", rel.name)))?,
+            )
         } else {
+            let prefix = weir_connectors::format::value_prefix(&rel.options);
             ValueDecoder::Value(
-                weir_connectors::format::decoder(&rel.options, "", Arc::clone(&value_schema))
+                weir_connectors::format::decoder(&rel.options, prefix, Arc::clone(&value_schema))
                     .map_err(|e| WeirError::option(format!("table {}: {e}", rel.name)))?,
             )
         };
@@ -233,6 +244,26 @@ fn kafka_error(e: weir_connectors::ConnectorError) -> WeirError {
         weir_connectors::ConnectorError::Kafka { .. } => WeirError::execution(e.to_string()),
         other => WeirError::option(other.to_string()),
     }
+}
+
+/// The positions in `value_schema` (a table's columns read from the message) of a `kafka`
+/// table's `'key.fields'` `fields`.
+///
+/// # Errors
+/// `InvalidOption` naming a field that is not such a column.
+pub fn key_field_columns(table: &str, fields: &[String], value_schema: &arrow::datatypes::Schema) -> Result<Vec<usize>> {
+    fields
+        .iter()
+        .map(|f| {
+            value_schema.index_of(f).map_err(|_| {
+                let columns: Vec<&str> = value_schema.fields().iter().map(|c| c.name().as_str()).collect();
+                WeirError::option(format!(
+                    "table {table}: 'key.fields' names '{f}', which is not one of the columns the message holds ({})",
+                    columns.join(", ")
+                ))
+            })
+        })
+        .collect()
 }
 
 /// The types a metadata key can be read as (Flink's Kafka connector).

@@ -92,6 +92,12 @@ pub async fn create_table(engine: &mut Engine, t: &CreateTable, definition: &str
                 .map_err(|e| WeirError::unsupported(format!("table {}: {e}", t.name)))?;
         }
     }
+    if let (true, Some(fields)) = (connector == "kafka", weir_connectors::format::key_fields(&t.options)) {
+        let message = Arc::new(Schema::new(values.clone()));
+        let key = crate::source::kafka::key_field_columns(&t.name, &fields, &message)?;
+        weir_connectors::format::check_key_fields(&t.options, message, &key)
+            .map_err(|e| WeirError::option(format!("table {}: {e}", t.name)))?;
+    }
     for c in &t.columns {
         if let Some(expr) = &c.computed {
             if plain {

@@ -182,10 +182,8 @@ impl SourceCatalog for CatalogSources<'_> {
                 // Debezium's, Maxwell's and Canal's events carry deletes and updates (Flink: a
                 // changelog source).
                 "kafka" | "filesystem"
-                    if rel
-                        .options
-                        .get("format")
-                        .is_some_and(|f| ["debezium-json", "maxwell-json", "canal-json"].contains(&f.as_str())) =>
+                    if weir_connectors::format::value_format(&rel.options)
+                        .is_some_and(|f| ["debezium-json", "maxwell-json", "canal-json"].contains(&f)) =>
                 {
                     SourceInfo { changelog: ChangelogMode::Retract, stream_key: pk() }
                 }

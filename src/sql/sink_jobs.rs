@@ -181,7 +181,7 @@ fn check_changelog(sink: &Relation, plan: &crate::plan::StreamPlan, updating: Op
         return Err(WeirError::plan(format!(
             "table {} ('{connector}' with format '{}') is an append-only sink, but the query produces an updating changelog: {why}. Write it to an 'upsert-kafka' table with a PRIMARY KEY, or use 'format' = 'debezium-json'",
             sink.name,
-            sink.options.get("format").map(String::as_str).unwrap_or("json"),
+            weir_connectors::format::value_format(&sink.options).unwrap_or("json"),
         )));
     }
     Ok(())

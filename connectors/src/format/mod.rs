@@ -43,4 +43,4 @@ pub use options::{
     FORMAT_NAMES,
 };
 pub use raw::{RawDecoder, RawEncoder};
-pub use upsert::{KeyValue, UpsertDecoder, UpsertEncoder, UpsertMessage, ValueFields};
+pub use upsert::{check_key_fields, key_fields, value_format, value_prefix, KeyValue, UpsertDecoder, UpsertEncoder, UpsertMessage, ValueFields};

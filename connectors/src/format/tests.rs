@@ -347,6 +347,53 @@ fn upsert_writes_keys_values_and_tombstones() -> TestResult {
     Ok(())
 }
 
+/// A `kafka` table with `'key.fields'` (Flink's "Key and Value Formats"): the key columns come
+/// from the message key (NULL without one), every record is a new row (no ops), a record
+/// without a value makes none; writing, every row is one (key, value) message.
+#[test]
+fn kafka_key_fields_read_and_write_the_message_key() -> TestResult {
+    let options = opts(&[("connector", "kafka"), ("key.format", "json"), ("key.fields", "id"), ("format", "json")]);
+    let mut decoder = UpsertDecoder::appending(&options, users(), &[0])?;
+    let records: Vec<KeyValue<'_>> = vec![
+        (Some(br#"{"id": 1}"#), Some(br#"{"id": 1, "name": "a"}"#)),
+        (Some(br#"{"id": 1}"#), None),
+        (None, Some(br#"{"id": 9, "name": "no key"}"#)),
+        (Some(b"bad key"), Some(br#"{"id": 3, "name": "c"}"#)),
+        (Some(br#"{"id": 5}"#), Some(br#"{"id": 99, "name": "e"}"#)),
+    ];
+    let decoded = decoder.decode(&records)?;
+    assert_eq!(error_indices(&decoded), vec![3], "{:?}", decoded.errors);
+    assert_eq!(decoded.ops, None, "append-only");
+    assert_eq!(table(&decoded)?, vec!["+I #0 | 1 | a |", "+I #2 | | no key |", "+I #4 | 5 | e |"]);
+
+    // A prefix: column k_id is the key's "id"; the value holds the other columns.
+    let prefixed = schema(&[("k_id", DataType::Int64), ("name", DataType::Utf8)]);
+    let options = opts(&[
+        ("connector", "kafka"),
+        ("key.format", "json"),
+        ("key.fields", "k_id"),
+        ("key.fields-prefix", "k_"),
+        ("value.format", "json"),
+        ("value.fields-include", "EXCEPT_KEY"),
+    ]);
+    let mut decoder = UpsertDecoder::appending(&options, Arc::clone(&prefixed), &[0])?;
+    let decoded = decoder.decode(&[(Some(br#"{"id": 7}"#), Some(br#"{"name": "g"}"#))])?;
+    assert_eq!(table(&decoded)?, vec!["+I #0 | 7 | g |"]);
+    let mut encoder = UpsertEncoder::appending(&options, Arc::clone(&prefixed), &[0])?;
+    let messages = encoder.encode(&decoded.batch, None)?;
+    let text = |b: &Option<Vec<u8>>| b.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());
+    let got: Vec<(usize, Option<String>, Option<String>)> =
+        messages.iter().map(|m| (m.row, text(&m.key), text(&m.value))).collect();
+    assert_eq!(got, vec![(0, Some(r#"{"id":7}"#.to_string()), Some(r#"{"name":"g"}"#.to_string()))]);
+
+    // Flink's rules: a prefix needs EXCEPT_KEY, and every key column carries it.
+    let mut all = options.clone();
+    all.remove("value.fields-include");
+    assert!(matches!(UpsertDecoder::appending(&all, Arc::clone(&prefixed), &[0]), Err(ConnectorError::InvalidValue { .. })));
+    assert!(matches!(UpsertDecoder::appending(&options, prefixed, &[1]), Err(ConnectorError::InvalidValue { .. })));
+    Ok(())
+}
+
 /// At parallelism 2 a batch interleaves the update pairs of several keys (-U y, -U x, +U y,
 /// +U x): no update-before is a tombstone while a later row writes its key.
 #[test]

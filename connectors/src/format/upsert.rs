@@ -1,8 +1,23 @@
-//! `upsert-kafka` records: a key and a value, each in its own format (Flink's `upsert-kafka`).
+//! Kafka records with a key and a value, each in its own format: `upsert-kafka` tables, and
+//! `kafka` tables with `'key.fields'` (Flink's Kafka connectors, "Key and Value Formats").
 //!
-//! The table's primary key columns are the Kafka key, in `'key.format'`; the value is in
-//! `'value.format'` and holds every column (`'value.fields-include' = 'ALL'`, the default) or
-//! the others only (`'EXCEPT_KEY'`). A message without a value (a tombstone) deletes its key.
+//! The key columns (an `upsert-kafka` table's primary key, a `kafka` table's `'key.fields'`,
+//! `;`-separated) are the Kafka key, in `'key.format'`; the value is in `'value.format'` (a
+//! `kafka` table's `'format'` too) and holds every column (`'value.fields-include' = 'ALL'`,
+//! the default) or the others only (`'EXCEPT_KEY'`). With `'key.fields-prefix'` (a `kafka`
+//! table, `EXCEPT_KEY` only, as in Flink) each key column's name starts with the prefix, and the
+//! key format names the field without it (column `k_id` is the key's `id`).
+//!
+//! # `kafka` tables with `'key.fields'`
+//! The table stays append-only: a record is `+I` with its key columns from the key (NULL when
+//! the record has no key) and its other columns from the value; a record without a value makes
+//! no row, as in a `kafka` table without a key. Writing, each row is one message: its key
+//! columns encoded as the key, its value columns as the value. The value format is a plain one
+//! (`json`, `csv`, `raw`, `avro-confluent`): a changelog format's several rows per record have
+//! no key of their own.
+//!
+//! # `upsert-kafka` tables
+//! A message without a value (a tombstone) deletes its key.
 //!
 //! # Reading
 //! A record with a value gives `+I` (an upsert: it replaces any earlier row of its key, so the
@@ -59,39 +74,137 @@ impl ValueFields {
     }
 }
 
-/// The key and value layout of an `upsert-kafka` table.
+/// The columns of a `kafka` table's `'key.fields'` (`;`-separated names, Flink's form), or
+/// `None` without the option.
+pub fn key_fields(options: &BTreeMap<String, String>) -> Option<Vec<String>> {
+    let fields = options.get("key.fields")?;
+    Some(fields.split(';').map(|f| f.trim().to_string()).filter(|f| !f.is_empty()).collect())
+}
+
+/// The prefix of a `kafka` table's value format options: `value.` when it names its value
+/// format `'value.format'`, else none (`'format'`; Flink takes either).
+pub fn value_prefix(options: &BTreeMap<String, String>) -> &'static str {
+    if options.contains_key("value.format") {
+        "value."
+    } else {
+        ""
+    }
+}
+
+/// The value format a table names: `'format'`, or `'value.format'` (`kafka`, `upsert-kafka`).
+pub fn value_format(options: &BTreeMap<String, String>) -> Option<&str> {
+    options.get(&format!("{}format", value_prefix(options))).map(String::as_str)
+}
+
+/// Checks a `kafka` table's message key as it is declared: `'key.fields-prefix'` with
+/// `EXCEPT_KEY` and on every key column, plain key and value formats, and types the key format
+/// can hold (`key_columns`: positions of `'key.fields'` in `schema`, the message's columns).
+///
+/// # Errors
+/// As [`UpsertDecoder::appending`]; `Unsupported` for a key column type the key format cannot
+/// hold.
+pub fn check_key_fields(
+    options: &BTreeMap<String, String>,
+    schema: SchemaRef,
+    key_columns: &[usize],
+) -> Result<(), ConnectorError> {
+    let layout = Layout::try_new(Keyed::Append, options, schema, key_columns)?;
+    layout.formats(options)?;
+    super::check_declared_types(&options["key.format"], &layout.key_schema()?)
+}
+
+/// How the records of a table with a key behave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keyed {
+    /// `upsert-kafka`: a record upserts its key, a tombstone deletes it.
+    Upsert,
+    /// `kafka` with `'key.fields'`: every record is a new row.
+    Append,
+}
+
+/// The key and value layout of a table with a key.
 #[derive(Debug, Clone)]
 struct Layout {
+    keyed: Keyed,
     schema: SchemaRef,
     key_columns: Vec<usize>,
     value_columns: Vec<usize>,
+    /// `'key.fields-prefix'`: stripped from the key columns' names in the key format.
+    key_prefix: String,
 }
 
 impl Layout {
-    fn try_new(schema: SchemaRef, key_columns: &[usize], fields: ValueFields) -> Result<Self, ConnectorError> {
+    fn try_new(
+        keyed: Keyed,
+        options: &BTreeMap<String, String>,
+        schema: SchemaRef,
+        key_columns: &[usize],
+    ) -> Result<Self, ConnectorError> {
         if key_columns.is_empty() || key_columns.iter().any(|&k| k >= schema.fields().len()) {
             return Err(ConnectorError::MissingOption {
-                connector: "upsert-kafka".into(),
-                option: "PRIMARY KEY (the Kafka key's columns)".into(),
+                connector: if keyed == Keyed::Upsert { "upsert-kafka" } else { "kafka" }.into(),
+                option: if keyed == Keyed::Upsert { "PRIMARY KEY (the Kafka key's columns)" } else { "key.fields" }.into(),
             });
+        }
+        let fields = ValueFields::from_options(options)?;
+        let key_prefix = options.get("key.fields-prefix").cloned().unwrap_or_default();
+        if !key_prefix.is_empty() {
+            // Flink: a prefix needs 'value.fields-include' = 'EXCEPT_KEY'.
+            if fields != ValueFields::ExceptKey {
+                return Err(ConnectorError::InvalidValue {
+                    option: "value.fields-include".into(),
+                    value: options.get("value.fields-include").cloned().unwrap_or_else(|| "ALL".into()),
+                    valid: "EXCEPT_KEY (required with 'key.fields-prefix')".into(),
+                });
+            }
+            if let Some(k) = key_columns.iter().find(|&&k| !schema.field(k).name().starts_with(&key_prefix)) {
+                return Err(ConnectorError::InvalidValue {
+                    option: "key.fields".into(),
+                    value: schema.field(*k).name().clone(),
+                    valid: format!("columns whose names start with the 'key.fields-prefix' '{key_prefix}'"),
+                });
+            }
         }
         let value_columns = (0..schema.fields().len())
             .filter(|c| fields == ValueFields::All || !key_columns.contains(c))
             .collect();
-        Ok(Layout { schema, key_columns: key_columns.to_vec(), value_columns })
+        Ok(Layout { keyed, schema, key_columns: key_columns.to_vec(), value_columns, key_prefix })
     }
 
     fn project(&self, columns: &[usize]) -> Result<SchemaRef, ConnectorError> {
         Ok(Arc::new(self.schema.project(columns).map_err(internal)?))
     }
 
-    fn formats(options: &BTreeMap<String, String>) -> Result<(FormatOptions, FormatOptions), ConnectorError> {
+    /// The key format's schema: the key columns, named without the prefix.
+    fn key_schema(&self) -> Result<SchemaRef, ConnectorError> {
+        let projected = self.project(&self.key_columns)?;
+        let fields: Vec<arrow::datatypes::Field> = projected
+            .fields()
+            .iter()
+            .map(|f| {
+                let name = f.name().strip_prefix(&self.key_prefix).unwrap_or(f.name());
+                f.as_ref().clone().with_name(name)
+            })
+            .collect();
+        Ok(Arc::new(arrow::datatypes::Schema::new(fields)))
+    }
+
+    /// The key columns of `batch` as the key format's batch.
+    fn key_batch(&self, batch: &RecordBatch) -> Result<RecordBatch, ConnectorError> {
+        let columns = self.key_columns.iter().map(|&k| Arc::clone(batch.column(k))).collect();
+        RecordBatch::try_new(self.key_schema()?, columns).map_err(internal)
+    }
+
+    fn formats(&self, options: &BTreeMap<String, String>) -> Result<(FormatOptions, FormatOptions), ConnectorError> {
         let key = FormatOptions::from_options(options, "key.")?;
-        let value = FormatOptions::from_options(options, "value.")?;
-        for (prefix, f) in [("key.", &key), ("value.", &value)] {
-            if f.kind == FormatKind::DebeziumJson {
+        let value_prefix = if self.keyed == Keyed::Upsert { "value." } else { value_prefix(options) };
+        let value = FormatOptions::from_options(options, value_prefix)?;
+        let changelog = [FormatKind::DebeziumJson, FormatKind::MaxwellJson, FormatKind::CanalJson];
+        for (prefix, f) in [("key.", &key), (value_prefix, &value)] {
+            if changelog.contains(&f.kind) {
+                let what = if self.keyed == Keyed::Upsert { "upsert-kafka" } else { "a 'kafka' table with 'key.fields'" };
                 return Err(ConnectorError::Unsupported {
-                    feature: format!("'{prefix}format' = 'debezium-json' with upsert-kafka (use json, csv or raw)"),
+                    feature: format!("'{prefix}format' = '{}' with {what} (use json, csv, raw or avro-confluent)", options[&format!("{prefix}format")]),
                 });
             }
         }
@@ -123,9 +236,32 @@ impl UpsertDecoder {
         schema: SchemaRef,
         key_columns: &[usize],
     ) -> Result<Self, ConnectorError> {
-        let layout = Layout::try_new(schema, key_columns, ValueFields::from_options(options)?)?;
-        let (key, value) = Layout::formats(options)?;
-        let key = key.decoder(layout.project(&layout.key_columns)?)?;
+        Self::with(Keyed::Upsert, options, schema, key_columns)
+    }
+
+    /// The decoder of a `kafka` table of `schema` whose `'key.fields'` are the columns
+    /// `key_columns`: append-only rows (see the module docs).
+    ///
+    /// # Errors
+    /// As [`UpsertDecoder::try_new`]; `InvalidValue` for a `'key.fields-prefix'` without
+    /// `EXCEPT_KEY` or a key column without the prefix.
+    pub fn appending(
+        options: &BTreeMap<String, String>,
+        schema: SchemaRef,
+        key_columns: &[usize],
+    ) -> Result<Self, ConnectorError> {
+        Self::with(Keyed::Append, options, schema, key_columns)
+    }
+
+    fn with(
+        keyed: Keyed,
+        options: &BTreeMap<String, String>,
+        schema: SchemaRef,
+        key_columns: &[usize],
+    ) -> Result<Self, ConnectorError> {
+        let layout = Layout::try_new(keyed, options, schema, key_columns)?;
+        let (key, value) = layout.formats(options)?;
+        let key = key.decoder(layout.key_schema()?)?;
         let value = value.decoder(layout.project(&layout.value_columns)?)?;
         Ok(UpsertDecoder { layout, key, value })
     }
@@ -153,11 +289,20 @@ impl UpsertDecoder {
         for (row, &s) in values.sources.iter().enumerate() {
             value_row[value_inputs[s]] = Some(row as u32);
         }
+        let append = self.layout.keyed == Keyed::Append;
+        // A `kafka` table's record without a key has NULL key columns, unless one is NOT NULL.
+        let not_null = self.layout.key_columns.iter().find(|&&k| !self.layout.schema.field(k).is_nullable());
         let mut failed = vec![false; records.len()];
         for (i, (key, _)) in records.iter().enumerate() {
-            if key.is_none() {
+            if key.is_none() && (!append || not_null.is_some()) {
                 failed[i] = true;
-                errors.push(DecodeError { index: i, message: "upsert-kafka: the record has no key".into() });
+                let message = match not_null {
+                    Some(&k) if append => {
+                        format!("kafka: the record has no key, and key column '{}' is NOT NULL", self.layout.schema.field(k).name())
+                    }
+                    _ => "upsert-kafka: the record has no key".into(),
+                };
+                errors.push(DecodeError { index: i, message });
             }
         }
         for e in keys.errors {
@@ -177,19 +322,19 @@ impl UpsertDecoder {
         let mut sources = Vec::with_capacity(records.len());
         let mut take_key = Vec::with_capacity(records.len());
         let mut take_value = Vec::with_capacity(records.len());
-        for (i, (_, value)) in records.iter().enumerate() {
-            if failed[i] {
+        for (i, (key, value)) in records.iter().enumerate() {
+            // A `kafka` table's record without a value makes no row.
+            if failed[i] || (append && value.is_none()) {
                 continue;
             }
-            let (Some(k), v) = (key_row[i], value_row[i]) else {
-                return Err(ConnectorError::Internal { message: format!("upsert-kafka: record {i} lost its key row") });
-            };
-            if value.is_some() && v.is_none() {
-                return Err(ConnectorError::Internal { message: format!("upsert-kafka: record {i} lost its value row") });
+            let (k, v) = (key_row[i], value_row[i]);
+            if (key.is_some() && k.is_none()) || (value.is_some() && v.is_none()) {
+                return Err(ConnectorError::Internal { message: format!("kafka: record {i} lost its key or value row") });
             }
             ops.push(if value.is_some() { Op::Insert } else { Op::Delete });
             sources.push(i);
-            take_key.push(Some(k));
+            // No key: NULL key columns (a `kafka` table's).
+            take_key.push(k);
             take_value.push(v);
         }
         let take_key = UInt32Array::from(take_key);
@@ -208,7 +353,8 @@ impl UpsertDecoder {
             columns.push(column.map_err(internal)?);
         }
         let batch = RecordBatch::try_new(Arc::clone(&self.layout.schema), columns).map_err(internal)?;
-        Ok(Decoded { batch, ops: Some(ops), sources, errors })
+        let ops = (!append).then_some(ops);
+        Ok(Decoded { batch, ops, sources, errors })
     }
 }
 
@@ -240,9 +386,31 @@ impl UpsertEncoder {
         schema: SchemaRef,
         key_columns: &[usize],
     ) -> Result<Self, ConnectorError> {
-        let layout = Layout::try_new(schema, key_columns, ValueFields::from_options(options)?)?;
-        let (key, value) = Layout::formats(options)?;
-        let key = key.encoder(layout.project(&layout.key_columns)?)?;
+        Self::with(Keyed::Upsert, options, schema, key_columns)
+    }
+
+    /// The encoder of a `kafka` table whose `'key.fields'` are the columns `key_columns`: one
+    /// message per row, whatever its op (the `kafka` sink takes append-only input).
+    ///
+    /// # Errors
+    /// As [`UpsertDecoder::appending`].
+    pub fn appending(
+        options: &BTreeMap<String, String>,
+        schema: SchemaRef,
+        key_columns: &[usize],
+    ) -> Result<Self, ConnectorError> {
+        Self::with(Keyed::Append, options, schema, key_columns)
+    }
+
+    fn with(
+        keyed: Keyed,
+        options: &BTreeMap<String, String>,
+        schema: SchemaRef,
+        key_columns: &[usize],
+    ) -> Result<Self, ConnectorError> {
+        let layout = Layout::try_new(keyed, options, schema, key_columns)?;
+        let (key, value) = layout.formats(options)?;
+        let key = key.encoder(layout.key_schema()?)?;
         let value = value.encoder(layout.project(&layout.value_columns)?)?;
         Ok(UpsertEncoder { layout, key, value })
     }
@@ -262,6 +430,16 @@ impl UpsertEncoder {
         let project = |columns: &[usize]| -> Result<RecordBatch, ConnectorError> {
             batch.project(columns).map_err(internal)
         };
+        if self.layout.keyed == Keyed::Append {
+            let keys = self.key.encode(&self.layout.key_batch(batch)?, None)?;
+            let values = self.value.encode(&project(&self.layout.value_columns)?, None)?;
+            return Ok(keys
+                .into_iter()
+                .zip(values)
+                .enumerate()
+                .map(|(row, (key, value))| UpsertMessage { row, key, value })
+                .collect());
+        }
         // Flink's sink NOT NULL enforcer (`table.exec.sink.not-null-enforcer` = ERROR): a
         // PRIMARY KEY column is NOT NULL, and a NULL message key would be no key at all.
         for &k in &self.layout.key_columns {
@@ -274,7 +452,7 @@ impl UpsertEncoder {
                 });
             }
         }
-        let keys = self.key.encode(&project(&self.layout.key_columns)?, None)?;
+        let keys = self.key.encode(&self.layout.key_batch(batch)?, None)?;
         let mut values = self.value.encode(&project(&self.layout.value_columns)?, None)?;
         let op = |row: usize| ops.map_or(Op::Insert, |ops| ops[row]);
         // Whether a later row of the batch writes the same key: then an update-before of the

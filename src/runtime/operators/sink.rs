@@ -189,7 +189,8 @@ pub enum KafkaEncoding {
     /// `kafka`: the value only, by the table's `'format'`; no key (round-robin partitions).
     Value(Box<dyn weir_connectors::format::Encoder>),
     /// `upsert-kafka`: the primary key as the message key, the row as the value, a tombstone
-    /// for a delete.
+    /// for a delete. A `kafka` table with `'key.fields'`: those columns as the message key, one
+    /// message per row.
     Upsert(weir_connectors::format::UpsertEncoder),
 }
 
