@@ -293,7 +293,9 @@ async fn a_window_aggregation_over_a_plain_table_is_final_and_upsert_keys_are_ma
             .iter()
             .map(|r| r.get(0))
             .collect();
-        let top = plan.first().cloned().unwrap_or_default();
+        // The sink, then what feeds it.
+        assert!(plan.first().is_some_and(|l| l.starts_with("StreamSink: table=wp_city connector=upsert-kafka")), "{plan:?}");
+        let top = plan.get(1).map(|l| l.trim_start().to_string()).unwrap_or_default();
         assert_eq!(
             top.starts_with("StreamSinkUpsertMaterializer: key=[0]") && top.contains("changelog=upsert stream_key=[0]"),
             materialized,

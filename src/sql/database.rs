@@ -115,6 +115,18 @@ pub struct Database {
     activities: Arc<Activities>,
 }
 
+/// The store closes when the last holder of the engine lets it go; the source thread holds it
+/// for the rest of a slice of reading. Dropping a database waits for that (up to 5 s), so the
+/// same process can open its directory again right after (RocksDB's lock is per process).
+impl Drop for Database {
+    fn drop(&mut self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while Arc::strong_count(&self.engine) > 1 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}
+
 /// The engine held for a write statement: the jobs running on threads of their own are taken
 /// back when it is taken ([`Engine::attach_jobs`]), so the statement sees and commits every job,
 /// and run on their own again when it is dropped ([`Engine::detach_jobs`]).
@@ -426,7 +438,7 @@ impl Database {
             // Every check the job's start makes, short of starting it.
             let mut engine = self.write_engine().await?;
             let check = crate::sql::sink_jobs::SinkJobMode::CheckOnly;
-            dml::insert_into_connector(&mut engine, &rel, insert, &session.settings, check).await.map_err(located)?;
+            dml::insert_into_connector(&mut engine, &rel, insert, sql, &session.settings, check).await.map_err(located)?;
         } else {
             self.execute_parsed(session, WeirStatement::Explain(Box::new(stmt.clone())), sql).await.map_err(located)?;
         }
@@ -897,7 +909,19 @@ impl Database {
             None => plan_job(&engine, &query, kind, &options).await?,
         };
         let parallelism = crate::sql::settings::parallelism_option(&options)?.unwrap_or(engine.workers);
-        text_rows(&["QUERY PLAN"], plan.explain_parallel(parallelism).into_iter().map(|l| vec![Some(l)]).collect())
+        let mut lines = plan.explain_parallel(parallelism);
+        // An INSERT's plan ends in its sink (Flink's `Sink(table=[..], fields=[..])`).
+        if let Some(sink) = &sink {
+            let fields: Vec<String> = crate::engine::written_fields(sink)?.iter().map(|f| f.name().clone()).collect();
+            let root = format!(
+                "StreamSink: table={} connector={} fields=[{}]",
+                sink.name,
+                crate::runtime::relation::connector_of(sink),
+                fields.join(", ")
+            );
+            lines = std::iter::once(root).chain(lines.into_iter().map(|l| format!("  {l}"))).collect();
+        }
+        text_rows(&["QUERY PLAN"], lines.into_iter().map(|l| vec![Some(l)]).collect())
     }
 
     async fn execute_sql(&self, session: &mut Session, stmt: Statement, sql: &str) -> Result<StatementResult> {
@@ -995,7 +1019,8 @@ impl Database {
                     let mut engine = self.write_engine().await?;
                     // The catalog under the engine: the table may have changed since the read.
                     let rel = engine.catalog.get(&table).cloned().unwrap_or(rel);
-                    dml::insert_into_connector(&mut engine, &rel, insert, settings, crate::sql::sink_jobs::SinkJobMode::Start).await?;
+                    dml::insert_into_connector(&mut engine, &rel, insert, sql, settings, crate::sql::sink_jobs::SinkJobMode::Start)
+                        .await?;
                     return Ok(StatementResult::Command { tag: "INSERT".into(), rows: Some(0) });
                 }
                 let written = self.write(session, "INSERT", WriteRequest::Insert(insert)).await?;
@@ -1430,6 +1455,29 @@ mod tests {
         assert_eq!(jobs(&db), 2, "the set's first job is stopped, the earlier set's two run on");
         // END outside a set is Postgres's (a COMMIT without a block).
         db.execute(&mut s, "END").await?;
+        Ok(())
+    }
+
+    /// An INSERT INTO job's definition in `SHOW JOBS` is the statement as written (a window
+    /// TVF in Flink's form, not the text Weir rewrites it into), and `EXPLAIN INSERT` shows the
+    /// sink above the plan (Flink's `Sink(table=[..], fields=[..])`).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn insert_jobs_show_their_statement_and_explain_their_sink() -> crate::error::Result<()> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = Database::open_with(dir.path(), OpenOptions { read_sources: false, ..OpenOptions::default() })?;
+        let mut s = Session::default();
+        db.execute(&mut s, "CREATE TABLE ev (id BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)").await?;
+        db.execute(&mut s, "CREATE TABLE snk (ws TIMESTAMP(3), n BIGINT) WITH ('connector' = 'blackhole')").await?;
+        let insert = "INSERT INTO snk SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end";
+        let StatementResult::Rows { batches, .. } = db.execute(&mut s, &format!("EXPLAIN {insert}")).await? else { panic!("no plan") };
+        let plan = arrow::util::pretty::pretty_format_batches(&batches).expect("format").to_string();
+        let lines: Vec<&str> = plan.lines().filter(|l| l.starts_with('|')).skip(1).collect();
+        assert!(lines[0].contains("| StreamSink: table=snk connector=blackhole fields=[ws, n]"), "{plan}");
+        assert!(lines[1].starts_with("|   Stream"), "the plan below the sink, indented: {plan}");
+        db.execute(&mut s, &format!("  {insert} ;  ")).await?;
+        let StatementResult::Rows { batches, .. } = db.execute(&mut s, "SHOW JOBS").await? else { panic!("no rows") };
+        let definition = batches[0].column_by_name("definition").expect("definition");
+        assert_eq!(definition.as_any().downcast_ref::<arrow::array::StringArray>().expect("text").value(0), insert);
         Ok(())
     }
 

@@ -604,10 +604,12 @@ async fn keyed_scan(base: &WriteBase<'_>, changes: &TableChanges, table: &str, s
 
 /// INSERT INTO a connector table: checks the query's changelog against the sink, then starts
 /// the job that writes it (with [`SinkJobMode::Start`](crate::sql::sink_jobs::SinkJobMode)).
+/// `text` is the statement as the user wrote it: `SHOW JOBS` shows it as the job's definition.
 pub async fn insert_into_connector(
     engine: &mut Engine,
     rel: &weir_catalog::Relation,
     insert: &Insert,
+    text: &str,
     settings: &std::collections::BTreeMap<String, String>,
     mode: crate::sql::sink_jobs::SinkJobMode,
 ) -> Result<usize> {
@@ -635,11 +637,8 @@ pub async fn insert_into_connector(
         false => None,
     };
     let depends_on = crate::sql::ddl::named_relations(engine, source);
-    let definition = match insert.columns.as_slice() {
-        [] => format!("INSERT INTO {} {source}", rel.name),
-        listed => format!("INSERT INTO {} ({}) {source}", rel.name, listed.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")),
-    };
-    crate::sql::sink_jobs::start_sink_job(engine, rel, &query, depends_on, &definition, settings, updating, mode).await?;
+    let definition = text.trim().trim_end_matches(';').trim_end();
+    crate::sql::sink_jobs::start_sink_job(engine, rel, &query, depends_on, definition, settings, updating, mode).await?;
     Ok(0)
 }
 
