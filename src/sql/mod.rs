@@ -5,6 +5,7 @@ pub mod copy;
 pub mod database;
 pub mod ddl;
 pub mod dml;
+pub mod json_clauses;
 pub mod messages;
 pub mod parser;
 pub mod pg_cancel;

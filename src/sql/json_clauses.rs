@@ -1,0 +1,147 @@
+//! The clauses of Flink's `JSON_VALUE(json, path [RETURNING type] [NULL ON EMPTY] [NULL ON
+//! ERROR])` (Flink docs, JSON Functions), made to parse as plain calls: the statement's text is
+//! rewritten at the token level before it is parsed ([`rewrite_json_clauses`]).
+//!
+//! - `RETURNING type`: the value cast to `type`, NULL when it does not convert (Flink's default
+//!   `NULL ON ERROR`): `TRY_CAST(JSON_VALUE(json, path) AS type)`.
+//! - `NULL ON EMPTY`, `NULL ON ERROR`: the defaults, dropped.
+//! - `ERROR ON ...` and `DEFAULT value ON ...` are refused, naming the clause.
+//!
+//! Text inside string literals and quoted names is left alone.
+
+use sqlparser::dialect::GenericDialect;
+use sqlparser::tokenizer::{Token, Tokenizer};
+
+use crate::error::{Result, WeirError};
+
+/// Rewrites the clauses of every `JSON_VALUE` call in `sql`; text without them comes back
+/// unchanged.
+///
+/// # Errors
+/// `Syntax` when the text cannot be tokenized; `Unsupported` for an `ERROR ON` or `DEFAULT ON`
+/// clause.
+pub fn rewrite_json_clauses(sql: &str) -> Result<String> {
+    let upper = sql.to_ascii_uppercase();
+    if !upper.contains("JSON_VALUE") || !(upper.contains("RETURNING") || upper.contains(" ON ")) {
+        return Ok(sql.to_string());
+    }
+    let tokens =
+        Tokenizer::new(&GenericDialect {}, sql).tokenize().map_err(|e| WeirError::syntax(e.message.clone(), None))?;
+    let sig: Vec<usize> = (0..tokens.len()).filter(|i| !matches!(tokens[*i], Token::Whitespace(_))).collect();
+    let word_at = |k: usize| match sig.get(k).map(|i| &tokens[*i]) {
+        Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+        _ => None,
+    };
+    let mut rewritten: std::collections::HashMap<usize, String> = std::collections::HashMap::new();
+    for k in 0..sig.len() {
+        if word_at(k).as_deref() != Some("JSON_VALUE") || sig.get(k + 1).is_none_or(|i| tokens[*i] != Token::LParen) {
+            continue;
+        }
+        // The call's closing parenthesis, and where its clauses start (at its own depth).
+        let mut depth = 0usize;
+        let (mut close, mut clauses) = (None, None);
+        for (j, &i) in sig.iter().enumerate().skip(k + 1) {
+            match tokens[i] {
+                Token::LParen => depth += 1,
+                Token::RParen => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(j);
+                        break;
+                    }
+                }
+                _ if depth == 1 && clauses.is_none() => {
+                    let starts_clause = match word_at(j).as_deref() {
+                        Some("RETURNING") => true,
+                        // Right after the path (not an argument of its own), ON soon after.
+                        Some("NULL" | "ERROR" | "DEFAULT") => {
+                            (j + 1..sig.len()).take(4).any(|n| word_at(n).as_deref() == Some("ON"))
+                                && !matches!(tokens[sig[j - 1]], Token::Comma | Token::LParen)
+                        }
+                        _ => false,
+                    };
+                    if starts_clause {
+                        clauses = Some(j);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let (Some(close), Some(start)) = (close, clauses) else { continue };
+        // The clauses' words, split into RETURNING's type and the ON clauses.
+        let text = |from: usize, to: usize| -> String {
+            (sig[from]..sig[to]).map(|i| tokens[i].to_string()).collect::<String>().trim().to_string()
+        };
+        let mut at = start;
+        let mut returning = None;
+        if word_at(at).as_deref() == Some("RETURNING") {
+            let mut end = at + 1;
+            while end < close && !matches!(word_at(end).as_deref(), Some("NULL" | "ERROR" | "DEFAULT")) {
+                end += 1;
+            }
+            returning = Some(text(at + 1, end));
+            at = end;
+        }
+        while at < close {
+            match (word_at(at).as_deref(), word_at(at + 1).as_deref(), word_at(at + 2).as_deref()) {
+                (Some("NULL"), Some("ON"), Some("EMPTY" | "ERROR")) => at += 3,
+                _ => {
+                    return Err(WeirError::unsupported(format!(
+                        "JSON_VALUE's clause '{}': only RETURNING <type>, NULL ON EMPTY and NULL ON ERROR are supported (a value that is missing or does not convert is NULL)",
+                        text(at, close)
+                    )))
+                }
+            }
+        }
+        for i in sig[start - 1] + 1..sig[close] {
+            rewritten.insert(i, String::new());
+        }
+        if let Some(t) = returning {
+            if t.is_empty() {
+                return Err(WeirError::syntax("JSON_VALUE: RETURNING needs a type", None));
+            }
+            rewritten.insert(sig[k], format!("TRY_CAST({}", tokens[sig[k]]));
+            rewritten.insert(sig[close], format!(") AS {t})"));
+        }
+    }
+    if rewritten.is_empty() {
+        return Ok(sql.to_string());
+    }
+    let mut out = String::with_capacity(sql.len() + 16);
+    for (i, token) in tokens.iter().enumerate() {
+        match rewritten.get(&i) {
+            Some(text) => out.push_str(text),
+            None => out.push_str(&token.to_string()),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn returning_becomes_a_try_cast_and_null_clauses_go() -> Result<()> {
+        assert_eq!(
+            rewrite_json_clauses("SELECT JSON_VALUE(doc, '$.a' RETURNING INT) FROM t")?,
+            "SELECT TRY_CAST(JSON_VALUE(doc, '$.a') AS INT) FROM t"
+        );
+        assert_eq!(
+            rewrite_json_clauses("SELECT json_value(doc, '$.p' RETURNING DECIMAL(10, 2) NULL ON EMPTY NULL ON ERROR) FROM t")?,
+            "SELECT TRY_CAST(json_value(doc, '$.p') AS DECIMAL(10, 2)) FROM t"
+        );
+        assert_eq!(rewrite_json_clauses("SELECT JSON_VALUE(doc, '$.a' NULL ON EMPTY) FROM t")?, "SELECT JSON_VALUE(doc, '$.a') FROM t");
+        Ok(())
+    }
+
+    #[test]
+    fn other_clauses_are_refused_and_other_text_left_alone() -> Result<()> {
+        assert!(rewrite_json_clauses("SELECT JSON_VALUE(doc, '$.a' DEFAULT 0 ON EMPTY) FROM t").is_err());
+        assert!(rewrite_json_clauses("SELECT JSON_VALUE(doc, '$.a' ERROR ON ERROR) FROM t").is_err());
+        for sql in ["SELECT JSON_VALUE(doc, '$.a') FROM t JOIN u ON t.a = u.a", "SELECT 'JSON_VALUE(x RETURNING INT)'"] {
+            assert_eq!(rewrite_json_clauses(sql)?, sql);
+        }
+        Ok(())
+    }
+}
