@@ -3,10 +3,12 @@
 //! proxy that the test stops and starts again: it advertises the proxy's address, so every
 //! connection of Weir's goes through it, while the broker keeps its topics.
 //!
-//! While the proxy is down the job shows `RESTARTING` with the error, FLUSH says it cannot
-//! wait for it, and the server, killed and started again, opens (the job still
-//! `RESTARTING`). Once the proxy is back the job runs again and, after FLUSH, the view equals
-//! the totals of every record produced, computed here: nothing lost or counted twice.
+//! Two jobs read the topic: a view, and an `INSERT INTO` a Kafka sink on the same broker. While
+//! the proxy is down both show `RESTARTING` with the error, FLUSH says it cannot wait for
+//! them, and the server, killed and started again, opens (the jobs still `RESTARTING`). Once
+//! the proxy is back they run again and, after FLUSH, the view equals the totals of every
+//! record produced, computed here (nothing lost or counted twice), and the sink's topic holds
+//! every record.
 
 mod common;
 
@@ -131,12 +133,15 @@ async fn view(client: &tokio_postgres::Client) -> BTreeMap<String, (i64, i64)> {
         .collect()
 }
 
-/// The job's (status, error) in SHOW JOBS.
-async fn job(client: &tokio_postgres::Client) -> (String, Option<String>) {
+/// The view's job and the INSERT job's names in SHOW JOBS.
+const JOBS: [&str; 2] = ["restart_totals", "INSERT INTO restart_out"];
+
+/// Job `name`'s (status, error) in SHOW JOBS.
+async fn job(client: &tokio_postgres::Client, name: &str) -> (String, Option<String>) {
     let rows = client.simple_query("SHOW JOBS").await.expect("SHOW JOBS");
     rows.iter()
         .find_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(r) if r.get("job_name") == Some("restart_totals") => {
+            tokio_postgres::SimpleQueryMessage::Row(r) if r.get("job_name") == Some(name) => {
                 Some((r.get("status").unwrap().to_string(), r.get("error").map(str::to_string)))
             }
             _ => None,
@@ -144,17 +149,20 @@ async fn job(client: &tokio_postgres::Client) -> (String, Option<String>) {
         .expect("the job is listed")
 }
 
-/// Polls SHOW JOBS until the job's status is `status`; returns its error.
+/// Polls SHOW JOBS until both jobs' status is `status`; returns the view's job's error.
 async fn wait_for_status(client: &tokio_postgres::Client, status: &str) -> Option<String> {
     let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let (now, error) = job(client).await;
-        if now == status {
-            return error;
+    for name in JOBS {
+        loop {
+            let (now, error) = job(client, name).await;
+            if now == status {
+                break;
+            }
+            assert!(Instant::now() < deadline, "job {name} is {now}, not {status}, after 120 s; error {error:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        assert!(Instant::now() < deadline, "the job is {now}, not {status}, after 120 s; error {error:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    job(client, JOBS[0]).await.1
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -164,6 +172,7 @@ async fn a_job_whose_brokers_go_away_restarts_from_its_checkpoint_once_they_are_
     let mut proxy = Proxy::new(proxy_port, broker.port);
     let b = broker.brokers.clone();
     create_topic(&b, "restart_orders", 2).expect("topic");
+    create_topic(&b, "restart_out", 2).expect("topic");
     let dir = common::scratch_dir("kafka-restart");
     let mut server = common::Server::start(&dir.join("data"));
     let client = common::connect(&server).await;
@@ -173,14 +182,19 @@ async fn a_job_whose_brokers_go_away_restarts_from_its_checkpoint_once_they_are_
              WITH ('connector' = 'kafka', 'topic' = 'restart_orders', 'properties.bootstrap.servers' = '{b}',
                    'scan.startup.mode' = 'earliest-offset', 'format' = 'json');
              CREATE MATERIALIZED VIEW restart_totals AS
-             SELECT k, COUNT(*) AS n, SUM(amount) AS total FROM restart_orders GROUP BY k;"
+             SELECT k, COUNT(*) AS n, SUM(amount) AS total FROM restart_orders GROUP BY k;
+             CREATE TABLE restart_out (id BIGINT, k STRING, amount BIGINT)
+             WITH ('connector' = 'kafka', 'topic' = 'restart_out', 'properties.bootstrap.servers' = '{b}', 'format' = 'json');
+             INSERT INTO restart_out SELECT id, k, amount FROM restart_orders;"
         ))
         .await
         .expect("pipeline");
     produce(&b, 0..300);
     client.batch_execute("FLUSH").await.expect("FLUSH");
     assert_eq!(view(&client).await, totals(0..300));
-    assert_eq!(job(&client).await, ("RUNNING".to_string(), None));
+    for name in JOBS {
+        assert_eq!(job(&client, name).await, ("RUNNING".to_string(), None), "{name}");
+    }
 
     // The brokers go away: the job fails, and waits to restart.
     proxy.stop();
@@ -213,6 +227,18 @@ async fn a_job_whose_brokers_go_away_restarts_from_its_checkpoint_once_they_are_
         .expect("weir_sources")
         .get(0);
     assert_eq!(positions, 700, "records read");
+    // The INSERT job wrote every record, at least once (its sink is at-least-once).
+    let mut reader = common::kafka::earliest_reader(&b, "restart_out");
+    let mut ids = std::collections::BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while ids.len() < 700 {
+        assert!(Instant::now() < deadline, "the sink wrote {} of 700 records", ids.len());
+        for r in reader.poll(1_000, Duration::from_millis(100)).expect("poll") {
+            let value: serde_json::Value = serde_json::from_slice(r.payload.as_deref().expect("value")).expect("json");
+            ids.insert(value["id"].as_i64().expect("id"));
+        }
+    }
+    assert_eq!(ids, (0..700).collect());
     let (_, metrics) = common::http_get(&server, "/metrics").await;
     let restarts = common::metric(&metrics, "weir_job_restarts_total", &[("job", "restart_totals"), ("job_id", "job-1")]).expect("the metric");
     assert!(restarts >= 1.0, "{restarts} restarts counted");

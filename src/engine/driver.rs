@@ -67,13 +67,13 @@ pub const EPOCH_WRITE_BYTES: u64 = 32 << 20;
 /// the jobs' writes reach [`EPOCH_WRITE_BYTES`]),
 /// and a short pause when nothing is available. A failure reloads the engine from the last
 /// commit, so the sources resume from their committed positions.
-fn source_loop(engine: Weak<RwLock<Engine>>) {
+fn source_loop(weak: Weak<RwLock<Engine>>) {
     let mut last_commit = std::time::Instant::now();
     let mut dirty = false;
     loop {
-        let Some(shared) = engine.upgrade() else { return };
-        restart_due_jobs(&shared);
+        let Some(shared) = weak.upgrade() else { return };
         let mut engine = shared.blocking_write();
+        restart_due_jobs(&mut engine, &weak);
         // Jobs running on threads of their own that stopped on a failure come back here;
         // independent jobs the engine holds (after a reload, say) go back to threads of their own.
         match engine.reap_runners() {
@@ -125,11 +125,12 @@ fn source_loop(engine: Weak<RwLock<Engine>>) {
     }
 }
 
-/// Restarts the jobs whose delay after a failure is up ([`super::restart`]): their sources are
-/// opened without the engine's lock, which an unreachable Kafka cluster could hold for seconds,
-/// and installed under it.
-fn restart_due_jobs(shared: &RwLock<Engine>) {
-    let due = match shared.blocking_read().due_restarts() {
+/// Restarts the jobs whose delay after a failure is up ([`super::restart`]): each one's sources
+/// are opened on a thread of its own, without the engine's lock (an unreachable Kafka cluster
+/// makes an open wait seconds for its metadata), and installed under it; meanwhile the other
+/// jobs and statements go on.
+fn restart_due_jobs(engine: &mut Engine, shared: &Weak<RwLock<Engine>>) {
+    let due = match engine.take_due_restarts() {
         Ok(due) => due,
         Err(e) => {
             tracing::error!("reading the progress of a job to restart: {e}");
@@ -137,7 +138,16 @@ fn restart_due_jobs(shared: &RwLock<Engine>) {
         }
     };
     for pending in due {
-        let opened = pending.open();
-        shared.blocking_write().install_restarted(&pending.job, opened);
+        let shared = Weak::clone(shared);
+        let job = pending.job.clone();
+        let spawned = std::thread::Builder::new().name(format!("weir-restart-{job}")).spawn(move || {
+            let opened = pending.open();
+            if let Some(shared) = shared.upgrade() {
+                shared.blocking_write().install_restarted(&pending.job, opened);
+            }
+        });
+        if let Err(e) = spawned {
+            engine.install_restarted(&job, Err(WeirError::internal(format!("cannot start a thread to restart it: {e}"))));
+        }
     }
 }

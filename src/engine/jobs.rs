@@ -220,11 +220,17 @@ impl Engine {
     fn start_jobs(&mut self) -> Result<()> {
         let views: Vec<Relation> = self.catalog.jobs_in_dependency_order().into_iter().cloned().collect();
         for rel in views {
-            if self.suspended.contains(&rel.name) {
+            // A job waiting to restart is built when its delay is up ([`super::restart`]).
+            if self.suspended.contains(&rel.name) || self.waiting_to_restart(&rel.name) {
                 continue;
             }
             let job = match self.restart_job(&rel) {
                 Ok(job) => job,
+                // Its sink's cluster unreachable: it restarts later, as when its sources are.
+                Err(e) if matches!(e.kind(), crate::error::ErrorKind::External(_)) => {
+                    self.note_failure(&rel.name, &e.to_string());
+                    continue;
+                }
                 Err(e) => {
                     let error = format!("cannot restart {}: {e}; drop it and create it again", rel.name);
                     tracing::error!("{error}");

@@ -16,9 +16,10 @@
 //! bounded: a job never gives up on its own, as a Kafka consumer never does.
 //!
 //! A source that opens can take long to fail (librdkafka's metadata request waits for its
-//! timeout when no broker answers), so a due restart opens its job's sources without the
-//! engine's lock ([`Engine::due_restarts`], [`PendingOpen::open`]) and the engine only installs
-//! them ([`Engine::install_restarted`]): statements never wait for an unreachable cluster.
+//! timeout when no broker answers), so a due restart opens its job's sources on a thread of its
+//! own, without the engine's lock ([`Engine::take_due_restarts`], [`PendingOpen::open`]), and
+//! the engine only installs them ([`Engine::install_restarted`]): statements and the other
+//! jobs never wait for an unreachable cluster.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -52,6 +53,8 @@ pub struct Restart {
     pub restarts: u64,
     /// When the job tries to open its sources again; `None` once it runs again.
     pub retry_at: Option<Instant>,
+    /// Whether its sources are being opened now ([`Engine::take_due_restarts`]).
+    pub opening: bool,
     /// Since when the job runs again (its last successful restart).
     pub running_since: Instant,
 }
@@ -65,7 +68,7 @@ impl Restart {
     /// `SHOW JOBS`'s error of a job waiting to restart: the error, the attempt, the delay left.
     pub fn describe(&self) -> String {
         let left = self.retry_at.map_or(Duration::ZERO, |at| at.saturating_duration_since(Instant::now()));
-        let when = if left.is_zero() { "trying now".to_string() } else { format!("in {:.1} s", left.as_secs_f64()) };
+        let when = if self.opening || left.is_zero() { "trying now".to_string() } else { format!("in {:.1} s", left.as_secs_f64()) };
         format!("{} (restart {} from the last checkpoint: {when})", self.error, self.restarts)
     }
 }
@@ -76,29 +79,54 @@ pub fn backoff(consecutive: u32) -> Duration {
     INITIAL_BACKOFF.mul_f64(factor).min(MAX_BACKOFF)
 }
 
-/// What opening a restarting job's sources needs, taken under the engine's read lock so that
-/// the opening itself runs without it.
+/// What opening a restarting job's sources needs, taken under the engine's lock so that the
+/// opening itself runs without it.
 pub struct PendingOpen {
     pub job: String,
     /// Each connector table the job reads, with its committed progress.
     tables: Vec<(Relation, Option<SourceProgress>)>,
     /// The read-ahead of the job's sources (parallelism 2 or more).
     read_ahead: Option<usize>,
+    /// For a job not built yet (its sink's cluster was unreachable, or it failed and the
+    /// engine reloaded): the Kafka tables it reads or writes, whose clusters must answer
+    /// before it is built under the engine's lock.
+    probe: Option<Vec<Relation>>,
+}
+
+/// What [`PendingOpen::open`] got: the job's source tasks, or, for a job not built yet, that its
+/// clusters answer.
+pub enum Opened {
+    Tasks(Vec<((String, String), SourceTask)>),
+    Reachable,
 }
 
 impl PendingOpen {
-    /// Opens every source task of the job, or none.
+    /// Opens every source task of the job, or none; for a job not built yet, asks each of its
+    /// Kafka tables' clusters for the topic instead.
     ///
     /// # Errors
-    /// The first reader's that cannot open (its brokers unreachable, say).
-    pub fn open(&self) -> Result<Vec<((String, String), SourceTask)>> {
-        self.tables
+    /// The first reader's or cluster's that does not answer (its brokers unreachable, say).
+    pub fn open(&self) -> Result<Opened> {
+        if let Some(tables) = &self.probe {
+            for rel in tables {
+                let options = rel.options.iter().filter(|(k, _)| !k.starts_with("sink.")).map(|(k, v)| (k.clone(), v.clone()));
+                let config = weir_connectors::kafka::KafkaSinkConfig::from_options(&options.collect())
+                    .map_err(|e| crate::error::WeirError::option(format!("table {}: {e}", rel.name)))?;
+                weir_connectors::kafka::KafkaWriter::open(&config).map_err(|e| {
+                    crate::error::WeirError::new(crate::error::ErrorKind::External(format!("table {}: {e}", rel.name)))
+                })?;
+            }
+            return Ok(Opened::Reachable);
+        }
+        let tasks = self
+            .tables
             .iter()
             .map(|(rel, progress)| {
                 let task = SourceTask::open(&self.job, rel, progress.clone(), self.read_ahead)?;
                 Ok(((self.job.clone(), rel.name.clone()), task))
             })
-            .collect()
+            .collect::<Result<_>>()?;
+        Ok(Opened::Tasks(tasks))
     }
 }
 
@@ -113,6 +141,7 @@ impl Engine {
             consecutive: 0,
             restarts: 0,
             retry_at: None,
+            opening: false,
             running_since: now,
         });
         if entry.retry_at.is_none() && now.duration_since(entry.running_since) >= RESET_BACKOFF_THRESHOLD {
@@ -124,6 +153,7 @@ impl Engine {
         entry.failed_at_ms = crate::observe::now_ms();
         let delay = backoff(entry.consecutive);
         entry.retry_at = Some(now + delay);
+        entry.opening = false;
         tracing::warn!(job, "job failed: {error}; restarting from the last checkpoint in {:.1} s", delay.as_secs_f64());
     }
 
@@ -132,17 +162,38 @@ impl Engine {
         self.restarting.get(job).is_some_and(Restart::waiting)
     }
 
-    /// The jobs due to restart now, with what opening their sources needs.
+    /// The jobs due to restart now, with what opening their sources needs; each is marked as
+    /// being opened until [`Engine::install_restarted`] hears how that went.
     ///
     /// # Errors
     /// `Storage` when a source's committed progress cannot be read.
-    pub fn due_restarts(&self) -> Result<Vec<PendingOpen>> {
+    pub fn take_due_restarts(&mut self) -> Result<Vec<PendingOpen>> {
         let now = Instant::now();
-        self.restarting
+        let due: Vec<String> = self
+            .restarting
             .iter()
-            .filter(|(job, r)| r.retry_at.is_some_and(|at| at <= now) && self.jobs.contains_key(*job))
-            .map(|(job, _)| self.pending_open(job))
-            .collect()
+            .filter(|(job, r)| {
+                !r.opening
+                    && r.retry_at.is_some_and(|at| at <= now)
+                    && self.catalog.get(job).is_some()
+                    && !self.failed.contains_key(*job)
+                    && !self.suspended.contains(*job)
+            })
+            .map(|(job, _)| job.clone())
+            .collect();
+        let pending = due
+            .iter()
+            .map(|job| match self.jobs.contains_key(job) {
+                true => self.pending_open(job),
+                false => Ok(self.pending_build(job)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for job in &due {
+            if let Some(entry) = self.restarting.get_mut(job) {
+                entry.opening = true;
+            }
+        }
+        Ok(pending)
     }
 
     /// What opening the sources of job `job` needs: its connector tables and their progress.
@@ -163,15 +214,36 @@ impl Engine {
             tables.push((rel.clone(), progress));
         }
         let read_ahead = self.jobs.get(job).is_some_and(|j| j.parallelism() > 1).then_some(super::SOURCE_BATCH_ROWS);
-        Ok(PendingOpen { job: job.to_string(), tables, read_ahead })
+        Ok(PendingOpen { job: job.to_string(), tables, read_ahead, probe: None })
+    }
+
+    /// What a job not built yet needs before it is: the Kafka tables it reads or writes.
+    fn pending_build(&self, job: &str) -> PendingOpen {
+        let tables = self
+            .catalog
+            .get(job)
+            .map(|rel| {
+                rel.depends_on
+                    .iter()
+                    .filter_map(|name| self.catalog.get(name))
+                    .filter(|r| r.kind == RelationKind::Table && matches!(connector_of(r), "kafka" | "upsert-kafka"))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        PendingOpen { job: job.to_string(), tables: Vec::new(), read_ahead: None, probe: Some(tables) }
     }
 
     /// Installs the outcome of opening a restarting job's sources ([`PendingOpen::open`]): the
-    /// job runs again, or waits longer with the new error. Nothing happens when the job no
-    /// longer waits (dropped, suspended, resumed or reloaded meanwhile).
-    pub fn install_restarted(&mut self, job: &str, opened: Result<Vec<((String, String), SourceTask)>>) {
+    /// job runs again (a job not built yet is built now, its clusters having answered), or
+    /// waits longer with the new error. Nothing happens when the job no longer waits (dropped,
+    /// suspended, resumed or reloaded meanwhile).
+    pub fn install_restarted(&mut self, job: &str, opened: Result<Opened>) {
+        if let Some(entry) = self.restarting.get_mut(job) {
+            entry.opening = false;
+        }
         let still_waiting = self.waiting_to_restart(job)
-            && self.jobs.contains_key(job)
+            && self.catalog.get(job).is_some()
             && !self.failed.contains_key(job)
             && !self.suspended.contains(job)
             && !self.sources.keys().any(|(j, _)| j == job);
@@ -179,12 +251,44 @@ impl Engine {
             return;
         }
         match opened {
-            Ok(tasks) => {
+            Ok(Opened::Tasks(tasks)) if self.jobs.contains_key(job) => {
                 self.sources.extend(tasks);
                 self.mark_running(job);
             }
+            Ok(Opened::Reachable) if !self.jobs.contains_key(job) => {
+                if let Err(e) = self.build_restarted(job) {
+                    self.note_failure(job, &e.to_string());
+                }
+            }
+            // Built or dropped by a reload meanwhile: the next attempt looks again.
+            Ok(_) => self.note_failure(job, "the job changed while it restarted"),
             Err(e) => self.note_failure(job, &e.to_string()),
         }
+    }
+
+    /// Builds job `job` again over its state tables and opens its sources (its clusters answer
+    /// now). A job that no longer plans the same way is FAILED, as at a server's start.
+    fn build_restarted(&mut self, job: &str) -> Result<()> {
+        let Some(rel) = self.catalog.get(job).cloned() else { return Ok(()) };
+        let built = match self.restart_job(&rel) {
+            Ok(built) => built,
+            Err(e) if matches!(e.kind(), crate::error::ErrorKind::External(_)) => return Err(e),
+            Err(e) => {
+                let error = format!("cannot restart {job}: {e}; drop it and create it again");
+                tracing::error!("{error}");
+                self.restarting.remove(job);
+                self.failed.insert(job.to_string(), error);
+                return Ok(());
+            }
+        };
+        self.jobs.insert(job.to_string(), built);
+        self.refresh_job_order();
+        match self.pending_open(job)?.open()? {
+            Opened::Tasks(tasks) => self.sources.extend(tasks),
+            Opened::Reachable => {}
+        }
+        self.mark_running(job);
+        Ok(())
     }
 
     /// Job `job` opened its sources: it runs again.
@@ -207,10 +311,11 @@ impl Engine {
             return Ok(());
         }
         match self.pending_open(job)?.open() {
-            Ok(tasks) => {
+            Ok(Opened::Tasks(tasks)) => {
                 self.sources.extend(tasks);
                 self.mark_running(job);
             }
+            Ok(Opened::Reachable) => {}
             Err(e) => self.note_failure(job, &e.to_string()),
         }
         Ok(())

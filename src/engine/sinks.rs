@@ -90,7 +90,9 @@ impl Engine {
                             .map_err(|e| WeirError::option(format!("table {}: {e}", sink.name)))?,
                     )
                 };
-                let opening = |e| WeirError::execution(format!("table {}: {e}", sink.name));
+                // The cluster unreachable: External, which a restart retries ([`super::restart`]).
+                let opening =
+                    |e| WeirError::new(crate::error::ErrorKind::External(format!("table {}: {e}", sink.name)));
                 match &config.transactional_id_prefix {
                     Some(prefix) if config.delivery == weir_connectors::kafka::DeliveryGuarantee::ExactlyOnce => {
                         // Stable per job, so a restarted job fences its previous instance.

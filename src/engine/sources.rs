@@ -47,12 +47,15 @@ impl Engine {
     /// naming a job that waits to restart ([`super::restart`]).
     pub fn kafka_source_ends(&self) -> Result<Vec<SourceEnd>> {
         // A job waiting to restart has no sources open to read to anywhere.
-        if let Some((job, restart)) = self.restarting.iter().find(|(_, r)| r.waiting()) {
+        let waiting: Vec<&String> = self.restarting.iter().filter(|(_, r)| r.waiting()).map(|(job, _)| job).collect();
+        if let Some(first) = waiting.first() {
+            let names: Vec<&str> = waiting.iter().map(|j| j.as_str()).collect();
             return Err(WeirError::new(crate::error::ErrorKind::External(format!(
-                "FLUSH cannot wait for job {job}: it is RESTARTING after an error: {}. FLUSH waits for every \
-                 source of a running job; suspend or stop that job (ALTER MATERIALIZED VIEW .. SUSPEND, STOP JOB) to \
-                 FLUSH without it",
-                restart.describe()
+                "FLUSH cannot wait for job {}: RESTARTING after an error ({first}: {}). FLUSH waits for every \
+                 source of a running job; suspend or stop such a job (ALTER MATERIALIZED VIEW .. SUSPEND, STOP JOB) \
+                 to FLUSH without it",
+                names.join(", "),
+                self.restarting[*first].describe()
             ))));
         }
         let mut out = Vec::new();

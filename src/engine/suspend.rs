@@ -67,6 +67,17 @@ impl Engine {
             return Err(WeirError::not_in_state(format!("{name} is FAILED ({error}); it has no running state to suspend")));
         }
         let Some(job) = self.jobs.get(&name) else {
+            // Waiting to restart, not built (its clusters unreachable): its state and positions
+            // are the last checkpoint's already.
+            if self.waiting_to_restart(&name) {
+                let mut writes = EpochWrites::default();
+                writes.put_meta(&suspended_key(&name), b"1");
+                self.commit(writes, None)?;
+                self.suspended.insert(name.clone());
+                self.restarting.remove(&name);
+                tracing::info!(job = %name, "suspended while it waited to restart");
+                return Ok(());
+            }
             return Err(WeirError::internal(format!("{name} is in the catalog but not running")));
         };
         for input in job.reads() {

@@ -250,8 +250,11 @@ fn kafka_error(e: weir_connectors::ConnectorError) -> WeirError {
 /// table's `'key.fields'` `fields`.
 ///
 /// # Errors
-/// `InvalidOption` naming a field that is not such a column.
+/// `InvalidOption` naming a field that is not such a column, or one named twice.
 pub fn key_field_columns(table: &str, fields: &[String], value_schema: &arrow::datatypes::Schema) -> Result<Vec<usize>> {
+    if let Some(twice) = fields.iter().enumerate().find_map(|(i, f)| fields[..i].contains(f).then_some(f)) {
+        return Err(WeirError::option(format!("table {table}: 'key.fields' names '{twice}' twice")));
+    }
     fields
         .iter()
         .map(|f| {

@@ -9,8 +9,7 @@
 //!
 //! Text inside string literals and quoted names is left alone.
 
-use sqlparser::dialect::GenericDialect;
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::Token;
 
 use crate::error::{Result, WeirError};
 
@@ -25,8 +24,7 @@ pub fn rewrite_json_clauses(sql: &str) -> Result<String> {
     if !upper.contains("JSON_VALUE") || !(upper.contains("RETURNING") || upper.contains(" ON ")) {
         return Ok(sql.to_string());
     }
-    let tokens =
-        Tokenizer::new(&GenericDialect {}, sql).tokenize().map_err(|e| WeirError::syntax(e.message.clone(), None))?;
+    let (tokens, texts): (Vec<Token>, Vec<&str>) = crate::sql::parser::tokens_with_text(sql)?.into_iter().unzip();
     let sig: Vec<usize> = (0..tokens.len()).filter(|i| !matches!(tokens[*i], Token::Whitespace(_))).collect();
     let word_at = |k: usize| match sig.get(k).map(|i| &tokens[*i]) {
         Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
@@ -69,9 +67,7 @@ pub fn rewrite_json_clauses(sql: &str) -> Result<String> {
         }
         let (Some(close), Some(start)) = (close, clauses) else { continue };
         // The clauses' words, split into RETURNING's type and the ON clauses.
-        let text = |from: usize, to: usize| -> String {
-            (sig[from]..sig[to]).map(|i| tokens[i].to_string()).collect::<String>().trim().to_string()
-        };
+        let text = |from: usize, to: usize| -> String { texts[sig[from]..sig[to]].concat().trim().to_string() };
         let mut at = start;
         let mut returning = None;
         if word_at(at).as_deref() == Some("RETURNING") {
@@ -100,7 +96,7 @@ pub fn rewrite_json_clauses(sql: &str) -> Result<String> {
             if t.is_empty() {
                 return Err(WeirError::syntax("JSON_VALUE: RETURNING needs a type", None));
             }
-            rewritten.insert(sig[k], format!("TRY_CAST({}", tokens[sig[k]]));
+            rewritten.insert(sig[k], format!("TRY_CAST({}", texts[sig[k]]));
             rewritten.insert(sig[close], format!(") AS {t})"));
         }
     }
@@ -108,11 +104,8 @@ pub fn rewrite_json_clauses(sql: &str) -> Result<String> {
         return Ok(sql.to_string());
     }
     let mut out = String::with_capacity(sql.len() + 16);
-    for (i, token) in tokens.iter().enumerate() {
-        match rewritten.get(&i) {
-            Some(text) => out.push_str(text),
-            None => out.push_str(&token.to_string()),
-        }
+    for (i, text) in texts.iter().enumerate() {
+        out.push_str(rewritten.get(&i).map_or(*text, String::as_str));
     }
     Ok(out)
 }
@@ -132,6 +125,10 @@ mod tests {
             "SELECT TRY_CAST(json_value(doc, '$.p') AS DECIMAL(10, 2)) FROM t"
         );
         assert_eq!(rewrite_json_clauses("SELECT JSON_VALUE(doc, '$.a' NULL ON EMPTY) FROM t")?, "SELECT JSON_VALUE(doc, '$.a') FROM t");
+        assert_eq!(
+            rewrite_json_clauses("SELECT JSON_VALUE(doc, '$[''a b'']' RETURNING INT) FROM t")?,
+            "SELECT TRY_CAST(JSON_VALUE(doc, '$[''a b'']') AS INT) FROM t"
+        );
         Ok(())
     }
 

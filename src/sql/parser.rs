@@ -171,6 +171,32 @@ pub enum WeirStatement {
     Sql(Box<Statement>),
 }
 
+/// The tokens of `sql`, each with its text as written (a token's `Display` is not: a string
+/// literal `'a''b'` prints as `'a'b'`), for the token-level rewrites that copy what they do not
+/// change.
+///
+/// # Errors
+/// `Syntax` when the text cannot be tokenized.
+pub fn tokens_with_text(sql: &str) -> Result<Vec<(Token, &str)>> {
+    let tokens = Tokenizer::new(&GenericDialect {}, sql)
+        .tokenize_with_location()
+        .map_err(|e| WeirError::syntax(e.message.clone(), Some(offset_of(sql, e.location.line, e.location.column) + 1)))?;
+    let line_starts = line_starts(sql);
+    let to_offset = |line: u64, col: u64| -> usize {
+        let start = line_starts.get((line as usize).saturating_sub(1)).copied().unwrap_or(sql.len());
+        char_offset_to_byte(sql, start, col.saturating_sub(1) as usize)
+    };
+    let starts: Vec<usize> = tokens.iter().map(|t| to_offset(t.span.start.line, t.span.start.column)).collect();
+    Ok(tokens
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let end = starts.get(i + 1).copied().unwrap_or(sql.len());
+            (t.token, sql.get(starts[i]..end).unwrap_or_default())
+        })
+        .collect())
+}
+
 /// Splits `sql` into statements at top-level semicolons (not inside strings, identifiers or
 /// comments). Statements that are only whitespace or comments are dropped.
 ///

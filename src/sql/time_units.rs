@@ -8,14 +8,13 @@
 //! | `TIMESTAMPADD(MONTH, n, t)` | `TIMESTAMPADD('MONTH', n, t)` |
 //! | `FLOOR(t TO HOUR)` | `time_floor('HOUR', t)` |
 //! | `CEIL(t TO DAY)`, `CEILING(t TO DAY)` | `time_ceil('DAY', t)` |
-//! | `LOCALTIMESTAMP` | `CAST(CURRENT_TIMESTAMP AS TIMESTAMP(3))` (Flink: the current time as a TIMESTAMP(3) in the session time zone, UTC) |
+//! | `LOCALTIMESTAMP` | `localtimestamp()` (Flink: the current time as a TIMESTAMP(3) in the session time zone, UTC, read per row in a streaming job) |
 //!
 //! Text inside string literals and quoted names is left alone; `FLOOR(x)` without `TO` too.
 
-use sqlparser::dialect::GenericDialect;
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::Token;
 
-use crate::error::{Result, WeirError};
+use crate::error::Result;
 
 /// Rewrites the calls of the table above in `sql`; text without them comes back unchanged.
 ///
@@ -26,8 +25,7 @@ pub fn rewrite_time_units(sql: &str) -> Result<String> {
     if !["TIMESTAMPDIFF", "TIMESTAMPADD", "FLOOR", "CEIL", "LOCALTIMESTAMP"].iter().any(|w| upper.contains(w)) {
         return Ok(sql.to_string());
     }
-    let tokens =
-        Tokenizer::new(&GenericDialect {}, sql).tokenize().map_err(|e| WeirError::syntax(e.message.clone(), None))?;
+    let (tokens, texts): (Vec<Token>, Vec<&str>) = crate::sql::parser::tokens_with_text(sql)?.into_iter().unzip();
     let sig: Vec<usize> = (0..tokens.len()).filter(|i| !matches!(tokens[*i], Token::Whitespace(_))).collect();
     let word_at = |k: usize| match sig.get(k).map(|i| &tokens[*i]) {
         Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
@@ -78,7 +76,7 @@ pub fn rewrite_time_units(sql: &str) -> Result<String> {
                 }
             }
             "LOCALTIMESTAMP" if !is(k + 1, Token::LParen) => {
-                rewritten.insert(sig[k], "CAST(CURRENT_TIMESTAMP AS TIMESTAMP(3))".to_string());
+                rewritten.insert(sig[k], "localtimestamp()".to_string());
             }
             _ => {}
         }
@@ -87,11 +85,8 @@ pub fn rewrite_time_units(sql: &str) -> Result<String> {
         return Ok(sql.to_string());
     }
     let mut out = String::with_capacity(sql.len() + 16);
-    for (i, token) in tokens.iter().enumerate() {
-        match rewritten.get(&i) {
-            Some(text) => out.push_str(text),
-            None => out.push_str(&token.to_string()),
-        }
+    for (i, text) in texts.iter().enumerate() {
+        out.push_str(rewritten.get(&i).map_or(*text, String::as_str));
     }
     Ok(out)
 }
@@ -110,7 +105,11 @@ mod tests {
             rewrite_time_units("SELECT FLOOR(CAST(ts AS TIMESTAMP(3)) TO HOUR), CEIL(ts TO day) FROM x")?,
             "SELECT time_floor('HOUR', CAST(ts AS TIMESTAMP(3))), time_ceil('DAY', ts) FROM x"
         );
-        assert_eq!(rewrite_time_units("SELECT LOCALTIMESTAMP")?, "SELECT CAST(CURRENT_TIMESTAMP AS TIMESTAMP(3))");
+        // Doubled quotes stay as written.
+        assert_eq!(
+            rewrite_time_units("SELECT TIMESTAMPADD(DAY, 1, t), 'O''Brien' FROM x")?,
+            "SELECT TIMESTAMPADD('DAY', 1, t), 'O''Brien' FROM x"
+        );
         Ok(())
     }
 

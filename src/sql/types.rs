@@ -89,14 +89,12 @@ const TYPE_WORDS: &[&str] = &[
 /// # Errors
 /// `Syntax` when the text cannot be tokenized.
 pub fn rewrite_nested_types(sql: &str) -> Result<String> {
-    use sqlparser::dialect::GenericDialect;
-    use sqlparser::tokenizer::{Token, Tokenizer};
+    use sqlparser::tokenizer::Token;
     let upper = sql.to_ascii_uppercase();
     if !upper.contains("ROW") && !upper.contains("MAP") && !upper.contains("].") {
         return Ok(sql.to_string());
     }
-    let tokens =
-        Tokenizer::new(&GenericDialect {}, sql).tokenize().map_err(|e| WeirError::syntax(e.message.clone(), None))?;
+    let (tokens, texts): (Vec<Token>, Vec<&str>) = crate::sql::parser::tokens_with_text(sql)?.into_iter().unzip();
     let sig: Vec<usize> = (0..tokens.len()).filter(|i| !matches!(tokens[*i], Token::Whitespace(_))).collect();
     let word_at = |k: usize| match sig.get(k).map(|i| &tokens[*i]) {
         Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
@@ -214,10 +212,11 @@ pub fn rewrite_nested_types(sql: &str) -> Result<String> {
     if rewritten.is_empty() {
         return Ok(sql.to_string());
     }
-    for (i, token) in tokens.iter().enumerate() {
+    // What is not rewritten is copied as written.
+    for (i, text) in texts.iter().enumerate() {
         match rewritten.get(&i) {
             Some(text) => out.push_str(text),
-            None => out.push_str(&token.to_string()),
+            None => out.push_str(text),
         }
     }
     Ok(out)

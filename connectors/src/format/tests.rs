@@ -347,9 +347,10 @@ fn upsert_writes_keys_values_and_tombstones() -> TestResult {
     Ok(())
 }
 
-/// A `kafka` table with `'key.fields'` (Flink's "Key and Value Formats"): the key columns come
-/// from the message key (NULL without one), every record is a new row (no ops), a record
-/// without a value makes none; writing, every row is one (key, value) message.
+/// A `kafka` table with `'key.fields'` (Flink's "Key and Value Formats"): every record is a new
+/// row (no ops), a record without a value makes none; with `ALL` the value's columns are read
+/// (Flink sets them after the key's), with `EXCEPT_KEY` the key columns come from the message
+/// key (NULL without one); writing, every row is one (key, value) message.
 #[test]
 fn kafka_key_fields_read_and_write_the_message_key() -> TestResult {
     let options = opts(&[("connector", "kafka"), ("key.format", "json"), ("key.fields", "id"), ("format", "json")]);
@@ -364,7 +365,12 @@ fn kafka_key_fields_read_and_write_the_message_key() -> TestResult {
     let decoded = decoder.decode(&records)?;
     assert_eq!(error_indices(&decoded), vec![3], "{:?}", decoded.errors);
     assert_eq!(decoded.ops, None, "append-only");
-    assert_eq!(table(&decoded)?, vec!["+I #0 | 1 | a |", "+I #2 | | no key |", "+I #4 | 5 | e |"]);
+    assert_eq!(table(&decoded)?, vec!["+I #0 | 1 | a |", "+I #2 | 9 | no key |", "+I #4 | 99 | e |"]);
+    let mut except_key = options.clone();
+    except_key.insert("value.fields-include".into(), "EXCEPT_KEY".into());
+    let mut decoder = UpsertDecoder::appending(&except_key, users(), &[0])?;
+    let decoded = decoder.decode(&[(Some(br#"{"id": 5}"#), Some(br#"{"name": "e"}"#)), (None, Some(br#"{"name": "f"}"#))])?;
+    assert_eq!(table(&decoded)?, vec!["+I #0 | 5 | e |", "+I #1 | | f |"]);
 
     // A prefix: column k_id is the key's "id"; the value holds the other columns.
     let prefixed = schema(&[("k_id", DataType::Int64), ("name", DataType::Utf8)]);

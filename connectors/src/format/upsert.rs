@@ -10,7 +10,8 @@
 //!
 //! # `kafka` tables with `'key.fields'`
 //! The table stays append-only: a record is `+I` with its key columns from the key (NULL when
-//! the record has no key) and its other columns from the value; a record without a value makes
+//! the record has no key) and its other columns from the value, or, with `ALL`, every column
+//! from the value (Flink's source sets the value's fields after the key's); a record without a value makes
 //! no row, as in a `kafka` table without a key. Writing, each row is one message: its key
 //! columns encoded as the key, its value columns as the value. The value format is a plain one
 //! (`json`, `csv`, `raw`, `avro-confluent`): a changelog format's several rows per record have
@@ -154,7 +155,7 @@ impl Layout {
                 return Err(ConnectorError::InvalidValue {
                     option: "value.fields-include".into(),
                     value: options.get("value.fields-include").cloned().unwrap_or_else(|| "ALL".into()),
-                    valid: "EXCEPT_KEY (required with 'key.fields-prefix')".into(),
+                    valid: "EXCEPT_KEY ('key.fields-prefix' needs it; ALL is the default when the option is not given)".into(),
                 });
             }
             if let Some(k) = key_columns.iter().find(|&&k| !schema.field(k).name().starts_with(&key_prefix)) {
@@ -341,7 +342,13 @@ impl UpsertDecoder {
         let take_value = UInt32Array::from(take_value);
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.layout.schema.fields().len());
         for c in 0..self.layout.schema.fields().len() {
-            let column = match self.layout.key_columns.iter().position(|&k| k == c) {
+            // A `kafka` table's record always has a value; with `ALL` it holds the key columns
+            // too, and those are read (Flink's source sets the value's fields after the key's).
+            let from_key = match self.layout.key_columns.iter().position(|&k| k == c) {
+                Some(_) if append && self.layout.value_columns.contains(&c) => None,
+                k => k,
+            };
+            let column = match from_key {
                 Some(k) => take(keys.batch.column(k).as_ref(), &take_key, None),
                 None => {
                     let v = self.layout.value_columns.iter().position(|&v| v == c).ok_or_else(|| {

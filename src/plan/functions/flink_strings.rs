@@ -2,7 +2,8 @@
 //!
 //! - `TO_BASE64(string)`: the base64 (RFC 2045 alphabet, padded, as Java's `Base64.getEncoder`)
 //!   of the string's UTF-8 bytes.
-//! - `FROM_BASE64(string)`: the string whose UTF-8 bytes `string` encodes; bytes that are not
+//! - `FROM_BASE64(string)`: the string whose UTF-8 bytes `string` encodes, padded or not (as
+//!   Java's `Base64.getDecoder` reads it); bytes that are not
 //!   UTF-8 become U+FFFD, as Java's `new String(bytes, UTF_8)` makes them. Text that is not
 //!   base64 gives NULL (Flink fails the job on it: here one bad row does not stop a pipeline).
 //! - `LOCATE(needle, haystack [, from])`: the 1-based character position of the first `needle`
@@ -66,7 +67,11 @@ impl ScalarUDFImpl for Base64 {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let n = num_rows(&args.args);
         let strings = StrArg::new(&args.args[0])?;
-        let engine = base64::engine::general_purpose::STANDARD;
+        // Java's decoder takes the padding or not; its encoder writes it.
+        let engine = base64::engine::GeneralPurpose::new(
+            &base64::alphabet::STANDARD,
+            base64::engine::GeneralPurposeConfig::new().with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+        );
         let mut out = StringBuilder::with_capacity(n, 0);
         for i in 0..n {
             match strings.get(i) {

@@ -42,7 +42,17 @@ enum Step {
 
 /// The steps of `path`, or why it is not a path.
 fn parse_path(path: &str) -> std::result::Result<Vec<Step>, String> {
-    let rest = path.trim().strip_prefix('$').ok_or("a JSON path starts with $")?;
+    let path = path.trim();
+    // SQL/JSON's mode prefix: lax is the only mode (and the default).
+    let lower = path.to_ascii_lowercase();
+    let path = if lower.starts_with("lax ") {
+        path[4..].trim_start()
+    } else if lower.starts_with("strict ") {
+        return Err("strict mode is not supported: JSON_VALUE reads paths in lax mode (a missing step is NULL)".into());
+    } else {
+        path
+    };
+    let rest = path.strip_prefix('$').ok_or("a JSON path starts with $ (or 'lax $')")?;
     let mut steps = Vec::new();
     let mut chars = rest.chars().peekable();
     while let Some(c) = chars.next() {

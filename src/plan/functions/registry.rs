@@ -15,7 +15,7 @@ use super::split_index::SplitIndex;
 use super::time_part::TimePart;
 use super::flink_strings::{Base64, Locate};
 use super::time_units::{TimeRound, TimestampAdd, TimestampDiff};
-use super::unix_timestamp::UnixTimestamp;
+use super::unix_timestamp::{LocalTimestamp, UnixTimestamp};
 
 /// Registers Weir's functions on `ctx`. Names DataFusion already uses are replaced: `avg` (and
 /// its alias `mean`) by Flink's typing, `date_format` (DataFusion's alias of `to_char`, with
@@ -38,6 +38,7 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(TimeRound::new(false)));
     ctx.register_udf(ScalarUDF::new_from_impl(TimeRound::new(true)));
     ctx.register_udf(ScalarUDF::new_from_impl(UnixTimestamp::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(LocalTimestamp::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(Base64::new(false)));
     ctx.register_udf(ScalarUDF::new_from_impl(Base64::new(true)));
     ctx.register_udf(ScalarUDF::new_from_impl(Locate::new()));

@@ -5,7 +5,8 @@
 //! - With a string: the string read in the Java date pattern `format` (default `yyyy-MM-dd
 //!   HH:mm:ss`, the letters of [`super::date_format`]: `y`, `M`, `d`, `D`, `H`, `h`, `m`, `s`,
 //!   `S` (3, 6 or 9 of them), `a`, `E`), in the session time zone (UTC). A pattern without a
-//!   time of day reads a date at midnight.
+//!   time of day reads a date at midnight; text after the pattern is ignored (SimpleDateFormat's
+//!   `parse`). Unlike SimpleDateFormat, an impossible date (February 30) does not parse.
 //! - A string that does not match the pattern gives `-9223372036854775808` (Java's
 //!   `Long.MIN_VALUE`), as in Flink; NULL in, NULL out. A literal pattern with an unknown
 //!   letter is refused when the statement is planned.
@@ -116,10 +117,11 @@ struct Parser {
 impl Parser {
     /// Seconds since the Unix epoch of `s`, UTC; `None` when it does not match.
     fn seconds(&self, s: &str) -> Option<i64> {
+        // Text after the pattern is ignored, as SimpleDateFormat's `parse` does.
         let t = if self.has_time {
-            NaiveDateTime::parse_from_str(s, &self.format).ok()?
+            NaiveDateTime::parse_and_remainder(s, &self.format).ok()?.0
         } else {
-            NaiveDate::parse_from_str(s, &self.format).ok()?.and_hms_opt(0, 0, 0)?
+            NaiveDate::parse_and_remainder(s, &self.format).ok()?.0.and_hms_opt(0, 0, 0)?
         };
         Some(t.and_utc().timestamp())
     }
@@ -163,6 +165,39 @@ fn chrono_format(pattern: &str) -> std::result::Result<Parser, String> {
     Ok(Parser { format, has_time })
 }
 
+/// `LOCALTIMESTAMP` (rewritten into `localtimestamp()`, [`crate::sql::time_units`]): now as a
+/// TIMESTAMP(3) in UTC, the session time zone. Volatile, so a streaming job reads the clock
+/// for each batch of rows as Flink does per record, rather than once when it is planned.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(super) struct LocalTimestamp {
+    signature: Signature,
+}
+
+impl LocalTimestamp {
+    pub(super) fn new() -> Self {
+        Self { signature: Signature::nullary(Volatility::Volatile) }
+    }
+}
+
+impl ScalarUDFImpl for LocalTimestamp {
+    fn name(&self) -> &str {
+        "localtimestamp"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Timestamp(arrow::datatypes::TimeUnit::Millisecond, None))
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let now = chrono::Utc::now().timestamp_millis();
+        Ok(ColumnarValue::Scalar(datafusion::common::ScalarValue::TimestampMillisecond(Some(now), None)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,6 +214,7 @@ mod tests {
         assert_eq!(seconds("20240102", "yyyyMMdd"), Some(1_704_153_600));
         assert_eq!(seconds("02/01/2024 10:30:00.250", "dd/MM/yyyy HH:mm:ss.SSS"), Some(1_704_191_400));
         assert_eq!(seconds("2024-01-01", DEFAULT_PATTERN), None);
+        assert_eq!(seconds("2024-01-01 00:00:00.999", DEFAULT_PATTERN), Some(1_704_067_200), "the rest ignored");
         assert_eq!(seconds("not a time", DEFAULT_PATTERN), None);
         assert!(chrono_format("yyyy-MM-dd SS").is_err());
     }
