@@ -24,12 +24,9 @@ pub fn rewrite_json_clauses(sql: &str) -> Result<String> {
     if !upper.contains("JSON_VALUE") || !(upper.contains("RETURNING") || upper.contains(" ON ")) {
         return Ok(sql.to_string());
     }
-    let (tokens, texts): (Vec<Token>, Vec<&str>) = crate::sql::parser::tokens_with_text(sql)?.into_iter().unzip();
-    let sig: Vec<usize> = (0..tokens.len()).filter(|i| !matches!(tokens[*i], Token::Whitespace(_))).collect();
-    let word_at = |k: usize| match sig.get(k).map(|i| &tokens[*i]) {
-        Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
-        _ => None,
-    };
+    let t = crate::sql::token_rewrite::Tokens::new(sql)?;
+    let (tokens, texts, sig) = (&t.tokens, &t.texts, &t.sig);
+    let word_at = |k: usize| t.word_at(k);
     let mut rewritten: std::collections::HashMap<usize, String> = std::collections::HashMap::new();
     for k in 0..sig.len() {
         if word_at(k).as_deref() != Some("JSON_VALUE") || sig.get(k + 1).is_none_or(|i| tokens[*i] != Token::LParen) {
@@ -100,14 +97,7 @@ pub fn rewrite_json_clauses(sql: &str) -> Result<String> {
             rewritten.insert(sig[close], format!(") AS {t})"));
         }
     }
-    if rewritten.is_empty() {
-        return Ok(sql.to_string());
-    }
-    let mut out = String::with_capacity(sql.len() + 16);
-    for (i, text) in texts.iter().enumerate() {
-        out.push_str(rewritten.get(&i).map_or(*text, String::as_str));
-    }
-    Ok(out)
+    Ok(t.render(&rewritten))
 }
 
 #[cfg(test)]

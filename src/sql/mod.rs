@@ -21,6 +21,7 @@ pub mod sink_jobs;
 pub mod subscribe;
 pub mod temporal;
 pub mod time_units;
+pub mod token_rewrite;
 pub mod transaction;
 pub mod types;
 pub mod values_subquery;

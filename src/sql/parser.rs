@@ -171,6 +171,25 @@ pub enum WeirStatement {
     Sql(Box<Statement>),
 }
 
+/// The tokens of `sql` with the byte offset each starts at.
+///
+/// # Errors
+/// `Syntax` with the position when the text cannot be tokenized.
+fn located_tokens(sql: &str) -> Result<(Vec<sqlparser::tokenizer::TokenWithSpan>, Vec<usize>)> {
+    let tokens = Tokenizer::new(&GenericDialect {}, sql)
+        .tokenize_with_location()
+        .map_err(|e| WeirError::syntax(e.message.clone(), Some(offset_of(sql, e.location.line, e.location.column) + 1)))?;
+    let line_starts = line_starts(sql);
+    let starts = tokens
+        .iter()
+        .map(|t| {
+            let line = line_starts.get((t.span.start.line as usize).saturating_sub(1)).copied().unwrap_or(sql.len());
+            char_offset_to_byte(sql, line, t.span.start.column.saturating_sub(1) as usize)
+        })
+        .collect();
+    Ok((tokens, starts))
+}
+
 /// The tokens of `sql`, each with its text as written (a token's `Display` is not: a string
 /// literal `'a''b'` prints as `'a'b'`), for the token-level rewrites that copy what they do not
 /// change.
@@ -178,15 +197,7 @@ pub enum WeirStatement {
 /// # Errors
 /// `Syntax` when the text cannot be tokenized.
 pub fn tokens_with_text(sql: &str) -> Result<Vec<(Token, &str)>> {
-    let tokens = Tokenizer::new(&GenericDialect {}, sql)
-        .tokenize_with_location()
-        .map_err(|e| WeirError::syntax(e.message.clone(), Some(offset_of(sql, e.location.line, e.location.column) + 1)))?;
-    let line_starts = line_starts(sql);
-    let to_offset = |line: u64, col: u64| -> usize {
-        let start = line_starts.get((line as usize).saturating_sub(1)).copied().unwrap_or(sql.len());
-        char_offset_to_byte(sql, start, col.saturating_sub(1) as usize)
-    };
-    let starts: Vec<usize> = tokens.iter().map(|t| to_offset(t.span.start.line, t.span.start.column)).collect();
+    let (tokens, starts) = located_tokens(sql)?;
     Ok(tokens
         .into_iter()
         .enumerate()
@@ -203,22 +214,13 @@ pub fn tokens_with_text(sql: &str) -> Result<Vec<(Token, &str)>> {
 /// # Errors
 /// `Syntax` when the text cannot be tokenized (an unterminated string, say).
 pub fn split_statements(sql: &str) -> Result<Vec<String>> {
-    let dialect = GenericDialect {};
-    let tokens = Tokenizer::new(&dialect, sql)
-        .tokenize_with_location()
-        .map_err(|e| WeirError::syntax(e.message.clone(), Some(offset_of(sql, e.location.line, e.location.column) + 1)))?;
-    let line_starts = line_starts(sql);
-    let to_offset = |line: u64, col: u64| -> usize {
-        let start = line_starts.get((line as usize).saturating_sub(1)).copied().unwrap_or(sql.len());
-        char_offset_to_byte(sql, start, col.saturating_sub(1) as usize)
-    };
+    let (tokens, starts) = located_tokens(sql)?;
     let mut out = Vec::new();
     let mut start = 0usize;
     let mut has_content = false;
-    for t in &tokens {
+    for (t, &end) in tokens.iter().zip(&starts) {
         match &t.token {
             Token::SemiColon => {
-                let end = to_offset(t.span.start.line, t.span.start.column);
                 if has_content {
                     out.push(sql[start..end].trim().to_string());
                 }

@@ -8,6 +8,7 @@
 //! (`SHOW`'s settings and the ones drivers ask: `jit`, `server_version_num`, ...),
 //! `has_table_privilege(...)` and the other `has_*_privilege` (always true: Weir has one
 //! role), `pg_table_is_visible(oid)`, `pg_type_is_visible(oid)`, `format_type(oid, typmod)`,
+//! `pg_typeof(x)` (the type's name, as a `regtype` prints it),
 //! `pg_get_userbyid(oid)`, `obj_description`, `col_description`, `shobj_description` (NULL:
 //! no comments), `pg_get_indexdef(oid)`, `pg_get_constraintdef(oid)`, `pg_get_expr` (NULL),
 //! `pg_encoding_to_char(int)`, `quote_ident(text)`.
@@ -262,6 +263,25 @@ pub fn register(ctx: &SessionContext, catalog: &Arc<Catalog>) {
         ("pg_type_is_visible", any(1), DataType::Boolean, truth(true)),
         ("current_setting", any(1), DataType::Utf8, by_text(|name| setting(name).map(str::to_string))),
         ("format_type", any(1), DataType::Utf8, format_type()),
+        // The Postgres type of the argument, as a `regtype` prints (no precision).
+        (
+            "pg_typeof",
+            Signature::any(1, Volatility::Immutable),
+            DataType::Utf8,
+            Arc::new(|args, rows| {
+                let name = match args.first().map(|a| a.data_type()) {
+                    None | Some(DataType::Null) => "unknown".to_string(),
+                    Some(t) => {
+                        let full = crate::sql::pg_catalog::format_type(t);
+                        match (full.find('('), full.find(')')) {
+                            (Some(open), Some(close)) => format!("{}{}", &full[..open], &full[close + 1..]),
+                            _ => full,
+                        }
+                    }
+                };
+                Ok(Arc::new(StringArray::from(vec![name; rows])) as ArrayRef)
+            }),
+        ),
         // No sequences, no user functions: NULL or nothing.
         ("pg_get_serial_sequence", any(1), DataType::Utf8, text(None)),
         ("pg_get_function_result", any(1), DataType::Utf8, text(None)),

@@ -25,13 +25,10 @@ pub fn rewrite_time_units(sql: &str) -> Result<String> {
     if !["TIMESTAMPDIFF", "TIMESTAMPADD", "FLOOR", "CEIL", "LOCALTIMESTAMP"].iter().any(|w| upper.contains(w)) {
         return Ok(sql.to_string());
     }
-    let (tokens, texts): (Vec<Token>, Vec<&str>) = crate::sql::parser::tokens_with_text(sql)?.into_iter().unzip();
-    let sig: Vec<usize> = (0..tokens.len()).filter(|i| !matches!(tokens[*i], Token::Whitespace(_))).collect();
-    let word_at = |k: usize| match sig.get(k).map(|i| &tokens[*i]) {
-        Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
-        _ => None,
-    };
-    let is = |k: usize, t: Token| sig.get(k).is_some_and(|i| tokens[*i] == t);
+    let t = crate::sql::token_rewrite::Tokens::new(sql)?;
+    let (tokens, sig) = (&t.tokens, &t.sig);
+    let word_at = |k: usize| t.word_at(k);
+    let is = |k: usize, token: Token| t.is(k, &token);
     let mut rewritten = std::collections::HashMap::new();
     for k in 0..sig.len() {
         let Some(word) = word_at(k) else { continue };
@@ -81,14 +78,7 @@ pub fn rewrite_time_units(sql: &str) -> Result<String> {
             _ => {}
         }
     }
-    if rewritten.is_empty() {
-        return Ok(sql.to_string());
-    }
-    let mut out = String::with_capacity(sql.len() + 16);
-    for (i, text) in texts.iter().enumerate() {
-        out.push_str(rewritten.get(&i).map_or(*text, String::as_str));
-    }
-    Ok(out)
+    Ok(t.render(&rewritten))
 }
 
 #[cfg(test)]

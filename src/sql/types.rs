@@ -94,12 +94,9 @@ pub fn rewrite_nested_types(sql: &str) -> Result<String> {
     if !upper.contains("ROW") && !upper.contains("MAP") && !upper.contains("].") {
         return Ok(sql.to_string());
     }
-    let (tokens, texts): (Vec<Token>, Vec<&str>) = crate::sql::parser::tokens_with_text(sql)?.into_iter().unzip();
-    let sig: Vec<usize> = (0..tokens.len()).filter(|i| !matches!(tokens[*i], Token::Whitespace(_))).collect();
-    let word_at = |k: usize| match sig.get(k).map(|i| &tokens[*i]) {
-        Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
-        _ => None,
-    };
+    let t = crate::sql::token_rewrite::Tokens::new(sql)?;
+    let (tokens, sig) = (&t.tokens, &t.sig);
+    let word_at = |k: usize| t.word_at(k);
     // What each open bracket closes with, for brackets opened since the start: a rewritten
     // `ROW(` closes with `>`, a rewritten `MAP<` with `)`, any other with itself.
     #[derive(PartialEq)]
@@ -114,7 +111,6 @@ pub fn rewrite_nested_types(sql: &str) -> Result<String> {
         MapBracket(usize),
     }
     let mut stack: Vec<Open> = Vec::new();
-    let mut out = String::with_capacity(sql.len() + 8);
     let mut rewritten = std::collections::HashMap::new();
     // Whether the last significant token closed a subscript (`]`, or a rewritten `['field']`).
     let mut after_subscript = false;
@@ -212,14 +208,7 @@ pub fn rewrite_nested_types(sql: &str) -> Result<String> {
     if rewritten.is_empty() {
         return Ok(sql.to_string());
     }
-    // What is not rewritten is copied as written.
-    for (i, text) in texts.iter().enumerate() {
-        match rewritten.get(&i) {
-            Some(text) => out.push_str(text),
-            None => out.push_str(text),
-        }
-    }
-    Ok(out)
+    Ok(t.render(&rewritten))
 }
 
 fn unit_of(precision: Option<u32>) -> TimeUnit {

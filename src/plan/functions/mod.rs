@@ -16,7 +16,7 @@
 //! | `JSON_VALUE(json, path)` | `json_value.rs` | STRING |
 //! | `TIMESTAMPDIFF(unit, t1, t2)` | `time_units.rs` | INT |
 //! | `TIMESTAMPADD(unit, n, t)` | `time_units.rs` | t's type |
-//! | `FLOOR(t TO unit)`, `CEIL(t TO unit)` (rewritten into `time_floor`, `time_ceil`) | `time_units.rs` | t's TIMESTAMP type |
+//! | `FLOOR(t TO unit)`, `CEIL(t TO unit)` (rewritten into `time_floor`, `time_ceil`) | `time_units.rs` | t's type |
 //! | `UNIX_TIMESTAMP([string [, format]])` | `unix_timestamp.rs` | BIGINT |
 //! | `TO_BASE64(s)`, `FROM_BASE64(s)` | `flink_strings.rs` | STRING |
 //! | `LOCATE(needle, haystack [, from])` | `flink_strings.rs` | INT |

@@ -16,8 +16,7 @@
 //! - `TIMESTAMPADD` adds `n` units (months as above) and keeps `t`'s type: a DATE stays a DATE
 //!   for `DAY` and longer units and becomes a TIMESTAMP for shorter ones, as in Calcite.
 //! - `FLOOR(t TO unit)` is the start of the unit `t` falls in, `CEIL(t TO unit)` the start of
-//!   the next one unless `t` is a start already; both keep `t`'s TIMESTAMP type (a DATE becomes a
-//!   TIMESTAMP).
+//!   the next one unless `t` is a start already; both keep `t`'s type (a DATE stays a DATE).
 //! - Times are read in UTC (Weir's session time zone): a TIMESTAMP_LTZ's day starts at 00:00
 //!   UTC. Milliseconds are the finest unit kept, as in TIMESTAMP(3).
 //! - NULL in, NULL out. An `n` or a result outside the timestamp range is an error.
@@ -395,9 +394,11 @@ impl ScalarUDFImpl for TimeRound {
         let Some(unit) = as_string_type(unit) else {
             return plan_err!("{usage}: the unit must be a keyword such as HOUR or DAY");
         };
-        match as_time_type(t) {
-            Some(t) => Ok(vec![unit, t]),
-            None => plan_err!("{usage}: the time point must be a TIMESTAMP or a DATE, got {t}"),
+        // A DATE stays a DATE (Calcite's FLOOR and CEIL of a DATE).
+        match (t, as_time_type(t)) {
+            (DataType::Date32 | DataType::Date64, _) => Ok(vec![unit, DataType::Date32]),
+            (_, Some(t)) => Ok(vec![unit, t]),
+            (_, None) => plan_err!("{usage}: the time point must be a TIMESTAMP or a DATE, got {t}"),
         }
     }
 
@@ -430,11 +431,12 @@ impl ScalarUDFImpl for TimeRound {
                 None => return exec_err!("{}: the result is out of range", self.keyword()),
             }
         }
-        let tz = match args.return_field.data_type() {
-            DataType::Timestamp(_, tz) => tz.clone(),
-            _ => None,
-        };
-        Ok(ColumnarValue::Array(Arc::new(out.finish().with_timezone_opt(tz))))
+        let out = out.finish();
+        Ok(ColumnarValue::Array(match args.return_field.data_type() {
+            DataType::Date32 => cast(&out, &DataType::Date32)?,
+            DataType::Timestamp(_, tz) => Arc::new(out.with_timezone_opt(tz.clone())),
+            other => return exec_err!("{} returns {other}", self.keyword()),
+        }))
     }
 }
 
