@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use super::Engine;
 use crate::error::Result;
 use crate::runtime::relation::connector_of;
-use crate::source::{progress_key, SourceProgress, SourceTask};
+use crate::source::{SourceProgress, SourceTask};
 use weir_catalog::{Relation, RelationKind};
 
 /// The first delay before a failed job restarts (Flink's `initial-backoff`).
@@ -118,15 +118,18 @@ impl PendingOpen {
             }
             return Ok(Opened::Reachable);
         }
-        let tasks = self
-            .tables
+        self.open_tasks().map(Opened::Tasks)
+    }
+
+    /// Opens every source task of the job, or none.
+    fn open_tasks(&self) -> Result<Vec<((String, String), SourceTask)>> {
+        self.tables
             .iter()
             .map(|(rel, progress)| {
                 let task = SourceTask::open(&self.job, rel, progress.clone(), self.read_ahead)?;
                 Ok(((self.job.clone(), rel.name.clone()), task))
             })
-            .collect::<Result<_>>()?;
-        Ok(Opened::Tasks(tasks))
+            .collect()
     }
 }
 
@@ -205,13 +208,7 @@ impl Engine {
             if rel.kind != RelationKind::Table || connector_of(rel) == "table" {
                 continue;
             }
-            let progress = match self.store.get_meta(&progress_key(job, &table))? {
-                Some(bytes) => Some(serde_json::from_slice::<SourceProgress>(&bytes).map_err(|e| {
-                    crate::error::WeirError::storage(format!("source progress of {job}/{table}: {e}"))
-                })?),
-                None => None,
-            };
-            tables.push((rel.clone(), progress));
+            tables.push((rel.clone(), self.committed_progress(job, &table)?));
         }
         let read_ahead = self.jobs.get(job).is_some_and(|j| j.parallelism() > 1).then_some(super::SOURCE_BATCH_ROWS);
         Ok(PendingOpen { job: job.to_string(), tables, read_ahead, probe: None })
@@ -283,10 +280,8 @@ impl Engine {
         };
         self.jobs.insert(job.to_string(), built);
         self.refresh_job_order();
-        match self.pending_open(job)?.open()? {
-            Opened::Tasks(tasks) => self.sources.extend(tasks),
-            Opened::Reachable => {}
-        }
+        let tasks = self.pending_open(job)?.open_tasks()?;
+        self.sources.extend(tasks);
         self.mark_running(job);
         Ok(())
     }
@@ -310,12 +305,11 @@ impl Engine {
         if self.waiting_to_restart(job) {
             return Ok(());
         }
-        match self.pending_open(job)?.open() {
-            Ok(Opened::Tasks(tasks)) => {
+        match self.pending_open(job)?.open_tasks() {
+            Ok(tasks) => {
                 self.sources.extend(tasks);
                 self.mark_running(job);
             }
-            Ok(Opened::Reachable) => {}
             Err(e) => self.note_failure(job, &e.to_string()),
         }
         Ok(())

@@ -131,11 +131,8 @@ impl Engine {
                     connector_of(rel)
                 )));
             }
-            let progress = match self.store.get_meta(&progress_key(job, table))? {
-                Some(bytes) => Some(
-                    serde_json::from_slice::<SourceProgress>(&bytes)
-                        .map_err(|e| WeirError::storage(format!("source progress of {job}/{table}: {e}")))?,
-                ),
+            let progress = match self.committed_progress(job, table)? {
+                Some(progress) => Some(progress),
                 None => starts.remove(table),
             };
             // At parallelism 2 or more a job's sources read ahead on threads of their own.
@@ -144,6 +141,20 @@ impl Engine {
             self.sources.insert((job.to_string(), table.clone()), task);
         }
         Ok(())
+    }
+
+    /// The committed progress of job `job`'s source task of `table`, if it has committed any.
+    ///
+    /// # Errors
+    /// `Storage` when it cannot be read.
+    pub(super) fn committed_progress(&self, job: &str, table: &str) -> Result<Option<SourceProgress>> {
+        self.store
+            .get_meta(&progress_key(job, table))?
+            .map(|bytes| {
+                serde_json::from_slice::<SourceProgress>(&bytes)
+                    .map_err(|e| WeirError::storage(format!("source progress of {job}/{table}: {e}")))
+            })
+            .transpose()
     }
 
     /// Writes every source task's progress into `writes` (called by the epoch commit).

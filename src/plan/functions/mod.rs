@@ -18,6 +18,7 @@
 //! | `TIMESTAMPADD(unit, n, t)` | `time_units.rs` | t's type |
 //! | `FLOOR(t TO unit)`, `CEIL(t TO unit)` (rewritten into `time_floor`, `time_ceil`) | `time_units.rs` | t's type |
 //! | `UNIX_TIMESTAMP([string [, format]])` | `unix_timestamp.rs` | BIGINT |
+//! | `LOCALTIMESTAMP` (rewritten into `localtimestamp()`) | `unix_timestamp.rs` | TIMESTAMP(3) |
 //! | `TO_BASE64(s)`, `FROM_BASE64(s)` | `flink_strings.rs` | STRING |
 //! | `LOCATE(needle, haystack [, from])` | `flink_strings.rs` | INT |
 //!
