@@ -9,6 +9,10 @@
 //! the proxy is back they run again and, after FLUSH, the view equals the totals of every
 //! record produced, computed here (nothing lost or counted twice), and the sink's topic holds
 //! every record.
+//!
+//! A third job, a view over a bounded `datagen` table, does not touch Kafka: it runs on as the
+//! others fail (its operators' figures are not reset, as a reload of the whole engine did), so
+//! a failed job fails alone.
 
 mod common;
 
@@ -133,6 +137,15 @@ async fn view(client: &tokio_postgres::Client) -> BTreeMap<String, (i64, i64)> {
         .collect()
 }
 
+/// The rows that reached the operators of job `name` since it started in this process.
+async fn rows_in(client: &tokio_postgres::Client, name: &str) -> i64 {
+    client
+        .query_one("SELECT CAST(SUM(rows_in) AS BIGINT) FROM weir_operators WHERE job = $1", &[&name])
+        .await
+        .expect("weir_operators")
+        .get(0)
+}
+
 /// The view's job and the INSERT job's names in SHOW JOBS.
 const JOBS: [&str; 2] = ["restart_totals", "INSERT INTO restart_out"];
 
@@ -185,16 +198,24 @@ async fn a_job_whose_brokers_go_away_restarts_from_its_checkpoint_once_they_are_
              SELECT k, COUNT(*) AS n, SUM(amount) AS total FROM restart_orders GROUP BY k;
              CREATE TABLE restart_out (id BIGINT, k STRING, amount BIGINT)
              WITH ('connector' = 'kafka', 'topic' = 'restart_out', 'properties.bootstrap.servers' = '{b}', 'format' = 'json');
-             INSERT INTO restart_out SELECT id, k, amount FROM restart_orders;"
+             INSERT INTO restart_out SELECT id, k, amount FROM restart_orders;
+             CREATE TABLE restart_seq (id BIGINT)
+             WITH ('connector' = 'datagen', 'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '500');
+             CREATE MATERIALIZED VIEW restart_healthy AS SELECT COUNT(*) AS n, SUM(id) AS s FROM restart_seq;"
         ))
         .await
         .expect("pipeline");
     produce(&b, 0..300);
     client.batch_execute("FLUSH").await.expect("FLUSH");
     assert_eq!(view(&client).await, totals(0..300));
-    for name in JOBS {
+    for name in JOBS.into_iter().chain(["restart_healthy"]) {
         assert_eq!(job(&client, name).await, ("RUNNING".to_string(), None), "{name}");
     }
+    // 1 + 2 + ... + 500 = 500 * 501 / 2.
+    let healthy = client.query_one("SELECT n, s FROM restart_healthy", &[]).await.expect("healthy view");
+    assert_eq!((healthy.get::<_, i64>(0), healthy.get::<_, i64>(1)), (500, 125_250));
+    let healthy_rows_in = rows_in(&client, "restart_healthy").await;
+    assert!(healthy_rows_in >= 500, "{healthy_rows_in} rows reached the healthy view's operators");
 
     // The brokers go away: the job fails, and waits to restart.
     proxy.stop();
@@ -206,6 +227,9 @@ async fn a_job_whose_brokers_go_away_restarts_from_its_checkpoint_once_they_are_
     assert!(db.message().contains("restart_totals") && db.message().contains("RESTARTING"), "{}", db.message());
     // Its committed rows stay readable.
     assert_eq!(view(&client).await, totals(0..300));
+    // The job that reads no Kafka ran on: not restarted, its figures not reset.
+    assert_eq!(job(&client, "restart_healthy").await, ("RUNNING".to_string(), None));
+    assert_eq!(rows_in(&client, "restart_healthy").await, healthy_rows_in);
 
     // A server holding it starts while they are away.
     drop(client);

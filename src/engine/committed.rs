@@ -76,12 +76,18 @@ impl Commits {
         *self.epoch.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Publishes the store's state as loaded again (after a reload): epoch `epoch` with
+    /// Publishes the store's state as loaded again (after a reload): its last committed epoch,
+    /// read under the commit mutex (a job on a thread of its own may commit meanwhile), with
     /// `catalog`.
-    pub fn reset(&self, epoch: u64, catalog: Arc<Catalog>) {
+    ///
+    /// # Errors
+    /// `Storage` when the epoch cannot be read.
+    pub fn reset(&self, catalog: Arc<Catalog>) -> Result<()> {
         let mut last = self.epoch.lock().unwrap_or_else(PoisonError::into_inner);
+        let epoch = self.store.committed_epoch()?;
         *last = epoch;
         self.publish(epoch, catalog);
+        Ok(())
     }
 
     /// Writes `writes` as the next epoch, atomically and synced, and publishes it with

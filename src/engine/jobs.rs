@@ -11,7 +11,7 @@
 //! The engine takes plans, never SQL: statements are planned by `sql/`, and a restart plans
 //! each stored view and job again through the [`JobPlanner`] the engine was loaded with.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use weir_catalog::{Catalog, Relation, RelationKind};
@@ -107,17 +107,19 @@ impl Engine {
     /// created (`weir serve --workers`): such jobs take the server's, also after a restart with
     /// another (their state is in key groups, [`crate::state::key_group`]).
     pub fn load(store: Arc<Store>, planner: Arc<dyn JobPlanner>, workers: usize) -> Result<Self> {
-        Self::load_with(store, planner, None, workers, BTreeMap::new())
+        Self::load_with(store, planner, None, workers, BTreeMap::new(), &BTreeSet::new())
     }
 
     /// [`Engine::load`] with the epochs and readers' slot, and the restarting jobs, of an
-    /// engine being reloaded.
+    /// engine being reloaded; the jobs `detached` run on threads of their own meanwhile and
+    /// are not loaded.
     fn load_with(
         store: Arc<Store>,
         planner: Arc<dyn JobPlanner>,
         commits: Option<Arc<Commits>>,
         workers: usize,
         restarting: BTreeMap<String, super::restart::Restart>,
+        detached: &BTreeSet<String>,
     ) -> Result<Self> {
         let catalog = match store.get_meta("catalog")? {
             Some(bytes) => Catalog::from_bytes(&bytes).map_err(|e| WeirError::storage(e.to_string()))?,
@@ -127,7 +129,7 @@ impl Engine {
         let catalog = Arc::new(catalog);
         let commits = match commits {
             Some(commits) => {
-                commits.reset(epoch, Arc::clone(&catalog));
+                commits.reset(Arc::clone(&catalog))?;
                 commits
             }
             None => Arc::new(Commits::new(Arc::clone(&store), epoch, Arc::clone(&catalog))),
@@ -168,29 +170,42 @@ impl Engine {
                 engine.watermarks.insert(rel.name.clone(), i64::from_be_bytes(b));
             }
         }
-        engine.start_jobs()?;
+        engine.start_jobs(detached)?;
         Ok(engine)
     }
 
-    /// Drops in-memory state and reloads everything from the last commit: the jobs running on
-    /// threads of their own are stopped first (what they did since their last commit is
-    /// dropped too), and all jobs come back held by the engine. Readers keep the slot they
-    /// hold: it gets the reloaded epoch.
+    /// Drops the in-memory state of everything the engine holds and reloads it from the last
+    /// commit. The jobs running on threads of their own go on: they commit epochs of their
+    /// own, so nothing of theirs is lost, and a failure elsewhere does not restart them (a
+    /// failed job fails alone, as in Flink's region failover). Readers keep the slot they hold:
+    /// it gets the reloaded epoch.
     ///
     /// # Errors
-    /// As [`Engine::load`].
+    /// As [`Engine::load`]; the engine is left as it was then.
     pub fn reload(&mut self) -> Result<()> {
-        self.stop_runners();
-        let run_detached = self.run_detached;
-        *self = Engine::load_with(
+        let runners = std::mem::take(&mut self.runners);
+        let detached: BTreeSet<String> = runners.keys().cloned().collect();
+        let loaded = Engine::load_with(
             Arc::clone(&self.store),
             Arc::clone(&self.planner),
             Some(Arc::clone(&self.commits)),
             self.workers,
             self.restarting.clone(),
-        )?;
-        self.run_detached = run_detached;
-        Ok(())
+            &detached,
+        );
+        match loaded {
+            Ok(engine) => {
+                let run_detached = self.run_detached;
+                *self = engine;
+                self.run_detached = run_detached;
+                self.runners = runners;
+                Ok(())
+            }
+            Err(e) => {
+                self.runners = runners;
+                Err(e)
+            }
+        }
     }
 
     /// From now on, independent jobs run on threads of their own between statements (see
@@ -217,8 +232,15 @@ impl Engine {
     /// takes no input until it is dropped and created again. One whose sources cannot open
     /// (its Kafka brokers unreachable) waits to restart ([`super::restart`]), nor does it stop
     /// the others.
-    fn start_jobs(&mut self) -> Result<()> {
-        let views: Vec<Relation> = self.catalog.jobs_in_dependency_order().into_iter().cloned().collect();
+    fn start_jobs(&mut self, detached: &BTreeSet<String>) -> Result<()> {
+        let views: Vec<Relation> = self
+            .catalog
+            .jobs_in_dependency_order()
+            .into_iter()
+            .filter(|rel| !detached.contains(&rel.name))
+            .cloned()
+            .collect();
+        self.probe_clusters(&views);
         for rel in views {
             // A job waiting to restart is built when its delay is up ([`super::restart`]).
             if self.suspended.contains(&rel.name) || self.waiting_to_restart(&rel.name) {
@@ -245,6 +267,32 @@ impl Engine {
         }
         self.refresh_job_order();
         Ok(())
+    }
+
+    /// Asks the cluster of every Kafka table that the jobs `views` about to start read or
+    /// write for its topic, all at once; a job with a table that does not answer waits to
+    /// restart ([`super::restart`]) instead of being built. Building a job opens its Kafka sink,
+    /// and opening its sources reads their topics' metadata, each waiting up to 10 s for an
+    /// unreachable cluster: without the probe a start (or a reload, under the engine's lock)
+    /// waited that long for each such job, one after the other.
+    fn probe_clusters(&mut self, views: &[Relation]) {
+        let starting = |rel: &&Relation| {
+            !self.suspended.contains(&rel.name) && !self.waiting_to_restart(&rel.name) && !self.failed.contains_key(&rel.name)
+        };
+        let tables_of: Vec<(String, Vec<Relation>)> =
+            views.iter().filter(starting).map(|rel| (rel.name.clone(), self.kafka_tables_of(&rel.name))).collect();
+        let mut tables: Vec<Relation> = tables_of.iter().flat_map(|(_, t)| t.iter().cloned()).collect();
+        tables.sort_by(|a, b| a.name.cmp(&b.name));
+        tables.dedup_by(|a, b| a.name == b.name);
+        if tables.is_empty() {
+            return;
+        }
+        let unreachable = super::restart::probe_all(&tables);
+        for (job, tables) in tables_of {
+            if let Some(error) = tables.iter().find_map(|t| unreachable.get(&t.name)) {
+                self.note_failure(&job, error);
+            }
+        }
     }
 
     /// Plans view or job `rel` again and instantiates it over its existing state tables.

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::Engine;
-use crate::error::Result;
+use crate::error::{ErrorKind, Result, WeirError};
 use crate::runtime::relation::connector_of;
 use crate::source::{SourceProgress, SourceTask};
 use weir_catalog::{Relation, RelationKind};
@@ -108,14 +108,7 @@ impl PendingOpen {
     /// The first reader's or cluster's that does not answer (its brokers unreachable, say).
     pub fn open(&self) -> Result<Opened> {
         if let Some(tables) = &self.probe {
-            for rel in tables {
-                let options = rel.options.iter().filter(|(k, _)| !k.starts_with("sink.")).map(|(k, v)| (k.clone(), v.clone()));
-                let config = weir_connectors::kafka::KafkaSinkConfig::from_options(&options.collect())
-                    .map_err(|e| crate::error::WeirError::option(format!("table {}: {e}", rel.name)))?;
-                weir_connectors::kafka::KafkaWriter::open(&config).map_err(|e| {
-                    crate::error::WeirError::new(crate::error::ErrorKind::External(format!("table {}: {e}", rel.name)))
-                })?;
-            }
+            tables.iter().try_for_each(probe)?;
             return Ok(Opened::Reachable);
         }
         self.open_tasks().map(Opened::Tasks)
@@ -131,6 +124,40 @@ impl PendingOpen {
             })
             .collect()
     }
+}
+
+/// Asks the cluster of Kafka table `rel` for its topic's metadata, as its sink would open.
+///
+/// # Errors
+/// `External` when the cluster does not answer within the connector's 10 s operation timeout,
+/// or the topic does not exist; an option error when the table's options do not make a client.
+fn probe(rel: &Relation) -> Result<()> {
+    let options = rel.options.iter().filter(|(k, _)| !k.starts_with("sink.")).map(|(k, v)| (k.clone(), v.clone()));
+    let config = weir_connectors::kafka::KafkaSinkConfig::from_options(&options.collect())
+        .map_err(|e| WeirError::option(format!("table {}: {e}", rel.name)))?;
+    weir_connectors::kafka::KafkaWriter::open(&config)
+        .map_err(|e| WeirError::new(ErrorKind::External(format!("table {}: {e}", rel.name))))?;
+    Ok(())
+}
+
+/// [`probe`]s every table of `tables` at once, each on a thread of its own, so that a start
+/// with many tables on an unreachable cluster waits one timeout, not one per table. Returns
+/// the error of each table that did not answer, by name.
+pub(super) fn probe_all(tables: &[Relation]) -> BTreeMap<String, String> {
+    std::thread::scope(|scope| {
+        let probes: Vec<_> = tables.iter().map(|rel| (rel, scope.spawn(move || probe(rel)))).collect();
+        probes
+            .into_iter()
+            .filter_map(|(rel, probe)| {
+                let error = match probe.join() {
+                    Ok(Ok(())) => return None,
+                    Ok(Err(e)) => e.to_string(),
+                    Err(_) => format!("table {}: probing its cluster panicked", rel.name),
+                };
+                Some((rel.name.clone(), error))
+            })
+            .collect()
+    })
 }
 
 impl Engine {
@@ -216,8 +243,13 @@ impl Engine {
 
     /// What a job not built yet needs before it is: the Kafka tables it reads or writes.
     fn pending_build(&self, job: &str) -> PendingOpen {
-        let tables = self
-            .catalog
+        PendingOpen { job: job.to_string(), tables: Vec::new(), read_ahead: None, probe: Some(self.kafka_tables_of(job)) }
+    }
+
+    /// The Kafka tables job `job` reads or writes (named in its statement), whose clusters must
+    /// answer before it is built.
+    pub(super) fn kafka_tables_of(&self, job: &str) -> Vec<Relation> {
+        self.catalog
             .get(job)
             .map(|rel| {
                 rel.depends_on
@@ -227,8 +259,7 @@ impl Engine {
                     .cloned()
                     .collect()
             })
-            .unwrap_or_default();
-        PendingOpen { job: job.to_string(), tables: Vec::new(), read_ahead: None, probe: Some(tables) }
+            .unwrap_or_default()
     }
 
     /// Installs the outcome of opening a restarting job's sources ([`PendingOpen::open`]): the
@@ -269,7 +300,7 @@ impl Engine {
         let Some(rel) = self.catalog.get(job).cloned() else { return Ok(()) };
         let built = match self.restart_job(&rel) {
             Ok(built) => built,
-            Err(e) if matches!(e.kind(), crate::error::ErrorKind::External(_)) => return Err(e),
+            Err(e) if matches!(e.kind(), ErrorKind::External(_)) => return Err(e),
             Err(e) => {
                 let error = format!("cannot restart {job}: {e}; drop it and create it again");
                 tracing::error!("{error}");

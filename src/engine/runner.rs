@@ -18,8 +18,10 @@
 //! statement the engine lets them run again ([`Engine::detach_jobs`]). A runner that stops on
 //! its own hands back its job with the reason: a source whose `'decode.on-error' = 'fail'` met
 //! a bad record (the job is FAILED, as on the engine's thread), or an error, after which the
-//! engine reloads from the last commit as it does for a failure of its own source thread, and
-//! the job restarts from it after a delay ([`super::restart`]).
+//! job is dropped with what it did since its last commit and restarts from that commit after
+//! a delay ([`super::restart`]). The rest of the engine goes on: the job's epochs were its own.
+//! Nor does a reload of the engine (a failure on its own source thread, or of a statement)
+//! stop the jobs running on threads of their own.
 //!
 //! While a job runs detached, the system tables show what its runner published at its last
 //! commit ([`JobStats`], [`SourceRow`]s).
@@ -170,7 +172,7 @@ impl Engine {
 
     /// Takes every running job back from its thread (see the module docs), so the engine holds
     /// all jobs with their uncommitted state. A job whose runner failed is FAILED; one whose
-    /// runner erred makes the engine reload from the last commit.
+    /// runner erred waits to restart from its last commit.
     ///
     /// # Errors
     /// The reload's, when it fails.
@@ -181,8 +183,8 @@ impl Engine {
 
     /// Takes back the jobs whose runners stopped on their own (failed or erred), and commits a
     /// failure so that it survives a restart. The source thread calls it between slices.
-    /// Returns whether a runner's error made the engine reload (the caller backs off, as after
-    /// a failure of its own, before the jobs run again).
+    /// Returns whether the engine reloaded (a runner's thread could not be started; the caller
+    /// backs off, as after a failure of its own, before the jobs run again).
     ///
     /// # Errors
     /// The reload's or the commit's.
@@ -198,21 +200,21 @@ impl Engine {
 
     /// Takes the jobs of runners `names` back; returns whether the engine reloaded.
     fn take_back(&mut self, names: Vec<String>) -> Result<bool> {
-        let mut reload = std::mem::take(&mut self.runners_lost);
+        let reload = std::mem::take(&mut self.runners_lost);
         for name in names {
             let Some(runner) = self.runners.remove(&name) else { continue };
             let Handback { job, tasks, why } = runner.join();
+            // The job restarts from its last checkpoint after a delay, built again then
+            // ([`super::restart`]): what it did since is dropped with it. Its epochs were its
+            // own, so nothing else is reloaded: it fails alone.
+            if let Stopped::Error(e) = why {
+                self.note_failure(&name, &e.to_string());
+                continue;
+            }
             self.jobs.insert(name.clone(), job);
             self.sources.extend(tasks);
-            match why {
-                Stopped::Asked => {}
-                Stopped::Failed(error) => self.fail_job(&name, error),
-                // The job restarts from its last checkpoint after a delay; the reload drops
-                // what it did since.
-                Stopped::Error(e) => {
-                    self.note_failure(&name, &e.to_string());
-                    reload = true;
-                }
+            if let Stopped::Failed(error) = why {
+                self.fail_job(&name, error);
             }
         }
         if reload {
@@ -221,8 +223,8 @@ impl Engine {
         Ok(reload)
     }
 
-    /// Stops every runner and drops what it held (a reload or the engine's end: the last
-    /// commit is what counts).
+    /// Stops every runner and drops what it held (the engine's end: the last commit is what
+    /// counts).
     pub(super) fn stop_runners(&mut self) {
         for (_, runner) in std::mem::take(&mut self.runners) {
             drop(runner.join());
