@@ -171,6 +171,54 @@ async fn constant_rows_are_inserted_once_across_restarts() {
     drop(server);
 }
 
+/// A materialized view and an `INSERT INTO` job over temporary views restart after a kill -9
+/// although the session that had the views is gone: each job keeps its copy of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_over_temporary_views_restart_without_their_session() {
+    let dir = common::scratch_dir("crash_temporary_views");
+    let data = dir.join("data");
+    let sink = dir.join("sink");
+    let mut server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE ct_t (k INT, v TEXT);
+             CREATE TEMPORARY VIEW ct_upper AS SELECT k, UPPER(v) AS v FROM ct_t WHERE k > 0;
+             CREATE TEMPORARY VIEW ct_tagged AS SELECT k, v || '!' AS v FROM ct_upper;
+             CREATE MATERIALIZED VIEW ct_view AS SELECT CAST(k AS BIGINT) AS k, v FROM ct_tagged;
+             CREATE TABLE ct_seq (k BIGINT)
+             WITH ('connector' = 'datagen', 'fields.k.kind' = 'sequence', 'fields.k.start' = '1', 'fields.k.end' = '3');
+             CREATE TEMPORARY VIEW ct_seq_big AS SELECT k FROM ct_seq WHERE k > 1;
+             CREATE TABLE ct_sink (k BIGINT) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json');
+             INSERT INTO ct_sink SELECT k FROM ct_seq_big;
+             INSERT INTO ct_t VALUES (1, 'a'), (-1, 'skipped');
+             FLUSH;",
+            sink.display()
+        ))
+        .await
+        .expect("DDL");
+    assert_eq!(pairs(&client, "SELECT k, v FROM ct_view ORDER BY 1").await, [(1, "A!".to_string())]);
+    server.kill9();
+    drop(client);
+
+    let server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    let error = client.batch_execute("SELECT * FROM ct_upper").await.expect_err("a new session has no temporary views");
+    assert_eq!(error.as_db_error().expect("a server error").code().code(), "42P01");
+    // Both jobs were planned again with their copies of the views (a job that could not plan
+    // would be FAILED, its rows left behind).
+    client.batch_execute("INSERT INTO ct_t VALUES (2, 'b'), (-2, 'skipped'); FLUSH;").await.expect("insert after restart");
+    assert_eq!(pairs(&client, "SELECT k, v FROM ct_view ORDER BY 1").await, [(1, "A!".to_string()), (2, "B!".to_string())]);
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir(&sink).expect("sink directory") {
+        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("sink file");
+        lines.extend(text.lines().filter(|l| !l.is_empty()).map(str::to_string));
+    }
+    lines.sort();
+    assert_eq!(lines, ["{\"k\":2}", "{\"k\":3}"], "the sink job's rows, each once");
+    drop(server);
+}
+
 /// The rows of `sql`, whose two columns are a BIGINT and a TEXT.
 async fn pairs(client: &tokio_postgres::Client, sql: &str) -> Vec<(i64, String)> {
     client.query(sql, &[]).await.expect(sql).iter().map(|r| (r.get(0), r.get(1))).collect()

@@ -108,6 +108,12 @@ pub struct Relation {
     pub operator_state: BTreeMap<String, u32>,
     /// Whether the view was created with `EMIT ON WINDOW CLOSE`.
     pub emit_on_window_close: bool,
+    /// For a materialized view or `INSERT INTO` job: the temporary views of the session that
+    /// created it that its query reads (views of kind `View`, each with its query), so that
+    /// the job plans the same way after the session ends and after a restart (Flink compiles
+    /// a job with the temporary views it reads inlined).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub temporary_views: Vec<Relation>,
 }
 
 /// The whole catalog.
@@ -254,6 +260,7 @@ mod tests {
             job: None,
             operator_state: BTreeMap::new(),
             emit_on_window_close: false,
+            temporary_views: Vec::new(),
         }
     }
 

@@ -46,6 +46,8 @@ pub struct Session {
     /// The INSERT statements of an open Flink statement set (`BEGIN STATEMENT SET`), run
     /// together at `END` ([`Database::execute`]).
     pub statement_set: Option<Vec<String>>,
+    /// The session's temporary views ([`crate::sql::temporary_views`]).
+    pub temporary_views: crate::sql::temporary_views::TemporaryViews,
 }
 
 impl Session {
@@ -438,7 +440,8 @@ impl Database {
             // Every check the job's start makes, short of starting it.
             let mut engine = self.write_engine().await?;
             let check = crate::sql::sink_jobs::SinkJobMode::CheckOnly;
-            dml::insert_into_connector(&mut engine, &rel, insert, sql, &session.settings, check).await.map_err(located)?;
+            let temporary = session.temporary_views.read_by_insert(insert);
+            dml::insert_into_connector(&mut engine, &rel, insert, sql, &session.settings, check, temporary).await.map_err(located)?;
         } else {
             self.execute_parsed(session, WeirStatement::Explain(Box::new(stmt.clone())), sql).await.map_err(located)?;
         }
@@ -628,15 +631,22 @@ impl Database {
         Ok((1..=n).map(|i| types.get(&format!("${i}")).cloned().flatten()).collect())
     }
 
-    /// What a read of `session` plans against: [`Database::read_snapshot`], its plain tables
-    /// read through the session's transaction block's writes, if it has any.
+    /// What a read of `session` plans against: [`Database::read_snapshot`] with the session's
+    /// temporary views, its plain tables read through the session's transaction block's
+    /// writes, if it has any.
     fn session_snapshot(&self, session: &Session) -> Arc<Snapshot> {
         let snapshot = self.read_snapshot();
-        let Some(txn) = session.txn.as_ref().filter(|t| !t.preview.writes.is_empty()) else { return snapshot };
-        let reader = crate::state::Overlaid::new(Arc::clone(&snapshot.reader), Arc::new(txn.preview.writes.clone()));
+        let txn = session.txn.as_ref().filter(|t| !t.preview.writes.is_empty());
+        if txn.is_none() && session.temporary_views.is_empty() {
+            return snapshot;
+        }
+        let reader: Arc<dyn ScanState> = match txn {
+            Some(txn) => Arc::new(crate::state::Overlaid::new(Arc::clone(&snapshot.reader), Arc::new(txn.preview.writes.clone()))),
+            None => Arc::clone(&snapshot.reader),
+        };
         Arc::new(Snapshot {
-            catalog: Arc::clone(&snapshot.catalog),
-            reader: Arc::new(reader),
+            catalog: session.temporary_views.overlay(&snapshot.catalog),
+            reader,
             keyed_table: None,
             system: snapshot.system.clone(),
             activities: snapshot.activities.clone(),
@@ -691,20 +701,35 @@ impl Database {
             }
             WeirStatement::CreateMaterializedView { name, if_not_exists, query, emit_on_window_close } => {
                 let mut engine = self.write_engine().await?;
-                ddl::create_materialized_view(&mut engine, &name, &query, if_not_exists, emit_on_window_close, &session.settings, sql)
-                    .await?;
+                let temporary = session.temporary_views.read_by(&query);
+                let created = (if_not_exists, emit_on_window_close);
+                ddl::create_materialized_view(&mut engine, &name, &query, created, &session.settings, sql, temporary).await?;
                 Ok(command("CREATE MATERIALIZED VIEW"))
             }
             WeirStatement::Drop { kind, names, if_exists, cascade } => {
                 let relation_kind = match kind {
                     DropKind::Table => weir_catalog::RelationKind::Table,
-                    DropKind::View => weir_catalog::RelationKind::View,
+                    DropKind::View | DropKind::TemporaryView => weir_catalog::RelationKind::View,
                     DropKind::MaterializedView => weir_catalog::RelationKind::MaterializedView,
                 };
-                self.write_engine().await?.drop_relations(relation_kind, &names, if_exists, cascade)?;
+                // DROP VIEW takes a temporary view first, as Postgres's search path does;
+                // DROP TEMPORARY VIEW (Flink) only those.
+                let mut permanent = Vec::new();
+                for name in names {
+                    let temporary = matches!(kind, DropKind::View | DropKind::TemporaryView) && session.temporary_views.drop_view(&name);
+                    if !temporary && kind == DropKind::TemporaryView && !if_exists {
+                        return Err(WeirError::unknown_table(&format!("temporary view {name}")));
+                    }
+                    if !temporary && kind != DropKind::TemporaryView {
+                        permanent.push(name);
+                    }
+                }
+                if !permanent.is_empty() {
+                    self.write_engine().await?.drop_relations(relation_kind, &permanent, if_exists, cascade)?;
+                }
                 Ok(command(match kind {
                     parser::DropKind::Table => "DROP TABLE",
-                    parser::DropKind::View => "DROP VIEW",
+                    parser::DropKind::View | parser::DropKind::TemporaryView => "DROP VIEW",
                     parser::DropKind::MaterializedView => "DROP MATERIALIZED VIEW",
                 }))
             }
@@ -762,10 +787,12 @@ impl Database {
                         .collect(),
                     _ => Vec::new(),
                 };
-                show::show_list(&engine.catalog, &functions, list, &late, &engine.failed, &engine.suspended, &engine.restarts())
+                // SHOW VIEWS lists the session's temporary views too (Flink's does).
+                let catalog = session.temporary_views.overlay(&engine.catalog);
+                show::show_list(&catalog, &functions, list, &late, &engine.failed, &engine.suspended, &engine.restarts())
             }
-            WeirStatement::ShowCreate(name) => show::show_create(&self.read_snapshot().catalog, &name),
-            WeirStatement::Describe(name) => show::describe(&self.read_snapshot().catalog, &name),
+            WeirStatement::ShowCreate(name) => show::show_create(&self.session_snapshot(session).catalog, &name),
+            WeirStatement::Describe(name) => show::describe(&self.session_snapshot(session).catalog, &name),
             WeirStatement::Set { key, value } => {
                 crate::sql::settings::validate(&key.to_lowercase(), &value)?;
                 session.settings.insert(key.to_lowercase(), value);
@@ -868,7 +895,7 @@ impl Database {
                 session.cursors.close(name.as_deref()).await?;
                 Ok(command(if name.is_some() { "CLOSE CURSOR" } else { "CLOSE CURSOR ALL" }))
             }
-            WeirStatement::Explain(inner) => self.explain(*inner, &session.settings).await,
+            WeirStatement::Explain(inner) => self.explain(*inner, session).await,
             WeirStatement::ExplainAnalyze(job) => {
                 let state = self.system_state().await;
                 show::explain_analyze(&state, &job)
@@ -879,8 +906,17 @@ impl Database {
 
     /// The stream plan of a query, with the session's allowed lateness and state TTL applied
     /// as a view created now would have them.
-    async fn explain(&self, stmt: WeirStatement, settings: &BTreeMap<String, String>) -> Result<StatementResult> {
+    async fn explain(&self, stmt: WeirStatement, session: &Session) -> Result<StatementResult> {
         let engine = self.engine.read().await;
+        let temporary = match &stmt {
+            WeirStatement::CreateMaterializedView { query, .. } => session.temporary_views.read_by(query),
+            WeirStatement::Sql(s) => match s.as_ref() {
+                Statement::Query(q) => session.temporary_views.read_by(q),
+                Statement::Insert(i) => session.temporary_views.read_by_insert(i),
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
         let mut kind = JobKind::View { emit_on_window_close: false };
         let mut sink = None;
         let query = match &stmt {
@@ -903,10 +939,10 @@ impl Database {
             },
             _ => return Err(WeirError::unsupported("EXPLAIN of this statement")),
         };
-        let mut options = crate::sql::settings::job_options(settings)?;
+        let mut options = crate::sql::settings::job_options(&session.settings)?;
         let plan = match &sink {
-            Some(sink) => crate::sql::sink_jobs::plan_sink_job(&engine, sink, &query, &mut options).await?,
-            None => plan_job(&engine, &query, kind, &options).await?,
+            Some(sink) => crate::sql::sink_jobs::plan_sink_job(&engine, sink, &query, &mut options, &temporary).await?,
+            None => plan_job(&engine, &query, kind, &options, &temporary).await?,
         };
         let parallelism = crate::sql::settings::parallelism_option(&options)?.unwrap_or(engine.workers);
         let mut lines = plan.explain_parallel(parallelism);
@@ -1019,7 +1055,8 @@ impl Database {
                     let mut engine = self.write_engine().await?;
                     // The catalog under the engine: the table may have changed since the read.
                     let rel = engine.catalog.get(&table).cloned().unwrap_or(rel);
-                    dml::insert_into_connector(&mut engine, &rel, insert, sql, settings, crate::sql::sink_jobs::SinkJobMode::Start)
+                    let temporary = session.temporary_views.read_by_insert(insert);
+                    dml::insert_into_connector(&mut engine, &rel, insert, sql, settings, crate::sql::sink_jobs::SinkJobMode::Start, temporary)
                         .await?;
                     return Ok(StatementResult::Command { tag: "INSERT".into(), rows: Some(0) });
                 }
@@ -1044,13 +1081,26 @@ impl Database {
             }
             Statement::CreateView(v) => {
                 let name = object_name(&v.name);
+                if !v.materialized && !v.columns.is_empty() {
+                    return Err(WeirError::unsupported("a column list in CREATE VIEW; alias the columns in the query"));
+                }
+                if v.temporary && !v.materialized {
+                    let snapshot = self.session_snapshot(session);
+                    let replace = (v.or_replace, v.if_not_exists);
+                    session.temporary_views.create(snapshot, &name, &v.query, replace, sql).await?;
+                    return Ok(command("CREATE VIEW"));
+                }
+                let temporary = session.temporary_views.read_by(&v.query);
                 let mut engine = self.write_engine().await?;
                 if v.materialized {
-                    ddl::create_materialized_view(&mut engine, &name, &v.query, v.if_not_exists, false, settings, sql).await?;
+                    ddl::create_materialized_view(&mut engine, &name, &v.query, (v.if_not_exists, false), settings, sql, temporary).await?;
                     return Ok(command("CREATE MATERIALIZED VIEW"));
                 }
-                if !v.columns.is_empty() {
-                    return Err(WeirError::unsupported("a column list in CREATE VIEW; alias the columns in the query"));
+                if let Some(read) = temporary.first() {
+                    return Err(WeirError::plan(format!(
+                        "view {name} would read temporary view {}, which ends with this session; create it with CREATE TEMPORARY VIEW",
+                        read.name
+                    )));
                 }
                 ddl::create_view(&mut engine, &name, &v.query, v.or_replace, sql).await?;
                 Ok(command("CREATE VIEW"))
@@ -1145,7 +1195,10 @@ impl Database {
         }
         let mut engine = self.write_engine().await?;
         let step = match request {
-            WriteRequest::Insert(insert) => dml::insert_step(crate::sql::planning::planning_snapshot(&engine, None), insert).await?,
+            WriteRequest::Insert(insert) => {
+                let temporary = session.temporary_views.read_by_insert(&insert);
+                dml::insert_step(crate::sql::planning::planning_snapshot(&engine, None, &temporary), insert).await?
+            }
             WriteRequest::Step(step) => step,
         };
         let mut changes = TableChanges::one_statement();
@@ -1177,7 +1230,12 @@ impl Database {
             let name = format!("{TEMPORARY_VIEW_PREFIX}{}_{n}", crate::observe::now_ms());
             // Outside the caller's transaction block (DDL is refused in one) and role (a
             // read-only user may SUBSCRIBE): the view is the server's, not the user's.
-            let mut own = Session { settings: session.settings.clone(), user: session.user.clone(), ..Session::default() };
+            let mut own = Session {
+                settings: session.settings.clone(),
+                user: session.user.clone(),
+                temporary_views: session.temporary_views.clone(),
+                ..Session::default()
+            };
             let create = format!("CREATE MATERIALIZED VIEW {name} AS {query}");
             Box::pin(self.execute(&mut own, &create)).await?;
             temporary = Some(TemporaryView { engine: Arc::clone(&self.engine), name: name.clone() });

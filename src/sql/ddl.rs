@@ -183,6 +183,7 @@ pub async fn create_table(engine: &mut Engine, t: &CreateTable, definition: &str
             job: None,
             operator_state: BTreeMap::new(),
             emit_on_window_close: false,
+            temporary_views: Vec::new(),
     };
     if connector == "nexmark" || connector == "datagen" {
         // Checks the declared columns against the generator's table (nexmark) or the
@@ -294,6 +295,7 @@ fn insert_side_table(
                 job: None,
                 operator_state: BTreeMap::new(),
                 emit_on_window_close: false,
+                temporary_views: Vec::new(),
             },
         );
         Ok(())
@@ -315,7 +317,7 @@ pub async fn create_view(engine: &mut Engine, name: &str, query: &Query, or_repl
         }
     }
     let query_text = query.to_string();
-    let ctx = session_context(crate::sql::planning::planning_snapshot(engine, None));
+    let ctx = session_context(crate::sql::planning::planning_snapshot(engine, None, &[]));
     let plan = ctx.state().create_logical_plan(&query_text).await?;
     let columns = output_columns(&plan, name)?;
     let depends_on = named_relations(engine, query);
@@ -337,21 +339,25 @@ pub async fn create_view(engine: &mut Engine, name: &str, query: &Query, or_repl
             job: None,
             operator_state: BTreeMap::new(),
             emit_on_window_close: false,
+            temporary_views: Vec::new(),
         },
     );
     engine.commit(EpochWrites::default(), Some(catalog))
 }
 
-/// `CREATE MATERIALIZED VIEW name AS query`: plans the job and has the engine start it (backfilled
-/// from the rows its sources hold, committed with its state and the catalog in one epoch).
+/// `CREATE MATERIALIZED VIEW [IF NOT EXISTS] name AS query [EMIT ON WINDOW CLOSE]` (the
+/// pair `(if_not_exists, emit_on_window_close)`): plans the job and has the engine start it
+/// (backfilled from the rows its sources hold, committed with its state and the catalog in one
+/// epoch). `temporary` are the session's temporary views the query reads
+/// ([`crate::sql::temporary_views::TemporaryViews::read_by`]): the view keeps them.
 pub async fn create_materialized_view(
     engine: &mut Engine,
     name: &str,
     query: &Query,
-    if_not_exists: bool,
-    emit_on_window_close: bool,
+    (if_not_exists, emit_on_window_close): (bool, bool),
     settings: &BTreeMap<String, String>,
     definition: &str,
+    temporary: Vec<Relation>,
 ) -> Result<()> {
     if engine.catalog.get(name).is_some() {
         if if_not_exists {
@@ -360,9 +366,14 @@ pub async fn create_materialized_view(
         return Err(ErrorKind::DuplicateTable(name.to_string()).into());
     }
     let query_text = query.to_string();
-    let depends_on = named_relations(engine, query);
+    let mut depends_on = named_relations(engine, query);
+    for read in crate::sql::temporary_views::permanent_dependencies(&engine.catalog, &temporary) {
+        if !depends_on.contains(&read) {
+            depends_on.push(read);
+        }
+    }
     let options = crate::sql::settings::job_options(settings)?;
-    let plan = plan_job(engine, &query_text, JobKind::View { emit_on_window_close }, &options).await?;
+    let plan = plan_job(engine, &query_text, JobKind::View { emit_on_window_close }, &options, &temporary).await?;
     crate::sql::planning::check_windows_close(&plan, &engine.catalog, JobKind::View { emit_on_window_close })?;
     if let Some(f) = plan.schema.as_arrow().fields().iter().find(|f| has_null_type(f.data_type())) {
         // Flink refuses it too ("Illegal use of 'NULL'"); stored, it could not be read back.
@@ -390,6 +401,7 @@ pub async fn create_materialized_view(
         job: Some(job_id),
         operator_state: BTreeMap::new(),
         emit_on_window_close,
+        temporary_views: temporary,
     };
     catalog.relations.insert(name.to_string(), rel.clone());
     engine.start_job(&rel, &plan, catalog, settings.get(crate::sql::settings::SAVEPOINT_PATH).map(String::as_str))
@@ -400,16 +412,22 @@ pub async fn create_materialized_view(
 /// which [`crate::sql::window_tvf::rewrite_window_tvfs`] made `session('t', ...)`, or the short
 /// form's `SESSION(t, ...)`).
 pub(crate) fn named_relations(engine: &Engine, query: &Query) -> Vec<String> {
-    use sqlparser::ast::Visit;
-    let mut names = NamedRelations(Vec::new());
-    let _ = query.visit(&mut names);
     let mut out: Vec<String> = Vec::new();
-    for name in names.0 {
+    for name in relation_names(query) {
         if engine.catalog.get(&name).is_some() && !out.contains(&name) {
             out.push(name);
         }
     }
     out
+}
+
+/// Every relation name `query` reads (as [`named_relations`], whether the catalog has it or
+/// not: a CTE's name, a temporary view's), in the order met.
+pub(crate) fn relation_names(query: &Query) -> Vec<String> {
+    use sqlparser::ast::Visit;
+    let mut names = NamedRelations(Vec::new());
+    let _ = query.visit(&mut names);
+    names.0
 }
 
 /// Collects the relation names of [`named_relations`], in the order met.

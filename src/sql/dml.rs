@@ -605,6 +605,7 @@ async fn keyed_scan(base: &WriteBase<'_>, changes: &TableChanges, table: &str, s
 /// INSERT INTO a connector table: checks the query's changelog against the sink, then starts
 /// the job that writes it (with [`SinkJobMode::Start`](crate::sql::sink_jobs::SinkJobMode)).
 /// `text` is the statement as the user wrote it: `SHOW JOBS` shows it as the job's definition.
+/// `temporary` are the session's temporary views the query reads: the job keeps them.
 pub async fn insert_into_connector(
     engine: &mut Engine,
     rel: &weir_catalog::Relation,
@@ -612,11 +613,12 @@ pub async fn insert_into_connector(
     text: &str,
     settings: &std::collections::BTreeMap<String, String>,
     mode: crate::sql::sink_jobs::SinkJobMode,
+    temporary: Vec<weir_catalog::Relation>,
 ) -> Result<usize> {
     let Some(source) = &insert.source else {
         return Err(WeirError::unsupported("INSERT without a query"));
     };
-    let ctx = session_context(crate::sql::planning::planning_snapshot(engine, None));
+    let ctx = session_context(crate::sql::planning::planning_snapshot(engine, None, &temporary));
     let query = match insert.columns.as_slice() {
         [] => source.to_string(),
         listed => {
@@ -636,9 +638,15 @@ pub async fn insert_into_connector(
         true => updating_operator(&plan, &CatalogSources(&engine.catalog))?,
         false => None,
     };
-    let depends_on = crate::sql::ddl::named_relations(engine, source);
+    let mut depends_on = crate::sql::ddl::named_relations(engine, source);
+    for read in crate::sql::temporary_views::permanent_dependencies(&engine.catalog, &temporary) {
+        if !depends_on.contains(&read) {
+            depends_on.push(read);
+        }
+    }
     let definition = text.trim().trim_end_matches(';').trim_end();
-    crate::sql::sink_jobs::start_sink_job(engine, rel, &query, depends_on, definition, settings, updating, mode).await?;
+    let job = crate::sql::sink_jobs::SinkJob { query: &query, depends_on, definition, temporary };
+    crate::sql::sink_jobs::start_sink_job(engine, rel, job, settings, updating, mode).await?;
     Ok(0)
 }
 

@@ -20,6 +20,7 @@ pub mod show;
 pub mod sink_jobs;
 pub mod subscribe;
 pub mod temporal;
+pub mod temporary_views;
 pub mod time_units;
 pub mod token_rewrite;
 pub mod transaction;

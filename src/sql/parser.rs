@@ -93,6 +93,8 @@ fn like(text: &[char], pattern: &[char]) -> bool {
 pub enum DropKind {
     Table,
     View,
+    /// `DROP TEMPORARY VIEW` (Flink) or `DROP TEMP VIEW`: only a temporary view of the session.
+    TemporaryView,
     MaterializedView,
 }
 
@@ -455,9 +457,14 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         let query = p.parse_query().map_err(err)?;
         return Ok(WeirStatement::CreateMaterializedView { name, if_not_exists, query, emit_on_window_close: false });
     }
-    if is_word(p, 0, "DROP") && (is_word(p, 1, "TABLE") || is_word(p, 1, "VIEW") || is_word(p, 1, "MATERIALIZED")) {
+    let drop_temporary = is_word(p, 0, "DROP") && (is_word(p, 1, "TEMPORARY") || is_word(p, 1, "TEMP"));
+    if is_word(p, 0, "DROP") && (is_word(p, 1, "TABLE") || is_word(p, 1, "VIEW") || is_word(p, 1, "MATERIALIZED") || drop_temporary) {
         p.next_token();
-        let kind = if p.parse_keyword(Keyword::TABLE) {
+        let kind = if drop_temporary {
+            p.next_token();
+            p.expect_keyword_is(Keyword::VIEW).map_err(err)?;
+            DropKind::TemporaryView
+        } else if p.parse_keyword(Keyword::TABLE) {
             DropKind::Table
         } else if p.parse_keyword(Keyword::VIEW) {
             DropKind::View
@@ -1033,6 +1040,9 @@ mod tests {
         assert_eq!((key.as_str(), value.as_str()), ("table.exec.state.ttl", "1 h"));
         assert!(matches!(parse_statement("DROP MATERIALIZED VIEW IF EXISTS v CASCADE")?,
             WeirStatement::Drop { kind: DropKind::MaterializedView, if_exists: true, cascade: true, .. }));
+        assert!(matches!(parse_statement("DROP TEMPORARY VIEW IF EXISTS v")?,
+            WeirStatement::Drop { kind: DropKind::TemporaryView, if_exists: true, .. }));
+        assert!(matches!(parse_statement("drop temp view v")?, WeirStatement::Drop { kind: DropKind::TemporaryView, .. }));
         assert!(matches!(parse_statement("CREATE MATERIALIZED VIEW v AS SELECT 1 EMIT ON WINDOW CLOSE")?,
             WeirStatement::CreateMaterializedView { emit_on_window_close: true, .. }));
         Ok(())

@@ -801,6 +801,7 @@ ORDER BY inhseqno;"#;
             job: None,
             operator_state: BTreeMap::new(),
             emit_on_window_close: false,
+            temporary_views: Vec::new(),
         }
     }
 

@@ -27,19 +27,27 @@ pub enum JobKind {
     Sink,
 }
 
-/// The stream plan of `query` for a job of `kind` over `engine`'s catalog, with the allowed
-/// lateness and state TTL of `options` (a job's catalog options: [`crate::sql::settings::job_options`]
-/// of the session's settings when it is created, as stored afterwards).
+/// The stream plan of `query` for a job of `kind` over `engine`'s catalog with the temporary
+/// views `temporary` ([`crate::sql::temporary_views`]: the session's when the job is created,
+/// its stored copies afterwards), with the allowed lateness and state TTL of `options` (a
+/// job's catalog options: [`crate::sql::settings::job_options`] of the session's settings when
+/// it is created, as stored afterwards).
 ///
 /// # Errors
 /// The planner's: unknown relations and columns, query shapes the stream planner refuses (by
 /// name), a bad duration in `options`.
-pub async fn plan_job(engine: &Engine, query: &str, kind: JobKind, options: &BTreeMap<String, String>) -> Result<StreamPlan> {
+pub async fn plan_job(
+    engine: &Engine,
+    query: &str,
+    kind: JobKind,
+    options: &BTreeMap<String, String>,
+    temporary: &[Relation],
+) -> Result<StreamPlan> {
     let nulls = match options.get(NULL_COLLATION).map(String::as_str) {
         Some("low") => NullCollation::Low,
         _ => NullCollation::High,
     };
-    let ctx = session_context(snapshot_with_nulls(engine, None, nulls));
+    let ctx = session_context(snapshot_with_nulls(engine, None, nulls, temporary));
     let plan = ctx.state().create_logical_plan(query).await?;
     crate::plan::temporal::mark_lookup_joins(&plan);
     let plan = ctx.state().optimize(&plan)?;
@@ -128,16 +136,17 @@ fn declares_watermark(catalog: &Catalog, name: &str) -> bool {
     })
 }
 
-/// What a statement that holds the engine plans against: its current catalog, the store's
-/// latest commit, and the system tables as they are now.
-pub fn planning_snapshot(engine: &Engine, keyed_table: Option<String>) -> Arc<Snapshot> {
-    snapshot_with_nulls(engine, keyed_table, NullCollation::High)
+/// What a statement that holds the engine plans against: its current catalog with the
+/// session's temporary views `temporary`, the store's latest commit, and the system tables as
+/// they are now.
+pub fn planning_snapshot(engine: &Engine, keyed_table: Option<String>, temporary: &[Relation]) -> Arc<Snapshot> {
+    snapshot_with_nulls(engine, keyed_table, NullCollation::High, temporary)
 }
 
 /// [`planning_snapshot`] whose ORDER BYs sort NULL as `nulls` says.
-fn snapshot_with_nulls(engine: &Engine, keyed_table: Option<String>, nulls: NullCollation) -> Arc<Snapshot> {
+fn snapshot_with_nulls(engine: &Engine, keyed_table: Option<String>, nulls: NullCollation, temporary: &[Relation]) -> Arc<Snapshot> {
     Arc::new(Snapshot {
-        catalog: Arc::clone(&engine.catalog),
+        catalog: crate::sql::temporary_views::overlay(&engine.catalog, temporary),
         reader: Arc::clone(&engine.store) as Arc<dyn crate::state::ScanState>,
         keyed_table,
         system: SystemTables::ready(Arc::new(engine.system_state())),
@@ -158,7 +167,7 @@ impl JobPlanner for SqlPlanner {
         };
         // DataFusion's planning completes without waiting on anything (the catalog is in
         // memory), so the restart, itself not async, runs it to the end here.
-        futures::executor::block_on(plan_job(engine, &query, kind, &rel.options))
+        futures::executor::block_on(plan_job(engine, &query, kind, &rel.options, &rel.temporary_views))
     }
 }
 

@@ -27,10 +27,23 @@ pub enum SinkJobMode {
     CheckOnly,
 }
 
-/// Starts the job of `INSERT INTO sink query`, where `sink` is a connector table and
-/// `query` SQL text; commits it with the catalog. Returns the job id. `updating` names what
-/// would make the query updating (`plan::updating_operator`), for the refusal of an
-/// append-only sink; whether it is comes from the stream plan's changelog.
+/// What an `INSERT INTO` job is made of, besides its sink.
+pub struct SinkJob<'a> {
+    /// The query, as SQL text.
+    pub query: &'a str,
+    /// The relations it reads (the sink is added).
+    pub depends_on: Vec<String>,
+    /// The statement as the user wrote it (`SHOW JOBS`).
+    pub definition: &'a str,
+    /// The session's temporary views the query reads: the job keeps them
+    /// ([`crate::sql::temporary_views`]).
+    pub temporary: Vec<Relation>,
+}
+
+/// Starts `job`, the job of `INSERT INTO sink query` where `sink` is a connector table;
+/// commits it with the catalog. Returns the job id. `updating` names what would make the
+/// query updating (`plan::updating_operator`), for the refusal of an append-only sink; whether
+/// it is comes from the stream plan's changelog.
 ///
 /// # Errors
 /// `Unsupported` for a connector without a sink runtime; `Plan` when the query's columns do
@@ -39,13 +52,12 @@ pub enum SinkJobMode {
 pub async fn start_sink_job(
     engine: &mut Engine,
     sink: &Relation,
-    query: &str,
-    depends_on: Vec<String>,
-    definition: &str,
+    job: SinkJob<'_>,
     settings: &BTreeMap<String, String>,
     updating: Option<String>,
     mode: SinkJobMode,
 ) -> Result<String> {
+    let SinkJob { query, depends_on, definition, temporary } = job;
     let connector = connector_of(sink);
     if connector == "upsert-kafka" && sink.primary_key.is_empty() {
         return Err(WeirError::plan(format!(
@@ -62,7 +74,7 @@ pub async fn start_sink_job(
     // The state TTL is kept; an allowed lateness would make window results updating.
     let mut options = crate::sql::settings::job_options(settings)?;
     options.remove(crate::sql::settings::ALLOW_LATENESS);
-    let plan = plan_sink_job(engine, sink, query, &mut options).await?;
+    let plan = plan_sink_job(engine, sink, query, &mut options, &temporary).await?;
     crate::sql::planning::check_windows_close(&plan, &engine.catalog, JobKind::Sink)?;
     check_changelog(sink, &plan, updating)?;
     options.insert(SINK_OPTION.to_string(), sink.name.clone());
@@ -117,6 +129,7 @@ pub async fn start_sink_job(
         job: Some(id.clone()),
         operator_state: BTreeMap::new(),
         emit_on_window_close: eowc,
+        temporary_views: temporary,
     };
     catalog.relations.insert(id.clone(), rel.clone());
     engine.start_job(&rel, &plan, catalog, settings.get(crate::sql::settings::SAVEPOINT_PATH).map(String::as_str))?;
@@ -138,7 +151,8 @@ pub const UPSERT_MATERIALIZE: &str = "weir.sink-upsert-materialize";
 /// share a message key, and deleting one would write a tombstone while the other still holds
 /// the key; so, as Flink does (`table.exec.sink.upsert-materialize` = `AUTO`), the plan ends in
 /// a SinkUpsertMaterializer keyed by the PRIMARY KEY, and `options` gets
-/// [`UPSERT_MATERIALIZE`] so the job restarts with the same plan.
+/// [`UPSERT_MATERIALIZE`] so the job restarts with the same plan. `temporary`: as
+/// [`plan_job`]'s.
 ///
 /// # Errors
 /// The planner's.
@@ -147,9 +161,10 @@ pub async fn plan_sink_job(
     sink: &Relation,
     query: &str,
     options: &mut BTreeMap<String, String>,
+    temporary: &[Relation],
 ) -> Result<crate::plan::StreamPlan> {
     use crate::plan::ChangelogMode;
-    let plan = plan_job(engine, query, JobKind::Sink, options).await?;
+    let plan = plan_job(engine, query, JobKind::Sink, options, temporary).await?;
     if connector_of(sink) != "upsert-kafka" || plan.changelog == ChangelogMode::AppendOnly {
         return Ok(plan);
     }
@@ -164,7 +179,7 @@ pub async fn plan_sink_job(
         return Ok(plan);
     }
     options.insert(UPSERT_MATERIALIZE.to_string(), key.join(","));
-    plan_job(engine, query, JobKind::Sink, options).await
+    plan_job(engine, query, JobKind::Sink, options, temporary).await
 }
 
 /// Refuses a query whose changelog `sink` cannot take: an updating one (not append-only, as
