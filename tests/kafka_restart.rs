@@ -99,11 +99,11 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
     });
 }
 
-/// Record `i`: key `k{i % 7}`, amount `i`.
-fn produce(brokers: &str, range: std::ops::Range<i64>) {
+/// Record `i` into `topic`: key `k{i % 7}`, amount `i`.
+fn produce(brokers: &str, topic: &str, range: std::ops::Range<i64>) {
     let options = BTreeMap::from([
         ("connector".to_string(), "kafka".to_string()),
-        ("topic".to_string(), "restart_orders".to_string()),
+        ("topic".to_string(), topic.to_string()),
         ("properties.bootstrap.servers".to_string(), brokers.to_string()),
         // One record per batch keeps tansu's resumed reads exact (see kafka_pipeline.rs).
         ("properties.batch.num.messages".to_string(), "1".to_string()),
@@ -128,8 +128,13 @@ fn totals(range: std::ops::Range<i64>) -> BTreeMap<String, (i64, i64)> {
 }
 
 async fn view(client: &tokio_postgres::Client) -> BTreeMap<String, (i64, i64)> {
+    view_of(client, "restart_totals").await
+}
+
+/// The rows of view `name` (k, n, total).
+async fn view_of(client: &tokio_postgres::Client, name: &str) -> BTreeMap<String, (i64, i64)> {
     client
-        .query("SELECT k, n, total FROM restart_totals", &[])
+        .query(&format!("SELECT k, n, total FROM {name}"), &[])
         .await
         .expect("view")
         .iter()
@@ -205,7 +210,7 @@ async fn a_job_whose_brokers_go_away_restarts_from_its_checkpoint_once_they_are_
         ))
         .await
         .expect("pipeline");
-    produce(&b, 0..300);
+    produce(&b, "restart_orders", 0..300);
     client.batch_execute("FLUSH").await.expect("FLUSH");
     assert_eq!(view(&client).await, totals(0..300));
     for name in JOBS.into_iter().chain(["restart_healthy"]) {
@@ -241,7 +246,7 @@ async fn a_job_whose_brokers_go_away_restarts_from_its_checkpoint_once_they_are_
 
     // Back: the job runs again from its checkpoint and reads what was produced since.
     proxy.start();
-    produce(&b, 300..700);
+    produce(&b, "restart_orders", 300..700);
     wait_for_status(&client, "RUNNING").await;
     client.batch_execute("FLUSH").await.expect("FLUSH");
     assert_eq!(view(&client).await, totals(0..700));
@@ -266,4 +271,75 @@ async fn a_job_whose_brokers_go_away_restarts_from_its_checkpoint_once_they_are_
     let (_, metrics) = common::http_get(&server, "/metrics").await;
     let restarts = common::metric(&metrics, "weir_job_restarts_total", &[("job", "restart_totals"), ("job_id", "job-1")]).expect("the metric");
     assert!(restarts >= 1.0, "{restarts} restarts counted");
+}
+
+/// Job `name`'s status in SHOW JOBS once it is `status` (polled, 120 s at most), and its error.
+async fn wait_for(client: &tokio_postgres::Client, name: &str, status: &str) -> Option<String> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (now, error) = job(client, name).await;
+        if now == status {
+            return error;
+        }
+        assert!(Instant::now() < deadline, "job {name} is {now}, not {status}, after 120 s; error {error:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `ALTER TABLE .. SET ('properties.bootstrap.servers' = ..)` moves a running job to other
+/// brokers: it starts again from the statement's checkpoint with them. Pointed at an address
+/// where nothing answers it waits to restart; pointed back, it reads on from where it was,
+/// nothing lost or read twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alter_table_moves_a_job_to_other_brokers_and_it_goes_on_from_its_checkpoint() {
+    let Some(broker) = common::kafka::start_broker() else { return };
+    let b = broker.brokers.clone();
+    create_topic(&b, "alter_orders", 2).expect("topic");
+    let dir = common::scratch_dir("kafka-alter");
+    let server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE alter_orders (id BIGINT, k STRING, amount BIGINT)
+             WITH ('connector' = 'kafka', 'topic' = 'alter_orders', 'properties.bootstrap.servers' = '{b}',
+                   'scan.startup.mode' = 'earliest-offset', 'format' = 'json');
+             CREATE MATERIALIZED VIEW alter_totals AS
+             SELECT k, COUNT(*) AS n, SUM(amount) AS total FROM alter_orders GROUP BY k;"
+        ))
+        .await
+        .expect("pipeline");
+    produce(&b, "alter_orders", 0..100);
+    client.batch_execute("FLUSH").await.expect("FLUSH");
+    assert_eq!(view_of(&client, "alter_totals").await, totals(0..100));
+
+    // Nothing listens on a port just given back.
+    let dead = TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
+    client
+        .batch_execute(&format!("ALTER TABLE alter_orders SET ('properties.bootstrap.servers' = '127.0.0.1:{dead}')"))
+        .await
+        .expect("ALTER TABLE");
+    let error = wait_for(&client, "alter_totals", "RESTARTING").await.expect("its error");
+    assert!(error.contains(&format!("127.0.0.1:{dead}")), "{error}");
+    let create: String = client.query_one("SHOW CREATE TABLE alter_orders", &[]).await.expect("SHOW CREATE").get(1);
+    assert!(create.contains(&format!("'properties.bootstrap.servers' = '127.0.0.1:{dead}'")), "{create}");
+    assert_eq!(view_of(&client, "alter_totals").await, totals(0..100));
+
+    produce(&b, "alter_orders", 100..250);
+    client
+        .batch_execute(&format!("ALTER TABLE alter_orders SET ('properties.bootstrap.servers' = '{b}')"))
+        .await
+        .expect("ALTER TABLE back");
+    wait_for(&client, "alter_totals", "RUNNING").await;
+    client.batch_execute("FLUSH").await.expect("FLUSH");
+    assert_eq!(view_of(&client, "alter_totals").await, totals(0..250));
+    let positions: i64 = client
+        .query_one("SELECT CAST(SUM(position) AS BIGINT) FROM weir_sources WHERE job = 'alter_totals'", &[])
+        .await
+        .expect("weir_sources")
+        .get(0);
+    assert_eq!(positions, 250, "records read");
+
+    // What it reads cannot change under it.
+    let refused = client.batch_execute("ALTER TABLE alter_orders SET ('topic' = 'other')").await.expect_err("topic");
+    assert_eq!(refused.as_db_error().expect("a server error").code().code(), "22023");
 }

@@ -317,6 +317,40 @@ impl Engine {
         Ok(())
     }
 
+    /// Starts jobs `jobs` again from their last checkpoint, now, with the catalog as it is (a
+    /// table's options changed: `ALTER TABLE .. SET`). The caller has just committed, so the
+    /// checkpoint holds all they did. The clusters of their Kafka tables are asked first, all
+    /// at once ([`probe_all`]); a job whose cluster does not answer, or that cannot open its
+    /// connectors, waits to restart ([`Engine::note_failure`]). A job waiting already tries
+    /// again at once; a FAILED or suspended job is left as it is.
+    pub fn restart_now(&mut self, jobs: &[String]) {
+        let jobs: Vec<&String> = jobs
+            .iter()
+            .filter(|job| !self.failed.contains_key(*job) && !self.suspended.contains(*job) && self.catalog.get(job).is_some())
+            .collect();
+        let mut tables: Vec<Relation> = jobs.iter().flat_map(|job| self.kafka_tables_of(job)).collect();
+        tables.sort_by(|a, b| a.name.cmp(&b.name));
+        tables.dedup_by(|a, b| a.name == b.name);
+        let unreachable = probe_all(&tables);
+        for job in jobs {
+            if let Some(entry) = self.restarting.get_mut(job).filter(|r| r.waiting()) {
+                entry.retry_at = Some(Instant::now());
+                continue;
+            }
+            self.jobs.remove(job);
+            self.sources.retain(|(j, _), _| j != job);
+            let error = self.kafka_tables_of(job).iter().find_map(|t| unreachable.get(&t.name).cloned());
+            let built = match error {
+                Some(error) => Err(error),
+                None => self.build_restarted(job).map_err(|e| e.to_string()),
+            };
+            if let Err(error) = built {
+                self.note_failure(job, &error);
+            }
+        }
+        self.refresh_job_order();
+    }
+
     /// Job `job` opened its sources: it runs again.
     fn mark_running(&mut self, job: &str) {
         if let Some(entry) = self.restarting.get_mut(job) {

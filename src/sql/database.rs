@@ -695,6 +695,10 @@ impl Database {
             }
         }
         match stmt {
+            WeirStatement::AlterTableOptions { name, if_exists, set, reset } => {
+                ddl::alter_table_options(&mut *self.write_engine().await?, &name, if_exists, &set, &reset).await?;
+                Ok(command("ALTER TABLE"))
+            }
             WeirStatement::CreateTable(t) => {
                 ddl::create_table(&mut *self.write_engine().await?, &t, sql).await?;
                 Ok(command("CREATE TABLE"))
@@ -1341,6 +1345,7 @@ fn returning_of(stmt: &Statement) -> Option<(String, Option<sqlparser::ast::Iden
 fn not_in_a_block(stmt: &WeirStatement) -> Option<&'static str> {
     Some(match stmt {
         WeirStatement::CreateTable(_) => "CREATE TABLE",
+        WeirStatement::AlterTableOptions { .. } => "ALTER TABLE",
         WeirStatement::CreateMaterializedView { .. } => "CREATE MATERIALIZED VIEW",
         WeirStatement::Drop { .. } => "DROP",
         WeirStatement::Flush => "FLUSH",
@@ -1376,6 +1381,7 @@ fn writes(stmt: &WeirStatement) -> bool {
         | WeirStatement::ExplainAnalyze(_)
         | WeirStatement::Flush => false,
         WeirStatement::CreateTable(_)
+        | WeirStatement::AlterTableOptions { .. }
         | WeirStatement::CreateMaterializedView { .. }
         | WeirStatement::Drop { .. }
         | WeirStatement::StopJob { .. }

@@ -17,7 +17,8 @@ use weir_catalog::{Column, Relation, RelationKind, Watermark};
 
 use crate::engine::Engine;
 use crate::error::{ErrorKind, Result, WeirError};
-use crate::sql::parser::CreateTable;
+use crate::runtime::relation::connector_of;
+use crate::sql::parser::{CreateTable, WeirStatement};
 use crate::sql::planning::{plan_job, JobKind};
 use crate::sql::relations::session_context;
 use crate::state::EpochWrites;
@@ -30,6 +31,28 @@ pub async fn create_table(engine: &mut Engine, t: &CreateTable, definition: &str
         }
         return Err(ErrorKind::DuplicateTable(t.name.clone()).into());
     }
+    let mut rel = table_relation(t, definition).await?;
+    let mut catalog = (*engine.catalog).clone();
+    if let Some(side) = t.options.get(crate::engine::LATE_ROWS_TABLE) {
+        create_late_rows_table(&mut catalog, &t.name, side, &rel.columns)?;
+    }
+    if let Some(side) = t.options.get(crate::source::DEAD_LETTER_TABLE) {
+        create_dead_letter_table(&mut catalog, &t.name, side)?;
+    }
+    if connector_of(&rel) == "table" {
+        rel.state_table = Some(catalog.allocate_state_table());
+    }
+    catalog.relations.insert(t.name.clone(), rel);
+    engine.commit(EpochWrites::default(), Some(catalog))
+}
+
+/// The relation of table `t` (without its state table), with every check of `CREATE TABLE`
+/// made: its options (the connector's and the server's), column types, computed columns, the
+/// primary key, the watermark.
+///
+/// # Errors
+/// The first check that fails, as `CREATE TABLE` reports it.
+async fn table_relation(t: &CreateTable, definition: &str) -> Result<Relation> {
     let named = t.options.get("connector").map(|c| c.to_lowercase()).unwrap_or_else(|| "table".into());
     if t.options.contains_key(crate::source::DEAD_LETTER_TOPIC) && !matches!(named.as_str(), "kafka" | "upsert-kafka") {
         return Err(WeirError::option(format!(
@@ -159,19 +182,11 @@ pub async fn create_table(engine: &mut Engine, t: &CreateTable, definition: &str
         // Fails early for types the state codec cannot store.
         crate::state::RowCodec::try_new(all.fields().iter().map(|f| f.data_type().clone()).collect())?;
     }
-    let mut catalog = (*engine.catalog).clone();
-    if let Some(side) = t.options.get(crate::engine::LATE_ROWS_TABLE) {
-        create_late_rows_table(&mut catalog, &t.name, side, &columns)?;
-    }
-    if let Some(side) = t.options.get(crate::source::DEAD_LETTER_TABLE) {
-        create_dead_letter_table(&mut catalog, &t.name, side)?;
-    }
     crate::source::fails_on_decode_error(&t.name, &t.options)?;
-    let state_table = plain.then(|| catalog.allocate_state_table());
     let rel = Relation {
             name: t.name.clone(),
             kind: RelationKind::Table,
-            state_table,
+            state_table: None,
             columns,
             primary_key: t.primary_key.clone(),
             stream_key: None,
@@ -190,8 +205,130 @@ pub async fn create_table(engine: &mut Engine, t: &CreateTable, definition: &str
         // per-column options (datagen) now, not at first read.
         crate::source::SourceTask::open("", &rel, None, None)?;
     }
-    catalog.relations.insert(t.name.clone(), rel);
-    engine.commit(EpochWrites::default(), Some(catalog))
+    Ok(rel)
+}
+
+/// Whether option `key` of a table may change while jobs read or write it: the client's
+/// settings (`properties.*`: brokers, security, timeouts) and the idle-source options. The
+/// others decide what the jobs read or write (the topic, the path, the format) and so what
+/// their positions and state mean.
+fn changes_live(key: &str) -> bool {
+    key.starts_with("properties.") || key == crate::source::IDLE_TIMEOUT || key == crate::engine::IDLE_ADVANCE
+}
+
+/// `ALTER TABLE [IF EXISTS] name SET ('k' = 'v', ...)` / `RESET ('k', ...)` (Flink's): changes
+/// the options of connector table `name`, checked as `CREATE TABLE` checks them, and its
+/// definition (`SHOW CREATE TABLE`). The jobs that read or write the table start again from
+/// the checkpoint the statement commits, with the new options (Flink changes the catalog only,
+/// and a job sees the change when it is submitted again); one that cannot open its connectors
+/// with them waits to restart, and a job waiting to restart tries at once. So a job whose
+/// brokers moved, or whose credentials changed, goes on from where it was.
+///
+/// # Errors
+/// `UnknownTable` (unless `if_exists`); `Plan` for a view or materialized view; `Unsupported`
+/// for a plain table (no connector options); `InvalidOption` for a change of `'connector'`,
+/// for options `CREATE TABLE` would refuse, and, while jobs read or write the table, for a
+/// change of an option other than `properties.*` and the idle-source ones ([`changes_live`]).
+pub async fn alter_table_options(
+    engine: &mut Engine,
+    name: &str,
+    if_exists: bool,
+    set: &BTreeMap<String, String>,
+    reset: &[String],
+) -> Result<()> {
+    let Some(rel) = engine.catalog.get(name).cloned() else {
+        return match if_exists {
+            true => Ok(()),
+            false => Err(WeirError::unknown_table(name)),
+        };
+    };
+    if rel.kind != RelationKind::Table {
+        return Err(WeirError::plan(format!(
+            "ALTER TABLE {name}: {name} is a {}; ALTER TABLE .. SET changes a connector table's options",
+            rel.kind.sql_name()
+        )));
+    }
+    if connector_of(&rel) == "table" {
+        return Err(WeirError::unsupported(format!("ALTER TABLE {name} SET/RESET: a plain table has no connector options")));
+    }
+    let mut options = rel.options.clone();
+    for key in reset {
+        options.remove(key);
+    }
+    options.extend(set.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let changed: Vec<&String> =
+        options.keys().chain(rel.options.keys()).filter(|k| options.get(*k) != rel.options.get(*k)).collect();
+    if changed.iter().any(|k| k.as_str() == "connector") {
+        return Err(WeirError::option(format!(
+            "table {name}: 'connector' cannot change; drop the table and create it again"
+        )));
+    }
+    if changed.is_empty() {
+        return Ok(());
+    }
+    let users = jobs_using(&engine.catalog, name);
+    if let (Some(key), false) = (changed.iter().find(|k| !changes_live(k)), users.is_empty()) {
+        return Err(WeirError::option(format!(
+            "table {name}: option '{key}' cannot change while jobs read or write the table ({}): it decides what they \
+             read or write, and so what their positions and state mean; only 'properties.*', '{}' and '{}' can. \
+             Drop the jobs first, or declare another table",
+            users.join(", "),
+            crate::source::IDLE_TIMEOUT,
+            crate::engine::IDLE_ADVANCE
+        )));
+    }
+    let WeirStatement::CreateTable(mut table) = crate::sql::parser::parse_statement(&rel.definition)? else {
+        return Err(WeirError::internal(format!("the definition of table {name} is not a CREATE TABLE")));
+    };
+    table.options = options;
+    table.if_not_exists = false;
+    let definition = with_options(&rel.definition, table.options_at, &table.options);
+    let mut altered = table_relation(&table, &definition).await?;
+    altered.state_table = rel.state_table;
+    let mut catalog = (*engine.catalog).clone();
+    let added = |key: &str| table.options.get(key).filter(|side| rel.options.get(key) != Some(*side));
+    if let Some(side) = added(crate::engine::LATE_ROWS_TABLE) {
+        create_late_rows_table(&mut catalog, name, side, &altered.columns)?;
+    }
+    if let Some(side) = added(crate::source::DEAD_LETTER_TABLE) {
+        create_dead_letter_table(&mut catalog, name, side)?;
+    }
+    catalog.relations.insert(name.to_string(), altered);
+    engine.commit(EpochWrites::default(), Some(catalog))?;
+    engine.restart_now(&users);
+    Ok(())
+}
+
+/// The jobs that read table `table` (directly or through plain views) or write it.
+fn jobs_using(catalog: &weir_catalog::Catalog, table: &str) -> Vec<String> {
+    fn reads(catalog: &weir_catalog::Catalog, rel: &Relation, table: &str, depth: usize) -> bool {
+        depth < 64
+            && rel.depends_on.iter().any(|d| {
+                d == table || catalog.get(d).is_some_and(|v| v.kind == RelationKind::View && reads(catalog, v, table, depth + 1))
+            })
+    }
+    let mut jobs: Vec<String> = catalog
+        .relations
+        .values()
+        .filter(|r| r.job.is_some())
+        .filter(|r| {
+            reads(catalog, r, table, 0)
+                || r.temporary_views.iter().any(|v| reads(catalog, v, table, 0))
+                || r.options.get(crate::engine::SINK_OPTION).is_some_and(|s| s == table)
+        })
+        .map(|r| r.name.clone())
+        .collect();
+    jobs.sort();
+    jobs
+}
+
+/// `definition` (a `CREATE TABLE`) with its `WITH` clause, which starts at byte `options_at`
+/// (the end when `None`), written anew from `options`.
+fn with_options(definition: &str, options_at: Option<usize>, options: &BTreeMap<String, String>) -> String {
+    let head = options_at.and_then(|at| definition.get(..at)).unwrap_or(definition).trim_end().trim_end_matches(';').trim_end();
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "''"));
+    let list: Vec<String> = options.iter().map(|(k, v)| format!("{} = {}", quote(k), quote(v))).collect();
+    format!("{head} WITH ({})", list.join(", "))
 }
 
 /// The options the server reads for a table of `connector`, besides the connector's own

@@ -41,6 +41,8 @@ pub struct CreateTable {
     pub watermark: Option<(String, Expr)>,
     /// `WITH ('k' = 'v', ...)`.
     pub options: BTreeMap<String, String>,
+    /// Where `WITH` starts in the statement's text (byte offset), if it has options.
+    pub options_at: Option<usize>,
 }
 
 /// What `SHOW` lists.
@@ -145,6 +147,9 @@ pub enum WeirStatement {
     /// `CLOSE name` or `CLOSE ALL` (none).
     CloseCursor(Option<String>),
     CreateTable(Box<CreateTable>),
+    /// `ALTER TABLE [IF EXISTS] name SET ('k' = 'v', ...)` or `RESET ('k', ...)` (Flink's):
+    /// a connector table's options ([`crate::sql::ddl::alter_table_options`]).
+    AlterTableOptions { name: String, if_exists: bool, set: BTreeMap<String, String>, reset: Vec<String> },
     CreateMaterializedView { name: String, if_not_exists: bool, query: Box<Query>, emit_on_window_close: bool },
     Drop { kind: DropKind, names: Vec<String>, if_exists: bool, cascade: bool },
     Flush,
@@ -447,6 +452,11 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         p.next_token();
         return parse_create_table(p, sql).map(|t| WeirStatement::CreateTable(Box::new(t)));
     }
+    if is_word(p, 0, "ALTER") && is_word(p, 1, "TABLE") && alters_options(p) {
+        p.next_token();
+        p.next_token();
+        return parse_alter_table_options(p, sql);
+    }
     if is_word(p, 0, "CREATE") && is_word(p, 1, "MATERIALIZED") && is_word(p, 2, "VIEW") {
         for _ in 0..3 {
             p.next_token();
@@ -694,6 +704,7 @@ fn parse_create_table(p: &mut Parser<'_>, sql: &str) -> Result<CreateTable> {
         primary_key: Vec::new(),
         watermark: None,
         options: BTreeMap::new(),
+        options_at: None,
     };
     loop {
         if is_word(p, 0, "WATERMARK") {
@@ -755,44 +766,80 @@ fn parse_create_table(p: &mut Parser<'_>, sql: &str) -> Result<CreateTable> {
         p.expect_token(&Token::RParen).map_err(err)?;
         break;
     }
+    let with = p.peek_token().span.start;
     if p.parse_keyword(Keyword::WITH) {
-        p.expect_token(&Token::LParen).map_err(err)?;
-        if !p.consume_token(&Token::RParen) {
-            loop {
-                let key = match p.next_token().token {
-                    Token::SingleQuotedString(s) => s,
-                    Token::Word(w) => {
-                        // Unquoted keys may be dotted: properties.bootstrap.servers
-                        let mut key = w.value;
-                        while p.consume_token(&Token::Period) {
-                            match p.next_token().token {
-                                Token::Word(w) => {
-                                    key.push('.');
-                                    key.push_str(&w.value);
-                                }
-                                _ => return Err(unexpected_prev(p, sql, "an option name")),
-                            }
-                        }
-                        key
-                    }
-                    _ => return Err(unexpected_prev(p, sql, "an option name in quotes")),
-                };
-                p.expect_token(&Token::Eq).map_err(err)?;
-                let value = parse_setting_value(p, sql)?;
-                if table.options.contains_key(&key) {
-                    // Postgres: 22023 parameter "x" specified more than once.
-                    return Err(WeirError::option(format!("option '{key}' is given more than once")));
-                }
-                table.options.insert(key, value);
-                if p.consume_token(&Token::Comma) {
-                    continue;
-                }
-                p.expect_token(&Token::RParen).map_err(err)?;
-                break;
-            }
-        }
+        table.options_at = Some(offset_of(sql, with.line, with.column));
+        table.options = parse_option_list(p, sql)?;
     }
     Ok(table)
+}
+
+/// `('k' = 'v', ...)`, as `CREATE TABLE ... WITH` and `ALTER TABLE ... SET` take it: keys
+/// quoted or dotted words, each once.
+fn parse_option_list(p: &mut Parser<'_>, sql: &str) -> Result<BTreeMap<String, String>> {
+    let err = |e| syntax_error(sql, e);
+    let mut options = BTreeMap::new();
+    p.expect_token(&Token::LParen).map_err(err)?;
+    if p.consume_token(&Token::RParen) {
+        return Ok(options);
+    }
+    loop {
+        let key = parse_option_name(p, sql)?;
+        p.expect_token(&Token::Eq).map_err(err)?;
+        let value = parse_setting_value(p, sql)?;
+        if options.contains_key(&key) {
+            // Postgres: 22023 parameter "x" specified more than once.
+            return Err(WeirError::option(format!("option '{key}' is given more than once")));
+        }
+        options.insert(key, value);
+        if p.consume_token(&Token::Comma) {
+            continue;
+        }
+        p.expect_token(&Token::RParen).map_err(err)?;
+        return Ok(options);
+    }
+}
+
+/// An option's name: `'quoted'`, or words joined by dots (`properties.bootstrap.servers`).
+fn parse_option_name(p: &mut Parser<'_>, sql: &str) -> Result<String> {
+    match p.next_token().token {
+        Token::SingleQuotedString(s) => Ok(s),
+        Token::Word(w) => {
+            let mut key = w.value;
+            while p.consume_token(&Token::Period) {
+                match p.next_token().token {
+                    Token::Word(w) => {
+                        key.push('.');
+                        key.push_str(&w.value);
+                    }
+                    _ => return Err(unexpected_prev(p, sql, "an option name")),
+                }
+            }
+            Ok(key)
+        }
+        _ => Err(unexpected_prev(p, sql, "an option name in quotes")),
+    }
+}
+
+/// `ALTER TABLE [IF EXISTS] name SET ('k' = 'v', ...)` or `RESET ('k', ...)` (Flink's), after
+/// `ALTER TABLE`.
+fn parse_alter_table_options(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
+    let err = |e| syntax_error(sql, e);
+    let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+    let name = object_name(&p.parse_object_name(false).map_err(err)?);
+    let (set, reset) = if p.parse_keyword(Keyword::SET) {
+        (parse_option_list(p, sql)?, Vec::new())
+    } else {
+        p.expect_keyword_is(Keyword::RESET).map_err(err)?;
+        p.expect_token(&Token::LParen).map_err(err)?;
+        let mut keys = vec![parse_option_name(p, sql)?];
+        while p.consume_token(&Token::Comma) {
+            keys.push(parse_option_name(p, sql)?);
+        }
+        p.expect_token(&Token::RParen).map_err(err)?;
+        (BTreeMap::new(), keys)
+    };
+    Ok(WeirStatement::AlterTableOptions { name, if_exists, set, reset })
 }
 
 fn parse_not_enforced(p: &mut Parser<'_>, sql: &str) -> Result<()> {
@@ -893,6 +940,21 @@ fn parse_setting_value(p: &mut Parser<'_>, sql: &str) -> Result<String> {
         value.push_str(&one(p)?);
     }
     Ok(value)
+}
+
+/// Whether an `ALTER TABLE [IF EXISTS] name` goes on with `SET (` or `RESET (` (Flink's option
+/// forms; Postgres's `SET SCHEMA`, `SET NOT NULL` and the rest are sqlparser's).
+fn alters_options(p: &Parser<'_>) -> bool {
+    let mut n = 2;
+    if is_word(p, n, "IF") && is_word(p, n + 1, "EXISTS") {
+        n += 2;
+    }
+    // The name: words joined by dots.
+    n += 1;
+    while p.peek_nth_token(n).token == Token::Period {
+        n += 2;
+    }
+    (is_word(p, n, "SET") || is_word(p, n, "RESET")) && p.peek_nth_token(n + 1).token == Token::LParen
 }
 
 fn is_word(p: &Parser<'_>, n: usize, word: &str) -> bool {
