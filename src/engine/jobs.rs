@@ -276,22 +276,11 @@ impl Engine {
     /// unreachable cluster: without the probe a start (or a reload, under the engine's lock)
     /// waited that long for each such job, one after the other.
     fn probe_clusters(&mut self, views: &[Relation]) {
-        let starting = |rel: &&Relation| {
+        let starting = views.iter().filter(|rel| {
             !self.suspended.contains(&rel.name) && !self.waiting_to_restart(&rel.name) && !self.failed.contains_key(&rel.name)
-        };
-        let tables_of: Vec<(String, Vec<Relation>)> =
-            views.iter().filter(starting).map(|rel| (rel.name.clone(), self.kafka_tables_of(&rel.name))).collect();
-        let mut tables: Vec<Relation> = tables_of.iter().flat_map(|(_, t)| t.iter().cloned()).collect();
-        tables.sort_by(|a, b| a.name.cmp(&b.name));
-        tables.dedup_by(|a, b| a.name == b.name);
-        if tables.is_empty() {
-            return;
-        }
-        let unreachable = super::restart::probe_all(&tables);
-        for (job, tables) in tables_of {
-            if let Some(error) = tables.iter().find_map(|t| unreachable.get(&t.name)) {
-                self.note_failure(&job, error);
-            }
+        });
+        for (job, error) in self.unreachable_jobs(starting.map(|rel| rel.name.as_str())) {
+            self.note_failure(&job, &error);
         }
     }
 

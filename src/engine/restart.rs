@@ -143,7 +143,7 @@ fn probe(rel: &Relation) -> Result<()> {
 /// [`probe`]s every table of `tables` at once, each on a thread of its own, so that a start
 /// with many tables on an unreachable cluster waits one timeout, not one per table. Returns
 /// the error of each table that did not answer, by name.
-pub(super) fn probe_all(tables: &[Relation]) -> BTreeMap<String, String> {
+fn probe_all(tables: &[Relation]) -> BTreeMap<String, String> {
     std::thread::scope(|scope| {
         let probes: Vec<_> = tables.iter().map(|rel| (rel, scope.spawn(move || probe(rel)))).collect();
         probes
@@ -321,27 +321,20 @@ impl Engine {
     /// table's options changed: `ALTER TABLE .. SET`). The caller has just committed, so the
     /// checkpoint holds all they did. The clusters of their Kafka tables are asked first, all
     /// at once ([`probe_all`]); a job whose cluster does not answer, or that cannot open its
-    /// connectors, waits to restart ([`Engine::note_failure`]). A job waiting already tries
-    /// again at once; a FAILED or suspended job is left as it is.
+    /// connectors, waits to restart ([`Engine::note_failure`]). A job waiting to restart
+    /// tries at once too (so a FLUSH right after sees it running); a FAILED or suspended job
+    /// is left as it is.
     pub fn restart_now(&mut self, jobs: &[String]) {
         let jobs: Vec<&String> = jobs
             .iter()
             .filter(|job| !self.failed.contains_key(*job) && !self.suspended.contains(*job) && self.catalog.get(job).is_some())
             .collect();
-        let mut tables: Vec<Relation> = jobs.iter().flat_map(|job| self.kafka_tables_of(job)).collect();
-        tables.sort_by(|a, b| a.name.cmp(&b.name));
-        tables.dedup_by(|a, b| a.name == b.name);
-        let unreachable = probe_all(&tables);
+        let unreachable = self.unreachable_jobs(jobs.iter().map(|j| j.as_str()));
         for job in jobs {
-            if let Some(entry) = self.restarting.get_mut(job).filter(|r| r.waiting()) {
-                entry.retry_at = Some(Instant::now());
-                continue;
-            }
             self.jobs.remove(job);
             self.sources.retain(|(j, _), _| j != job);
-            let error = self.kafka_tables_of(job).iter().find_map(|t| unreachable.get(&t.name).cloned());
-            let built = match error {
-                Some(error) => Err(error),
+            let built = match unreachable.get(job) {
+                Some(error) => Err(error.clone()),
                 None => self.build_restarted(job).map_err(|e| e.to_string()),
             };
             if let Err(error) = built {
@@ -349,6 +342,23 @@ impl Engine {
             }
         }
         self.refresh_job_order();
+    }
+
+    /// The jobs of `jobs` whose Kafka tables' clusters do not answer, each with the first such
+    /// table's error. Every table is asked once, all at once ([`probe_all`]).
+    pub(super) fn unreachable_jobs<'a>(&self, jobs: impl Iterator<Item = &'a str>) -> BTreeMap<String, String> {
+        let tables_of: Vec<(&str, Vec<Relation>)> = jobs.map(|job| (job, self.kafka_tables_of(job))).collect();
+        let mut tables: Vec<Relation> = tables_of.iter().flat_map(|(_, t)| t.iter().cloned()).collect();
+        tables.sort_by(|a, b| a.name.cmp(&b.name));
+        tables.dedup_by(|a, b| a.name == b.name);
+        if tables.is_empty() {
+            return BTreeMap::new();
+        }
+        let unreachable = probe_all(&tables);
+        tables_of
+            .into_iter()
+            .filter_map(|(job, tables)| Some((job.to_string(), tables.iter().find_map(|t| unreachable.get(&t.name))?.clone())))
+            .collect()
     }
 
     /// Job `job` opened its sources: it runs again.

@@ -646,6 +646,7 @@ impl Database {
         };
         Arc::new(Snapshot {
             catalog: session.temporary_views.overlay(&snapshot.catalog),
+            permanent: Some(Arc::clone(&snapshot.catalog)),
             reader,
             keyed_table: None,
             system: snapshot.system.clone(),
@@ -668,6 +669,7 @@ impl Database {
         let reader: Arc<dyn ScanState> = Arc::clone(&committed.state) as Arc<dyn ScanState>;
         Arc::new(Snapshot {
             catalog: Arc::clone(&committed.catalog),
+            permanent: None,
             reader,
             keyed_table: None,
             system: SystemTables::lazy(load),
@@ -722,7 +724,7 @@ impl Database {
                 for name in names {
                     let temporary = matches!(kind, DropKind::View | DropKind::TemporaryView) && session.temporary_views.drop_view(&name);
                     if !temporary && kind == DropKind::TemporaryView && !if_exists {
-                        return Err(WeirError::unknown_table(&format!("temporary view {name}")));
+                        return Err(WeirError::unknown_table(&name));
                     }
                     if !temporary && kind != DropKind::TemporaryView {
                         permanent.push(name);
@@ -1156,6 +1158,26 @@ impl Database {
                 Ok(command("RELEASE"))
             }
             Statement::Set(_) => Ok(command("SET")),
+            // Prepared statements live in the wire protocol's store, where a client's Parse
+            // replaces one of the same name; there are no SQL-level ones to drop. psycopg 3 sends
+            // DEALLOCATE ALL after DDL, pgbouncer DISCARD ALL between clients.
+            Statement::Deallocate { name, .. } => {
+                Ok(command(if name.value.eq_ignore_ascii_case("all") { "DEALLOCATE ALL" } else { "DEALLOCATE" }))
+            }
+            Statement::Discard { object_type } => {
+                use sqlparser::ast::DiscardObject;
+                // Postgres: ALL resets the session's settings and drops its temporary objects
+                // and cursors; TEMP drops the temporary objects.
+                if matches!(object_type, DiscardObject::ALL) {
+                    session.settings.clear();
+                    session.cursors.close(None).await?;
+                    session.statement_set = None;
+                }
+                if matches!(object_type, DiscardObject::ALL | DiscardObject::TEMP) {
+                    session.temporary_views = Default::default();
+                }
+                Ok(command(&format!("DISCARD {object_type}")))
+            }
             other => Err(WeirError::unsupported(format!(
                 "statement {}",
                 other.to_string().split_whitespace().take(3).collect::<Vec<_>>().join(" ")
@@ -1357,6 +1379,7 @@ fn not_in_a_block(stmt: &WeirStatement) -> Option<&'static str> {
             Statement::CreateTable(_) => "CREATE TABLE",
             Statement::Drop { .. } => "DROP",
             Statement::AlterTable { .. } => "ALTER TABLE",
+            Statement::Discard { object_type: sqlparser::ast::DiscardObject::ALL } => "DISCARD ALL",
             _ => return None,
         },
         _ => return None,
@@ -1394,6 +1417,8 @@ fn writes(stmt: &WeirStatement) -> bool {
             | Statement::Rollback { .. }
             | Statement::Savepoint { .. }
             | Statement::ReleaseSavepoint { .. }
+            | Statement::Deallocate { .. }
+            | Statement::Discard { .. }
             | Statement::Set(_) => false,
             Statement::Copy { to, .. } => !to,
             _ => true,

@@ -253,11 +253,13 @@ pub async fn alter_table_options(
     }
     let mut options = rel.options.clone();
     for key in reset {
-        options.remove(key);
+        if options.remove(key).is_none() {
+            return Err(WeirError::option(format!("table {name} has no option '{key}' to RESET")));
+        }
     }
     options.extend(set.iter().map(|(k, v)| (k.clone(), v.clone())));
-    let changed: Vec<&String> =
-        options.keys().chain(rel.options.keys()).filter(|k| options.get(*k) != rel.options.get(*k)).collect();
+    let changed: Vec<String> =
+        options.keys().chain(rel.options.keys()).filter(|k| options.get(*k) != rel.options.get(*k)).cloned().collect();
     if changed.iter().any(|k| k.as_str() == "connector") {
         return Err(WeirError::option(format!(
             "table {name}: 'connector' cannot change; drop the table and create it again"
@@ -266,6 +268,14 @@ pub async fn alter_table_options(
     if changed.is_empty() {
         return Ok(());
     }
+    // Checked as CREATE TABLE checks them first: a misspelt key gets its suggestion.
+    let WeirStatement::CreateTable(mut table) = crate::sql::parser::parse_statement(&rel.definition)? else {
+        return Err(WeirError::internal(format!("the definition of table {name} is not a CREATE TABLE")));
+    };
+    table.options = options;
+    table.if_not_exists = false;
+    let definition = with_options(&rel.definition, crate::sql::parser::create_table_options_at(&rel.definition)?, &table.options);
+    let mut altered = table_relation(&table, &definition).await?;
     let users = jobs_using(&engine.catalog, name);
     if let (Some(key), false) = (changed.iter().find(|k| !changes_live(k)), users.is_empty()) {
         return Err(WeirError::option(format!(
@@ -277,13 +287,6 @@ pub async fn alter_table_options(
             crate::engine::IDLE_ADVANCE
         )));
     }
-    let WeirStatement::CreateTable(mut table) = crate::sql::parser::parse_statement(&rel.definition)? else {
-        return Err(WeirError::internal(format!("the definition of table {name} is not a CREATE TABLE")));
-    };
-    table.options = options;
-    table.if_not_exists = false;
-    let definition = with_options(&rel.definition, table.options_at, &table.options);
-    let mut altered = table_relation(&table, &definition).await?;
     altered.state_table = rel.state_table;
     let mut catalog = (*engine.catalog).clone();
     let added = |key: &str| table.options.get(key).filter(|side| rel.options.get(key) != Some(*side));
@@ -322,8 +325,8 @@ fn jobs_using(catalog: &weir_catalog::Catalog, table: &str) -> Vec<String> {
     jobs
 }
 
-/// `definition` (a `CREATE TABLE`) with its `WITH` clause, which starts at byte `options_at`
-/// (the end when `None`), written anew from `options`.
+/// `definition` (a `CREATE TABLE` as the user wrote it) with its `WITH` clause, which starts at
+/// byte `options_at` (the end when `None`), written anew from `options`.
 fn with_options(definition: &str, options_at: Option<usize>, options: &BTreeMap<String, String>) -> String {
     let head = options_at.and_then(|at| definition.get(..at)).unwrap_or(definition).trim_end().trim_end_matches(';').trim_end();
     let quote = |s: &str| format!("'{}'", s.replace('\'', "''"));
@@ -503,12 +506,7 @@ pub async fn create_materialized_view(
         return Err(ErrorKind::DuplicateTable(name.to_string()).into());
     }
     let query_text = query.to_string();
-    let mut depends_on = named_relations(engine, query);
-    for read in crate::sql::temporary_views::permanent_dependencies(&engine.catalog, &temporary) {
-        if !depends_on.contains(&read) {
-            depends_on.push(read);
-        }
-    }
+    let depends_on = crate::sql::temporary_views::job_dependencies(engine, query, &temporary);
     let options = crate::sql::settings::job_options(settings)?;
     let plan = plan_job(engine, &query_text, JobKind::View { emit_on_window_close }, &options, &temporary).await?;
     crate::sql::planning::check_windows_close(&plan, &engine.catalog, JobKind::View { emit_on_window_close })?;

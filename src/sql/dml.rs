@@ -593,6 +593,7 @@ async fn keyed_scan(base: &WriteBase<'_>, changes: &TableChanges, table: &str, s
     };
     let ctx = session_context(Arc::new(Snapshot {
         catalog: Arc::clone(&base.catalog),
+        permanent: None,
         reader,
         keyed_table: Some(table.to_string()),
         system: base.system.clone(),
@@ -638,12 +639,7 @@ pub async fn insert_into_connector(
         true => updating_operator(&plan, &CatalogSources(&engine.catalog))?,
         false => None,
     };
-    let mut depends_on = crate::sql::ddl::named_relations(engine, source);
-    for read in crate::sql::temporary_views::permanent_dependencies(&engine.catalog, &temporary) {
-        if !depends_on.contains(&read) {
-            depends_on.push(read);
-        }
-    }
+    let depends_on = crate::sql::temporary_views::job_dependencies(engine, source, &temporary);
     let definition = text.trim().trim_end_matches(';').trim_end();
     let job = crate::sql::sink_jobs::SinkJob { query: &query, depends_on, definition, temporary };
     crate::sql::sink_jobs::start_sink_job(engine, rel, job, settings, updating, mode).await?;

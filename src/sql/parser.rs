@@ -41,8 +41,6 @@ pub struct CreateTable {
     pub watermark: Option<(String, Expr)>,
     /// `WITH ('k' = 'v', ...)`.
     pub options: BTreeMap<String, String>,
-    /// Where `WITH` starts in the statement's text (byte offset), if it has options.
-    pub options_at: Option<usize>,
 }
 
 /// What `SHOW` lists.
@@ -176,6 +174,26 @@ pub enum WeirStatement {
     ExplainAnalyze(JobRef),
     /// Anything sqlparser parses: SELECT, INSERT, UPDATE, DELETE, CREATE VIEW, BEGIN, ...
     Sql(Box<Statement>),
+}
+
+/// Where the `WITH (...)` options of `CREATE TABLE` text `sql` start (byte offset): its last
+/// `WITH` outside parentheses; `None` when it has none.
+///
+/// # Errors
+/// `Syntax` when the text cannot be tokenized.
+pub fn create_table_options_at(sql: &str) -> Result<Option<usize>> {
+    let (tokens, starts) = located_tokens(sql)?;
+    let mut depth = 0i32;
+    let mut at = None;
+    for (t, start) in tokens.iter().zip(starts) {
+        match &t.token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::Word(w) if depth == 0 && w.quote_style.is_none() && w.keyword == Keyword::WITH => at = Some(start),
+            _ => {}
+        }
+    }
+    Ok(at)
 }
 
 /// The tokens of `sql` with the byte offset each starts at.
@@ -704,7 +722,6 @@ fn parse_create_table(p: &mut Parser<'_>, sql: &str) -> Result<CreateTable> {
         primary_key: Vec::new(),
         watermark: None,
         options: BTreeMap::new(),
-        options_at: None,
     };
     loop {
         if is_word(p, 0, "WATERMARK") {
@@ -766,9 +783,7 @@ fn parse_create_table(p: &mut Parser<'_>, sql: &str) -> Result<CreateTable> {
         p.expect_token(&Token::RParen).map_err(err)?;
         break;
     }
-    let with = p.peek_token().span.start;
     if p.parse_keyword(Keyword::WITH) {
-        table.options_at = Some(offset_of(sql, with.line, with.column));
         table.options = parse_option_list(p, sql)?;
     }
     Ok(table)
@@ -828,7 +843,11 @@ fn parse_alter_table_options(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatem
     let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
     let name = object_name(&p.parse_object_name(false).map_err(err)?);
     let (set, reset) = if p.parse_keyword(Keyword::SET) {
-        (parse_option_list(p, sql)?, Vec::new())
+        let set = parse_option_list(p, sql)?;
+        if set.is_empty() {
+            return Err(WeirError::syntax("ALTER TABLE .. SET () sets nothing: name an option ('k' = 'v')", None));
+        }
+        (set, Vec::new())
     } else {
         p.expect_keyword_is(Keyword::RESET).map_err(err)?;
         p.expect_token(&Token::LParen).map_err(err)?;
@@ -1105,6 +1124,17 @@ mod tests {
         assert!(matches!(parse_statement("DROP TEMPORARY VIEW IF EXISTS v")?,
             WeirStatement::Drop { kind: DropKind::TemporaryView, if_exists: true, .. }));
         assert!(matches!(parse_statement("drop temp view v")?, WeirStatement::Drop { kind: DropKind::TemporaryView, .. }));
+        let create = "CREATE TABLE t (a INT, b AS CAST(a AS BIGINT), r ROW<x INT>) with ('k' = 'v')";
+        assert_eq!(create_table_options_at(create)?, create.find("with"));
+        assert_eq!(create_table_options_at("CREATE TABLE t (a INT)")?, None);
+        assert!(matches!(
+            parse_statement("ALTER TABLE IF EXISTS s.t SET ('a.b' = 'x', c.d = 'y')")?,
+            WeirStatement::AlterTableOptions { if_exists: true, ref set, .. } if set.len() == 2 && set["c.d"] == "y"
+        ));
+        assert!(matches!(
+            parse_statement("alter table t reset ('a', b.c)")?,
+            WeirStatement::AlterTableOptions { ref reset, .. } if reset == &["a".to_string(), "b.c".to_string()]
+        ));
         assert!(matches!(parse_statement("CREATE MATERIALIZED VIEW v AS SELECT 1 EMIT ON WINDOW CLOSE")?,
             WeirStatement::CreateMaterializedView { emit_on_window_close: true, .. }));
         Ok(())

@@ -147,6 +147,7 @@ pub fn planning_snapshot(engine: &Engine, keyed_table: Option<String>, temporary
 fn snapshot_with_nulls(engine: &Engine, keyed_table: Option<String>, nulls: NullCollation, temporary: &[Relation]) -> Arc<Snapshot> {
     Arc::new(Snapshot {
         catalog: crate::sql::temporary_views::overlay(&engine.catalog, temporary),
+        permanent: (!temporary.is_empty()).then(|| Arc::clone(&engine.catalog)),
         reader: Arc::clone(&engine.store) as Arc<dyn crate::state::ScanState>,
         keyed_table,
         system: SystemTables::ready(Arc::new(engine.system_state())),

@@ -34,6 +34,10 @@ pub const SCHEMA_NAME: &str = "public";
 /// What one statement plans against.
 pub struct Snapshot {
     pub catalog: Arc<Catalog>,
+    /// When `catalog` has a session's temporary views added ([`crate::sql::temporary_views`]):
+    /// the catalog without them. A permanent view reads its relations from it, so a temporary
+    /// view never changes what a permanent one reads.
+    pub permanent: Option<Arc<Catalog>>,
     /// Where tables' and materialized views' rows are read: the store itself for statements
     /// that hold the engine (DML, DDL), a [`crate::state::StoreSnapshot`] of the last committed
     /// epoch for reads, which hold nothing.
@@ -470,8 +474,15 @@ impl SchemaProvider for WeirSchema {
         match rel.kind {
             RelationKind::View => {
                 let query = rel.query.clone().unwrap_or_default();
+                // A permanent view reads permanent relations; a temporary one, the session's.
+                let permanent = self.snapshot.permanent.as_ref().filter(|p| p.get(name) == Some(rel));
+                let (catalog, permanent) = match permanent {
+                    Some(permanent) => (Arc::clone(permanent), None),
+                    None => (Arc::clone(&self.snapshot.catalog), self.snapshot.permanent.clone()),
+                };
                 let ctx = session_context(Arc::new(Snapshot {
-                    catalog: Arc::clone(&self.snapshot.catalog),
+                    catalog,
+                    permanent,
                     reader: Arc::clone(&self.snapshot.reader),
                     keyed_table: None,
                     system: self.snapshot.system.clone(),

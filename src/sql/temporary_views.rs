@@ -4,9 +4,10 @@
 //! The session keeps its temporary views ([`TemporaryViews`]); every statement of the session
 //! plans against the catalog with them added ([`TemporaryViews::overlay`]), so a `SELECT`, an
 //! `EXPLAIN`, a window TVF (`TABLE(TUMBLE(TABLE v, ...))`) and a cursor read them as they read
-//! a view. Unlike Flink and Postgres, a temporary view cannot take the name of a permanent
-//! relation (shadow it): views read relations by name, and a permanent view reading a
-//! shadowed name would read the temporary view instead.
+//! a view. As in Postgres (whose `pg_temp` schema comes first in the search path) and Flink, a
+//! temporary view takes the place of a permanent relation of its name in the session, also
+//! one created later; a permanent view still reads the permanent relations
+//! ([`crate::sql::relations::Snapshot::permanent`]).
 //!
 //! A materialized view or an `INSERT INTO` job over a temporary view outlives the session: it
 //! keeps a copy of each temporary view its query reads ([`TemporaryViews::read_by`], stored in
@@ -34,11 +35,6 @@ impl TemporaryViews {
     /// The temporary view `name`.
     pub fn get(&self, name: &str) -> Option<&Relation> {
         self.0.iter().find(|v| v.name == name)
-    }
-
-    /// Their names, in creation order.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.0.iter().map(|v| v.name.as_str())
     }
 
     /// Whether the session has none.
@@ -80,14 +76,12 @@ impl TemporaryViews {
     /// `CREATE [OR REPLACE] TEMPORARY VIEW [IF NOT EXISTS] name AS query`, planned against
     /// `snapshot` (the session's: its temporary views included) for its columns.
     ///
-    /// A temporary view does not shadow a permanent relation: its name is refused, as is a
-    /// query that reads the view being replaced (through other temporary views, too), so that
-    /// no view ever reads itself.
+    /// A query that reads `name` (directly or through other temporary views) is refused, so
+    /// that no view ever reads itself.
     ///
     /// # Errors
     /// `DuplicateTable` when the session has a temporary view `name` (without OR REPLACE or IF
-    /// NOT EXISTS) or the catalog a relation `name`; `Plan` for a query that reads `name`; the
-    /// planner's.
+    /// NOT EXISTS); `Plan` for a query that reads `name`; the planner's.
     pub async fn create(
         &mut self,
         snapshot: Arc<Snapshot>,
@@ -99,18 +93,15 @@ impl TemporaryViews {
         if self.get(name).is_some() && !or_replace {
             return match if_not_exists {
                 true => Ok(()),
-                false => Err(ErrorKind::DuplicateTable(format!("temporary view {name}")).into()),
+                false => Err(ErrorKind::DuplicateTable(name.to_string()).into()),
             };
         }
         let catalog = Arc::clone(&snapshot.catalog);
-        if self.get(name).is_none() && catalog.get(name).is_some() {
-            return Err(ErrorKind::DuplicateTable(format!(
-                "{name}: a relation of that name exists; a temporary view does not shadow it, give the view another name"
-            ))
-            .into());
-        }
         if self.reached_by(query).contains(name) {
-            return Err(WeirError::plan(format!("temporary view {name} would read itself")));
+            return Err(WeirError::plan(format!(
+                "temporary view {name} would read itself: a relation named {name} in its query is the view (a temporary \
+                 view takes the place of a permanent relation of its name in the session); give the view another name"
+            )));
         }
         let query_text = query.to_string();
         let plan = session_context(snapshot).state().create_logical_plan(&query_text).await?;
@@ -153,28 +144,29 @@ impl TemporaryViews {
     }
 }
 
-/// `catalog` with the temporary views `views` added; `catalog` itself when there are none. A
-/// view whose name a permanent relation took since it was created is left out: the permanent
-/// relation is not shadowed (so a permanent view, which reads relations by name, never reads a
-/// temporary one).
+/// `catalog` with the temporary views `views` added, each in place of a permanent relation of
+/// its name (Postgres's search path and Flink both let a temporary object shadow a permanent
+/// one); `catalog` itself when there are none. Permanent views still read permanent relations
+/// ([`crate::sql::relations::Snapshot::permanent`]).
 pub fn overlay(catalog: &Arc<Catalog>, views: &[Relation]) -> Arc<Catalog> {
     if views.is_empty() {
         return Arc::clone(catalog);
     }
     let mut overlaid = (**catalog).clone();
     for view in views {
-        overlaid.relations.entry(view.name.clone()).or_insert_with(|| view.clone());
+        overlaid.relations.insert(view.name.clone(), view.clone());
     }
     Arc::new(overlaid)
 }
 
-/// The permanent relations of `catalog` that a job reading `views` (temporary views) depends on
-/// through them: what its `depends_on` gets beside the relations its query names.
-pub fn permanent_dependencies(catalog: &Catalog, views: &[Relation]) -> Vec<String> {
+/// The relations a job over `query` depends on: those its query names
+/// ([`crate::sql::ddl::named_relations`]), and the permanent relations that the temporary views
+/// `views` it reads read (so they cannot be dropped under it).
+pub fn job_dependencies(engine: &crate::engine::Engine, query: &Query, views: &[Relation]) -> Vec<String> {
     let temporary: BTreeSet<&str> = views.iter().map(|v| v.name.as_str()).collect();
-    let mut out: Vec<String> = Vec::new();
+    let mut out = crate::sql::ddl::named_relations(engine, query);
     for name in views.iter().flat_map(|v| &v.depends_on) {
-        if !temporary.contains(name.as_str()) && catalog.get(name).is_some() && !out.contains(name) {
+        if !temporary.contains(name.as_str()) && engine.catalog.get(name).is_some() && !out.contains(name) {
             out.push(name.clone());
         }
     }
