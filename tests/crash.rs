@@ -145,14 +145,7 @@ async fn constant_rows_are_inserted_once_across_restarts() {
         ))
         .await
         .expect("DDL");
-    let sink_lines = || {
-        let mut lines = Vec::new();
-        for entry in std::fs::read_dir(&sink).expect("sink directory") {
-            let text = std::fs::read_to_string(entry.expect("entry").path()).expect("sink file");
-            lines.extend(text.lines().filter(|l| !l.is_empty()).map(str::to_string));
-        }
-        lines
-    };
+    let sink_lines = || sink_lines(&sink);
     assert_eq!(sink_lines(), ["{\"k\":7,\"v\":\"seven\"}"]);
     assert_eq!(pairs(&client, "SELECT CAST(k AS BIGINT), v FROM cv_union ORDER BY 1").await, [(0, "default".to_string()), (1, "x".to_string())]);
     server.kill9();
@@ -209,14 +202,20 @@ async fn jobs_over_temporary_views_restart_without_their_session() {
     // would be FAILED, its rows left behind).
     client.batch_execute("INSERT INTO ct_t VALUES (2, 'b'), (-2, 'skipped'); FLUSH;").await.expect("insert after restart");
     assert_eq!(pairs(&client, "SELECT k, v FROM ct_view ORDER BY 1").await, [(1, "A!".to_string()), (2, "B!".to_string())]);
-    let mut lines = Vec::new();
-    for entry in std::fs::read_dir(&sink).expect("sink directory") {
-        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("sink file");
-        lines.extend(text.lines().filter(|l| !l.is_empty()).map(str::to_string));
-    }
+    let mut lines = sink_lines(&sink);
     lines.sort();
     assert_eq!(lines, ["{\"k\":2}", "{\"k\":3}"], "the sink job's rows, each once");
     drop(server);
+}
+
+/// The lines of the files a filesystem sink wrote into directory `sink`.
+fn sink_lines(sink: &std::path::Path) -> Vec<String> {
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir(sink).expect("sink directory") {
+        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("sink file");
+        lines.extend(text.lines().filter(|l| !l.is_empty()).map(str::to_string));
+    }
+    lines
 }
 
 /// The rows of `sql`, whose two columns are a BIGINT and a TEXT.

@@ -151,6 +151,29 @@ async fn rows_in(client: &tokio_postgres::Client, name: &str) -> i64 {
         .get(0)
 }
 
+/// Creates Kafka table `table` over topic `table` on `brokers` (records as [`produce`] writes
+/// them, read from the earliest offset) and view `view`, its count and total per key.
+async fn orders_and_totals(client: &tokio_postgres::Client, brokers: &str, table: &str, view: &str) {
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE {table} (id BIGINT, k STRING, amount BIGINT)
+             WITH ('connector' = 'kafka', 'topic' = '{table}', 'properties.bootstrap.servers' = '{brokers}',
+                   'scan.startup.mode' = 'earliest-offset', 'format' = 'json');
+             CREATE MATERIALIZED VIEW {view} AS SELECT k, COUNT(*) AS n, SUM(amount) AS total FROM {table} GROUP BY k;"
+        ))
+        .await
+        .expect("pipeline");
+}
+
+/// The records job `job` has read: the sum of its positions in `weir_sources`.
+async fn positions(client: &tokio_postgres::Client, job: &str) -> i64 {
+    client
+        .query_one("SELECT CAST(SUM(position) AS BIGINT) FROM weir_sources WHERE job = $1", &[&job])
+        .await
+        .expect("weir_sources")
+        .get(0)
+}
+
 /// The view's job and the INSERT job's names in SHOW JOBS.
 const JOBS: [&str; 2] = ["restart_totals", "INSERT INTO restart_out"];
 
@@ -194,14 +217,10 @@ async fn a_job_whose_brokers_go_away_restarts_from_its_checkpoint_once_they_are_
     let dir = common::scratch_dir("kafka-restart");
     let mut server = common::Server::start(&dir.join("data"));
     let client = common::connect(&server).await;
+    orders_and_totals(&client, &b, "restart_orders", "restart_totals").await;
     client
         .batch_execute(&format!(
-            "CREATE TABLE restart_orders (id BIGINT, k STRING, amount BIGINT)
-             WITH ('connector' = 'kafka', 'topic' = 'restart_orders', 'properties.bootstrap.servers' = '{b}',
-                   'scan.startup.mode' = 'earliest-offset', 'format' = 'json');
-             CREATE MATERIALIZED VIEW restart_totals AS
-             SELECT k, COUNT(*) AS n, SUM(amount) AS total FROM restart_orders GROUP BY k;
-             CREATE TABLE restart_out (id BIGINT, k STRING, amount BIGINT)
+            "CREATE TABLE restart_out (id BIGINT, k STRING, amount BIGINT)
              WITH ('connector' = 'kafka', 'topic' = 'restart_out', 'properties.bootstrap.servers' = '{b}', 'format' = 'json');
              INSERT INTO restart_out SELECT id, k, amount FROM restart_orders;
              CREATE TABLE restart_seq (id BIGINT)
@@ -250,12 +269,7 @@ async fn a_job_whose_brokers_go_away_restarts_from_its_checkpoint_once_they_are_
     wait_for_status(&client, "RUNNING").await;
     client.batch_execute("FLUSH").await.expect("FLUSH");
     assert_eq!(view(&client).await, totals(0..700));
-    let positions: i64 = client
-        .query_one("SELECT CAST(SUM(position) AS BIGINT) FROM weir_sources WHERE job = 'restart_totals'", &[])
-        .await
-        .expect("weir_sources")
-        .get(0);
-    assert_eq!(positions, 700, "records read");
+    assert_eq!(positions(&client, "restart_totals").await, 700, "records read");
     // The INSERT job wrote every record, at least once (its sink is at-least-once).
     let mut reader = common::kafka::earliest_reader(&b, "restart_out");
     let mut ids = std::collections::BTreeSet::new();
@@ -298,16 +312,7 @@ async fn alter_table_moves_a_job_to_other_brokers_and_it_goes_on_from_its_checkp
     let dir = common::scratch_dir("kafka-alter");
     let server = common::Server::start(&dir.join("data"));
     let client = common::connect(&server).await;
-    client
-        .batch_execute(&format!(
-            "CREATE TABLE alter_orders (id BIGINT, k STRING, amount BIGINT)
-             WITH ('connector' = 'kafka', 'topic' = 'alter_orders', 'properties.bootstrap.servers' = '{b}',
-                   'scan.startup.mode' = 'earliest-offset', 'format' = 'json');
-             CREATE MATERIALIZED VIEW alter_totals AS
-             SELECT k, COUNT(*) AS n, SUM(amount) AS total FROM alter_orders GROUP BY k;"
-        ))
-        .await
-        .expect("pipeline");
+    orders_and_totals(&client, &b, "alter_orders", "alter_totals").await;
     produce(&b, "alter_orders", 0..100);
     client.batch_execute("FLUSH").await.expect("FLUSH");
     assert_eq!(view_of(&client, "alter_totals").await, totals(0..100));
@@ -333,12 +338,7 @@ async fn alter_table_moves_a_job_to_other_brokers_and_it_goes_on_from_its_checkp
     assert_eq!(job(&client, "alter_totals").await, ("RUNNING".to_string(), None));
     client.batch_execute("FLUSH").await.expect("FLUSH");
     assert_eq!(view_of(&client, "alter_totals").await, totals(0..250));
-    let positions: i64 = client
-        .query_one("SELECT CAST(SUM(position) AS BIGINT) FROM weir_sources WHERE job = 'alter_totals'", &[])
-        .await
-        .expect("weir_sources")
-        .get(0);
-    assert_eq!(positions, 250, "records read");
+    assert_eq!(positions(&client, "alter_totals").await, 250, "records read");
 
     // What it reads cannot change under it.
     let refused = client.batch_execute("ALTER TABLE alter_orders SET ('topic' = 'other')").await.expect_err("topic");

@@ -234,10 +234,16 @@ impl Engine {
 
     /// Whether every bounded source task has read all of its input (unbounded ones never do).
     pub fn bounded_sources_finished(&self) -> bool {
+        self.unfinished_bounded_sources().is_empty()
+    }
+
+    /// The bounded sources not read to their end yet, as (job, table), of jobs not FAILED.
+    pub fn unfinished_bounded_sources(&self) -> Vec<(String, String)> {
         self.sources
             .iter()
-            .filter(|((job, _), t)| t.bounded() && !self.failed.contains_key(job))
-            .all(|(_, t)| t.finished())
+            .filter(|((job, _), t)| t.bounded() && !self.failed.contains_key(job) && !t.finished())
+            .map(|(key, _)| key.clone())
+            .collect()
     }
 
     /// Pushes a change of `relation` into job `job` only, and its output on to the views

@@ -772,10 +772,19 @@ impl Database {
                                 "FLUSH: the Kafka sources did not reach the end their topics had when FLUSH began within {} s: {at}",
                                 FLUSH_TIMEOUT.as_secs()
                             ),
-                            None => format!(
-                                "FLUSH: the bounded sources did not reach their end within {} s",
-                                FLUSH_TIMEOUT.as_secs()
-                            ),
+                            None => {
+                                let unfinished: Vec<String> = engine
+                                    .unfinished_bounded_sources()
+                                    .iter()
+                                    .map(|(job, table)| format!("{table} (read by {job})"))
+                                    .collect();
+                                format!(
+                                    "FLUSH: the bounded sources did not reach their end within {} s: {} (a \
+                                     'rows-per-second' limit makes a generator take that long in real time)",
+                                    FLUSH_TIMEOUT.as_secs(),
+                                    unfinished.join(", ")
+                                )
+                            }
                         }));
                     }
                 }

@@ -20,7 +20,7 @@ use crate::error::{ErrorKind, Result, WeirError};
 use crate::runtime::relation::connector_of;
 use crate::sql::parser::{CreateTable, WeirStatement};
 use crate::sql::planning::{plan_job, JobKind};
-use crate::sql::relations::session_context;
+use crate::sql::relations::{session_context, Snapshot};
 use crate::state::EpochWrites;
 
 /// `CREATE TABLE`.
@@ -456,33 +456,44 @@ pub async fn create_view(engine: &mut Engine, name: &str, query: &Query, or_repl
             .into());
         }
     }
-    let query_text = query.to_string();
-    let ctx = session_context(crate::sql::planning::planning_snapshot(engine, None, &[]));
-    let plan = ctx.state().create_logical_plan(&query_text).await?;
-    let columns = output_columns(&plan, name)?;
-    let depends_on = named_relations(engine, query);
+    let view = view_relation(crate::sql::planning::planning_snapshot(engine, None, &[]), name, query, definition).await?;
     let mut catalog = (*engine.catalog).clone();
-    catalog.relations.insert(
-        name.to_string(),
-        Relation {
-            name: name.to_string(),
-            kind: RelationKind::View,
-            state_table: None,
-            columns,
-            primary_key: vec![],
-            stream_key: None,
-            watermark: None,
-            options: BTreeMap::new(),
-            definition: definition.to_string(),
-            query: Some(query_text),
-            depends_on,
-            job: None,
-            operator_state: BTreeMap::new(),
-            emit_on_window_close: false,
-            temporary_views: Vec::new(),
-        },
-    );
+    catalog.relations.insert(name.to_string(), view);
     engine.commit(EpochWrites::default(), Some(catalog))
+}
+
+/// The relation of view `name` over `query`, planned against `snapshot` for its columns; it
+/// depends on the relations of `snapshot`'s catalog that the query names.
+///
+/// # Errors
+/// The planner's; `Plan` for two columns of one name.
+pub(crate) async fn view_relation(snapshot: Arc<Snapshot>, name: &str, query: &Query, definition: &str) -> Result<Relation> {
+    let catalog = Arc::clone(&snapshot.catalog);
+    let query_text = query.to_string();
+    let plan = session_context(snapshot).state().create_logical_plan(&query_text).await?;
+    let mut depends_on: Vec<String> = Vec::new();
+    for read in relation_names(query) {
+        if catalog.get(&read).is_some() && !depends_on.contains(&read) {
+            depends_on.push(read);
+        }
+    }
+    Ok(Relation {
+        name: name.to_string(),
+        kind: RelationKind::View,
+        state_table: None,
+        columns: output_columns(&plan, name)?,
+        primary_key: vec![],
+        stream_key: None,
+        watermark: None,
+        options: BTreeMap::new(),
+        definition: definition.to_string(),
+        query: Some(query_text),
+        depends_on,
+        job: None,
+        operator_state: BTreeMap::new(),
+        emit_on_window_close: false,
+        temporary_views: Vec::new(),
+    })
 }
 
 /// `CREATE MATERIALIZED VIEW [IF NOT EXISTS] name AS query [EMIT ON WINDOW CLOSE]` (the

@@ -22,10 +22,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use sqlparser::ast::Query;
-use weir_catalog::{Catalog, Relation, RelationKind};
+use weir_catalog::{Catalog, Relation};
 
 use crate::error::{ErrorKind, Result, WeirError};
-use crate::sql::relations::{session_context, Snapshot};
+use crate::sql::relations::Snapshot;
 
 /// The temporary views of one session, in the order they were created.
 #[derive(Debug, Clone, Default)]
@@ -96,39 +96,14 @@ impl TemporaryViews {
                 false => Err(ErrorKind::DuplicateTable(name.to_string()).into()),
             };
         }
-        let catalog = Arc::clone(&snapshot.catalog);
         if self.reached_by(query).contains(name) {
             return Err(WeirError::plan(format!(
                 "temporary view {name} would read itself: a relation named {name} in its query is the view (a temporary \
                  view takes the place of a permanent relation of its name in the session); give the view another name"
             )));
         }
-        let query_text = query.to_string();
-        let plan = session_context(snapshot).state().create_logical_plan(&query_text).await?;
-        let columns = crate::sql::ddl::output_columns_of_schema(plan.schema().as_arrow(), name)?;
-        let mut depends_on: Vec<String> = Vec::new();
-        for read in crate::sql::ddl::relation_names(query) {
-            if catalog.get(&read).is_some() && !depends_on.contains(&read) {
-                depends_on.push(read);
-            }
-        }
-        let view = Relation {
-            name: name.to_string(),
-            kind: RelationKind::View,
-            state_table: None,
-            columns,
-            primary_key: vec![],
-            stream_key: None,
-            watermark: None,
-            options: Default::default(),
-            definition: definition.trim().trim_end_matches(';').trim_end().to_string(),
-            query: Some(query_text),
-            depends_on,
-            job: None,
-            operator_state: Default::default(),
-            emit_on_window_close: false,
-            temporary_views: Vec::new(),
-        };
+        let definition = definition.trim().trim_end_matches(';').trim_end();
+        let view = crate::sql::ddl::view_relation(snapshot, name, query, definition).await?;
         match self.0.iter_mut().find(|v| v.name == name) {
             Some(existing) => *existing = view,
             None => self.0.push(view),

@@ -331,6 +331,9 @@ fn common(options: &BTreeMap<String, String>) -> Result<(String, String, BTreeMa
         return Err(invalid("topic", &topic, "a topic name"));
     }
     let brokers = options.get("properties.bootstrap.servers").ok_or_else(|| missing("properties.bootstrap.servers"))?;
+    if brokers.trim().is_empty() {
+        return Err(invalid("properties.bootstrap.servers", brokers, "host:port[,host:port...]"));
+    }
     let properties: BTreeMap<String, String> = options
         .iter()
         .filter_map(|(k, v)| k.strip_prefix("properties.").map(|k| (k.to_string(), v.clone())))
@@ -366,6 +369,12 @@ mod tests {
             .collect();
         map.extend(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         map
+    }
+
+    #[test]
+    fn refuses_empty_brokers() {
+        let empty = KafkaSourceConfig::from_options(&opts(&[("properties.bootstrap.servers", " ")]));
+        assert!(matches!(empty, Err(ConnectorError::InvalidValue { ref option, .. }) if option == "properties.bootstrap.servers"));
     }
 
     #[test]
