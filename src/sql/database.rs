@@ -1167,6 +1167,11 @@ impl Database {
                 Ok(command("RELEASE"))
             }
             Statement::Set(_) => Ok(command("SET")),
+            Statement::AlterTable(alter) => Err(WeirError::unsupported(format!(
+                "ALTER TABLE {}: only SET ('k' = 'v', ...) and RESET ('k', ...) of a connector table's options; to change \
+                 its columns, watermark or name, drop it (and the jobs over it) and create it again",
+                alter.name
+            ))),
             // Prepared statements live in the wire protocol's store, where a client's Parse
             // replaces one of the same name; there are no SQL-level ones to drop. psycopg 3 sends
             // DEALLOCATE ALL after DDL, pgbouncer DISCARD ALL between clients.
