@@ -193,19 +193,20 @@ impl Engine {
             self.restarting.clone(),
             &detached,
         );
-        match loaded {
-            Ok(engine) => {
-                let run_detached = self.run_detached;
-                *self = engine;
-                self.run_detached = run_detached;
-                self.runners = runners;
-                Ok(())
-            }
-            Err(e) => {
-                self.runners = runners;
-                Err(e)
-            }
-        }
+        let result = loaded.map(|engine| {
+            let run_detached = self.run_detached;
+            *self = engine;
+            self.run_detached = run_detached;
+        });
+        self.runners = runners;
+        result
+    }
+
+    /// Drops job `job`'s operators and source tasks from memory; its committed state and
+    /// positions stay in the store.
+    pub(super) fn unload(&mut self, job: &str) {
+        self.jobs.remove(job);
+        self.sources.retain(|(j, _), _| j != job);
     }
 
     /// From now on, independent jobs run on threads of their own between statements (see
@@ -333,8 +334,7 @@ impl Engine {
             .open_sources_from(&rel.name, &plan.sources(), starts)
             .and_then(|()| self.commit(EpochWrites::default(), Some(catalog)));
         if result.is_err() {
-            self.jobs.remove(&rel.name);
-            self.sources.retain(|(job, _), _| *job != rel.name);
+            self.unload(&rel.name);
         }
         result
     }

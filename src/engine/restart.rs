@@ -331,8 +331,7 @@ impl Engine {
             .collect();
         let unreachable = self.unreachable_jobs(jobs.iter().map(|j| j.as_str()));
         for job in jobs {
-            self.jobs.remove(job);
-            self.sources.retain(|(j, _), _| j != job);
+            self.unload(job);
             let built = match unreachable.get(job) {
                 Some(error) => Err(error.clone()),
                 None => self.build_restarted(job).map_err(|e| e.to_string()),

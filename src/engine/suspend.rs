@@ -92,8 +92,7 @@ impl Engine {
         writes.put_meta(&suspended_key(&name), b"1");
         // The final epoch: the job's in-flight state and its source positions, with the others'.
         self.commit(writes, None)?;
-        self.jobs.remove(&name);
-        self.sources.retain(|(job, _), _| *job != name);
+        self.unload(&name);
         self.suspended.insert(name.clone());
         self.restarting.remove(&name);
         tracing::info!(job = %name, "suspended");
@@ -119,8 +118,7 @@ impl Engine {
         writes.delete_meta(&suspended_key(&name));
         let result = self.open_sources(&name, &reads).and_then(|()| self.commit(writes, None));
         if let Err(e) = result {
-            self.jobs.remove(&name);
-            self.sources.retain(|(job, _), _| *job != name);
+            self.unload(&name);
             return Err(e);
         }
         self.suspended.remove(&name);

@@ -923,30 +923,21 @@ impl Database {
     /// as a view created now would have them.
     async fn explain(&self, stmt: WeirStatement, session: &Session) -> Result<StatementResult> {
         let engine = self.engine.read().await;
-        let temporary = match &stmt {
-            WeirStatement::CreateMaterializedView { query, .. } => session.temporary_views.read_by(query),
-            WeirStatement::Sql(s) => match s.as_ref() {
-                Statement::Query(q) => session.temporary_views.read_by(q),
-                Statement::Insert(i) => session.temporary_views.read_by_insert(i),
-                _ => Vec::new(),
-            },
-            _ => Vec::new(),
-        };
         let mut kind = JobKind::View { emit_on_window_close: false };
         let mut sink = None;
-        let query = match &stmt {
+        let query: &sqlparser::ast::Query = match &stmt {
             WeirStatement::CreateMaterializedView { query, emit_on_window_close, .. } => {
                 kind = JobKind::View { emit_on_window_close: *emit_on_window_close };
-                query.to_string()
+                query
             }
             WeirStatement::Sql(s) => match s.as_ref() {
-                Statement::Query(q) => q.to_string(),
+                Statement::Query(q) => q,
                 // Planned as the job it starts: windowed operators emit final rows.
                 Statement::Insert(i) => match &i.source {
                     Some(q) => {
                         kind = JobKind::Sink;
                         sink = engine.catalog.get(&dml::insert_table(i)?).cloned();
-                        q.to_string()
+                        q
                     }
                     None => return Err(WeirError::unsupported("EXPLAIN of INSERT without a query")),
                 },
@@ -954,6 +945,8 @@ impl Database {
             },
             _ => return Err(WeirError::unsupported("EXPLAIN of this statement")),
         };
+        let temporary = session.temporary_views.read_by(query);
+        let query = query.to_string();
         let mut options = crate::sql::settings::job_options(&session.settings)?;
         let plan = match &sink {
             Some(sink) => crate::sql::sink_jobs::plan_sink_job(&engine, sink, &query, &mut options, &temporary).await?,
