@@ -82,3 +82,54 @@ async fn bad_clients_leave_the_server_healthy() {
     assert!(n == 0 || n == 200_000, "a statement was applied in part: {n} rows");
     client.batch_execute("DROP TABLE bad_t").await.expect("drop");
 }
+
+/// FLUSH waits for a slow source without holding the engine: while it waits, the view commits
+/// what the source has read so far (another session sees a part of it), and another session's
+/// DDL returns at once. A bounded generator of 20 rows at 5 rows/s takes about 4 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flush_waits_without_holding_the_engine() {
+    let dir = common::scratch_dir("driver-flush");
+    let server = common::Server::start(&dir.join("data"));
+    let other = common::connect(&server).await;
+    other
+        .batch_execute(
+            "CREATE TABLE fl_gen (id BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '5',
+                 'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '20');
+             CREATE MATERIALIZED VIEW fl_v AS SELECT COUNT(*) AS n, SUM(id) AS s FROM fl_gen;",
+        )
+        .await
+        .expect("DDL");
+    let flusher = common::connect_as(&server, "flusher").await;
+    let flush = tokio::spawn(async move { flusher.batch_execute("FLUSH").await.map(|()| flusher) });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let active = other
+            .query("SELECT 1 FROM pg_stat_activity WHERE application_name = 'flusher' AND state = 'active' AND query = 'FLUSH'", &[])
+            .await
+            .expect("pg_stat_activity");
+        if !active.is_empty() {
+            break;
+        }
+        assert!(!flush.is_finished() && std::time::Instant::now() < deadline, "FLUSH was never seen running");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    // DDL in another session does not wait for the FLUSH.
+    other.batch_execute("CREATE TABLE fl_plain (v BIGINT)").await.expect("create during FLUSH");
+    assert!(!flush.is_finished(), "CREATE TABLE returned only after the FLUSH");
+    // The view commits as the generator goes: some but not all of its 20 rows, before FLUSH ends.
+    let mut partial = None;
+    while !flush.is_finished() && partial.is_none() {
+        let n: i64 = other.query_one("SELECT n FROM fl_v", &[]).await.expect("view during FLUSH").get(0);
+        if n > 0 && n < 20 {
+            partial = Some(n);
+        }
+        assert!(std::time::Instant::now() < deadline, "FLUSH did not end");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(partial.is_some() && !flush.is_finished(), "the view showed no part of the source while FLUSH waited");
+    let flusher = flush.await.expect("FLUSH task").expect("FLUSH");
+    // 1 + 2 + ... + 20 = 210, seen by the session that flushed, right after it.
+    let row = flusher.query_one("SELECT n, s FROM fl_v", &[]).await.expect("view");
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (20, 210));
+    other.batch_execute("DROP MATERIALIZED VIEW fl_v; DROP TABLE fl_gen; DROP TABLE fl_plain").await.expect("drop");
+}

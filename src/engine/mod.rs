@@ -16,6 +16,7 @@
 //! | `runner.rs` | independent jobs on threads of their own, committing their own epochs |
 //! | `restart.rs` | restarting a job that failed (its brokers unreachable) from its last checkpoint, with backoff |
 //! | `table_writes.rs` | write statements' changes to plain tables, committed as one epoch |
+//! | `flush.rs` | what `FLUSH` waits for, first without the engine's lock |
 //! | `drop.rs` | `DROP` of relations with their jobs and state |
 //! | `suspend.rs` | savepoints: suspending and resuming jobs, starting a job from a suspended one's positions |
 //! | `system.rs` | the rows of the system tables |
@@ -23,6 +24,7 @@
 pub mod committed;
 pub mod driver;
 pub mod drop;
+pub mod flush;
 pub mod jobs;
 pub mod restart;
 pub mod runner;

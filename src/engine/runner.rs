@@ -83,6 +83,8 @@ pub struct Runner {
     thread: JoinHandle<Handback>,
     /// What the job showed at its last commit.
     published: Published,
+    /// Its source tasks' tables, each with whether its input is bounded.
+    pub(super) tables: Vec<(String, bool)>,
 }
 
 /// What a runner hands back when it stops.
@@ -106,6 +108,12 @@ impl Runner {
     /// Whether the runner's thread has stopped on its own (failed or erred).
     fn finished(&self) -> bool {
         self.thread.is_finished()
+    }
+
+    /// The rows of `weir_sources` the job published at its last commit: its sources' committed
+    /// positions.
+    pub(super) fn published_sources(&self) -> Vec<SourceRow> {
+        self.published.lock().unwrap_or_else(PoisonError::into_inner).1.clone()
     }
 
     /// Stops the runner and takes its job back.
@@ -150,6 +158,7 @@ impl Engine {
             let keys: Vec<(String, String)> = self.sources.keys().filter(|(j, _)| *j == name).cloned().collect();
             let tasks: Tasks = keys.into_iter().filter_map(|k| self.sources.remove(&k).map(|t| (k, t))).collect();
             let published: Published = Arc::new(Mutex::new((JobStats::of(&job), rows_of(&tasks))));
+            let tables = tasks.iter().map(|((_, table), task)| (table.clone(), task.bounded())).collect();
             let stop = Arc::new(AtomicBool::new(false));
             let (store, commits) = (Arc::clone(&self.store), Arc::clone(&self.commits));
             let (flag, shown) = (Arc::clone(&stop), Arc::clone(&published));
@@ -158,7 +167,7 @@ impl Engine {
                 .spawn(move || run(job, tasks, &store, &commits, &flag, &shown));
             match spawned {
                 Ok(thread) => {
-                    self.runners.insert(name, Runner { stop, thread, published });
+                    self.runners.insert(name, Runner { stop, thread, published, tables });
                 }
                 // The job and its tasks moved into the closure that failed to start: reload
                 // them from the last commit.

@@ -28,78 +28,7 @@ pub struct SourceStep {
     pub all_finished: bool,
 }
 
-/// Where one Kafka source task has to read to for `FLUSH`: per partition, the end of its topic
-/// when `FLUSH` began ([`crate::source::kafka::end_positions`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceEnd {
-    pub job: String,
-    pub table: String,
-    /// Per partition index, the position to reach.
-    pub ends: Vec<u64>,
-}
-
 impl Engine {
-    /// The [`SourceEnd`] of every Kafka (and upsert-kafka) source task of a job that is not
-    /// FAILED, asked of the brokers now.
-    ///
-    /// # Errors
-    /// `External` (58000) naming the table and the job when its brokers cannot be reached, or
-    /// naming a job that waits to restart ([`super::restart`]).
-    pub fn kafka_source_ends(&self) -> Result<Vec<SourceEnd>> {
-        // A job waiting to restart has no sources open to read to anywhere.
-        let waiting: Vec<&String> = self.restarting.iter().filter(|(_, r)| r.waiting()).map(|(job, _)| job).collect();
-        if let Some(first) = waiting.first() {
-            let names: Vec<&str> = waiting.iter().map(|j| j.as_str()).collect();
-            return Err(WeirError::new(crate::error::ErrorKind::External(format!(
-                "FLUSH cannot wait for job {}: RESTARTING after an error ({first}: {}). FLUSH waits for every \
-                 source of a running job; suspend or stop such a job (ALTER MATERIALIZED VIEW .. SUSPEND, STOP JOB) \
-                 to FLUSH without it",
-                names.join(", "),
-                self.restarting[*first].describe()
-            ))));
-        }
-        let mut out = Vec::new();
-        // Asked once per table, however many jobs read it.
-        let mut asked: std::collections::BTreeMap<&str, Vec<u64>> = std::collections::BTreeMap::new();
-        for (job, table) in self.sources.keys() {
-            let Some(rel) = self.catalog.get(table) else { continue };
-            if self.failed.contains_key(job) || !matches!(connector_of(rel), "kafka" | "upsert-kafka") {
-                continue;
-            }
-            if let Some(ends) = asked.get(table.as_str()) {
-                out.push(SourceEnd { job: job.clone(), table: table.clone(), ends: ends.clone() });
-                continue;
-            }
-            let ends = crate::source::kafka::end_positions(rel).map_err(|e| {
-                WeirError::new(crate::error::ErrorKind::External(format!(
-                    "FLUSH cannot ask the brokers of table {table} where its topic ends, so it cannot wait for job {job} to \
-                     read it: {e}. FLUSH waits for every Kafka source of a running job; suspend or stop that job (ALTER \
-                     MATERIALIZED VIEW .. SUSPEND, STOP JOB) to FLUSH without it"
-                )))
-            })?;
-            asked.insert(table, ends.clone());
-            out.push(SourceEnd { job: job.clone(), table: table.clone(), ends });
-        }
-        Ok(out)
-    }
-
-    /// The first partition of `ends` whose task has not read up to its end, described for an
-    /// error ("table t (job j) partition 0 at position 3 of 10"); `None` once every one has.
-    /// The tasks of a job FAILED or dropped since count as done, and partitions the task does
-    /// not read (added to the topic after it opened) are not waited for.
-    pub fn source_behind(&self, ends: &[SourceEnd]) -> Option<String> {
-        ends.iter().find_map(|end| {
-            if self.failed.contains_key(&end.job) {
-                return None;
-            }
-            let task = self.sources.get(&(end.job.clone(), end.table.clone()))?;
-            let positions = task.positions();
-            positions.iter().zip(&end.ends).enumerate().find(|(_, (at, end))| at < end).map(|(p, (at, to))| {
-                format!("table {} (job {}) partition {p} at position {at} of {to}", end.table, end.job)
-            })
-        })
-    }
-
     /// Opens a source task for every connector table job `job` reads directly, resuming from
     /// the committed progress.
     ///

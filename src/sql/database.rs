@@ -343,6 +343,76 @@ impl Database {
         Ok(EngineWrite(engine))
     }
 
+    /// `FLUSH`: waits until every bounded source of a running job is read to its end and every
+    /// Kafka source up to where its topic ends now, then commits; see
+    /// [`crate::engine::flush`]. The wait is first without the engine's lock (jobs go on
+    /// committing, other statements run), then under it, for what is left and the commit;
+    /// taking the write lock also waits for the write statements in flight, each of which
+    /// commits before it returns.
+    ///
+    /// # Errors
+    /// `External` for a job waiting to restart or brokers that cannot be reached; `Execution`
+    /// when the sources are not there within [`FLUSH_TIMEOUT`], naming them; a source's or
+    /// operator's error (the engine then reloads from its last commit).
+    async fn flush(&self) -> Result<()> {
+        let deadline = std::time::Instant::now() + FLUSH_TIMEOUT;
+        let sources = self.engine.read().await.kafka_sources()?;
+        let kafka_ends = if sources.is_empty() {
+            Vec::new()
+        } else {
+            tokio::task::spawn_blocking(move || crate::engine::flush::source_ends(&sources))
+                .await
+                .map_err(|e| WeirError::internal(format!("asking the brokers where the topics end: {e}")))??
+        };
+        while std::time::Instant::now() < deadline && !self.engine.read().await.flush_sources_reached(&kafka_ends) {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let mut engine = self.write_engine().await?;
+        loop {
+            // A source or operator that errs leaves its job's state uncertain: back to the
+            // last commit, from which the job restarts after a delay.
+            let step = match engine.poll_sources(crate::engine::SOURCE_SLICE) {
+                Ok(step) => step,
+                Err(e) => {
+                    if let Err(reload) = engine.reload() {
+                        tracing::error!("reloading after a failed FLUSH failed: {reload}");
+                    }
+                    return Err(e);
+                }
+            };
+            let behind = engine.source_behind(&kafka_ends);
+            if engine.bounded_sources_finished() && behind.is_none() {
+                break;
+            }
+            if step.rows == 0 && !step.watermark_moved {
+                tokio::task::yield_now().await;
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(WeirError::execution(match behind {
+                    Some(at) => format!(
+                        "FLUSH: the Kafka sources did not reach the end their topics had when FLUSH began within {} s: {at}",
+                        FLUSH_TIMEOUT.as_secs()
+                    ),
+                    None => {
+                        let unfinished: Vec<String> = engine
+                            .unfinished_bounded_sources()
+                            .iter()
+                            .map(|(job, table)| format!("{table} (read by {job})"))
+                            .collect();
+                        format!(
+                            "FLUSH: the bounded sources did not reach their end within {} s: {} (a \
+                             'rows-per-second' limit makes a generator take that long in real time)",
+                            FLUSH_TIMEOUT.as_secs(),
+                            unfinished.join(", ")
+                        )
+                    }
+                }));
+            }
+        }
+        engine.commit(crate::state::EpochWrites::default(), None)?;
+        Ok(())
+    }
+
     /// Whether every source task has read all of its input ([`Engine::sources_finished`]).
     ///
     /// # Errors
@@ -740,55 +810,7 @@ impl Database {
                 }))
             }
             WeirStatement::Flush => {
-                // Every write statement commits before it returns; taking the write lock waits
-                // for the ones in flight. Bounded sources are then read to their end, Kafka
-                // sources up to where their topics end now, and what the sources read is
-                // committed.
-                let mut engine = self.write_engine().await?;
-                let kafka_ends = engine.kafka_source_ends()?;
-                let deadline = std::time::Instant::now() + FLUSH_TIMEOUT;
-                loop {
-                    // A source or operator that errs leaves its job's state uncertain: back to
-                    // the last commit, from which the job restarts after a delay.
-                    let step = match engine.poll_sources(crate::engine::SOURCE_SLICE) {
-                        Ok(step) => step,
-                        Err(e) => {
-                            if let Err(reload) = engine.reload() {
-                                tracing::error!("reloading after a failed FLUSH failed: {reload}");
-                            }
-                            return Err(e);
-                        }
-                    };
-                    let behind = engine.source_behind(&kafka_ends);
-                    if engine.bounded_sources_finished() && behind.is_none() {
-                        break;
-                    }
-                    if step.rows == 0 && !step.watermark_moved {
-                        tokio::task::yield_now().await;
-                    }
-                    if std::time::Instant::now() > deadline {
-                        return Err(WeirError::execution(match behind {
-                            Some(at) => format!(
-                                "FLUSH: the Kafka sources did not reach the end their topics had when FLUSH began within {} s: {at}",
-                                FLUSH_TIMEOUT.as_secs()
-                            ),
-                            None => {
-                                let unfinished: Vec<String> = engine
-                                    .unfinished_bounded_sources()
-                                    .iter()
-                                    .map(|(job, table)| format!("{table} (read by {job})"))
-                                    .collect();
-                                format!(
-                                    "FLUSH: the bounded sources did not reach their end within {} s: {} (a \
-                                     'rows-per-second' limit makes a generator take that long in real time)",
-                                    FLUSH_TIMEOUT.as_secs(),
-                                    unfinished.join(", ")
-                                )
-                            }
-                        }));
-                    }
-                }
-                engine.commit(crate::state::EpochWrites::default(), None)?;
+                self.flush().await?;
                 Ok(command("FLUSH"))
             }
             WeirStatement::Show(list, like) => {
