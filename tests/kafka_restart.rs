@@ -344,3 +344,125 @@ async fn alter_table_moves_a_job_to_other_brokers_and_it_goes_on_from_its_checkp
     let refused = client.batch_execute("ALTER TABLE alter_orders SET ('topic' = 'other')").await.expect_err("topic");
     assert_eq!(refused.as_db_error().expect("a server error").code().code(), "22023");
 }
+
+/// Records `{"id": i}` into `topic`, each `(partition, i)` into its partition.
+fn produce_to_partitions(brokers: &str, topic: &str, records: &[(i32, i64)]) {
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let producer: BaseProducer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("batch.num.messages", "1")
+        .create()
+        .expect("producer");
+    for (partition, id) in records {
+        let payload = format!(r#"{{"id": {id}}}"#);
+        producer.send(BaseRecord::<(), str>::to(topic).partition(*partition).payload(&payload)).map_err(|(e, _)| e).expect("send");
+    }
+    producer.flush(Duration::from_secs(30)).expect("flush");
+}
+
+/// View `name`'s one row: (count, sum of ids, greatest partition).
+async fn count_sum_partition(client: &tokio_postgres::Client, name: &str) -> (i64, i64, i32) {
+    let row = client.query_one(&format!("SELECT n, s, max_p FROM {name}"), &[]).await.expect("view");
+    (row.get(0), row.get(1), row.get(2))
+}
+
+/// Partitions added to a topic are read from their earliest offset, as Flink reads the
+/// partitions it discovers, though the table starts at `'latest-offset'`.
+///
+/// Neither test broker can add partitions to a topic (tansu and librdkafka's mock cluster do
+/// not implement CreatePartitions), so the topic grows behind the proxy: broker A holds it with
+/// 2 partitions, broker B with 4, the first 2 holding the same records as A's, and the proxy
+/// moves from A to B, as a cluster's metadata would show 2 more partitions.
+/// - A job stopped while the topic grew (the server killed) reads the new partitions from
+///   their earliest offset when it starts again, and the others on from its positions, with
+///   `'scan.topic-partition-discovery.interval'` on or `'0'`; FLUSH waits for them.
+/// - A reader that runs on finds the new partitions when it looks for them
+///   (`KafkaReader::discover`, which a job's source calls every interval and at each FLUSH)
+///   and reads them from their earliest offset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitions_added_to_the_topic_are_read_from_their_earliest_offset() {
+    let proxy_port = TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
+    let Some(a) = common::kafka::start_broker_advertising(Some(proxy_port)) else { return };
+    let b = common::kafka::start_broker_advertising(Some(proxy_port)).expect("second broker");
+    let brokers = a.brokers.clone();
+    let mut proxy = Proxy::new(proxy_port, b.port);
+    create_topic(&brokers, "grow", 4).expect("topic on B");
+    produce_to_partitions(&brokers, "grow", &[(0, 1), (1, 2), (0, 3), (1, 4), (2, 5), (3, 6), (2, 7), (3, 8)]);
+    let mut switch_to = |port: u16| {
+        proxy.stop();
+        proxy.to = port;
+        proxy.start();
+    };
+    switch_to(a.port);
+    create_topic(&brokers, "grow", 2).expect("topic on A");
+
+    let dir = common::scratch_dir("kafka-grow");
+    let mut server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    for (table, interval) in [("grow_found", "1 h"), ("grow_fixed", "0")] {
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE {table} (id BIGINT, p INT METADATA FROM 'partition') WITH ('connector' = 'kafka',
+                     'topic' = 'grow', 'properties.bootstrap.servers' = '{brokers}', 'format' = 'json',
+                     'scan.startup.mode' = 'latest-offset', 'scan.topic-partition-discovery.interval' = '{interval}');
+                 CREATE MATERIALIZED VIEW {table}_v AS SELECT COUNT(*) AS n, SUM(id) AS s, MAX(p) AS max_p FROM {table};"
+            ))
+            .await
+            .expect("DDL");
+    }
+    produce_to_partitions(&brokers, "grow", &[(0, 1), (1, 2), (0, 3), (1, 4)]);
+    client.batch_execute("FLUSH").await.expect("FLUSH");
+    for view in ["grow_found_v", "grow_fixed_v"] {
+        assert_eq!(count_sum_partition(&client, view).await, (4, 10, 1), "{view}");
+    }
+
+    server.kill9();
+    switch_to(b.port);
+    let mut server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    client.batch_execute("FLUSH").await.expect("FLUSH after the restart");
+    // Partitions 0 and 1 from offset 2 (nothing read twice), 2 and 3 from offset 0: 1 + .. + 8.
+    for view in ["grow_found_v", "grow_fixed_v"] {
+        assert_eq!(count_sum_partition(&client, view).await, (8, 36, 3), "{view}");
+    }
+    let partitions: i64 = client
+        .query_one("SELECT COUNT(*) FROM weir_sources WHERE job = 'grow_found_v'", &[])
+        .await
+        .expect("weir_sources")
+        .get(0);
+    assert_eq!(partitions, 4);
+    server.kill9();
+
+    // A reader that runs on while the topic grows.
+    switch_to(a.port);
+    let mut reader = common::kafka::earliest_reader(&brokers, "grow");
+    let mut read: Vec<(i32, i64)> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while read.len() < 4 {
+        assert!(Instant::now() < deadline, "read {read:?} of A's 4 records");
+        read.extend(reader.poll(100, Duration::from_millis(100)).expect("poll A").iter().map(|r| (r.partition, r.offset)));
+    }
+    switch_to(b.port);
+    let added = loop {
+        assert!(Instant::now() < deadline, "the new partitions were never found");
+        // The proxy cut the reader's connections: it reconnects (errors meanwhile are its
+        // transport's, and the position of each partition stays where it was).
+        let _ = reader.poll(100, Duration::from_millis(50));
+        match reader.discover() {
+            Ok(added) if !added.is_empty() => break added,
+            _ => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    assert_eq!(added, vec![2, 3]);
+    assert_eq!(reader.partitions(), &[0, 1, 2, 3]);
+    assert_eq!((reader.positions()[&2], reader.positions()[&3]), (0, 0));
+    let mut new: Vec<(i32, i64)> = Vec::new();
+    while new.len() < 4 {
+        assert!(Instant::now() < deadline, "read {new:?} of the new partitions' 4 records");
+        if let Ok(records) = reader.poll(100, Duration::from_millis(100)) {
+            new.extend(records.iter().map(|r| (r.partition, r.offset)));
+        }
+    }
+    new.sort_unstable();
+    assert_eq!(new, vec![(2, 0), (2, 1), (3, 0), (3, 1)]);
+}

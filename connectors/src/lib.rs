@@ -218,8 +218,9 @@ pub fn validate(
 /// - every table: `connector`;
 /// - `kafka`: `topic`, `format` (or `value.format`) and the format's own `'<format>.*'`,
 ///   `properties.*` (handed to librdkafka, which checks them), `scan.startup.*`,
-///   `scan.out-of-range`, `sink.*`, and for a message key `key.format` (and its own options
-///   behind `key.`), `key.fields`, `key.fields-prefix`, `value.fields-include`;
+///   `scan.out-of-range`, `scan.topic-partition-discovery.interval`, `sink.*`, and for a
+///   message key `key.format` (and its own options behind `key.`), `key.fields`,
+///   `key.fields-prefix`, `value.fields-include`;
 /// - `upsert-kafka`: as `kafka`, with `key.format`, `value.format` (and their formats' own
 ///   options behind `key.` / `value.`) and `value.fields-include` instead of `format`;
 /// - `filesystem`: `path`, `format`, `csv.field-delimiter` (csv), `json.encode.ignore-null-fields`
@@ -249,6 +250,7 @@ pub fn check_supported(
         supported.push("topic".into());
         supported.extend(kafka::STARTUP_OPTIONS.iter().map(|o| o.to_string()));
         supported.push("scan.out-of-range".into());
+        supported.push(kafka::DISCOVERY_INTERVAL.into());
         supported.extend(kafka::SINK_OPTIONS.iter().map(|o| o.to_string()));
     };
     match name {

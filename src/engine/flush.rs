@@ -24,6 +24,17 @@ pub struct SourceEnd {
     pub table: String,
     /// Per partition index, the position to reach.
     pub ends: Vec<u64>,
+    /// Whether the table's sources look for partitions added to the topic
+    /// ([`crate::source::kafka::discovers_partitions`]): a partition of `ends` the task has not
+    /// found yet is then waited for; otherwise it is never read, and not waited for.
+    pub discovers: bool,
+}
+
+impl SourceEnd {
+    /// Whether partition `p`, which the task does not read (yet), is to be waited for.
+    fn waits_for_unread(&self) -> bool {
+        self.discovers
+    }
 }
 
 /// A Kafka source task `FLUSH` waits for: its job, its table and the table's definition.
@@ -91,17 +102,16 @@ impl Engine {
                     published
                         .iter()
                         .find(|row| row.relation == end.table && row.partition == p as u64)
-                        // A partition the task does not read (added after it opened) is not waited for.
-                        .is_none_or(|row| row.position >= *to)
+                        .map_or(!end.waits_for_unread(), |row| row.position >= *to)
                 })
             })
     }
 
     /// The first partition of `ends` whose task the engine holds and has not read up to its
     /// end, described for an error ("table t (job j) partition 0 at position 3 of 10"); `None`
-    /// once every one has. The tasks of a job FAILED or dropped since count as done, and
-    /// partitions the task does not read (added to the topic after it opened) are not waited
-    /// for.
+    /// once every one has. The tasks of a job FAILED or dropped since count as done. A
+    /// partition the task has not found (added to the topic after it opened) is waited for
+    /// when the task looks for new partitions ([`SourceEnd::discovers`]).
     pub fn source_behind(&self, ends: &[SourceEnd]) -> Option<String> {
         ends.iter().find_map(|end| {
             if self.failed.contains_key(&end.job) {
@@ -109,19 +119,35 @@ impl Engine {
             }
             let task = self.sources.get(&(end.job.clone(), end.table.clone()))?;
             let positions = task.positions();
-            positions.iter().zip(&end.ends).enumerate().find(|(_, (at, end))| at < end).map(|(p, (at, to))| {
+            let behind = positions.iter().zip(&end.ends).enumerate().find(|(_, (at, end))| at < end).map(|(p, (at, to))| {
                 format!("table {} (job {}) partition {p} at position {at} of {to}", end.table, end.job)
+            });
+            behind.or_else(|| {
+                (end.waits_for_unread() && positions.len() < end.ends.len()).then(|| {
+                    format!(
+                        "table {} (job {}) partition {}, added to the topic, not found yet",
+                        end.table,
+                        end.job,
+                        positions.len()
+                    )
+                })
             })
         })
     }
 }
 
 /// The [`SourceEnd`] of each of `sources`, asked of the brokers now (once per table, however
-/// many jobs read it). Blocks for the brokers' answers: call it without the engine's lock.
+/// many jobs read it). Blocks for the brokers' answers: call it without the engine's lock. The
+/// sources are asked to look for partitions added to their topics at once
+/// ([`crate::source::kafka::request_discovery`]), so that `FLUSH` need not wait for their
+/// discovery interval.
 ///
 /// # Errors
 /// `External` (58000) naming the table and the job when its brokers cannot be reached.
 pub fn source_ends(sources: &[KafkaSource]) -> Result<Vec<SourceEnd>> {
+    if !sources.is_empty() {
+        crate::source::kafka::request_discovery();
+    }
     let mut asked: std::collections::BTreeMap<&str, Vec<u64>> = std::collections::BTreeMap::new();
     let mut out = Vec::with_capacity(sources.len());
     for (job, table, rel) in sources {
@@ -139,7 +165,8 @@ pub fn source_ends(sources: &[KafkaSource]) -> Result<Vec<SourceEnd>> {
                 ends
             }
         };
-        out.push(SourceEnd { job: job.clone(), table: table.clone(), ends });
+        let discovers = crate::source::kafka::discovers_partitions(rel);
+        out.push(SourceEnd { job: job.clone(), table: table.clone(), ends, discovers });
     }
     Ok(out)
 }

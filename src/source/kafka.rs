@@ -6,6 +6,11 @@
 //! (NULL for a record without a key), and the rest from its value
 //! ([`weir_connectors::format::UpsertDecoder::appending`]).
 //!
+//! Partitions added to the topic while a job runs are found every
+//! `'scan.topic-partition-discovery.interval'` (5 minutes unless set; `0`: never) and at each
+//! `FLUSH`, and read from their earliest offset (Flink's partition discovery); one added while
+//! the job was stopped is read from its earliest offset when it starts again.
+//!
 //! A partition's position is the offset of its next record. A record whose value (or key) does
 //! not decode is a dead letter (see [`DeadLetter`]); a tombstone (no value) is skipped.
 //!
@@ -18,6 +23,7 @@
 //! `'scan.startup.mode'` says otherwise.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,6 +44,22 @@ use crate::runtime::changelog::Op;
 const POLL_WAIT: Duration = Duration::from_millis(5);
 /// How often the partitions' high watermarks (for the lag) are fetched.
 const LAG_REFRESH: Duration = Duration::from_secs(1);
+
+/// Asks of every Kafka source in the process, at its next poll, to look for partitions added to
+/// its topic now rather than at its next discovery interval (`FLUSH` does, so that it reads
+/// what was produced into them before it began). Sources with discovery off (`0`) do not look.
+pub fn request_discovery() {
+    DISCOVERY_REQUESTS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// How many times [`request_discovery`] was called.
+static DISCOVERY_REQUESTS: AtomicU64 = AtomicU64::new(0);
+
+/// Whether a source of `kafka` or `upsert-kafka` table `rel` looks for partitions added to its
+/// topic (`'scan.topic-partition-discovery.interval'` is not `0`).
+pub fn discovers_partitions(rel: &Relation) -> bool {
+    source_config(rel).is_ok_and(|c| c.discovery_interval.is_some())
+}
 
 /// Reads one `kafka` table.
 pub struct KafkaSource {
@@ -65,6 +87,8 @@ pub struct KafkaSource {
     lag_fetched: Option<Instant>,
     /// Records skipped by `'scan.out-of-range'` since the last `take_skipped`.
     skipped: Vec<(usize, u64)>,
+    /// When the reader last looked for new partitions, and the [`request_discovery`] count then.
+    discovered: (Instant, u64),
 }
 
 /// How a record becomes a row: its value alone (`kafka`), or its key and value (`upsert-kafka`,
@@ -149,7 +173,31 @@ impl KafkaSource {
             high_watermarks: vec![None; n],
             lag_fetched: None,
             skipped: Vec::new(),
+            discovered: (Instant::now(), DISCOVERY_REQUESTS.load(Ordering::Relaxed)),
         })
+    }
+
+    /// Looks for partitions added to the topic when the discovery interval is up or
+    /// [`request_discovery`] was called since the last look; new ones are read from their
+    /// earliest offset, numbered after the others. A look that fails (the brokers away) is
+    /// logged and tried again at the next interval: the partitions known are read on.
+    fn discover_if_due(&mut self) {
+        let Some(interval) = self.config.discovery_interval else { return };
+        let requests = DISCOVERY_REQUESTS.load(Ordering::Relaxed);
+        if self.discovered.0.elapsed() < interval && self.discovered.1 == requests {
+            return;
+        }
+        self.discovered = (Instant::now(), requests);
+        match self.reader.discover() {
+            Ok(added) => {
+                for id in &added {
+                    tracing::info!(topic = %self.config.topic, partition = id, "reading a partition added to the topic, from its earliest offset");
+                    self.positions.push(self.reader.positions().get(id).copied().unwrap_or(0));
+                    self.high_watermarks.push(None);
+                }
+            }
+            Err(e) => tracing::warn!(topic = %self.config.topic, "looking for partitions added to the topic: {e}"),
+        }
     }
 
     fn index_of(&self, partition: i32) -> Option<usize> {
@@ -361,6 +409,7 @@ impl SourceReader for KafkaSource {
             }
         }
         if self.ready.is_empty() {
+            self.discover_if_due();
             let records = match self.reader.poll(max_rows, POLL_WAIT) {
                 // The job fails alone; its committed position stays where it was.
                 Err(e @ weir_connectors::ConnectorError::OutOfRange { .. }) => return Ok(SourcePoll::Failed(e.to_string())),

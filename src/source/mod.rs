@@ -69,7 +69,8 @@ pub enum SourcePoll {
 
 /// A connector's reader: partitions, positions, batches.
 pub trait SourceReader: Send + Sync {
-    /// The number of source partitions (fixed for the reader's life).
+    /// The number of source partitions. It may grow (a Kafka source discovers partitions
+    /// added to its topic) but never shrinks, and a partition's index never changes.
     fn num_partitions(&self) -> usize;
     /// The next batch of at most `max_rows` rows.
     ///
@@ -353,6 +354,17 @@ impl SourceTask {
         })
     }
 
+    /// Makes room for partitions the reader discovered: each starts without rows or a
+    /// watermark (holding the task's watermark back until it has rows, as a partition with no
+    /// rows yet does) and is idle after `'scan.watermark.idle-timeout'` from now.
+    fn add_discovered_partitions(&mut self) {
+        let n = self.reader.num_partitions();
+        if n > self.progress.partitions.len() {
+            self.progress.partitions.resize(n, PartitionProgress::default());
+            self.partition_seen.resize(n, Some(std::time::Instant::now()));
+        }
+    }
+
     /// Takes the reader's positions as the progress to commit (after rows, dead letters or
     /// skipped records moved them).
     fn sync_positions(&mut self) {
@@ -372,6 +384,7 @@ impl SourceTask {
             return Ok(None);
         }
         let polled = self.reader.poll(max_rows)?;
+        self.add_discovered_partitions();
         let skipped = self.reader.take_skipped();
         if !skipped.is_empty() {
             for (p, n) in skipped {

@@ -70,7 +70,6 @@ pub struct ReadAhead {
     batches: Mutex<Receiver<Polled>>,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
-    partitions: usize,
     bounded: bool,
     /// As of the last batch taken.
     positions: Vec<u64>,
@@ -88,9 +87,8 @@ impl ReadAhead {
     /// # Errors
     /// `Internal` when the thread cannot be started.
     pub fn spawn(mut inner: Box<dyn SourceReader>, name: String, max_rows: usize) -> Result<Self> {
-        let partitions = inner.num_partitions();
         let positions = inner.positions();
-        let finished = (0..partitions).map(|p| inner.partition_finished(p)).collect();
+        let finished = (0..inner.num_partitions()).map(|p| inner.partition_finished(p)).collect();
         let bounded = inner.bounded();
         let shared = Arc::new(Shared { high_watermarks: Mutex::new(inner.high_watermarks()), ..Shared::default() });
         let (tx, rx) = sync_channel(CHANNEL_BATCHES);
@@ -103,7 +101,6 @@ impl ReadAhead {
             batches: Mutex::new(rx),
             shared,
             thread: Some(thread),
-            partitions,
             bounded,
             positions,
             finished,
@@ -153,8 +150,8 @@ fn poll_once(
     max_rows: usize,
     sent: &mut Vec<u64>,
 ) -> bool {
-    let partitions = inner.num_partitions();
     let poll = inner.poll(max_rows);
+    let partitions = inner.num_partitions();
     *shared.high_watermarks.lock().unwrap_or_else(PoisonError::into_inner) = inner.high_watermarks();
     let dead_letters = inner.take_dead_letters();
     let skipped = inner.take_skipped();
@@ -179,8 +176,10 @@ fn poll_once(
 }
 
 impl SourceReader for ReadAhead {
+    /// As of the last batch taken (a Kafka reader's discovered partitions count from the batch
+    /// after they were found: positions that differ in length are sent even without rows).
     fn num_partitions(&self) -> usize {
-        self.partitions
+        self.positions.len()
     }
 
     fn poll(&mut self, _max_rows: usize) -> Result<SourcePoll> {
@@ -216,7 +215,7 @@ impl SourceReader for ReadAhead {
     }
 
     fn partition_finished(&self, p: usize) -> bool {
-        self.finished[p]
+        self.finished.get(p).copied().unwrap_or(false)
     }
 
     fn bounded(&self) -> bool {
@@ -350,6 +349,45 @@ mod tests {
         }
         assert_eq!(committed.lock().unwrap()[0], vec![1]);
         drop(reader);
+        Ok(())
+    }
+
+    /// A reader that finds a second partition after its first poll and has nothing to read:
+    /// every poll is `Pending`.
+    struct Growing {
+        polls: usize,
+    }
+
+    impl SourceReader for Growing {
+        fn num_partitions(&self) -> usize {
+            if self.polls > 0 { 2 } else { 1 }
+        }
+        fn poll(&mut self, _: usize) -> Result<SourcePoll> {
+            self.polls += 1;
+            Ok(SourcePoll::Pending)
+        }
+        fn positions(&self) -> Vec<u64> {
+            vec![7; self.num_partitions()]
+        }
+        fn partition_finished(&self, _: usize) -> bool {
+            false
+        }
+        fn bounded(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn partitions_the_reader_finds_count_once_a_poll_brings_them_without_rows() -> Result<()> {
+        let mut reader = ReadAhead::spawn(Box::new(Growing { polls: 0 }), "test-read-ahead".into(), 10)?;
+        assert_eq!((reader.num_partitions(), reader.positions()), (1, vec![7]));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while reader.num_partitions() == 1 {
+            assert!(Instant::now() < deadline, "the second partition never showed");
+            assert!(matches!(reader.poll(10)?, SourcePoll::Pending));
+        }
+        assert_eq!(reader.positions(), vec![7, 7]);
+        assert!(!reader.partition_finished(1));
         Ok(())
     }
 }

@@ -364,8 +364,14 @@ impl Database {
                 .await
                 .map_err(|e| WeirError::internal(format!("asking the brokers where the topics end: {e}")))??
         };
+        let mut asked = std::time::Instant::now();
         while std::time::Instant::now() < deadline && !self.engine.read().await.flush_sources_reached(&kafka_ends) {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            // A look for new partitions that failed (the brokers away a moment) is tried again.
+            if !kafka_ends.is_empty() && asked.elapsed() >= std::time::Duration::from_secs(1) {
+                crate::source::kafka::request_discovery();
+                asked = std::time::Instant::now();
+            }
         }
         let mut engine = self.write_engine().await?;
         loop {

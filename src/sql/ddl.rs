@@ -209,11 +209,12 @@ async fn table_relation(t: &CreateTable, definition: &str) -> Result<Relation> {
 }
 
 /// Whether option `key` of a table may change while jobs read or write it: the client's
-/// settings (`properties.*`: brokers, security, timeouts) and the idle-source options. The
-/// others decide what the jobs read or write (the topic, the path, the format) and so what
-/// their positions and state mean.
+/// settings (`properties.*`: brokers, security, timeouts), the idle-source options and how
+/// often a Kafka source looks for new partitions. The others decide what the jobs read or
+/// write (the topic, the path, the format) and so what their positions and state mean.
 fn changes_live(key: &str) -> bool {
-    key.starts_with("properties.") || key == crate::source::IDLE_TIMEOUT || key == crate::engine::IDLE_ADVANCE
+    key.starts_with("properties.")
+        || [crate::source::IDLE_TIMEOUT, crate::engine::IDLE_ADVANCE, weir_connectors::kafka::DISCOVERY_INTERVAL].contains(&key)
 }
 
 /// `ALTER TABLE [IF EXISTS] name SET ('k' = 'v', ...)` / `RESET ('k', ...)` (Flink's): changes
@@ -228,7 +229,8 @@ fn changes_live(key: &str) -> bool {
 /// `UnknownTable` (unless `if_exists`); `Plan` for a view or materialized view; `Unsupported`
 /// for a plain table (no connector options); `InvalidOption` for a change of `'connector'`,
 /// for options `CREATE TABLE` would refuse, and, while jobs read or write the table, for a
-/// change of an option other than `properties.*` and the idle-source ones ([`changes_live`]).
+/// change of an option other than `properties.*`, the idle-source ones and the partition
+/// discovery interval ([`changes_live`]).
 pub async fn alter_table_options(
     engine: &mut Engine,
     name: &str,

@@ -123,6 +123,9 @@ pub struct KafkaSourceConfig {
     pub offset_reset: OffsetReset,
     /// `'scan.out-of-range'`.
     pub out_of_range: OutOfRange,
+    /// `'scan.topic-partition-discovery.interval'`: how often the reader looks for partitions
+    /// added to the topic ([`DEFAULT_DISCOVERY_INTERVAL`] unless set; `None` for `0`: never).
+    pub discovery_interval: Option<std::time::Duration>,
     /// The librdkafka properties from `'properties.*'`, prefix removed, less
     /// `auto.offset.reset` (which Weir resolves itself).
     pub properties: BTreeMap<String, String>,
@@ -144,6 +147,12 @@ pub struct KafkaSinkConfig {
     /// The librdkafka properties from `'properties.*'`, prefix removed.
     pub properties: BTreeMap<String, String>,
 }
+
+/// The option setting how often a source looks for partitions added to its topic (Flink's).
+pub const DISCOVERY_INTERVAL: &str = "scan.topic-partition-discovery.interval";
+
+/// Flink's default of [`DISCOVERY_INTERVAL`] (Kafka connector 3.1 on): 5 minutes.
+pub const DEFAULT_DISCOVERY_INTERVAL: std::time::Duration = std::time::Duration::from_secs(300);
 
 const STARTUP_MODES: &str = "earliest-offset, latest-offset, group-offsets, timestamp, specific-offsets";
 /// The `scan.startup.*` options.
@@ -213,6 +222,14 @@ impl KafkaSourceConfig {
                 _ => return Err(invalid("scan.out-of-range", v, "fail, earliest, latest")),
             },
         };
+        let discovery_interval = match get(DISCOVERY_INTERVAL) {
+            None => Some(DEFAULT_DISCOVERY_INTERVAL),
+            Some(v) => match crate::duration_ms(v) {
+                Some(0) => None,
+                Some(ms) if ms > 0 => Some(std::time::Duration::from_millis(ms as u64)),
+                _ => return Err(invalid(DISCOVERY_INTERVAL, v, "a duration such as '5 min' or '30 s', or 0 to never look")),
+            },
+        };
         let group_id = properties.get("group.id").cloned();
         if startup == StartupMode::GroupOffsets && group_id.is_none() {
             return Err(ConnectorError::MissingOption {
@@ -220,7 +237,7 @@ impl KafkaSourceConfig {
                 option: "properties.group.id".into(),
             });
         }
-        Ok(KafkaSourceConfig { topic, brokers, group_id, startup, offset_reset, out_of_range, properties })
+        Ok(KafkaSourceConfig { topic, brokers, group_id, startup, offset_reset, out_of_range, discovery_interval, properties })
     }
 }
 
@@ -438,6 +455,20 @@ mod tests {
             OutOfRange::Fail
         );
         assert!(matches!(policy(&[earliest, ("scan.out-of-range", "skip")]), Err(ConnectorError::InvalidValue { .. })));
+        Ok(())
+    }
+
+    #[test]
+    fn partition_discovery_every_five_minutes_unless_set_and_never_at_zero() -> Result<(), ConnectorError> {
+        let interval = |pairs: &[(&str, &str)]| KafkaSourceConfig::from_options(&opts(pairs)).map(|c| c.discovery_interval);
+        let earliest = ("scan.startup.mode", "earliest-offset");
+        assert_eq!(interval(&[earliest])?, Some(std::time::Duration::from_secs(300)));
+        assert_eq!(interval(&[earliest, (DISCOVERY_INTERVAL, "30 s")])?, Some(std::time::Duration::from_secs(30)));
+        assert_eq!(interval(&[earliest, (DISCOVERY_INTERVAL, "1500")])?, Some(std::time::Duration::from_millis(1500)));
+        assert_eq!(interval(&[earliest, (DISCOVERY_INTERVAL, "0")])?, None);
+        assert_eq!(interval(&[earliest, (DISCOVERY_INTERVAL, "0 s")])?, None);
+        let bad = interval(&[earliest, (DISCOVERY_INTERVAL, "often")]).expect_err("refused");
+        assert!(bad.to_string().contains("0 to never look"), "{bad}");
         Ok(())
     }
 }

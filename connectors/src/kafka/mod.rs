@@ -37,7 +37,7 @@ pub use admin::create_topic;
 pub use client::KafkaHeader;
 pub use config::{
     parse_specific_offsets, DeliveryGuarantee, KafkaSinkConfig, KafkaSourceConfig, OffsetReset, OutOfRange, SinkPartitioner,
-    StartupMode,
+    StartupMode, DEFAULT_DISCOVERY_INTERVAL, DISCOVERY_INTERVAL,
 };
 pub use mock::MockBrokers;
 pub(crate) use config::{SINK_OPTIONS, STARTUP_OPTIONS};

@@ -97,7 +97,8 @@ pub struct Reset {
 
 impl KafkaReader {
     /// Opens a reader of `config.topic`, at `resume[p]` (the next offset to read, from Weir's
-    /// own commit) for each partition `p` listed there and per `config.startup` for the others.
+    /// own commit) for each partition `p` listed there, the others from their earliest offset
+    /// (added since that commit); with `resume` empty, every partition per `config.startup`.
     ///
     /// Blocks up to about 10 s per broker request.
     ///
@@ -235,8 +236,36 @@ impl KafkaReader {
         Ok(true)
     }
 
-    /// The topic's partitions, ascending (fixed when the reader opens: partitions added later
-    /// are not read until it is reopened).
+    /// Looks for partitions added to the topic since the reader opened or last looked, and
+    /// reads each from its earliest offset, as Flink reads the partitions it discovers; returns
+    /// the new ones. Kafka only adds partitions, numbered after the existing ones, so they come
+    /// after those in [`KafkaReader::partitions`] and the indexes of the others do not change.
+    ///
+    /// # Errors
+    /// [`ConnectorError::Kafka`] when the brokers do not answer; the reader is unchanged.
+    pub fn discover(&mut self) -> Result<Vec<i32>, ConnectorError> {
+        let last = self.partitions.last().copied().unwrap_or(-1);
+        let added: Vec<i32> = self.fetch_partitions()?.into_iter().filter(|p| *p > last).collect();
+        if added.is_empty() {
+            return Ok(added);
+        }
+        let mut assignment = TopicPartitionList::with_capacity(added.len());
+        let mut starts = Vec::with_capacity(added.len());
+        for &partition in &added {
+            let (earliest, _) = self.watermarks_of(partition)?;
+            assignment
+                .add_partition_offset(&self.config.topic, partition, Offset::Offset(earliest))
+                .map_err(|e| self.error("assigning partitions", e))?;
+            starts.push((partition, earliest));
+        }
+        self.consumer.incremental_assign(&assignment).map_err(|e| self.error("assigning partitions", e))?;
+        self.partitions.extend(&added);
+        self.positions.extend(starts);
+        Ok(added)
+    }
+
+    /// The topic's partitions, ascending: those there when the reader opened, then those
+    /// [`KafkaReader::discover`] found.
     pub fn partitions(&self) -> &[i32] {
         &self.partitions
     }
@@ -429,7 +458,10 @@ impl KafkaReader {
         Ok(partitions)
     }
 
-    /// The first offset to read per partition: `resume`, else per the startup mode.
+    /// The first offset to read per partition: `resume`, else per the startup mode. When
+    /// `resume` is not empty, a partition it does not list was added to the topic after those
+    /// positions were taken: it is read from its earliest offset, as one the reader discovers
+    /// ([`KafkaReader::discover`]), whatever the startup mode.
     fn start_offsets(&self, resume: &BTreeMap<i32, i64>) -> Result<BTreeMap<i32, i64>, ConnectorError> {
         let fresh: Vec<i32> = self.partitions.iter().copied().filter(|p| !resume.contains_key(p)).collect();
         let mut offsets: BTreeMap<i32, i64> =
@@ -440,6 +472,10 @@ impl KafkaReader {
         let watermarks = self.watermarks()?;
         let low = |p: i32| watermarks.get(&p).map_or(0, |w| w.0);
         let high = |p: i32| watermarks.get(&p).map_or(0, |w| w.1);
+        if !resume.is_empty() {
+            offsets.extend(fresh.iter().map(|&p| (p, low(p))));
+            return Ok(offsets);
+        }
         match &self.config.startup {
             StartupMode::EarliestOffset => offsets.extend(fresh.iter().map(|&p| (p, low(p)))),
             StartupMode::LatestOffset => offsets.extend(fresh.iter().map(|&p| (p, high(p)))),
