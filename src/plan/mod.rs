@@ -6,6 +6,7 @@ pub mod join;
 pub mod over;
 pub mod planner;
 pub mod rank;
+pub mod reduce_agg;
 pub mod slicing;
 pub mod stream_plan;
 pub mod temporal;

@@ -167,6 +167,9 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
             if agg.group_expr.iter().any(|e| matches!(e, Expr::GroupingSet(_))) {
                 return Err(WeirError::unsupported("GROUPING SETS, CUBE and ROLLUP in a streaming query"));
             }
+            if let Some(reduced) = crate::plan::reduce_agg::reduce(agg)? {
+                return plan_stream(&reduced, catalog);
+            }
             if let Some(distinct_on) = crate::plan::rank::plan_distinct_on(agg, catalog)? {
                 return Ok(distinct_on);
             }

@@ -1049,7 +1049,8 @@ fn agg_call(e: &Expr, input: &DFSchema, output_type: arrow::datatypes::DataType)
         "max" => AggKind::Max,
         other => {
             return Err(WeirError::unsupported(format!(
-                "aggregate function {other} in a streaming GROUP BY; supported: COUNT, SUM, AVG, MIN, MAX"
+                "aggregate function {other} in a streaming GROUP BY; supported: COUNT, SUM, AVG, MIN, MAX, STDDEV_POP, \
+                 STDDEV_SAMP, VAR_POP, VAR_SAMP, BOOL_AND, BOOL_OR"
             )))
         }
     };

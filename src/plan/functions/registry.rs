@@ -19,7 +19,8 @@ use super::unix_timestamp::{LocalTimestamp, UnixTimestamp};
 
 /// Registers Weir's functions on `ctx`. Names DataFusion already uses are replaced: `avg` (and
 /// its alias `mean`) by Flink's typing, `date_format` (DataFusion's alias of `to_char`, with
-/// chrono patterns) by Flink's Java patterns; `to_char` stays DataFusion's.
+/// chrono patterns) by Flink's Java patterns; `to_char` stays DataFusion's. `variance` is added
+/// as a name of `var_samp` (Postgres).
 pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(ProcTime::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(CurrentWatermark::new()));
@@ -31,6 +32,9 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(SplitIndex::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(DateFormat::new()));
     ctx.register_udaf(AggregateUDF::new_from_impl(FlinkAvg::new()));
+    // Postgres's name for VAR_SAMP, which DataFusion does not know.
+    let var_samp = datafusion::functions_aggregate::variance::var_samp_udaf();
+    ctx.register_udaf(var_samp.as_ref().clone().with_aliases(["variance"]));
     ctx.register_udf(ScalarUDF::new_from_impl(If::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(JsonValue::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(TimestampDiff::new()));
