@@ -143,11 +143,11 @@ fn restart_due_jobs(engine: &mut Engine, shared: &Weak<RwLock<Engine>>) {
         let spawned = std::thread::Builder::new().name(format!("weir-restart-{job}")).spawn(move || {
             let opened = pending.open();
             if let Some(shared) = shared.upgrade() {
-                shared.blocking_write().install_restarted(&pending.job, opened);
+                shared.blocking_write().install_restarted(&pending.job, &pending.relations(), opened);
             }
         });
         if let Err(e) = spawned {
-            engine.install_restarted(&job, Err(WeirError::internal(format!("cannot start a thread to restart it: {e}"))));
+            engine.install_restarted(&job, &[], Err(WeirError::internal(format!("cannot start a thread to restart it: {e}"))));
         }
     }
 }

@@ -114,6 +114,13 @@ impl PendingOpen {
         self.open_tasks().map(Opened::Tasks)
     }
 
+    /// The definitions of the tables the opening reads (their options as they were when the
+    /// restart was due), for [`Engine::install_restarted`] to tell whether they changed since.
+    pub fn relations(&self) -> Vec<Relation> {
+        let read = self.tables.iter().map(|(rel, _)| rel);
+        read.chain(self.probe.iter().flatten()).cloned().collect()
+    }
+
     /// Opens every source task of the job, or none.
     fn open_tasks(&self) -> Result<Vec<((String, String), SourceTask)>> {
         self.tables
@@ -265,10 +272,15 @@ impl Engine {
     /// Installs the outcome of opening a restarting job's sources ([`PendingOpen::open`]): the
     /// job runs again (a job not built yet is built now, its clusters having answered), or
     /// waits longer with the new error. Nothing happens when the job no longer waits (dropped,
-    /// suspended, resumed or reloaded meanwhile).
-    pub fn install_restarted(&mut self, job: &str, opened: Result<Opened>) {
+    /// suspended, resumed or reloaded meanwhile), nor when a table of `used` (the definitions
+    /// the opening read, [`PendingOpen::relations`]) changed meanwhile (`ALTER TABLE .. SET`):
+    /// what was opened or asked used the old options, and the next attempt uses the new.
+    pub fn install_restarted(&mut self, job: &str, used: &[Relation], opened: Result<Opened>) {
         if let Some(entry) = self.restarting.get_mut(job) {
             entry.opening = false;
+        }
+        if used.iter().any(|rel| self.catalog.get(&rel.name) != Some(rel)) {
+            return;
         }
         let still_waiting = self.waiting_to_restart(job)
             && self.catalog.get(job).is_some()
