@@ -30,13 +30,6 @@ pub struct SourceEnd {
     pub discovers: bool,
 }
 
-impl SourceEnd {
-    /// Whether partition `p`, which the task does not read (yet), is to be waited for.
-    fn waits_for_unread(&self) -> bool {
-        self.discovers
-    }
-}
-
 /// A Kafka source task `FLUSH` waits for: its job, its table and the table's definition.
 pub type KafkaSource = (String, String, Relation);
 
@@ -102,7 +95,7 @@ impl Engine {
                     published
                         .iter()
                         .find(|row| row.relation == end.table && row.partition == p as u64)
-                        .map_or(!end.waits_for_unread(), |row| row.position >= *to)
+                        .map_or(!end.discovers, |row| row.position >= *to)
                 })
             })
     }
@@ -123,7 +116,7 @@ impl Engine {
                 format!("table {} (job {}) partition {p} at position {at} of {to}", end.table, end.job)
             });
             behind.or_else(|| {
-                (end.waits_for_unread() && positions.len() < end.ends.len()).then(|| {
+                (end.discovers && positions.len() < end.ends.len()).then(|| {
                     format!(
                         "table {} (job {}) partition {}, added to the topic, not found yet",
                         end.table,

@@ -1063,5 +1063,7 @@ fn agg_call(e: &Expr, input: &DFSchema, output_type: arrow::datatypes::DataType)
         None => (None, arrow::datatypes::DataType::Null),
     };
     let filter = params.filter.as_ref().map(|f| physical_expr(f, input)).transpose()?;
-    Ok(AggCall { kind, arg, distinct: params.distinct, filter, arg_type, output_type })
+    // MIN and MAX of the distinct values are those of all values: DISTINCT changes nothing.
+    let distinct = params.distinct && !matches!(kind, AggKind::Min | AggKind::Max);
+    Ok(AggCall { kind, arg, distinct, filter, arg_type, output_type })
 }
