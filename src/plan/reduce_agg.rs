@@ -62,7 +62,8 @@ fn reduction(name: &str) -> Option<Reduced> {
 /// columns; `None` when `agg` has none to reduce.
 ///
 /// # Errors
-/// DataFusion's, building the plan.
+/// `Unsupported` for a variance or deviation of DISTINCT values; DataFusion's, building the
+/// plan.
 pub fn reduce(agg: &Aggregate) -> Result<Option<LogicalPlan>> {
     let calls: Vec<Option<(&AggregateFunction, Reduced)>> = agg
         .aggr_expr
