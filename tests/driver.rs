@@ -133,3 +133,46 @@ async fn flush_waits_without_holding_the_engine() {
     assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (20, 210));
     other.batch_execute("DROP MATERIALIZED VIEW fl_v; DROP TABLE fl_gen; DROP TABLE fl_plain").await.expect("drop");
 }
+
+/// A statement that runs long under the engine (here a `CREATE MATERIALIZED VIEW` backfilling
+/// 300,000 rows, some seconds in a debug build) holds up no reader: new connections are
+/// accepted and their SELECTs answered while it runs. Before, the backfill ran on the async
+/// worker thread of its session, and the tasks queued there (a new connection, a read) and
+/// the I/O driver waited for it to end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_statement_holds_up_no_reader() {
+    let dir = common::scratch_dir("driver-long");
+    let server = common::Server::start(&dir.join("data"));
+    let other = common::connect(&server).await;
+    other
+        .batch_execute(
+            "CREATE TABLE lr_big (k BIGINT, v BIGINT);
+             CREATE TABLE lr_small (k BIGINT);
+             INSERT INTO lr_small VALUES (1), (2);
+             INSERT INTO lr_big SELECT value % 1000, value FROM generate_series(1, 300000);",
+        )
+        .await
+        .expect("setup");
+    let creator = common::connect(&server).await;
+    let create = tokio::spawn(async move {
+        creator.batch_execute("CREATE MATERIALIZED VIEW lr_v AS SELECT k, MAX(v) AS m FROM lr_big GROUP BY k").await
+    });
+    // Each read on a connection of its own; count those answered while the CREATE runs.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut answered_meanwhile = 0;
+    while !create.is_finished() {
+        let reader = common::connect(&server).await;
+        let n: i64 = reader.query_one("SELECT COUNT(*) FROM lr_small", &[]).await.expect("read").get(0);
+        assert_eq!(n, 2);
+        if !create.is_finished() {
+            answered_meanwhile += 1;
+        }
+        assert!(std::time::Instant::now() < deadline, "the CREATE did not end");
+    }
+    create.await.expect("CREATE task").expect("CREATE");
+    // A backfill of some seconds leaves room for dozens of reads of some ms each; before, the
+    // first read made after the backfill began was answered only after it ended.
+    assert!(answered_meanwhile >= 10, "only {answered_meanwhile} reads were answered while the CREATE ran");
+    let row = other.query_one("SELECT COUNT(*), MAX(m) FROM lr_v", &[]).await.expect("view");
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (1000, 300000));
+}

@@ -183,23 +183,25 @@ impl Engine {
     /// # Errors
     /// As [`Engine::load`]; the engine is left as it was then.
     pub fn reload(&mut self) -> Result<()> {
-        let runners = std::mem::take(&mut self.runners);
-        let detached: BTreeSet<String> = runners.keys().cloned().collect();
-        let loaded = Engine::load_with(
-            Arc::clone(&self.store),
-            Arc::clone(&self.planner),
-            Some(Arc::clone(&self.commits)),
-            self.workers,
-            self.restarting.clone(),
-            &detached,
-        );
-        let result = loaded.map(|engine| {
-            let run_detached = self.run_detached;
-            *self = engine;
-            self.run_detached = run_detached;
-        });
-        self.runners = runners;
-        result
+        super::blocking(|| {
+            let runners = std::mem::take(&mut self.runners);
+            let detached: BTreeSet<String> = runners.keys().cloned().collect();
+            let loaded = Engine::load_with(
+                Arc::clone(&self.store),
+                Arc::clone(&self.planner),
+                Some(Arc::clone(&self.commits)),
+                self.workers,
+                self.restarting.clone(),
+                &detached,
+            );
+            let result = loaded.map(|engine| {
+                let run_detached = self.run_detached;
+                *self = engine;
+                self.run_detached = run_detached;
+            });
+            self.runners = runners;
+            result
+        })
     }
 
     /// Drops job `job`'s operators and source tasks from memory; its committed state and
@@ -317,26 +319,28 @@ impl Engine {
     /// With `savepoint` (`'execution.savepoint.path'`, a suspended job), each source it shares
     /// with that job starts at that job's positions ([`super::suspend`]).
     pub fn start_job(&mut self, rel: &Relation, plan: &StreamPlan, mut catalog: Catalog, savepoint: Option<&str>) -> Result<()> {
-        let mut starts = std::collections::BTreeMap::new();
-        if let Some(from) = savepoint {
-            for table in plan.sources() {
-                if let Some(progress) = self.savepoint_progress(from, &table)? {
-                    starts.insert(table, progress);
+        super::blocking(|| {
+            let mut starts = std::collections::BTreeMap::new();
+            if let Some(from) = savepoint {
+                for table in plan.sources() {
+                    if let Some(progress) = self.savepoint_progress(from, &table)? {
+                        starts.insert(table, progress);
+                    }
                 }
             }
-        }
-        let mut job = self.build_job(rel, plan, &mut catalog)?;
-        self.backfill(&mut job, plan, savepoint.is_none())?;
-        // A dropped job of the same name may have failed: this one starts afresh.
-        self.restarting.remove(&rel.name);
-        self.jobs.insert(rel.name.clone(), job);
-        let result = self
-            .open_sources_from(&rel.name, &plan.sources(), starts)
-            .and_then(|()| self.commit(EpochWrites::default(), Some(catalog)));
-        if result.is_err() {
-            self.unload(&rel.name);
-        }
-        result
+            let mut job = self.build_job(rel, plan, &mut catalog)?;
+            self.backfill(&mut job, plan, savepoint.is_none())?;
+            // A dropped job of the same name may have failed: this one starts afresh.
+            self.restarting.remove(&rel.name);
+            self.jobs.insert(rel.name.clone(), job);
+            let result = self
+                .open_sources_from(&rel.name, &plan.sources(), starts)
+                .and_then(|()| self.commit(EpochWrites::default(), Some(catalog)));
+            if result.is_err() {
+                self.unload(&rel.name);
+            }
+            result
+        })
     }
 
     /// Starts a new job: lets its operators emit their first rows (without `constants`, a job
@@ -554,42 +558,44 @@ impl Engine {
     /// # Errors
     /// As [`Engine::commit`].
     pub fn commit_epoch(&mut self, mut writes: EpochWrites, catalog: Option<Catalog>) -> Result<u64> {
-        self.flush_late_rows(&mut writes)?;
-        self.flush_dead_letters(&mut writes)?;
-        self.write_source_progress(&mut writes);
-        for job in self.jobs.values_mut() {
-            job.on_barrier(&self.store, &mut writes)?;
-        }
-        for (id, next) in &self.row_ids {
-            writes.put_meta(&format!("seq/{id}"), &next.to_be_bytes());
-        }
-        let catalog_now = catalog.as_ref().unwrap_or(&self.catalog);
-        self.failed.retain(|job, error| {
-            let kept = catalog_now.get(job).is_some();
-            if kept {
-                writes.put_meta(&failed_key(job), error.as_bytes());
-            } else {
-                writes.delete_meta(&failed_key(job));
+        super::blocking(|| {
+            self.flush_late_rows(&mut writes)?;
+            self.flush_dead_letters(&mut writes)?;
+            self.write_source_progress(&mut writes);
+            for job in self.jobs.values_mut() {
+                job.on_barrier(&self.store, &mut writes)?;
             }
-            kept
-        });
-        if let Some(c) = &catalog {
-            writes.put_meta("catalog", &c.to_bytes());
-        }
-        let changed = catalog.map(Arc::new);
-        let epoch = self.commits.commit(writes, Some(Arc::clone(changed.as_ref().unwrap_or(&self.catalog))))?;
-        for task in self.sources.values_mut() {
-            task.on_committed();
-        }
-        if let Some(c) = changed {
-            self.catalog = c;
-            self.refresh_job_order();
-        }
-        // The second phase of two-phase sinks; views' change feeds.
-        for job in self.jobs.values_mut() {
-            job.on_committed(epoch);
-        }
-        Ok(epoch)
+            for (id, next) in &self.row_ids {
+                writes.put_meta(&format!("seq/{id}"), &next.to_be_bytes());
+            }
+            let catalog_now = catalog.as_ref().unwrap_or(&self.catalog);
+            self.failed.retain(|job, error| {
+                let kept = catalog_now.get(job).is_some();
+                if kept {
+                    writes.put_meta(&failed_key(job), error.as_bytes());
+                } else {
+                    writes.delete_meta(&failed_key(job));
+                }
+                kept
+            });
+            if let Some(c) = &catalog {
+                writes.put_meta("catalog", &c.to_bytes());
+            }
+            let changed = catalog.map(Arc::new);
+            let epoch = self.commits.commit(writes, Some(Arc::clone(changed.as_ref().unwrap_or(&self.catalog))))?;
+            for task in self.sources.values_mut() {
+                task.on_committed();
+            }
+            if let Some(c) = changed {
+                self.catalog = c;
+                self.refresh_job_order();
+            }
+            // The second phase of two-phase sinks; views' change feeds.
+            for job in self.jobs.values_mut() {
+                job.on_committed(epoch);
+            }
+            Ok(epoch)
+        })
     }
 
     /// The relations' change feeds ([`crate::runtime::feed`]).
@@ -611,41 +617,43 @@ impl Engine {
     /// no rows for longer than `d`: to its watermark at the last row plus the wall-clock time
     /// since then, minus `d`. Commits an epoch if any watermark moved.
     pub fn advance_idle_watermarks(&mut self) -> Result<()> {
-        let now = std::time::Instant::now();
-        let mut moves = Vec::new();
-        for (table, (last, wm)) in &self.idle_base {
-            let Some(option) = self.catalog.get(table).and_then(|r| r.options.get(IDLE_ADVANCE)) else { continue };
-            let idle_ms = crate::plan::duration::parse_duration_ms(IDLE_ADVANCE, option)?;
-            let quiet_ms = now.duration_since(*last).as_millis() as i64;
-            if quiet_ms > idle_ms {
-                let target = wm + (quiet_ms - idle_ms);
-                if self.watermarks.get(table).is_none_or(|w| *w < target) {
-                    moves.push((table.clone(), target));
+        super::blocking(|| {
+            let now = std::time::Instant::now();
+            let mut moves = Vec::new();
+            for (table, (last, wm)) in &self.idle_base {
+                let Some(option) = self.catalog.get(table).and_then(|r| r.options.get(IDLE_ADVANCE)) else { continue };
+                let idle_ms = crate::plan::duration::parse_duration_ms(IDLE_ADVANCE, option)?;
+                let quiet_ms = now.duration_since(*last).as_millis() as i64;
+                if quiet_ms > idle_ms {
+                    let target = wm + (quiet_ms - idle_ms);
+                    if self.watermarks.get(table).is_none_or(|w| *w < target) {
+                        moves.push((table.clone(), target));
+                    }
                 }
             }
-        }
-        if moves.is_empty() {
-            return Ok(());
-        }
-        let mut writes = EpochWrites::default();
-        let result: Result<()> = (|| {
-            for (table, target) in moves {
-                let base = self.idle_base.get(&table).copied();
-                self.advance_watermark(&table, target, &mut writes)?;
-                // Keep measuring idleness from the last row, not from this advance.
-                if let Some(base) = base {
-                    self.idle_base.insert(table, base);
+            if moves.is_empty() {
+                return Ok(());
+            }
+            let mut writes = EpochWrites::default();
+            let result: Result<()> = (|| {
+                for (table, target) in moves {
+                    let base = self.idle_base.get(&table).copied();
+                    self.advance_watermark(&table, target, &mut writes)?;
+                    // Keep measuring idleness from the last row, not from this advance.
+                    if let Some(base) = base {
+                        self.idle_base.insert(table, base);
+                    }
+                }
+                Ok(())
+            })();
+            match result.and_then(|()| self.commit(writes, None)) {
+                Ok(()) => Ok(()),
+                Err(e) => {
+                    self.reload()?;
+                    Err(e)
                 }
             }
-            Ok(())
-        })();
-        match result.and_then(|()| self.commit(writes, None)) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                self.reload()?;
-                Err(e)
-            }
-        }
+        })
     }
 }
 

@@ -42,3 +42,21 @@ pub use table_writes::TableChanges;
 pub use sinks::{written_fields, SINK_OPTION};
 pub use sources::{SourceRow, SourceStep, SOURCE_BATCH_ROWS, SOURCE_SLICE};
 pub use system::{job_status, JobStats, StateTableRow, SystemState};
+
+/// Runs `work`, which may take long (a backfill, joining a job's thread, an epoch's write,
+/// a slice of the sources), without holding up the async threads' other tasks.
+///
+/// On a worker of a multi-thread Tokio runtime (a statement's task in `weir serve`) it runs
+/// through `tokio::task::block_in_place`: the worker's queued tasks and its turn at the I/O
+/// driver move to another thread first. Without that, a `CREATE MATERIALIZED VIEW` backfilling
+/// millions of rows kept a `SELECT` or a new connection that had been queued on its worker
+/// waiting until it ended. Elsewhere (a plain thread such as the source thread or a job's
+/// runner, a current-thread runtime, or a call nested in another) `work` runs directly.
+pub fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}

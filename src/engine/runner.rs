@@ -209,27 +209,29 @@ impl Engine {
 
     /// Takes the jobs of runners `names` back; returns whether the engine reloaded.
     fn take_back(&mut self, names: Vec<String>) -> Result<bool> {
-        let reload = std::mem::take(&mut self.runners_lost);
-        for name in names {
-            let Some(runner) = self.runners.remove(&name) else { continue };
-            let Handback { job, tasks, why } = runner.join();
-            // The job restarts from its last checkpoint after a delay, built again then
-            // ([`super::restart`]): what it did since is dropped with it. Its epochs were its
-            // own, so nothing else is reloaded: it fails alone.
-            if let Stopped::Error(e) = why {
-                self.note_failure(&name, &e.to_string());
-                continue;
+        super::blocking(|| {
+            let reload = std::mem::take(&mut self.runners_lost);
+            for name in names {
+                let Some(runner) = self.runners.remove(&name) else { continue };
+                let Handback { job, tasks, why } = runner.join();
+                // The job restarts from its last checkpoint after a delay, built again then
+                // ([`super::restart`]): what it did since is dropped with it. Its epochs were its
+                // own, so nothing else is reloaded: it fails alone.
+                if let Stopped::Error(e) = why {
+                    self.note_failure(&name, &e.to_string());
+                    continue;
+                }
+                self.jobs.insert(name.clone(), job);
+                self.sources.extend(tasks);
+                if let Stopped::Failed(error) = why {
+                    self.fail_job(&name, error);
+                }
             }
-            self.jobs.insert(name.clone(), job);
-            self.sources.extend(tasks);
-            if let Stopped::Failed(error) = why {
-                self.fail_job(&name, error);
+            if reload {
+                self.reload()?;
             }
-        }
-        if reload {
-            self.reload()?;
-        }
-        Ok(reload)
+            Ok(reload)
+        })
     }
 
     /// Stops every runner and drops what it held (the engine's end: the last commit is what

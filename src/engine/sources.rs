@@ -103,46 +103,49 @@ impl Engine {
     /// last commit. The job whose source or operators erred restarts from there after a delay
     /// ([`super::restart`]).
     pub fn poll_sources(&mut self, budget: Duration) -> Result<SourceStep> {
-        let start = Instant::now();
-        let mut step = SourceStep::default();
-        let keys: Vec<(String, String)> = self.sources.keys().cloned().collect();
-        let mut progressed = true;
-        while progressed && start.elapsed() < budget {
-            progressed = false;
-            for key in &keys {
-                if self.failed.contains_key(&key.0) {
-                    // A failed job takes no more input from any of its tasks.
-                    continue;
-                }
-                let Some(task) = self.sources.get_mut(key) else { continue };
-                let next = match task.next(SOURCE_BATCH_ROWS) {
-                    Ok(next) => next,
-                    Err(e) => return Err(self.restart_after(&key.0, e)),
-                };
-                if let Some(error) = task.failure.clone() {
-                    if !self.failed.contains_key(&key.0) {
-                        self.fail_job(&key.0, error);
+        super::blocking(|| {
+            let start = Instant::now();
+            let mut step = SourceStep::default();
+            let keys: Vec<(String, String)> = self.sources.keys().cloned().collect();
+            let mut progressed = true;
+            while progressed && start.elapsed() < budget {
+                progressed = false;
+                for key in &keys {
+                    if self.failed.contains_key(&key.0) {
+                        // A failed job takes no more input from any of its tasks.
+                        continue;
                     }
-                    continue;
-                }
-                let Some((batch, watermark)) = next else { continue };
-                progressed = true;
-                if let Some(chunk) = batch {
-                    step.rows += chunk.len() as u64;
-                    if let Err(e) = self.push_into_job(&key.0, &key.1, &chunk) {
-                        return Err(self.restart_after(&key.0, e));
+                    let Some(task) = self.sources.get_mut(key) else { continue };
+                    let next = match task.next(SOURCE_BATCH_ROWS) {
+                        Ok(next) => next,
+                        Err(e) => return Err(self.restart_after(&key.0, e)),
+                    };
+                    if let Some(error) = task.failure.clone() {
+                        if !self.failed.contains_key(&key.0) {
+                            self.fail_job(&key.0, error);
+                        }
+                        continue;
                     }
-                }
-                if let Some(wm) = watermark {
-                    step.watermark_moved = true;
-                    if let Err(e) = self.watermark_into_job(&key.0, &key.1, wm) {
-                        return Err(self.restart_after(&key.0, e));
+                    let Some((batch, watermark)) = next else { continue };
+                    progressed = true;
+                    if let Some(chunk) = batch {
+                        step.rows += chunk.len() as u64;
+                        if let Err(e) = self.push_into_job(&key.0, &key.1, &chunk) {
+                            return Err(self.restart_after(&key.0, e));
+                        }
+                    }
+                    if let Some(wm) = watermark {
+                        step.watermark_moved = true;
+                        if let Err(e) = self.watermark_into_job(&key.0, &key.1, wm) {
+                            return Err(self.restart_after(&key.0, e));
+                        }
                     }
                 }
             }
-        }
-        step.all_finished = self.bounded_sources_finished() && self.sources.values().all(|t| t.bounded() || self.failed.contains_key(&t.job));
-        Ok(step)
+            step.all_finished = self.bounded_sources_finished()
+                && self.sources.values().all(|t| t.bounded() || self.failed.contains_key(&t.job));
+            Ok(step)
+        })
     }
 
     /// Notes that job `job` failed with `e` (it restarts after a delay, [`super::restart`]), and

@@ -83,13 +83,15 @@ impl Engine {
     /// An operator's (a view's rows that break its state's rules), the commit's; the reload's
     /// when that fails too (logged).
     pub fn commit_table_changes(&mut self, changes: TableChanges) -> Result<()> {
-        if let Err(e) = self.apply_table_changes(changes) {
-            if let Err(reload) = self.reload() {
-                tracing::error!("reloading after a failed statement failed: {reload}");
+        super::blocking(|| {
+            if let Err(e) = self.apply_table_changes(changes) {
+                if let Err(reload) = self.reload() {
+                    tracing::error!("reloading after a failed statement failed: {reload}");
+                }
+                return Err(e);
             }
-            return Err(e);
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     fn apply_table_changes(&mut self, changes: TableChanges) -> Result<()> {
