@@ -350,23 +350,24 @@ fn closest<'a>(key: &str, supported: &'a [String]) -> Option<&'a str> {
         .map(|(_, s)| s.as_str())
 }
 
-/// Milliseconds of a duration in Flink's syntax: a number and a unit (`'10 s'`, `'500 ms'`,
-/// `'2 min'`, `'1 h'`, `'1 d'`, and their long forms), or a bare number of milliseconds; `None`
-/// for anything else.
+/// Milliseconds of a duration in Flink's syntax (`TimeUtils.parseDuration`): a whole number and
+/// a unit (`'10 s'`, `'500 ms'`, `'2 min'`, `'1 h'`, `'1 d'`, and their long forms), or a bare
+/// whole number of milliseconds; `None` for anything else, a fraction (`'1.5 s'`: Flink takes
+/// whole numbers only, so write `'1500 ms'`) or more milliseconds than 64 bits hold.
 pub fn duration_ms(value: &str) -> Option<i64> {
     let v = value.trim().to_lowercase();
-    let split = v.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(v.len());
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     let (num, unit) = v.split_at(split);
-    let n: f64 = num.parse().ok()?;
+    let n: i64 = num.parse().ok()?;
     let factor = match unit.trim() {
-        "" | "ms" | "milli" | "millis" | "millisecond" | "milliseconds" => 1.0,
-        "s" | "sec" | "secs" | "second" | "seconds" => 1_000.0,
-        "min" | "mins" | "minute" | "minutes" => 60_000.0,
-        "h" | "hour" | "hours" => 3_600_000.0,
-        "d" | "day" | "days" => 86_400_000.0,
+        "" | "ms" | "milli" | "millis" | "millisecond" | "milliseconds" => 1,
+        "s" | "sec" | "secs" | "second" | "seconds" => 1_000,
+        "min" | "mins" | "minute" | "minutes" => 60_000,
+        "h" | "hour" | "hours" => 3_600_000,
+        "d" | "day" | "days" => 86_400_000,
         _ => return None,
     };
-    Some((n * factor).round() as i64)
+    n.checked_mul(factor)
 }
 
 /// A boolean option's value: `true` or `false`, in any case.

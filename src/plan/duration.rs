@@ -13,7 +13,7 @@ use crate::error::{Result, WeirError};
 pub fn parse_duration_ms(key: &str, value: &str) -> Result<i64> {
     weir_connectors::duration_ms(value).ok_or_else(|| {
         WeirError::option(format!(
-            "{key} = '{value}' is not a duration; write a number and a unit: ms, s, min, h, d (e.g. '10 s')"
+            "{key} = '{value}' is not a duration; write a whole number and a unit: ms, s, min, h, d (e.g. '10 s', '1500 ms'); a number alone is milliseconds"
         ))
     })
 }
@@ -29,6 +29,11 @@ mod tests {
         assert_eq!(parse_duration_ms("k", "0 ms")?, 0);
         assert_eq!(parse_duration_ms("k", "250")?, 250);
         assert!(parse_duration_ms("k", "soon").is_err());
+        // Flink's rule: whole numbers only, within 64 bits of milliseconds.
+        assert!(parse_duration_ms("k", "1.5 s").is_err());
+        assert!(parse_duration_ms("k", "99999999999999999999").is_err());
+        assert!(parse_duration_ms("k", "9223372036854775807 d").is_err());
+        assert_eq!(parse_duration_ms("k", "9223372036854775807")?, i64::MAX);
         Ok(())
     }
 }

@@ -375,6 +375,7 @@ pub fn parse_statement(sql: &str) -> Result<WeirStatement> {
     let body = crate::sql::window_tvf::rewrite_window_tvfs(&body)?;
     let body = crate::sql::temporal::rewrite_system_time(&body)?;
     let body = crate::sql::types::rewrite_nested_types(&body)?;
+    let body = crate::sql::types::rewrite_wide_number_literals(&body)?;
     let dialect = GenericDialect {};
     let mut p = Parser::new(&dialect).try_with_sql(&body).map_err(|e| syntax_error(sql, e))?;
     let mut stmt = parse_weir(&mut p, sql)?;

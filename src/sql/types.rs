@@ -211,6 +211,56 @@ pub fn rewrite_nested_types(sql: &str) -> Result<String> {
     Ok(t.render(&rewritten))
 }
 
+/// Turns a number literal in E notation whose value does not fit `DECIMAL(38)` (`1e300`,
+/// `2.5E-60`) into `CAST('1e300' AS DOUBLE)`. A number literal is read as a DECIMAL, as
+/// Postgres reads it (`0.1 + 0.2 = 0.3`), and DataFusion refuses one beyond its decimal types
+/// ("Decimal scale -300 exceeds the minimum supported scale"); Flink types every E-notation
+/// literal DOUBLE. The literals that fit stay DECIMALs. Text without one comes back unchanged.
+///
+/// # Errors
+/// `Syntax` when the text cannot be tokenized.
+pub fn rewrite_wide_number_literals(sql: &str) -> Result<String> {
+    use sqlparser::tokenizer::Token;
+    let bytes = sql.as_bytes();
+    let exponent_at = |i: usize| {
+        matches!(bytes[i], b'e' | b'E')
+            && i > 0
+            && (bytes[i - 1].is_ascii_digit() || bytes[i - 1] == b'.')
+            && bytes.get(i + 1).is_some_and(|b| b.is_ascii_digit() || *b == b'-' || *b == b'+')
+    };
+    if !(0..bytes.len()).any(exponent_at) {
+        return Ok(sql.to_string());
+    }
+    let t = crate::sql::token_rewrite::Tokens::new(sql)?;
+    let mut rewritten = std::collections::HashMap::new();
+    for &i in &t.sig {
+        if let Token::Number(text, _) = &t.tokens[i] {
+            if !fits_decimal_38(text) {
+                rewritten.insert(i, format!("CAST('{text}' AS DOUBLE)"));
+            }
+        }
+    }
+    Ok(if rewritten.is_empty() { sql.to_string() } else { t.render(&rewritten) })
+}
+
+/// Whether number literal `text` (`1.5e10`, `42`, `.5E-3`) is a value of `DECIMAL(38, s)` for
+/// some scale `0 <= s <= 38`: at most 38 digits, counting the integer digits its exponent adds
+/// and the fraction digits it needs.
+fn fits_decimal_38(text: &str) -> bool {
+    let Some(e) = text.find(['e', 'E']) else { return true };
+    let Ok(exponent) = text[e + 1..].parse::<i64>() else { return false };
+    let mantissa = &text[..e];
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits: String = format!("{int}{frac}").trim_start_matches('0').to_string();
+    if digits.is_empty() {
+        return true; // zero
+    }
+    // value = digits * 10^-scale
+    let scale = frac.len() as i64 - exponent;
+    let precision = if scale >= 0 { (digits.len() as i64).max(scale) } else { digits.len() as i64 - scale };
+    precision <= 38 && scale <= 38
+}
+
 fn unit_of(precision: Option<u32>) -> TimeUnit {
     match precision.unwrap_or(6) {
         0..=3 => TimeUnit::Millisecond,
@@ -408,6 +458,20 @@ pub fn format_type_name(t: &Type) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn number_literals_beyond_decimal_38_are_doubles() -> Result<()> {
+        let cases = [
+            ("SELECT 1e300, 1.5e10, 2", "SELECT CAST('1e300' AS DOUBLE), 1.5e10, 2"),
+            ("SELECT 1E-39 * x, 1E-38, 0.0e-400", "SELECT CAST('1E-39' AS DOUBLE) * x, 1E-38, 0.0e-400"),
+            ("SELECT 1e38, 1e37, 12.5e36, 12.5e37", "SELECT CAST('1e38' AS DOUBLE), 1e37, 12.5e36, CAST('12.5e37' AS DOUBLE)"),
+            ("SELECT 'x1e300', c1e5 FROM t", "SELECT 'x1e300', c1e5 FROM t"),
+        ];
+        for (sql, rewritten) in cases {
+            assert_eq!(rewrite_wide_number_literals(sql)?, rewritten, "{sql}");
+        }
+        Ok(())
+    }
 
     #[test]
     fn flink_nested_types_are_rewritten_and_row_constructors_left_alone() -> Result<()> {

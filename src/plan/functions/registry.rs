@@ -20,7 +20,7 @@ use super::unix_timestamp::{LocalTimestamp, UnixTimestamp};
 /// Registers Weir's functions on `ctx`. Names DataFusion already uses are replaced: `avg` (and
 /// its alias `mean`) by Flink's typing, `date_format` (DataFusion's alias of `to_char`, with
 /// chrono patterns) by Flink's Java patterns; `to_char` stays DataFusion's. `variance` is added
-/// as a name of `var_samp` (Postgres).
+/// as a name of `var_samp`, `every` as one of `bool_and` (Postgres).
 pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(ProcTime::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(CurrentWatermark::new()));
@@ -35,6 +35,9 @@ pub fn register(ctx: &SessionContext) {
     // Postgres's name for VAR_SAMP, which DataFusion does not know.
     let var_samp = datafusion::functions_aggregate::variance::var_samp_udaf();
     ctx.register_udaf(var_samp.as_ref().clone().with_aliases(["variance"]));
+    // Postgres's (and the SQL standard's) name for BOOL_AND.
+    let bool_and = datafusion::functions_aggregate::bool_and_or::bool_and_udaf();
+    ctx.register_udaf(bool_and.as_ref().clone().with_aliases(["every"]));
     ctx.register_udf(ScalarUDF::new_from_impl(If::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(JsonValue::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(TimestampDiff::new()));
