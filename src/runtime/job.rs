@@ -1047,15 +1047,47 @@ fn agg_call(e: &Expr, input: &DFSchema, output_type: arrow::datatypes::DataType)
         "avg" | "mean" => AggKind::Avg,
         "min" => AggKind::Min,
         "max" => AggKind::Max,
+        "string_agg" => AggKind::StringAgg,
+        "array_agg" => AggKind::ArrayAgg,
         other => {
             return Err(WeirError::unsupported(format!(
                 "aggregate function {other} in a streaming GROUP BY; supported: COUNT, SUM, AVG, MIN, MAX, STDDEV_POP, \
-                 STDDEV_SAMP, VAR_POP, VAR_SAMP, BOOL_AND, BOOL_OR"
+                 STDDEV_SAMP, VAR_POP, VAR_SAMP, BOOL_AND, BOOL_OR, STRING_AGG, LISTAGG, ARRAY_AGG"
             )))
         }
     };
     let params = &f.params;
-    if params.args.len() > 1 {
+    let mut separator = None;
+    if kind.is_list() {
+        let upper = name.to_uppercase();
+        if params.distinct {
+            return Err(WeirError::unsupported(format!(
+                "{upper}(DISTINCT ..) in a streaming GROUP BY; aggregate the distinct values of a subquery"
+            )));
+        }
+        if !params.order_by.is_empty() {
+            return Err(WeirError::unsupported(format!(
+                "{upper}(.. ORDER BY ..) in a streaming GROUP BY: the values are joined in arrival order, as Flink's \
+                 LISTAGG and ARRAY_AGG join them; leave out the ORDER BY"
+            )));
+        }
+        if kind == AggKind::StringAgg {
+            separator = Some(match params.args.get(1).map(without_casts) {
+                Some(Expr::Literal(v, _)) if v.is_null() => String::new(),
+                Some(Expr::Literal(v, _)) => match v.try_as_str() {
+                    Some(Some(s)) => s.to_string(),
+                    _ => return Err(WeirError::unsupported(format!("{upper} with a separator that is not a string: {v}"))),
+                },
+                Some(other) => {
+                    return Err(WeirError::unsupported(format!(
+                        "{upper} with a separator that is not a constant string: {other}"
+                    )))
+                }
+                None => return Err(WeirError::unsupported(format!("{upper} without a separator"))),
+            });
+        }
+    }
+    if params.args.len() > 1 + usize::from(kind == AggKind::StringAgg) {
         return Err(WeirError::unsupported(format!("{name} with {} arguments", params.args.len())));
     }
     let (arg, arg_type) = match params.args.first() {
@@ -1065,5 +1097,14 @@ fn agg_call(e: &Expr, input: &DFSchema, output_type: arrow::datatypes::DataType)
     let filter = params.filter.as_ref().map(|f| physical_expr(f, input)).transpose()?;
     // MIN and MAX of the distinct values are those of all values: DISTINCT changes nothing.
     let distinct = params.distinct && !matches!(kind, AggKind::Min | AggKind::Max);
-    Ok(AggCall { kind, arg, distinct, filter, arg_type, output_type })
+    Ok(AggCall { kind, arg, distinct, filter, arg_type, output_type, separator })
+}
+
+/// `e` without the casts type coercion put around a constant (`CAST(',' AS Utf8)`).
+fn without_casts(e: &Expr) -> &Expr {
+    match e {
+        Expr::Cast(c) => without_casts(&c.expr),
+        Expr::TryCast(c) => without_casts(&c.expr),
+        other => other,
+    }
 }

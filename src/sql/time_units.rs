@@ -1,6 +1,7 @@
-//! Flink's calls that take a time unit keyword, made to parse as plain function calls: the
-//! statement's text is rewritten at the token level before it is parsed
-//! ([`rewrite_time_units`]), and the functions of [`crate::plan::functions`] do the rest.
+//! Flink's calls that take a time unit keyword, and LISTAGG, made to parse as plain function
+//! calls: the statement's text is rewritten at the token level before it is parsed
+//! ([`rewrite_time_units`]), and the functions of [`crate::plan::functions`] (and
+//! DataFusion's `string_agg`) do the rest.
 //!
 //! | Flink | rewritten |
 //! |---|---|
@@ -9,6 +10,7 @@
 //! | `FLOOR(t TO HOUR)` | `time_floor('HOUR', t)` |
 //! | `CEIL(t TO DAY)`, `CEILING(t TO DAY)` | `time_ceil('DAY', t)` |
 //! | `LOCALTIMESTAMP` | `localtimestamp()` (Flink: the current time as a TIMESTAMP(3) in the session time zone, UTC, read per row in a streaming job) |
+//! | `LISTAGG(x)`, `LISTAGG(x, sep)` | `STRING_AGG(x, ',')`, `STRING_AGG(x, sep)` (Flink: the separator defaults to `','`) |
 //!
 //! Text inside string literals and quoted names is left alone; `FLOOR(x)` without `TO` too.
 
@@ -22,11 +24,11 @@ use crate::error::Result;
 /// `Syntax` when the text cannot be tokenized.
 pub fn rewrite_time_units(sql: &str) -> Result<String> {
     let upper = sql.to_ascii_uppercase();
-    if !["TIMESTAMPDIFF", "TIMESTAMPADD", "FLOOR", "CEIL", "LOCALTIMESTAMP"].iter().any(|w| upper.contains(w)) {
+    if !["TIMESTAMPDIFF", "TIMESTAMPADD", "FLOOR", "CEIL", "LOCALTIMESTAMP", "LISTAGG"].iter().any(|w| upper.contains(w)) {
         return Ok(sql.to_string());
     }
     let t = crate::sql::token_rewrite::Tokens::new(sql)?;
-    let (tokens, sig) = (&t.tokens, &t.sig);
+    let sig = &t.sig;
     let word_at = |k: usize| t.word_at(k);
     let is = |k: usize, token: Token| t.is(k, &token);
     let mut rewritten = std::collections::HashMap::new();
@@ -42,24 +44,16 @@ pub fn rewrite_time_units(sql: &str) -> Result<String> {
                     rewritten.insert(sig[k + 2], format!("'{unit}'"));
                 }
             }
+            "LISTAGG" if is(k + 1, Token::LParen) => {
+                let Some((close, commas)) = call_end(&t, k + 1) else { continue };
+                rewritten.insert(sig[k], "STRING_AGG".to_string());
+                if commas == 0 {
+                    rewritten.insert(sig[close], ", ',')".to_string());
+                }
+            }
             "FLOOR" | "CEIL" | "CEILING" if is(k + 1, Token::LParen) => {
                 // `TO unit` right before the call's closing parenthesis, at its own depth.
-                let mut depth = 0usize;
-                let mut close = None;
-                for (j, &i) in sig.iter().enumerate().skip(k + 1) {
-                    match tokens[i] {
-                        Token::LParen => depth += 1,
-                        Token::RParen => {
-                            depth -= 1;
-                            if depth == 0 {
-                                close = Some(j);
-                                break;
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                let Some(close) = close else { continue };
+                let Some((close, _)) = call_end(&t, k + 1) else { continue };
                 if close < k + 5 || word_at(close - 2).as_deref() != Some("TO") {
                     continue;
                 }
@@ -81,6 +75,28 @@ pub fn rewrite_time_units(sql: &str) -> Result<String> {
     Ok(t.render(&rewritten))
 }
 
+/// The significant token that closes the parenthesis opened at significant token `open`, and
+/// the commas between them at the call's own depth (its arguments less one); `None` when it
+/// is never closed.
+fn call_end(t: &crate::sql::token_rewrite::Tokens<'_>, open: usize) -> Option<(usize, usize)> {
+    let mut depth = 0usize;
+    let mut commas = 0;
+    for (j, &i) in t.sig.iter().enumerate().skip(open) {
+        match t.tokens[i] {
+            Token::LParen | Token::LBracket => depth += 1,
+            Token::RParen | Token::RBracket => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some((j, commas));
+                }
+            }
+            Token::Comma if depth == 1 => commas += 1,
+            _ => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,6 +110,10 @@ mod tests {
         assert_eq!(
             rewrite_time_units("SELECT FLOOR(CAST(ts AS TIMESTAMP(3)) TO HOUR), CEIL(ts TO day) FROM x")?,
             "SELECT time_floor('HOUR', CAST(ts AS TIMESTAMP(3))), time_ceil('DAY', ts) FROM x"
+        );
+        assert_eq!(
+            rewrite_time_units("SELECT LISTAGG(name), listagg(f(a, b), ';') FILTER (WHERE x) FROM t")?,
+            "SELECT STRING_AGG(name, ','), STRING_AGG(f(a, b), ';') FILTER (WHERE x) FROM t"
         );
         // Doubled quotes stay as written.
         assert_eq!(

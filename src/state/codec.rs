@@ -796,6 +796,36 @@ pub fn put_f64(out: &mut Vec<u8>, v: f64) {
     out.extend_from_slice(&encode_f64(v));
 }
 
+/// Appends a present field of a string or binary type.
+pub fn put_bytes(out: &mut Vec<u8>, v: &[u8]) {
+    out.push(1);
+    encode_bytes(v, out);
+}
+
+/// The value of the string or binary field at the front of `field` ([`put_bytes`]'s layout);
+/// `None` for a NULL field.
+///
+/// # Errors
+/// `Storage` when the bytes are not such a field.
+pub fn get_bytes(field: &[u8]) -> Result<Option<std::borrow::Cow<'_, [u8]>>> {
+    match field.first() {
+        Some(0) => Ok(None),
+        Some(1) => Ok(Some(decode_bytes(&field[1..])?.0)),
+        _ => Err(corrupt("not a string field")),
+    }
+}
+
+/// Appends a present field of a list type whose elements are `elements`, each a field as the
+/// element type's codec encodes it (NULL or present).
+pub fn put_list<'a>(out: &mut Vec<u8>, elements: impl IntoIterator<Item = &'a [u8]>) {
+    out.push(1);
+    for element in elements {
+        out.push(1);
+        out.extend_from_slice(element);
+    }
+    out.push(0);
+}
+
 /// Appends a present field of a decimal type (the unscaled value).
 pub fn put_i128(out: &mut Vec<u8>, v: i128) {
     out.push(1);

@@ -6,15 +6,18 @@
 //! always has exactly one row, as in Postgres: it starts as `COUNT(*) = 0`, other aggregates
 //! NULL.
 //!
-//! Aggregates: COUNT(*), COUNT(x), SUM, AVG, MIN, MAX, COUNT/SUM/AVG(DISTINCT x), each with an
-//! optional `FILTER (WHERE ...)`. NULL arguments are skipped (SQL). SUM and AVG keep a sum and a
+//! Aggregates: COUNT(*), COUNT(x), SUM, AVG, MIN, MAX, COUNT/SUM/AVG(DISTINCT x), STRING_AGG
+//! (LISTAGG) and ARRAY_AGG, each with an optional `FILTER (WHERE ...)`. NULL arguments are skipped (SQL). SUM and AVG keep a sum and a
 //! count of non-NULL values, so a retraction subtracts; MIN, MAX and the DISTINCT aggregates
 //! keep the multiset of values per group, so deleting the current extreme brings back the next
 //! one, and a DISTINCT aggregate counts (SUM/AVG: adds) a value when its count in the multiset
 //! rises from zero and takes it back when it falls to zero (Flink's distinct aggregates). Over an
 //! append-only input MIN and MAX keep only the current extreme in the group's state, with no
 //! value multiset (Flink: `MaxAggFunction` for insert-only input, `MaxWithRetractAggFunction`
-//! otherwise).
+//! otherwise). STRING_AGG and ARRAY_AGG keep each group's values in arrival order and
+//! join them (STRING_AGG skips NULLs; ARRAY_AGG keeps them, as Postgres and Flink); a
+//! retraction takes out the earliest equal value (Flink's `ListAggWithRetractAggFunction`,
+//! `ArrayAggFunction`), so a value deleted and inserted again moves to the end.
 //!
 //! # State
 //! - `groups`: group key → row count and accumulators (cached whole in memory).
@@ -28,6 +31,8 @@
 //!   each with a table and a cache entry of its own). A COUNT(DISTINCT) alone over its argument
 //!   keeps `values/<i>` with one count, and so does each of a state written before multisets
 //!   were shared (its `values/<i>` tables not all empty).
+//! - `lists/<i>`: for the i-th STRING_AGG or ARRAY_AGG: group key ++ arrival number (u64
+//!   big-endian, from the group's accumulator) → the value's field.
 //!
 //! A group's entries are deleted when its row count reaches zero. With a state TTL
 //! ([`GroupAggregate::with_state_ttl`], unwindowed only) a group not written for that long
@@ -62,7 +67,7 @@ use datafusion::physical_expr::PhysicalExpr;
 use crate::error::{Result, WeirError};
 use crate::runtime::changelog::{Op, StreamChunk};
 use crate::runtime::operator::{OpContext, Operator};
-use crate::state::codec::{put_f64, put_i128, put_i64, put_null, put_u64};
+use crate::state::codec::{get_bytes, put_bytes, put_f64, put_i128, put_i64, put_list, put_null, put_u64};
 use crate::state::{EpochWrites, RowCodec, StateTable, Store, TableRef};
 
 /// The stable name of the group state table.
@@ -72,6 +77,9 @@ pub const VALUES: &str = "values";
 /// The stable name prefix of the value multisets COUNT(DISTINCT)s over one argument share
 /// (`distinct/<i>`, `i` the first of them).
 pub const DISTINCT: &str = "distinct";
+/// The stable name prefix of the per-aggregate value lists of STRING_AGG and ARRAY_AGG
+/// (`lists/<i>`).
+pub const LISTS: &str = "lists";
 /// The stable name of the window aggregation's watermark table.
 pub const WATERMARK: &str = "watermark";
 
@@ -83,6 +91,18 @@ pub enum AggKind {
     Avg,
     Min,
     Max,
+    /// `STRING_AGG(x, sep)` / `LISTAGG(x [, sep])`: the non-NULL values joined by
+    /// [`AggCall::separator`] in arrival order; NULL over no values.
+    StringAgg,
+    /// `ARRAY_AGG(x)`: the values, NULLs included, in arrival order; NULL over no rows.
+    ArrayAgg,
+}
+
+impl AggKind {
+    /// STRING_AGG or ARRAY_AGG: the values live in the `lists/<i>` table.
+    pub fn is_list(self) -> bool {
+        matches!(self, AggKind::StringAgg | AggKind::ArrayAgg)
+    }
 }
 
 /// One aggregate call of the GROUP BY.
@@ -98,6 +118,8 @@ pub struct AggCall {
     pub arg_type: DataType,
     /// The result type.
     pub output_type: DataType,
+    /// STRING_AGG's separator (`None` for every other aggregate).
+    pub separator: Option<String>,
 }
 
 impl AggCall {
@@ -124,6 +146,9 @@ enum Acc {
     /// COUNT(DISTINCT): the number of distinct non-NULL values (they live in its
     /// [`DistinctSet`]'s table).
     Distinct(i64),
+    /// STRING_AGG/ARRAY_AGG: the values live in the `lists/<i>` table; this is the arrival
+    /// number the next one gets.
+    List(u64),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -176,6 +201,9 @@ pub struct GroupAggregate {
     groups: StateTable,
     /// MIN/MAX over an updating input: each one's value multiset.
     values: Vec<Option<StateTable>>,
+    /// STRING_AGG/ARRAY_AGG: each one's values by arrival, group key ++ arrival number (u64
+    /// big-endian) → the value's field as its value codec encodes it.
+    lists: Vec<Option<StateTable>>,
     distinct_sets: Vec<DistinctSet>,
     /// For a window aggregation: the index of the `window_end` group column.
     window_end_key: Option<usize>,
@@ -214,9 +242,10 @@ impl GroupAggregate {
         let out_codec = RowCodec::try_new(types)?;
         let mut value_codecs = Vec::with_capacity(aggs.len());
         let mut values = Vec::with_capacity(aggs.len());
+        let mut lists = Vec::with_capacity(aggs.len());
         for (i, agg) in aggs.iter().enumerate() {
             let extreme = matches!(agg.kind, AggKind::Min | AggKind::Max);
-            if extreme || agg.in_distinct_set() {
+            if extreme || agg.in_distinct_set() || agg.kind.is_list() {
                 value_codecs.push(Some(RowCodec::try_new(vec![agg.arg_type.clone()])?));
             } else {
                 value_codecs.push(None);
@@ -228,6 +257,11 @@ impl GroupAggregate {
             } else {
                 values.push(None);
             }
+            lists.push(match agg.kind.is_list() {
+                // A group's list is read whole, in order: cached a group at a time.
+                true => Some(StateTable::grouped(state_table(&format!("{LISTS}/{i}")), store, key_codec.group_len())),
+                false => None,
+            });
             if matches!(agg.kind, AggKind::Sum | AggKind::Avg) {
                 accumulator_kind(&agg.arg_type)?;
             }
@@ -256,6 +290,7 @@ impl GroupAggregate {
             schema,
             groups,
             values,
+            lists,
             distinct_sets,
             window_end_key: window.map(|(k, _, _)| k),
             emit_on_window_close: window.is_some_and(|(_, eowc, _)| eowc),
@@ -275,9 +310,11 @@ impl GroupAggregate {
         self
     }
 
-    /// Deletes the value multiset entries of group `key` (MIN/MAX/COUNT DISTINCT).
+    /// Deletes the value multiset and list entries of group `key` (MIN/MAX/COUNT DISTINCT,
+    /// STRING_AGG/ARRAY_AGG).
     fn free_values(&mut self, store: &Store, key: &[u8]) -> Result<()> {
-        for table in self.values.iter_mut().flatten().chain(self.distinct_sets.iter_mut().map(|s| &mut s.table)) {
+        let sets = self.distinct_sets.iter_mut().map(|s| &mut s.table);
+        for table in self.values.iter_mut().flatten().chain(self.lists.iter_mut().flatten()).chain(sets) {
             table.delete_prefix(store, key)?;
         }
         Ok(())
@@ -344,6 +381,7 @@ impl GroupAggregate {
                 },
                 AggKind::Min | AggKind::Max if self.append_only_input => Acc::Extreme(None),
                 AggKind::Min | AggKind::Max => Acc::Values,
+                AggKind::StringAgg | AggKind::ArrayAgg => Acc::List(0),
             })
             .collect();
         GroupState { rows: 0, accs }
@@ -415,6 +453,26 @@ impl GroupAggregate {
                         None => put_null(&mut out),
                     }
                 }
+                Acc::List(_) => {
+                    let table = self.lists[i].as_mut().expect("STRING_AGG/ARRAY_AGG have a list table");
+                    let mut entries = table.prefix_iter(store, key)?.map(|(_, v)| v).peekable();
+                    if entries.peek().is_none() {
+                        put_null(&mut out);
+                    } else if agg.kind == AggKind::ArrayAgg {
+                        put_list(&mut out, entries);
+                    } else {
+                        let separator = agg.separator.as_deref().unwrap_or_default().as_bytes();
+                        let mut joined = Vec::new();
+                        for (n, field) in entries.enumerate() {
+                            if n > 0 {
+                                joined.extend_from_slice(separator);
+                            }
+                            let value = get_bytes(field)?.ok_or_else(|| WeirError::storage("a NULL in STRING_AGG's list"))?;
+                            joined.extend_from_slice(&value);
+                        }
+                        put_bytes(&mut out, &joined);
+                    }
+                }
             }
         }
         Ok(out)
@@ -441,7 +499,7 @@ impl Operator for GroupAggregate {
     }
 
     fn state_tables(&self) -> &'static [&'static str] {
-        &[GROUPS, VALUES, DISTINCT]
+        &[GROUPS, VALUES, DISTINCT, LISTS]
     }
 
     fn state(&self) -> Vec<(String, &StateTable)> {
@@ -449,6 +507,11 @@ impl Operator for GroupAggregate {
         for (i, t) in self.values.iter().enumerate() {
             if let Some(t) = t {
                 out.push((format!("{VALUES}/{i}"), t));
+            }
+        }
+        for (i, t) in self.lists.iter().enumerate() {
+            if let Some(t) = t {
+                out.push((format!("{LISTS}/{i}"), t));
             }
         }
         out.extend(self.distinct_sets.iter().map(|s| (s.name.clone(), &s.table)));
@@ -602,6 +665,32 @@ impl Operator for GroupAggregate {
                             table.delete(entry);
                         } else {
                             table.put(entry, count.to_le_bytes().to_vec());
+                        }
+                    }
+                    (Acc::List(next), ArgCol::Bytes(vals)) => {
+                        // ARRAY_AGG keeps NULLs (as Postgres and Flink), STRING_AGG skips them.
+                        let value = match &vals[row] {
+                            Some(v) => v.clone(),
+                            None if self.aggs[j].kind == AggKind::ArrayAgg => {
+                                let mut null = Vec::with_capacity(1);
+                                put_null(&mut null);
+                                null
+                            }
+                            None => continue,
+                        };
+                        let table = self.lists[j].as_mut().expect("list table exists");
+                        if sign > 0 {
+                            let mut entry = keys[row].clone();
+                            entry.extend_from_slice(&next.to_be_bytes());
+                            table.put(entry, value);
+                            *next += 1;
+                        } else {
+                            // Flink's ListAggWithRetractAggFunction: a retraction takes out the
+                            // earliest equal value still in the list.
+                            let found = table.prefix_iter(ctx.store, &keys[row])?.find(|(_, v)| *v == value.as_slice());
+                            if let Some(entry) = found.map(|(k, _)| k.to_vec()) {
+                                table.delete(entry);
+                            }
                         }
                     }
                     _ => return Err(WeirError::internal("aggregate argument of the wrong kind")),
@@ -963,6 +1052,7 @@ fn encode_state(state: &GroupState) -> Vec<u8> {
     for acc in &state.accs {
         match acc {
             Acc::Count(c) | Acc::Distinct(c) => out.extend_from_slice(&c.to_le_bytes()),
+            Acc::List(next) => out.extend_from_slice(&next.to_le_bytes()),
             Acc::SumInt(s, c) => {
                 out.extend_from_slice(&s.to_le_bytes());
                 out.extend_from_slice(&c.to_le_bytes());
@@ -1016,6 +1106,7 @@ fn decode_state(bytes: &[u8], shape: &GroupState) -> Result<GroupState> {
             }
             Acc::Values => Acc::Values,
             Acc::Extreme(_) => Acc::Extreme(None),
+            Acc::List(_) => Acc::List(u64::from_le_bytes(read(8)?.try_into().expect("8 bytes"))),
         });
     }
     for acc in &mut accs {
@@ -1072,6 +1163,7 @@ mod tests {
             distinct,
             filter,
             output_type: DataType::Int64,
+            separator: None,
         };
         let aggs = vec![
             count(None, false, None),

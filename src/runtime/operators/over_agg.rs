@@ -384,6 +384,7 @@ mod tests {
             filter: None,
             arg_type: DataType::Int64,
             output_type: DataType::Int64,
+            separator: None,
         };
         let agg_schema =
             Arc::new(Schema::new(vec![Field::new("p0", DataType::Utf8, true), Field::new("a0", DataType::Int64, true)]));

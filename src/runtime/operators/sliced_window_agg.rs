@@ -591,8 +591,10 @@ fn accumulators(aggs: &[AggCall]) -> Result<(Vec<Option<RowCodec>>, Accs)> {
     let mut value_codecs = Vec::with_capacity(aggs.len());
     let mut accs = Vec::with_capacity(aggs.len());
     for agg in aggs {
-        if agg.distinct || agg.filter.is_some() {
-            return Err(WeirError::unsupported("DISTINCT or FILTER in a window aggregate over slices or sessions"));
+        if agg.distinct || agg.filter.is_some() || agg.kind.is_list() {
+            return Err(WeirError::unsupported(
+                "DISTINCT, FILTER, STRING_AGG or ARRAY_AGG in a window aggregate over slices or sessions",
+            ));
         }
         AggColumn::new(agg, 0)?;
         value_codecs.push(match agg.kind {
@@ -607,6 +609,7 @@ fn accumulators(aggs: &[AggCall]) -> Result<(Vec<Option<RowCodec>>, Accs)> {
             },
             AggKind::Min => Acc::Min(None),
             AggKind::Max => Acc::Max(None),
+            AggKind::StringAgg | AggKind::ArrayAgg => return Err(WeirError::internal("STRING_AGG or ARRAY_AGG over slices")),
         });
     }
     Ok((value_codecs, Accs { rows: 0, accs }))

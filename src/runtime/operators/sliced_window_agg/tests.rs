@@ -41,7 +41,15 @@ fn spec(kind: WindowKind, slide_ms: i64, size_ms: i64, offset_ms: i64, slices: b
 /// `COUNT(*), SUM(v), AVG(v)` and, with `min_max`, `MIN(v), MAX(v)`, all BIGINT.
 fn aggs(min_max: bool) -> Vec<AggCall> {
     let v = || Some(Arc::new(Column::new("v", 1)) as Arc<dyn PhysicalExpr>);
-    let call = |kind, arg| AggCall { kind, arg, distinct: false, filter: None, arg_type: DataType::Int64, output_type: DataType::Int64 };
+    let call = |kind, arg| AggCall {
+        kind,
+        arg,
+        distinct: false,
+        filter: None,
+        arg_type: DataType::Int64,
+        output_type: DataType::Int64,
+        separator: None,
+    };
     let mut out = vec![
         AggCall { arg_type: DataType::Null, ..call(AggKind::Count, None) },
         call(AggKind::Sum, v()),
