@@ -208,6 +208,51 @@ async fn jobs_over_temporary_views_restart_without_their_session() {
     drop(server);
 }
 
+/// The values of STRING_AGG and ARRAY_AGG live in state of their own: a restart after kill -9
+/// keeps them, so the lists go on from where they were (a deleted value taken out, a new one
+/// at the end), in a GROUP BY and in a window that was open at the crash.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_aggregates_keep_their_values_across_restarts() {
+    let dir = common::scratch_dir("crash_lists");
+    let data = dir.join("data");
+    let mut server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(
+            "CREATE TABLE cl_t (k BIGINT, v TEXT);
+             CREATE MATERIALIZED VIEW cl_v AS
+                 SELECT k, STRING_AGG(v, ',') AS s, ARRAY_TO_STRING(ARRAY_AGG(v), '|') AS a FROM cl_t GROUP BY k;
+             CREATE TABLE cl_e (v TEXT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND);
+             CREATE MATERIALIZED VIEW cl_w AS
+                 SELECT CAST(EXTRACT(EPOCH FROM window_start) AS BIGINT) AS k, LISTAGG(v) AS s
+                 FROM TABLE(TUMBLE(TABLE cl_e, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+                 GROUP BY window_start, window_end;
+             INSERT INTO cl_t VALUES (1, 'a'), (1, 'b'), (2, 'c');
+             INSERT INTO cl_e VALUES ('x', TIMESTAMP '1970-01-01 00:00:01');",
+        )
+        .await
+        .expect("DDL");
+    assert_eq!(pairs(&client, "SELECT k, s FROM cl_v ORDER BY 1").await, [(1, "a,b".to_string()), (2, "c".to_string())]);
+    server.kill9();
+    drop(client);
+
+    let server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(
+            "INSERT INTO cl_t VALUES (1, 'd');
+             DELETE FROM cl_t WHERE v = 'a';
+             INSERT INTO cl_e VALUES ('y', TIMESTAMP '1970-01-01 00:00:02');",
+        )
+        .await
+        .expect("changes after the restart");
+    // Before the fix the lists came back empty: 1 was 'd' alone, and the DELETE failed.
+    assert_eq!(pairs(&client, "SELECT k, s FROM cl_v ORDER BY 1").await, [(1, "b,d".to_string()), (2, "c".to_string())]);
+    assert_eq!(pairs(&client, "SELECT k, a FROM cl_v ORDER BY 1").await, [(1, "b|d".to_string()), (2, "c".to_string())]);
+    assert_eq!(pairs(&client, "SELECT k, s FROM cl_w ORDER BY 1").await, [(0, "x,y".to_string())]);
+    drop(server);
+}
+
 /// The lines of the files a filesystem sink wrote into directory `sink`.
 fn sink_lines(sink: &std::path::Path) -> Vec<String> {
     let mut lines = Vec::new();

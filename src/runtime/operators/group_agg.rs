@@ -310,11 +310,16 @@ impl GroupAggregate {
         self
     }
 
-    /// Deletes the value multiset and list entries of group `key` (MIN/MAX/COUNT DISTINCT,
-    /// STRING_AGG/ARRAY_AGG).
-    fn free_values(&mut self, store: &Store, key: &[u8]) -> Result<()> {
+    /// The tables beside `groups` that hold a group's values: MIN/MAX's multisets, the
+    /// STRING_AGG/ARRAY_AGG lists and the DISTINCT sets.
+    fn value_tables(&mut self) -> impl Iterator<Item = &mut StateTable> {
         let sets = self.distinct_sets.iter_mut().map(|s| &mut s.table);
-        for table in self.values.iter_mut().flatten().chain(self.lists.iter_mut().flatten()).chain(sets) {
+        self.values.iter_mut().flatten().chain(self.lists.iter_mut().flatten()).chain(sets)
+    }
+
+    /// Deletes the value multiset and list entries of group `key` ([`Self::value_tables`]).
+    fn free_values(&mut self, store: &Store, key: &[u8]) -> Result<()> {
+        for table in self.value_tables() {
             table.delete_prefix(store, key)?;
         }
         Ok(())
@@ -861,7 +866,7 @@ impl Operator for GroupAggregate {
         if let Some(meta) = &mut self.meta {
             meta.flush(writes);
         }
-        for table in self.values.iter_mut().flatten().chain(self.distinct_sets.iter_mut().map(|s| &mut s.table)) {
+        for table in self.value_tables() {
             table.flush(writes);
         }
         Ok(())
