@@ -12,14 +12,19 @@
 //! FROM`, `IN (..)`, `IN (SELECT ..)`, `BETWEEN` and join keys: a string that is not a literal
 //! (a column, a function's result, a cast to text) against a number is refused; a string
 //! literal or a parameter is still coerced to the other side's type.
+//!
+//! [`FloatDecimalComparisons`], run right after it, takes a float meeting a DECIMAL as a
+//! DOUBLE (Postgres and Flink do; DataFusion casts the float to DECIMAL(30, 15)).
+
+use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
-use datafusion::common::{DFSchema, ExprSchema, ScalarValue};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{Column, DFSchema, ExprSchema, ScalarValue};
 use datafusion::error::{DataFusionError, Result as DfResult};
-use datafusion::logical_expr::expr::{Between, InList, InSubquery};
-use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator};
+use datafusion::logical_expr::expr::{Between, Cast, InList, InSubquery};
+use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator, Projection, Union};
 use datafusion::optimizer::AnalyzerRule;
 
 use crate::error::{ErrorKind, WeirError};
@@ -55,6 +60,108 @@ impl AnalyzerRule for StringNumberComparisons {
         })?;
         Ok(plan)
     }
+}
+
+/// A float (DOUBLE, FLOAT) meeting a DECIMAL in a comparison (`=`, `<`, .., `BETWEEN`, `IN
+/// (..)`), as one of the values of `CASE`, `COALESCE`, `NULLIF`, `GREATEST` or `LEAST`, or as
+/// one of the inputs of a `UNION` is
+/// taken as a DOUBLE, as Postgres and Flink take it: `f > 1.5` (a number literal with a point
+/// is a DECIMAL, as in Postgres) compares DOUBLEs. DataFusion's type coercion casts the float
+/// to DECIMAL(30, 15) instead, which fails on a value of 10^15 or more ("too large to store
+/// in a Decimal128 of precision 30"; in a view, on the row that brings one) and takes one
+/// below 10^-15 for zero. Run before that coercion, which then has nothing to do.
+#[derive(Debug, Default)]
+pub struct FloatDecimalComparisons;
+
+impl AnalyzerRule for FloatDecimalComparisons {
+    fn name(&self) -> &str {
+        "weir_float_decimal_comparisons"
+    }
+
+    fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> DfResult<LogicalPlan> {
+        plan.transform_up_with_subqueries(|node| {
+            if let LogicalPlan::Union(union) = &node {
+                if let Some(union) = doubles_for_union(union)? {
+                    return Ok(Transformed::yes(union));
+                }
+            }
+            let mut schema = DFSchema::empty();
+            for input in node.inputs() {
+                schema.merge(input.schema());
+            }
+            // Every rewritten expression keeps its type (a comparison's BOOLEAN, a CASE's
+            // DOUBLE, which DataFusion's coercion would give it anyway): the node's schema holds.
+            node.map_expressions(|e| e.transform_up(|e| doubles_for_floats(e, &schema)))
+        })
+        .map(|t| t.data)
+    }
+}
+
+/// [`FloatDecimalComparisons`] on a `UNION`: a column that is a float in one input and a
+/// DECIMAL in another is cast to DOUBLE in the latter (a projection over it); `None` when no
+/// column is.
+fn doubles_for_union(union: &Union) -> DfResult<Option<LogicalPlan>> {
+    let is_decimal = |t: &DataType| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..));
+    let column_types = |c: usize| union.inputs.iter().filter_map(move |i| i.schema().fields().get(c).map(|f| f.data_type().clone()));
+    let mixed: Vec<usize> = (0..union.schema.fields().len())
+        .filter(|&c| column_types(c).any(|t| t.is_floating()) && column_types(c).any(|t| is_decimal(&t)))
+        .collect();
+    if mixed.is_empty() {
+        return Ok(None);
+    }
+    let inputs = union
+        .inputs
+        .iter()
+        .map(|input| {
+            let schema = input.schema();
+            let exprs = (0..schema.fields().len()).map(|c| {
+                let (qualifier, field) = schema.qualified_field(c);
+                let column = Expr::Column(Column::from((qualifier, field)));
+                if mixed.contains(&c) && is_decimal(field.data_type()) {
+                    Expr::Cast(Cast::new(Box::new(column), DataType::Float64)).alias_qualified(qualifier.cloned(), field.name())
+                } else {
+                    column
+                }
+            });
+            Ok(Arc::new(LogicalPlan::Projection(Projection::try_new(exprs.collect(), Arc::clone(input))?)))
+        })
+        .collect::<DfResult<Vec<_>>>()?;
+    Ok(Some(LogicalPlan::Union(Union::try_new_with_loose_types(inputs)?)))
+}
+
+/// [`FloatDecimalComparisons`] on one expression (its operands already rewritten).
+fn doubles_for_floats(e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
+    let type_of = |e: &Expr| e.get_type(schema).ok();
+    let is_float = |e: &Expr| type_of(e).is_some_and(|t| t.is_floating());
+    let is_decimal = |e: &Expr| type_of(e).is_some_and(|t| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..)));
+    // The DECIMALs of `values` as DOUBLEs, if a float is among them.
+    let unify = |values: Vec<&mut Expr>| -> bool {
+        if !values.iter().any(|v| is_float(v)) || !values.iter().any(|v| is_decimal(v)) {
+            return false;
+        }
+        for v in values {
+            if is_decimal(v) {
+                let decimal = std::mem::replace(v, Expr::Literal(ScalarValue::Null, None));
+                *v = Expr::Cast(Cast::new(Box::new(decimal), DataType::Float64));
+            }
+        }
+        true
+    };
+    let mut e = e;
+    let changed = match &mut e {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) if is_comparison(op) => unify(vec![left.as_mut(), right.as_mut()]),
+        Expr::Between(Between { expr, low, high, .. }) => unify(vec![expr.as_mut(), low.as_mut(), high.as_mut()]),
+        Expr::InList(InList { expr, list, .. }) => unify(std::iter::once(expr.as_mut()).chain(list.iter_mut()).collect()),
+        Expr::Case(case) => {
+            let results = case.when_then_expr.iter_mut().map(|(_, then)| then.as_mut()).chain(case.else_expr.as_deref_mut());
+            unify(results.collect())
+        }
+        Expr::ScalarFunction(f) if ["coalesce", "nullif", "greatest", "least"].contains(&f.func.name()) => {
+            unify(f.args.iter_mut().collect())
+        }
+        _ => false,
+    };
+    Ok(if changed { Transformed::yes(e) } else { Transformed::no(e) })
 }
 
 /// Refuses `e` if it compares a string that is not a literal with a number.

@@ -398,6 +398,8 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
     // row by row (`comparisons`).
     let coercion = analyzer_rules.iter().position(|r| r.name() == "type_coercion").unwrap_or(0);
     analyzer_rules.insert(coercion, Arc::new(crate::sql::comparisons::StringNumberComparisons));
+    // Before it too: a float meets a DECIMAL as a DOUBLE, not as DECIMAL(30, 15).
+    analyzer_rules.insert(coercion + 1, Arc::new(crate::sql::comparisons::FloatDecimalComparisons));
     analyzer_rules.push(Arc::new(crate::sql::row_cast::PositionalRowCasts));
     // `x IN (VALUES ...)` and kin planned as `(SELECT * FROM (VALUES ...))` (`values_subquery`).
     analyzer_rules.push(Arc::new(crate::sql::values_subquery::ValuesSubqueries));
