@@ -24,6 +24,7 @@ use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, DFSchema, ExprSchema, ScalarValue};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::expr::{Between, Cast, InList, InSubquery};
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator, Projection, Union};
 use datafusion::optimizer::AnalyzerRule;
 
@@ -41,10 +42,7 @@ impl AnalyzerRule for StringNumberComparisons {
 
     fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> DfResult<LogicalPlan> {
         plan.apply_with_subqueries(|node| {
-            let mut schema = DFSchema::empty();
-            for input in node.inputs() {
-                schema.merge(input.schema());
-            }
+            let schema = inputs_schema(node);
             // A join's equi-keys, if the planner already took them out of its condition.
             if let LogicalPlan::Join(join) = node {
                 for (l, r) in &join.on {
@@ -64,9 +62,8 @@ impl AnalyzerRule for StringNumberComparisons {
 
 /// A float (DOUBLE, FLOAT) meeting a DECIMAL in a comparison (`=`, `<`, .., `BETWEEN`, `IN
 /// (..)`), as one of the values of `CASE`, `COALESCE`, `NULLIF`, `GREATEST` or `LEAST`, or as
-/// one of the inputs of a `UNION` is
-/// taken as a DOUBLE, as Postgres and Flink take it: `f > 1.5` (a number literal with a point
-/// is a DECIMAL, as in Postgres) compares DOUBLEs. DataFusion's type coercion casts the float
+/// one of the inputs of a `UNION` is taken as a DOUBLE, as Postgres and Flink take it: `f >
+/// 1.5` (a number literal with a point is a DECIMAL, as in Postgres) compares DOUBLEs. DataFusion's type coercion casts the float
 /// to DECIMAL(30, 15) instead, which fails on a value of 10^15 or more ("too large to store
 /// in a Decimal128 of precision 30"; in a view, on the row that brings one) and takes one
 /// below 10^-15 for zero. Run before that coercion, which then has nothing to do.
@@ -85,16 +82,27 @@ impl AnalyzerRule for FloatDecimalComparisons {
                     return Ok(Transformed::yes(union));
                 }
             }
-            let mut schema = DFSchema::empty();
-            for input in node.inputs() {
-                schema.merge(input.schema());
-            }
-            // Every rewritten expression keeps its type (a comparison's BOOLEAN, a CASE's
-            // DOUBLE, which DataFusion's coercion would give it anyway): the node's schema holds.
-            node.map_expressions(|e| e.transform_up(|e| doubles_for_floats(e, &schema)))
+            let schema = inputs_schema(&node);
+            // Each expression keeps its name (as DataFusion's type coercion keeps it), so the
+            // nodes above still find its column; the type coercion that runs next recomputes
+            // every node's schema (a CASE may have become a DOUBLE).
+            let names = NamePreserver::new(&node);
+            node.map_expressions(|e| {
+                let name = names.save(&e);
+                e.transform_up(|e| doubles_for_floats(e, &schema)).map(|t| t.update_data(|e| name.restore(e)))
+            })
         })
         .map(|t| t.data)
     }
+}
+
+/// The columns the expressions of plan node `node` read: its inputs' schemas, merged.
+fn inputs_schema(node: &LogicalPlan) -> DFSchema {
+    let mut schema = DFSchema::empty();
+    for input in node.inputs() {
+        schema.merge(input.schema());
+    }
+    schema
 }
 
 /// [`FloatDecimalComparisons`] on a `UNION`: a column that is a float in one input and a

@@ -7,7 +7,8 @@
 //! NULL.
 //!
 //! Aggregates: COUNT(*), COUNT(x), SUM, AVG, MIN, MAX, COUNT/SUM/AVG(DISTINCT x), STRING_AGG
-//! (LISTAGG) and ARRAY_AGG, each with an optional `FILTER (WHERE ...)`. NULL arguments are skipped (SQL). SUM and AVG keep a sum and a
+//! (LISTAGG) and ARRAY_AGG, each with an optional `FILTER (WHERE ...)`. NULL arguments are
+//! skipped (SQL), but by ARRAY_AGG. SUM and AVG keep a sum and a
 //! count of non-NULL values, so a retraction subtracts; MIN, MAX and the DISTINCT aggregates
 //! keep the multiset of values per group, so deleting the current extreme brings back the next
 //! one, and a DISTINCT aggregate counts (SUM/AVG: adds) a value when its count in the multiset
