@@ -378,7 +378,8 @@ pub fn rewrite(stmt: &mut Statement, catalog: &Catalog, pid: i32, user: &str) ->
 }
 
 /// Gives a select item that repeats an earlier one of its select list (`SELECT 1, 1`, `SELECT
-/// x, t.x`, `SELECT current_user, user` once rewritten) an alias of its own, in every select
+/// x, t.x`, `SELECT current_user, user` once rewritten), or that holds a call with a
+/// `FILTER`, an alias of its own, in every select
 /// of the query's body: Postgres allows repeated output columns, DataFusion's projections need
 /// unique names. The output columns are named as Postgres names them ([`output_names`] reads
 /// the statement before this, and [`rename`] applies its names), so the alias never shows.
@@ -392,7 +393,14 @@ fn alias_repeated_items(body: &mut SetExpr) {
                     Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.clone()).unwrap_or_default(),
                     other => other.to_string(),
                 };
-                if seen.contains(&key) {
+                // DataFusion names an aggregate called by another of its names (`EVERY`,
+                // `VARIANCE`) without its FILTER, so `every(x), every(x) FILTER (..)` collide.
+                let filtered = sqlparser::ast::visit_expressions(&*e, |e| match e {
+                    Expr::Function(f) if f.filter.is_some() => std::ops::ControlFlow::Break(()),
+                    _ => std::ops::ControlFlow::Continue(()),
+                })
+                .is_break();
+                if seen.contains(&key) || filtered {
                     let alias = sqlparser::ast::Ident::with_quote('"', format!("weir_column_{}", i + 1));
                     let expr = e.clone();
                     *item = SelectItem::ExprWithAlias { expr, alias };
