@@ -135,8 +135,8 @@ async fn flush_waits_without_holding_the_engine() {
 }
 
 /// A statement that runs long under the engine (here a `CREATE MATERIALIZED VIEW` backfilling
-/// 300,000 rows, some seconds in a debug build) holds up no reader: new connections are
-/// accepted and their SELECTs answered while it runs. Before, the backfill ran on the async
+/// 600,000 rows, some seconds in a debug build) holds up no reader: new connections are
+/// accepted and their SELECTs, SHOW JOBS and system tables answered while it runs. Before, the backfill ran on the async
 /// worker thread of its session, and the tasks queued there (a new connection, a read) and
 /// the I/O driver waited for it to end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,17 +149,19 @@ async fn a_long_statement_holds_up_no_reader() {
             "CREATE TABLE lr_big (k BIGINT, v BIGINT);
              CREATE TABLE lr_small (k BIGINT);
              INSERT INTO lr_small VALUES (1), (2);
-             INSERT INTO lr_big SELECT value % 1000, value FROM generate_series(1, 300000);",
+             INSERT INTO lr_big SELECT value % 1000, value FROM generate_series(1, 600000);",
         )
         .await
         .expect("setup");
+    // A first look at the jobs, so that a look during the CREATE has figures to fall back on.
+    other.simple_query("SHOW JOBS").await.expect("SHOW JOBS");
     let creator = common::connect(&server).await;
     let create = tokio::spawn(async move {
         creator.batch_execute("CREATE MATERIALIZED VIEW lr_v AS SELECT k, MAX(v) AS m FROM lr_big GROUP BY k").await
     });
     // Each read on a connection of its own; count those answered while the CREATE runs.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    let mut answered_meanwhile = 0;
+    let (mut answered_meanwhile, mut looks_meanwhile) = (0, 0);
     while !create.is_finished() {
         let reader = common::connect(&server).await;
         let n: i64 = reader.query_one("SELECT COUNT(*) FROM lr_small", &[]).await.expect("read").get(0);
@@ -167,12 +169,27 @@ async fn a_long_statement_holds_up_no_reader() {
         if !create.is_finished() {
             answered_meanwhile += 1;
         }
+        // Once: the jobs and the system tables, the engine's figures or, while the CREATE
+        // holds the engine, those of the last look (after at most half a second).
+        if answered_meanwhile == 3 && looks_meanwhile == 0 {
+            reader.simple_query("SHOW JOBS").await.expect("SHOW JOBS");
+            reader.query("SELECT * FROM weir_state_tables", &[]).await.expect("weir_state_tables");
+            if !create.is_finished() {
+                looks_meanwhile += 1;
+            }
+        }
         assert!(std::time::Instant::now() < deadline, "the CREATE did not end");
     }
     create.await.expect("CREATE task").expect("CREATE");
     // A backfill of some seconds leaves room for dozens of reads of some ms each; before, the
-    // first read made after the backfill began was answered only after it ended.
+    // first read made after the backfill began was answered only after it ended, and SHOW
+    // JOBS and the system tables waited for the engine until the CREATE ended.
     assert!(answered_meanwhile >= 10, "only {answered_meanwhile} reads were answered while the CREATE ran");
+    assert_eq!(looks_meanwhile, 1, "SHOW JOBS and weir_state_tables waited for the CREATE to end");
+    // Once it ended, the view's job is listed.
+    let jobs = other.simple_query("SHOW JOBS").await.expect("SHOW JOBS");
+    let listed = jobs.iter().any(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(r) if r.get(1) == Some("lr_v")));
+    assert!(listed, "SHOW JOBS lists lr_v");
     let row = other.query_one("SELECT COUNT(*), MAX(m) FROM lr_v", &[]).await.expect("view");
-    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (1000, 300000));
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (1000, 600000));
 }

@@ -13,7 +13,7 @@ use crate::runtime::Job;
 use crate::state::state_table::CacheStats;
 
 /// The rows of the system tables at one moment.
-#[derive(Debug, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct SystemState {
     /// The last committed epoch's number, and when it was committed (ms since the Unix epoch).
     pub epoch: u64,
@@ -64,7 +64,7 @@ pub struct JobRow {
 }
 
 /// One row of `weir_state_tables`.
-#[derive(Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct StateTableRow {
     /// The view, or the `INSERT INTO` job's id.
     pub job: String,

@@ -91,11 +91,47 @@ pub enum StatementResult {
     CopySubscribe(Box<Subscription>),
 }
 
-/// The system tables' rows now: the engine's (under its read lock) and the connections.
-async fn system_state(engine: &RwLock<Engine>, activities: &Activities) -> Arc<SystemState> {
-    let mut state = engine.read().await.system_state();
-    state.activity = activities.all();
-    Arc::new(state)
+/// How long a look at the system tables (a `SELECT` of one, `SHOW JOBS`, `/metrics`, the web
+/// page) waits for the engine, which a write statement holds while it runs, before it takes the
+/// figures of the last look instead.
+pub const STATE_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The system tables' rows: taken from the engine under its read lock, or the last ones taken.
+struct SystemFigures {
+    engine: Arc<RwLock<Engine>>,
+    activities: Arc<Activities>,
+    /// The figures of the last look that got them.
+    last: std::sync::Mutex<Option<Arc<SystemState>>>,
+}
+
+impl SystemFigures {
+    /// The figures now (`false`), or, when a statement holds the engine for longer than
+    /// [`STATE_WAIT`], those of the last look (`true`: stale; the jobs and figures of before
+    /// that statement, with the connections of now). The first look, with none before it,
+    /// waits as long as it takes.
+    async fn get(&self) -> (Arc<SystemState>, bool) {
+        let last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let now = match last {
+            None => self.take().await,
+            Some(last) => match tokio::time::timeout(STATE_WAIT, self.take()).await {
+                Ok(now) => now,
+                Err(_) => {
+                    let mut state = (*last).clone();
+                    state.activity = self.activities.all();
+                    return (Arc::new(state), true);
+                }
+            },
+        };
+        *self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&now));
+        (now, false)
+    }
+
+    /// The engine's figures (under its read lock) and the connections.
+    async fn take(&self) -> Arc<SystemState> {
+        let mut state = self.engine.read().await.system_state();
+        state.activity = self.activities.all();
+        Arc::new(state)
+    }
 }
 
 fn command(tag: &str) -> StatementResult {
@@ -115,6 +151,8 @@ pub struct Database {
     workers: usize,
     /// The client connections, kept by the frontend (`pg_stat_activity`).
     activities: Arc<Activities>,
+    /// The system tables' rows, and the last ones taken.
+    figures: Arc<SystemFigures>,
 }
 
 /// The store closes when the last holder of the engine lets it go; the source thread holds it
@@ -308,12 +346,16 @@ impl Database {
         }
         // From here on the idle-watermark task and the source thread take the lock.
         let committed = Arc::clone(engine.committed());
+        let engine = Arc::new(RwLock::new(engine));
+        let activities: Arc<Activities> = Arc::default();
+        let figures = SystemFigures { engine: Arc::clone(&engine), activities: Arc::clone(&activities), last: Default::default() };
         let db = Arc::new(Self {
-            engine: Arc::new(RwLock::new(engine)),
+            engine,
             committed,
             queries: QueryRuntime::new()?,
             workers: workers.max(1),
-            activities: Arc::default(),
+            activities,
+            figures: Arc::new(figures),
         });
         crate::engine::driver::start(&db.engine, read_sources)?;
         Ok(db)
@@ -329,11 +371,13 @@ impl Database {
         Arc::clone(&self.committed.read().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
-    /// What the system tables, `/metrics` and the web page show now: taken under the engine's
+    /// What the system tables, `/metrics` and the web page show: taken under the engine's
     /// read lock (for as long as it takes to copy the figures out; jobs on threads of their
-    /// own are shown as of their last commit), with the connections.
-    pub async fn system_state(&self) -> Arc<SystemState> {
-        system_state(&self.engine, &self.activities).await
+    /// own are shown as of their last commit), with the connections; or, while a statement
+    /// holds the engine for longer than [`STATE_WAIT`], the figures of the last look (`true`:
+    /// stale), so that a look never waits for a long statement (only the first one does).
+    pub async fn system_state(&self) -> (Arc<SystemState>, bool) {
+        self.figures.get().await
     }
 
     /// The engine for a write statement; see [`EngineWrite`].
@@ -735,12 +779,10 @@ impl Database {
     /// of it), with the system tables loaded from the engine only if the statement reads one.
     fn read_snapshot(&self) -> Arc<Snapshot> {
         let committed = Arc::clone(&self.committed.read().unwrap_or_else(std::sync::PoisonError::into_inner));
-        let engine = Arc::clone(&self.engine);
-        let activities = Arc::clone(&self.activities);
+        let figures = Arc::clone(&self.figures);
         let load: SystemLoader = Arc::new(move || {
-            let engine = Arc::clone(&engine);
-            let activities = Arc::clone(&activities);
-            Box::pin(async move { system_state(&engine, &activities).await })
+            let figures = Arc::clone(&figures);
+            Box::pin(async move { figures.get().await.0 })
         });
         let reader: Arc<dyn ScanState> = Arc::clone(&committed.state) as Arc<dyn ScanState>;
         Arc::new(Snapshot {
@@ -820,9 +862,6 @@ impl Database {
                 Ok(command("FLUSH"))
             }
             WeirStatement::Show(list, like) => {
-                let engine = self.engine.read().await;
-                let late: BTreeMap<String, u64> =
-                    engine.job_stats().into_iter().map(|(name, stats)| (name, stats.late_rows())).collect();
                 let functions = match list {
                     parser::ShowList::Functions => function_names(&self.read_snapshot())
                         .into_iter()
@@ -830,9 +869,15 @@ impl Database {
                         .collect(),
                     _ => Vec::new(),
                 };
-                // SHOW VIEWS lists the session's temporary views too (Flink's does).
-                let catalog = session.temporary_views.overlay(&engine.catalog);
-                show::show_list(&catalog, &functions, list, &late, &engine.failed, &engine.suspended, &engine.restarts())
+                // The relations of the last commit, without the engine's lock; SHOW VIEWS lists
+                // the session's temporary views too (Flink's does). The jobs' statuses are the
+                // system tables' (`SystemFigures`): they never wait for a long statement either.
+                let catalog = Arc::clone(&self.session_snapshot(session).catalog);
+                let jobs = match list {
+                    parser::ShowList::Jobs => Some(self.system_state().await.0),
+                    _ => None,
+                };
+                show::show_list(&catalog, &functions, list, jobs.as_deref())
             }
             WeirStatement::ShowCreate(name) => show::show_create(&self.session_snapshot(session).catalog, &name),
             WeirStatement::Describe(name) => show::describe(&self.session_snapshot(session).catalog, &name),
@@ -940,7 +985,7 @@ impl Database {
             }
             WeirStatement::Explain(inner) => self.explain(*inner, session).await,
             WeirStatement::ExplainAnalyze(job) => {
-                let state = self.system_state().await;
+                let (state, _) = self.system_state().await;
                 show::explain_analyze(&state, &job)
             }
             WeirStatement::Sql(stmt) => self.execute_sql(session, *stmt, sql).await,

@@ -49,22 +49,24 @@ pub fn text_rows(columns: &[&str], rows: Vec<Vec<Option<String>>>) -> Result<Sta
 /// `SHOW FUNCTIONS` lists `functions`, the names a query can call, as Flink does (one column,
 /// `function name`); `SHOW USER FUNCTIONS` the user-defined ones: none.
 ///
-/// `SHOW JOBS` also shows each job's late rows: the rows its event-time operators dropped
-/// (`late_rows`, by job name), detailed per operator in `weir_late_rows`.
-/// A job that stopped on an error (`failed`, by job name) is `FAILED`, the error in `error`;
-/// one in `suspended` is `SUSPENDED`; one waiting to restart after a failure (in `restarts`,
-/// [`crate::engine::restart`]) is `RESTARTING`, the error and the delay left in `error`; the
-/// others `RUNNING`.
+/// `SHOW JOBS` lists the jobs of `catalog` with their status (`RUNNING`, `FAILED`,
+/// `SUSPENDED`, `RESTARTING`; [`crate::engine::job_status`]), error and late rows (the rows
+/// their event-time operators dropped, detailed per operator in `weir_late_rows`) as
+/// `jobs`, the system tables' figures, show them (`None` for the other lists). A job of the
+/// catalog that the figures do not know yet (they are those of before the statement running
+/// now, [`crate::sql::database::STATE_WAIT`]) is `RUNNING`, without late rows.
 pub fn show_list(
     catalog: &Catalog,
     functions: &[String],
     list: ShowList,
-    late_rows: &std::collections::BTreeMap<String, u64>,
-    failed: &std::collections::BTreeMap<String, String>,
-    suspended: &std::collections::BTreeSet<String>,
-    restarts: &std::collections::BTreeMap<String, crate::engine::Restart>,
+    jobs: Option<&crate::engine::SystemState>,
 ) -> Result<StatementResult> {
-    let waiting = |r: &weir_catalog::Relation| restarts.get(&r.name).is_some_and(crate::engine::Restart::waiting);
+    let status: std::collections::BTreeMap<&str, &crate::engine::system::JobRow> =
+        jobs.map(|j| j.jobs.iter().map(|row| (row.name.as_str(), row)).collect()).unwrap_or_default();
+    let mut late_rows: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for (job, _, _, _, n) in jobs.map(|j| j.late_rows.as_slice()).unwrap_or_default() {
+        *late_rows.entry(job.as_str()).or_default() += n;
+    }
     let of_kind = |kind: RelationKind| -> Vec<Vec<Option<String>>> {
         catalog
             .relations
@@ -96,15 +98,10 @@ pub fn show_list(
                                 _ => r.name.clone(),
                             }),
                             Some(r.kind.sql_name().to_string()),
-                            Some(
-                                crate::engine::job_status(failed.contains_key(&r.name), suspended.contains(&r.name), waiting(r))
-                                    .to_string(),
-                            ),
-                            Some(late_rows.get(&r.name).copied().unwrap_or(0).to_string()),
+                            Some(status.get(r.name.as_str()).map_or("RUNNING", |j| j.status.as_str()).to_string()),
+                            Some(late_rows.get(r.name.as_str()).copied().unwrap_or(0).to_string()),
                             Some(r.definition.clone()),
-                            failed.get(&r.name).cloned().or_else(|| {
-                                restarts.get(&r.name).filter(|r| r.waiting()).map(crate::engine::Restart::describe)
-                            }),
+                            status.get(r.name.as_str()).and_then(|j| j.error.clone()),
                         ]
                     })
                 })

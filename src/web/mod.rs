@@ -3,22 +3,22 @@
 //! | path | what |
 //! |---|---|
 //! | `/` | the web page: jobs and views with status, throughput, lag, watermark and freshness, and each job's dataflow graph, refreshed every second (`assets/`, served from the binary) |
-//! | `/api/state` | what the page draws, as JSON: [`SystemState`] with the server's clock |
+//! | `/api/state` | what the page draws, as JSON: [`SystemState`](crate::engine::SystemState) with the server's clock |
 //! | `/metrics` | the Prometheus exposition ([`metrics`]) |
 //! | `/health` | liveness and readiness: 200 with the last committed epoch once the server serves (the state is loaded before this port opens) |
 //!
 //! Nothing here holds a lock a job or statement waits for while it writes a response: the
 //! figures are copied out under the engine's read lock ([`Database::system_state`]); if a
-//! statement holds the engine for longer than [`STATE_WAIT`], the page and the metrics show
-//! the figures of the previous request (marked `stale` in `/api/state`) rather than wait
-//! (only the first request, with no figures before it, waits for the engine).
+//! statement holds the engine for longer than
+//! [`STATE_WAIT`](crate::sql::database::STATE_WAIT), the page and the metrics show the
+//! figures of the last look (marked `stale` in `/api/state`) rather than wait (only the first
+//! look, with no figures before it, waits for the engine).
 
 pub mod metrics;
 
 use std::future::Future;
 use std::io;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::header;
@@ -28,11 +28,7 @@ use axum::{Json, Router};
 use tokio::net::TcpListener;
 use tracing::info;
 
-use crate::engine::SystemState;
 use crate::sql::database::Database;
-
-/// How long a request waits for the engine's figures before it uses the previous ones.
-pub const STATE_WAIT: Duration = Duration::from_millis(500);
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
@@ -41,30 +37,11 @@ const STYLE_CSS: &str = include_str!("assets/style.css");
 /// What the handlers share.
 struct Web {
     db: Arc<Database>,
-    /// The figures of the last request that got them.
-    last: Mutex<Option<Arc<SystemState>>>,
-}
-
-impl Web {
-    /// The figures now, or the last ones (`true`: stale) if the engine is held longer than
-    /// [`STATE_WAIT`]. The first request waits for the engine as long as it takes.
-    async fn state(&self) -> (Arc<SystemState>, bool) {
-        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let now = match last {
-            None => self.db.system_state().await,
-            Some(last) => match tokio::time::timeout(STATE_WAIT, self.db.system_state()).await {
-                Ok(now) => now,
-                Err(_) => return (last, true),
-            },
-        };
-        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&now));
-        (now, false)
-    }
 }
 
 /// The routes, over `db`.
 pub fn router(db: Arc<Database>) -> Router {
-    let web = Arc::new(Web { db, last: Mutex::new(None) });
+    let web = Arc::new(Web { db });
     Router::new()
         .route("/", get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }))
         .route("/app.js", get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }))
@@ -94,7 +71,7 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 }
 
 async fn metrics_text(State(web): State<Arc<Web>>) -> Response {
-    let (state, _) = web.state().await;
+    let (state, _) = web.db.system_state().await;
     ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], metrics::render(state)).into_response()
 }
 
@@ -105,6 +82,6 @@ async fn health(State(web): State<Arc<Web>>) -> Response {
 }
 
 async fn api_state(State(web): State<Arc<Web>>) -> Response {
-    let (state, stale) = web.state().await;
+    let (state, stale) = web.db.system_state().await;
     Json(serde_json::json!({ "now_ms": crate::observe::now_ms(), "stale": stale, "state": *state })).into_response()
 }
