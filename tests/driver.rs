@@ -153,8 +153,6 @@ async fn a_long_statement_holds_up_no_reader() {
         )
         .await
         .expect("setup");
-    // A first look at the jobs, so that a look during the CREATE has figures to fall back on.
-    other.simple_query("SHOW JOBS").await.expect("SHOW JOBS");
     let creator = common::connect(&server).await;
     let create = tokio::spawn(async move {
         creator.batch_execute("CREATE MATERIALIZED VIEW lr_v AS SELECT k, MAX(v) AS m FROM lr_big GROUP BY k").await

@@ -100,29 +100,25 @@ pub const STATE_WAIT: std::time::Duration = std::time::Duration::from_millis(500
 struct SystemFigures {
     engine: Arc<RwLock<Engine>>,
     activities: Arc<Activities>,
-    /// The figures of the last look that got them.
-    last: std::sync::Mutex<Option<Arc<SystemState>>>,
+    /// The figures of the last look that got them (at first, those of the database's
+    /// opening).
+    last: std::sync::Mutex<Arc<SystemState>>,
 }
 
 impl SystemFigures {
     /// The figures now (`false`), or, when a statement holds the engine for longer than
     /// [`STATE_WAIT`], those of the last look (`true`: stale; the jobs and figures of before
-    /// that statement, with the connections of now). The first look, with none before it,
-    /// waits as long as it takes.
+    /// that statement, with the connections of now).
     async fn get(&self) -> (Arc<SystemState>, bool) {
-        let last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-        let now = match last {
-            None => self.take().await,
-            Some(last) => match tokio::time::timeout(STATE_WAIT, self.take()).await {
-                Ok(now) => now,
-                Err(_) => {
-                    let mut state = (*last).clone();
-                    state.activity = self.activities.all();
-                    return (Arc::new(state), true);
-                }
-            },
+        let now = match tokio::time::timeout(STATE_WAIT, self.take()).await {
+            Ok(now) => now,
+            Err(_) => {
+                let mut state = (**self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner)).clone();
+                state.activity = self.activities.all();
+                return (Arc::new(state), true);
+            }
         };
-        *self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&now));
+        *self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::clone(&now);
         (now, false)
     }
 
@@ -346,9 +342,10 @@ impl Database {
         }
         // From here on the idle-watermark task and the source thread take the lock.
         let committed = Arc::clone(engine.committed());
+        let first = std::sync::Mutex::new(Arc::new(engine.system_state()));
         let engine = Arc::new(RwLock::new(engine));
         let activities: Arc<Activities> = Arc::default();
-        let figures = SystemFigures { engine: Arc::clone(&engine), activities: Arc::clone(&activities), last: Default::default() };
+        let figures = SystemFigures { engine: Arc::clone(&engine), activities: Arc::clone(&activities), last: first };
         let db = Arc::new(Self {
             engine,
             committed,
@@ -375,7 +372,7 @@ impl Database {
     /// read lock (for as long as it takes to copy the figures out; jobs on threads of their
     /// own are shown as of their last commit), with the connections; or, while a statement
     /// holds the engine for longer than [`STATE_WAIT`], the figures of the last look (`true`:
-    /// stale), so that a look never waits for a long statement (only the first one does).
+    /// stale; at first those of the opening), so that a look never waits for a long statement.
     pub async fn system_state(&self) -> (Arc<SystemState>, bool) {
         self.figures.get().await
     }

@@ -11,8 +11,7 @@
 //! figures are copied out under the engine's read lock ([`Database::system_state`]); if a
 //! statement holds the engine for longer than
 //! [`STATE_WAIT`](crate::sql::database::STATE_WAIT), the page and the metrics show the
-//! figures of the last look (marked `stale` in `/api/state`) rather than wait (only the first
-//! look, with no figures before it, waits for the engine).
+//! figures of the last look (marked `stale` in `/api/state`) rather than wait.
 
 pub mod metrics;
 
