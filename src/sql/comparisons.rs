@@ -61,7 +61,7 @@ impl AnalyzerRule for StringNumberComparisons {
 }
 
 /// A float (DOUBLE, FLOAT) meeting a DECIMAL in a comparison (`=`, `<`, .., `BETWEEN`, `IN
-/// (..)`), as one of the values of `CASE`, `COALESCE`, `NULLIF`, `GREATEST` or `LEAST`, or as
+/// (..)`, `IN (SELECT ..)`, a join's keys, so `INTERSECT` and `EXCEPT`), as one of the values of `CASE`, `COALESCE`, `NULLIF`, `GREATEST` or `LEAST`, or as
 /// one of the inputs of a `UNION` is taken as a DOUBLE, as Postgres and Flink take it: `f >
 /// 1.5` (a number literal with a point is a DECIMAL, as in Postgres) compares DOUBLEs. DataFusion's type coercion casts the float
 /// to DECIMAL(30, 15) instead, which fails on a value of 10^15 or more ("too large to store
@@ -82,6 +82,21 @@ impl AnalyzerRule for FloatDecimalComparisons {
                     return Ok(Transformed::yes(union));
                 }
             }
+            // A join's equi-keys (`a.f = b.d`, and the keys of INTERSECT and EXCEPT).
+            let node = match node {
+                LogicalPlan::Join(mut join) => {
+                    let (left, right) = (Arc::clone(&join.left), Arc::clone(&join.right));
+                    let mut changed = false;
+                    for (l, r) in &mut join.on {
+                        changed |= unify(vec![(l, left.schema()), (r, right.schema())]);
+                    }
+                    if changed {
+                        return Ok(Transformed::yes(LogicalPlan::Join(join)));
+                    }
+                    LogicalPlan::Join(join)
+                }
+                other => other,
+            };
             let schema = inputs_schema(&node);
             // Each expression keeps its name (as DataFusion's type coercion keeps it), so the
             // nodes above still find its column; the type coercion that runs next recomputes
@@ -109,7 +124,7 @@ fn inputs_schema(node: &LogicalPlan) -> DFSchema {
 /// DECIMAL in another is cast to DOUBLE in the latter (a projection over it); `None` when no
 /// column is.
 fn doubles_for_union(union: &Union) -> DfResult<Option<LogicalPlan>> {
-    let is_decimal = |t: &DataType| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..));
+    let is_decimal = is_decimal_type;
     let column_types = |c: usize| union.inputs.iter().filter_map(move |i| i.schema().fields().get(c).map(|f| f.data_type().clone()));
     let mixed: Vec<usize> = (0..union.schema.fields().len())
         .filter(|&c| column_types(c).any(|t| t.is_floating()) && column_types(c).any(|t| is_decimal(&t)))
@@ -137,35 +152,63 @@ fn doubles_for_union(union: &Union) -> DfResult<Option<LogicalPlan>> {
     Ok(Some(LogicalPlan::Union(Union::try_new_with_loose_types(inputs)?)))
 }
 
+/// Casts the DECIMALs of `values` (each with the schema it reads) to DOUBLE if a float is
+/// among them; returns whether it did.
+fn unify(values: Vec<(&mut Expr, &DFSchema)>) -> bool {
+    let type_of = |e: &Expr, schema: &DFSchema| e.get_type(schema).ok();
+    let is_float = |(e, schema): &(&mut Expr, &DFSchema)| type_of(e, schema).is_some_and(|t| t.is_floating());
+    let is_decimal = |(e, schema): &(&mut Expr, &DFSchema)| type_of(e, schema).as_ref().is_some_and(is_decimal_type);
+    if !values.iter().any(is_float) || !values.iter().any(is_decimal) {
+        return false;
+    }
+    for v in values {
+        if is_decimal(&v) {
+            let decimal = std::mem::replace(v.0, Expr::Literal(ScalarValue::Null, None));
+            *v.0 = Expr::Cast(Cast::new(Box::new(decimal), DataType::Float64));
+        }
+    }
+    true
+}
+
+fn is_decimal_type(t: &DataType) -> bool {
+    matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..))
+}
+
 /// [`FloatDecimalComparisons`] on one expression (its operands already rewritten).
 fn doubles_for_floats(e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
-    let type_of = |e: &Expr| e.get_type(schema).ok();
-    let is_float = |e: &Expr| type_of(e).is_some_and(|t| t.is_floating());
-    let is_decimal = |e: &Expr| type_of(e).is_some_and(|t| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..)));
-    // The DECIMALs of `values` as DOUBLEs, if a float is among them.
-    let unify = |values: Vec<&mut Expr>| -> bool {
-        if !values.iter().any(|v| is_float(v)) || !values.iter().any(|v| is_decimal(v)) {
-            return false;
-        }
-        for v in values {
-            if is_decimal(v) {
-                let decimal = std::mem::replace(v, Expr::Literal(ScalarValue::Null, None));
-                *v = Expr::Cast(Cast::new(Box::new(decimal), DataType::Float64));
-            }
-        }
-        true
-    };
+    let all = |values: Vec<&mut Expr>| unify(values.into_iter().map(|v| (v, schema)).collect());
     let mut e = e;
     let changed = match &mut e {
-        Expr::BinaryExpr(BinaryExpr { left, op, right }) if is_comparison(op) => unify(vec![left.as_mut(), right.as_mut()]),
-        Expr::Between(Between { expr, low, high, .. }) => unify(vec![expr.as_mut(), low.as_mut(), high.as_mut()]),
-        Expr::InList(InList { expr, list, .. }) => unify(std::iter::once(expr.as_mut()).chain(list.iter_mut()).collect()),
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) if is_comparison(op) => all(vec![left.as_mut(), right.as_mut()]),
+        Expr::Between(Between { expr, low, high, .. }) => all(vec![expr.as_mut(), low.as_mut(), high.as_mut()]),
+        Expr::InList(InList { expr, list, .. }) => all(std::iter::once(expr.as_mut()).chain(list.iter_mut()).collect()),
         Expr::Case(case) => {
             let results = case.when_then_expr.iter_mut().map(|(_, then)| then.as_mut()).chain(case.else_expr.as_deref_mut());
-            unify(results.collect())
+            all(results.collect())
         }
         Expr::ScalarFunction(f) if ["coalesce", "nullif", "greatest", "least"].contains(&f.func.name()) => {
-            unify(f.args.iter_mut().collect())
+            all(f.args.iter_mut().collect())
+        }
+        // `f IN (SELECT d ..)`: the subquery's column as a DOUBLE, or the value.
+        Expr::InSubquery(InSubquery { expr, subquery, .. }) => {
+            let inner = Arc::clone(&subquery.subquery);
+            let inner_schema = inner.schema();
+            let Some((qualifier, field)) = (!inner_schema.fields().is_empty()).then(|| inner_schema.qualified_field(0)) else {
+                return Ok(Transformed::no(e));
+            };
+            let mut column = Expr::Column(Column::from((qualifier, field)));
+            let name = field.name().clone();
+            let qualifier = qualifier.cloned();
+            let value_schema = schema;
+            let pair = vec![(expr.as_mut(), value_schema), (&mut column, inner_schema.as_ref())];
+            if !unify(pair) {
+                return Ok(Transformed::no(e));
+            }
+            if matches!(column, Expr::Cast(_)) {
+                let projection = Projection::try_new(vec![column.alias_qualified(qualifier, name)], inner)?;
+                subquery.subquery = Arc::new(LogicalPlan::Projection(projection));
+            }
+            true
         }
         _ => false,
     };

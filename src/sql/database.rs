@@ -667,7 +667,9 @@ impl Database {
                     crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, session.pid, &session.user)?;
                     let ctx = session_context(snapshot);
                     let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
-                    ctx.state().optimize(&plan)?;
+                    // The types after the analyzer's rules (a DOUBLE meeting a DECIMAL is a
+                    // DOUBLE), as the statement's rows have them.
+                    let plan = ctx.state().optimize(&plan)?;
                     let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
                     match names {
                         Some(names) => Ok(crate::sql::pg_compat::rename(&schema, vec![], &names)?.0),
