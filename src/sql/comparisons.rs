@@ -83,29 +83,27 @@ impl AnalyzerRule for FloatDecimalComparisons {
                 }
             }
             // A join's equi-keys (`a.f = b.d`, and the keys of INTERSECT and EXCEPT).
-            let node = match node {
+            let (node, keys_changed) = match node {
                 LogicalPlan::Join(mut join) => {
                     let (left, right) = (Arc::clone(&join.left), Arc::clone(&join.right));
                     let mut changed = false;
                     for (l, r) in &mut join.on {
                         changed |= unify(vec![(l, left.schema()), (r, right.schema())]);
                     }
-                    if changed {
-                        return Ok(Transformed::yes(LogicalPlan::Join(join)));
-                    }
-                    LogicalPlan::Join(join)
+                    (LogicalPlan::Join(join), changed)
                 }
-                other => other,
+                other => (other, false),
             };
             let schema = inputs_schema(&node);
             // Each expression keeps its name (as DataFusion's type coercion keeps it), so the
             // nodes above still find its column; the type coercion that runs next recomputes
             // every node's schema (a CASE may have become a DOUBLE).
             let names = NamePreserver::new(&node);
-            node.map_expressions(|e| {
+            let rewritten = node.map_expressions(|e| {
                 let name = names.save(&e);
                 e.transform_up(|e| doubles_for_floats(e, &schema)).map(|t| t.update_data(|e| name.restore(e)))
-            })
+            })?;
+            Ok(if keys_changed { Transformed::yes(rewritten.data) } else { rewritten })
         })
         .map(|t| t.data)
     }
