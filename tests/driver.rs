@@ -136,9 +136,9 @@ async fn flush_waits_without_holding_the_engine() {
 
 /// A statement that runs long under the engine (here a `CREATE MATERIALIZED VIEW` backfilling
 /// 600,000 rows, some seconds in a debug build) holds up no reader: new connections are
-/// accepted and their SELECTs, SHOW JOBS and system tables answered while it runs. Before, the backfill ran on the async
-/// worker thread of its session, and the tasks queued there (a new connection, a read) and
-/// the I/O driver waited for it to end.
+/// accepted and their SELECTs, SHOW JOBS, system tables and EXPLAINs answered while it runs.
+/// Before, the backfill ran on the async worker thread of its session, and the tasks queued
+/// there (a new connection, a read) and the I/O driver waited for it to end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_statement_holds_up_no_reader() {
     let dir = common::scratch_dir("driver-long");
@@ -168,10 +168,15 @@ async fn a_long_statement_holds_up_no_reader() {
             answered_meanwhile += 1;
         }
         // Once: the jobs and the system tables, the engine's figures or, while the CREATE
-        // holds the engine, those of the last look (after at most half a second).
+        // holds the engine, those of the last look (after at most half a second); and the
+        // plan of a view, planned against the last commit.
         if answered_meanwhile == 3 && looks_meanwhile == 0 {
             reader.simple_query("SHOW JOBS").await.expect("SHOW JOBS");
             reader.query("SELECT * FROM weir_state_tables", &[]).await.expect("weir_state_tables");
+            let plan = reader.simple_query("EXPLAIN SELECT k, COUNT(*) FROM lr_small GROUP BY k").await.expect("EXPLAIN");
+            let text: Vec<&str> =
+                plan.iter().filter_map(|m| if let tokio_postgres::SimpleQueryMessage::Row(r) = m { r.get(0) } else { None }).collect();
+            assert!(text.iter().any(|l| l.contains("lr_small")), "EXPLAIN names its source: {text:?}");
             if !create.is_finished() {
                 looks_meanwhile += 1;
             }
@@ -183,7 +188,7 @@ async fn a_long_statement_holds_up_no_reader() {
     // first read made after the backfill began was answered only after it ended, and SHOW
     // JOBS and the system tables waited for the engine until the CREATE ended.
     assert!(answered_meanwhile >= 10, "only {answered_meanwhile} reads were answered while the CREATE ran");
-    assert_eq!(looks_meanwhile, 1, "SHOW JOBS and weir_state_tables waited for the CREATE to end");
+    assert_eq!(looks_meanwhile, 1, "SHOW JOBS, weir_state_tables or EXPLAIN waited for the CREATE to end");
     // Once it ended, the view's job is listed.
     let jobs = other.simple_query("SHOW JOBS").await.expect("SHOW JOBS");
     let listed = jobs.iter().any(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(r) if r.get(1) == Some("lr_v")));

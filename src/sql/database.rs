@@ -992,9 +992,10 @@ impl Database {
     }
 
     /// The stream plan of a query, with the session's allowed lateness and state TTL applied
-    /// as a view created now would have them.
+    /// as a view created now would have them. Planned against the last committed epoch, as a
+    /// `SELECT` reads, so it never waits for a statement or a job that holds the engine.
     async fn explain(&self, stmt: WeirStatement, session: &Session) -> Result<StatementResult> {
-        let engine = self.engine.read().await;
+        let base = crate::sql::planning::PlanningBase::of_snapshot(&self.read_snapshot());
         let mut kind = JobKind::View { emit_on_window_close: false };
         let mut sink = None;
         let query: &sqlparser::ast::Query = match &stmt {
@@ -1008,7 +1009,7 @@ impl Database {
                 Statement::Insert(i) => match &i.source {
                     Some(q) => {
                         kind = JobKind::Sink;
-                        sink = engine.catalog.get(&dml::insert_table(i)?).cloned();
+                        sink = base.catalog.get(&dml::insert_table(i)?).cloned();
                         q
                     }
                     None => return Err(WeirError::unsupported("EXPLAIN of INSERT without a query")),
@@ -1021,10 +1022,10 @@ impl Database {
         let query = query.to_string();
         let mut options = crate::sql::settings::job_options(&session.settings)?;
         let plan = match &sink {
-            Some(sink) => crate::sql::sink_jobs::plan_sink_job(&engine, sink, &query, &mut options, &temporary).await?,
-            None => plan_job(&engine, &query, kind, &options, &temporary).await?,
+            Some(sink) => crate::sql::sink_jobs::plan_sink_job(&base, sink, &query, &mut options, &temporary).await?,
+            None => plan_job(&base, &query, kind, &options, &temporary).await?,
         };
-        let parallelism = crate::sql::settings::parallelism_option(&options)?.unwrap_or(engine.workers);
+        let parallelism = crate::sql::settings::parallelism_option(&options)?.unwrap_or(self.workers);
         let mut lines = plan.explain_parallel(parallelism);
         // An INSERT's plan ends in its sink (Flink's `Sink(table=[..], fields=[..])`).
         if let Some(sink) = &sink {

@@ -19,7 +19,7 @@ use crate::engine::Engine;
 use crate::error::{ErrorKind, Result, WeirError};
 use crate::runtime::relation::connector_of;
 use crate::sql::parser::{CreateTable, WeirStatement};
-use crate::sql::planning::{plan_job, JobKind};
+use crate::sql::planning::{plan_job, JobKind, PlanningBase};
 use crate::sql::relations::{session_context, Snapshot};
 use crate::state::EpochWrites;
 
@@ -521,7 +521,7 @@ pub async fn create_materialized_view(
     let query_text = query.to_string();
     let depends_on = crate::sql::temporary_views::job_dependencies(engine, query, &temporary);
     let options = crate::sql::settings::job_options(settings)?;
-    let plan = plan_job(engine, &query_text, JobKind::View { emit_on_window_close }, &options, &temporary).await?;
+    let plan = plan_job(&PlanningBase::of(engine), &query_text, JobKind::View { emit_on_window_close }, &options, &temporary).await?;
     crate::sql::planning::check_windows_close(&plan, &engine.catalog, JobKind::View { emit_on_window_close })?;
     if let Some(f) = plan.schema.as_arrow().fields().iter().find(|f| has_null_type(f.data_type())) {
         // Flink refuses it too ("Illegal use of 'NULL'"); stored, it could not be read back.

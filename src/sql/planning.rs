@@ -27,7 +27,7 @@ pub enum JobKind {
     Sink,
 }
 
-/// The stream plan of `query` for a job of `kind` over `engine`'s catalog with the temporary
+/// The stream plan of `query` for a job of `kind` over `base`'s catalog with the temporary
 /// views `temporary` ([`crate::sql::temporary_views`]: the session's when the job is created,
 /// its stored copies afterwards), with the allowed lateness and state TTL of `options` (a
 /// job's catalog options: [`crate::sql::settings::job_options`] of the session's settings when
@@ -37,7 +37,7 @@ pub enum JobKind {
 /// The planner's: unknown relations and columns, query shapes the stream planner refuses (by
 /// name), a bad duration in `options`.
 pub async fn plan_job(
-    engine: &Engine,
+    base: &PlanningBase,
     query: &str,
     kind: JobKind,
     options: &BTreeMap<String, String>,
@@ -47,11 +47,11 @@ pub async fn plan_job(
         Some("low") => NullCollation::Low,
         _ => NullCollation::High,
     };
-    let ctx = session_context(snapshot_with_nulls(engine, None, nulls, temporary));
+    let ctx = session_context(snapshot_with_nulls(base, None, nulls, temporary));
     let plan = ctx.state().create_logical_plan(query).await?;
     crate::plan::temporal::mark_lookup_joins(&plan);
     let plan = ctx.state().optimize(&plan)?;
-    let mut stream = crate::plan::plan_stream(&plan, &CatalogSources(&engine.catalog))?;
+    let mut stream = crate::plan::plan_stream(&plan, &CatalogSources(&base.catalog))?;
     match kind {
         JobKind::View { emit_on_window_close: true } => stream.set_emit_on_window_close()?,
         JobKind::View { emit_on_window_close: false } => {}
@@ -136,21 +136,57 @@ fn declares_watermark(catalog: &Catalog, name: &str) -> bool {
     })
 }
 
+/// What a job is planned against: the relations of a catalog, where their rows are read, and
+/// the system tables.
+///
+/// A statement that holds the engine (CREATE, INSERT INTO, DML, a restart) plans against the
+/// engine itself ([`PlanningBase::of`]); `EXPLAIN` plans against the last committed epoch, as
+/// a `SELECT` reads, so it never waits for a statement or a job that holds the engine.
+#[derive(Clone)]
+pub struct PlanningBase {
+    pub catalog: Arc<Catalog>,
+    /// Where a plan that reads rows while it is planned (a plain view's scan) reads them.
+    pub reader: Arc<dyn crate::state::ScanState>,
+    pub system: SystemTables,
+}
+
+impl PlanningBase {
+    /// The engine's current catalog and store, and the system tables as they are now.
+    pub fn of(engine: &Engine) -> Self {
+        Self {
+            catalog: Arc::clone(&engine.catalog),
+            reader: Arc::clone(&engine.store) as Arc<dyn crate::state::ScanState>,
+            system: SystemTables::ready(Arc::new(engine.system_state())),
+        }
+    }
+
+    /// What `snapshot` reads, its catalog without the session's temporary views (those are
+    /// passed to [`plan_job`] on their own).
+    pub fn of_snapshot(snapshot: &Snapshot) -> Self {
+        Self {
+            catalog: Arc::clone(snapshot.permanent.as_ref().unwrap_or(&snapshot.catalog)),
+            reader: Arc::clone(&snapshot.reader),
+            system: snapshot.system.clone(),
+        }
+    }
+}
+
 /// What a statement that holds the engine plans against: its current catalog with the
 /// session's temporary views `temporary`, the store's latest commit, and the system tables as
 /// they are now.
 pub fn planning_snapshot(engine: &Engine, keyed_table: Option<String>, temporary: &[Relation]) -> Arc<Snapshot> {
-    snapshot_with_nulls(engine, keyed_table, NullCollation::High, temporary)
+    snapshot_with_nulls(&PlanningBase::of(engine), keyed_table, NullCollation::High, temporary)
 }
 
-/// [`planning_snapshot`] whose ORDER BYs sort NULL as `nulls` says.
-fn snapshot_with_nulls(engine: &Engine, keyed_table: Option<String>, nulls: NullCollation, temporary: &[Relation]) -> Arc<Snapshot> {
+/// What `base` reads, with `temporary` laid over its catalog and ORDER BYs that sort NULL as
+/// `nulls` says.
+fn snapshot_with_nulls(base: &PlanningBase, keyed_table: Option<String>, nulls: NullCollation, temporary: &[Relation]) -> Arc<Snapshot> {
     Arc::new(Snapshot {
-        catalog: crate::sql::temporary_views::overlay(&engine.catalog, temporary),
-        permanent: (!temporary.is_empty()).then(|| Arc::clone(&engine.catalog)),
-        reader: Arc::clone(&engine.store) as Arc<dyn crate::state::ScanState>,
+        catalog: crate::sql::temporary_views::overlay(&base.catalog, temporary),
+        permanent: (!temporary.is_empty()).then(|| Arc::clone(&base.catalog)),
+        reader: Arc::clone(&base.reader),
         keyed_table,
-        system: SystemTables::ready(Arc::new(engine.system_state())),
+        system: base.system.clone(),
         activities: None,
         nulls,
     })
@@ -168,7 +204,7 @@ impl JobPlanner for SqlPlanner {
         };
         // DataFusion's planning completes without waiting on anything (the catalog is in
         // memory), so the restart, itself not async, runs it to the end here.
-        futures::executor::block_on(plan_job(engine, &query, kind, &rel.options, &rel.temporary_views))
+        futures::executor::block_on(plan_job(&PlanningBase::of(engine), &query, kind, &rel.options, &rel.temporary_views))
     }
 }
 

@@ -16,7 +16,7 @@ use weir_catalog::{Relation, RelationKind};
 use crate::engine::{Engine, SINK_OPTION};
 use crate::error::{Result, WeirError};
 use crate::runtime::relation::connector_of;
-use crate::sql::planning::{plan_job, JobKind};
+use crate::sql::planning::{plan_job, JobKind, PlanningBase};
 
 /// Whether [`start_sink_job`] starts the job or only checks that it would start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +74,7 @@ pub async fn start_sink_job(
     // The state TTL is kept; an allowed lateness would make window results updating.
     let mut options = crate::sql::settings::job_options(settings)?;
     options.remove(crate::sql::settings::ALLOW_LATENESS);
-    let plan = plan_sink_job(engine, sink, query, &mut options, &temporary).await?;
+    let plan = plan_sink_job(&PlanningBase::of(engine), sink, query, &mut options, &temporary).await?;
     crate::sql::planning::check_windows_close(&plan, &engine.catalog, JobKind::Sink)?;
     check_changelog(sink, &plan, updating)?;
     options.insert(SINK_OPTION.to_string(), sink.name.clone());
@@ -157,14 +157,14 @@ pub const UPSERT_MATERIALIZE: &str = "weir.sink-upsert-materialize";
 /// # Errors
 /// The planner's.
 pub async fn plan_sink_job(
-    engine: &Engine,
+    base: &PlanningBase,
     sink: &Relation,
     query: &str,
     options: &mut BTreeMap<String, String>,
     temporary: &[Relation],
 ) -> Result<crate::plan::StreamPlan> {
     use crate::plan::ChangelogMode;
-    let plan = plan_job(engine, query, JobKind::Sink, options, temporary).await?;
+    let plan = plan_job(base, query, JobKind::Sink, options, temporary).await?;
     if connector_of(sink) != "upsert-kafka" || plan.changelog == ChangelogMode::AppendOnly {
         return Ok(plan);
     }
@@ -179,7 +179,7 @@ pub async fn plan_sink_job(
         return Ok(plan);
     }
     options.insert(UPSERT_MATERIALIZE.to_string(), key.join(","));
-    plan_job(engine, query, JobKind::Sink, options, temporary).await
+    plan_job(base, query, JobKind::Sink, options, temporary).await
 }
 
 /// Refuses a query whose changelog `sink` cannot take: an updating one (not append-only, as
