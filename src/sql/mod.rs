@@ -21,6 +21,7 @@ pub mod sink_jobs;
 pub mod subscribe;
 pub mod temporal;
 pub mod temporary_views;
+pub mod text_casts;
 pub mod time_units;
 pub mod token_rewrite;
 pub mod transaction;

@@ -401,6 +401,8 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
     // Before it too: a float meets a DECIMAL as a DOUBLE, not as DECIMAL(30, 15).
     analyzer_rules.insert(coercion + 1, Arc::new(crate::sql::comparisons::FloatDecimalComparisons));
     analyzer_rules.push(Arc::new(crate::sql::row_cast::PositionalRowCasts));
+    // After it: a timestamp cast to text, written or added by the coercion, as Flink writes it.
+    analyzer_rules.push(Arc::new(crate::sql::text_casts::TimestampTextCasts));
     // `x IN (VALUES ...)` and kin planned as `(SELECT * FROM (VALUES ...))` (`values_subquery`).
     analyzer_rules.push(Arc::new(crate::sql::values_subquery::ValuesSubqueries));
     let state = SessionStateBuilder::new()

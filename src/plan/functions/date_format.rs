@@ -273,7 +273,7 @@ const MONTHS: [&str; 12] = [
 const WEEKDAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
 
 /// Writes `t` as `items` (one row; the caller ends it).
-fn write_items(out: &mut impl Write, items: &[Item], t: &NaiveDateTime) -> std::fmt::Result {
+pub(super) fn write_items(out: &mut impl Write, items: &[Item], t: &NaiveDateTime) -> std::fmt::Result {
     for item in items {
         let (letter, count) = match item {
             Item::Literal(s) => {

@@ -19,6 +19,10 @@
 //! | `FLOOR(t TO unit)`, `CEIL(t TO unit)` (rewritten into `time_floor`, `time_ceil`) | `time_units.rs` | t's type |
 //! | `UNIX_TIMESTAMP([string [, format]])` | `unix_timestamp.rs` | BIGINT |
 //! | `LOCALTIMESTAMP` (rewritten into `localtimestamp()`) | `unix_timestamp.rs` | TIMESTAMP(3) |
+//! | `TO_TIMESTAMP(string [, format])` (replaces DataFusion's) | `to_timestamp.rs` | TIMESTAMP(3) |
+//! | `TO_TIMESTAMP_LTZ(numeric [, precision])`, `TO_TIMESTAMP_LTZ(string [, format])` | `to_timestamp.rs` | TIMESTAMP_LTZ(3) |
+//! | `FROM_UNIXTIME(seconds [, format])` (replaces DataFusion's) | `to_timestamp.rs` | STRING |
+//! | `TO_DATE(string [, format])` (replaces DataFusion's) | `to_timestamp.rs` | DATE |
 //! | `TO_BASE64(s)`, `FROM_BASE64(s)` | `flink_strings.rs` | STRING |
 //! | `LOCATE(needle, haystack [, from])` | `flink_strings.rs` | INT |
 //!
@@ -43,6 +47,7 @@ mod registry;
 mod split_index;
 mod time_part;
 mod time_units;
+mod to_timestamp;
 mod unix_timestamp;
 
 pub use registry::register;

@@ -15,12 +15,14 @@ use super::split_index::SplitIndex;
 use super::time_part::TimePart;
 use super::flink_strings::{Base64, Locate};
 use super::time_units::{TimeRound, TimestampAdd, TimestampDiff};
+use super::to_timestamp::TimeConversion;
 use super::unix_timestamp::{LocalTimestamp, UnixTimestamp};
 
 /// Registers Weir's functions on `ctx`. Names DataFusion already uses are replaced: `avg` (and
 /// its alias `mean`) by Flink's typing, `date_format` (DataFusion's alias of `to_char`, with
-/// chrono patterns) by Flink's Java patterns; `to_char` stays DataFusion's. `variance` is added
-/// as a name of `var_samp`, `every` as one of `bool_and` (Postgres).
+/// chrono patterns) by Flink's Java patterns, `to_timestamp`, `from_unixtime` and `to_date` by
+/// Flink's (Java patterns, Flink's types); `to_char` stays DataFusion's. `variance` is added as
+/// a name of `var_samp`, `every` as one of `bool_and` (Postgres).
 pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(ProcTime::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(CurrentWatermark::new()));
@@ -46,6 +48,9 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(TimeRound::new(true)));
     ctx.register_udf(ScalarUDF::new_from_impl(UnixTimestamp::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(LocalTimestamp::new()));
+    for conversion in TimeConversion::all() {
+        ctx.register_udf(ScalarUDF::new_from_impl(conversion));
+    }
     ctx.register_udf(ScalarUDF::new_from_impl(Base64::new(false)));
     ctx.register_udf(ScalarUDF::new_from_impl(Base64::new(true)));
     ctx.register_udf(ScalarUDF::new_from_impl(Locate::new()));

@@ -108,7 +108,7 @@ impl ScalarUDFImpl for UnixTimestamp {
 }
 
 /// A Java pattern as chrono reads it.
-struct Parser {
+pub(super) struct Parser {
     format: String,
     /// Whether it has a time of day (else a date is read, at midnight).
     has_time: bool,
@@ -118,17 +118,25 @@ impl Parser {
     /// Seconds since the Unix epoch of `s`, UTC; `None` when it does not match.
     fn seconds(&self, s: &str) -> Option<i64> {
         // Text after the pattern is ignored, as SimpleDateFormat's `parse` does.
-        let t = if self.has_time {
-            NaiveDateTime::parse_and_remainder(s, &self.format).ok()?.0
+        Some(self.datetime(s, false)?.and_utc().timestamp())
+    }
+
+    /// `s` read in the pattern (a date without a time of day at midnight); with `whole`, only
+    /// if nothing follows (DateTimeFormatter's `parse`), else text after it is ignored
+    /// (SimpleDateFormat's). `None` when it does not match.
+    pub(super) fn datetime(&self, s: &str, whole: bool) -> Option<NaiveDateTime> {
+        let (t, rest) = if self.has_time {
+            NaiveDateTime::parse_and_remainder(s, &self.format).ok()?
         } else {
-            NaiveDate::parse_and_remainder(s, &self.format).ok()?.0.and_hms_opt(0, 0, 0)?
+            let (d, rest) = NaiveDate::parse_and_remainder(s, &self.format).ok()?;
+            (d.and_hms_opt(0, 0, 0)?, rest)
         };
-        Some(t.and_utc().timestamp())
+        (!whole || rest.is_empty()).then_some(t)
     }
 }
 
 /// The chrono format of Java pattern `pattern`; the error names what it cannot read.
-fn chrono_format(pattern: &str) -> std::result::Result<Parser, String> {
+pub(super) fn chrono_format(pattern: &str) -> std::result::Result<Parser, String> {
     let mut format = String::new();
     let mut has_time = false;
     for item in parse_pattern(pattern)? {
