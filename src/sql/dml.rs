@@ -179,7 +179,10 @@ pub async fn insert_step(snapshot: Arc<Snapshot>, insert: &Insert) -> Result<Wri
         }
     }
     let ctx = session_context(snapshot);
-    let plan = match ctx.state().statement_to_plan(DfStatement::Statement(Box::new(Statement::Insert(plain)))).await {
+    // `INSERT INTO t SELECT x, x FROM s`: the columns go by position, so repeats are fine.
+    let mut statement = Statement::Insert(plain);
+    crate::sql::pg_compat::alias_nested_repeats(&mut statement, true);
+    let plan = match ctx.state().statement_to_plan(DfStatement::Statement(Box::new(statement))).await {
         // DataFusion's "Column count doesn't match insert query!", in Postgres's words.
         Err(e) if e.to_string().contains("Column count doesn't match insert query") => {
             let Some(source) = &insert.source else { return Err(e.into()) };

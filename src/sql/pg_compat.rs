@@ -371,6 +371,7 @@ pub fn rewrite(stmt: &mut Statement, catalog: &Catalog, pid: i32, user: &str) ->
     if let Statement::Query(query) = stmt {
         alias_repeated_items(query.body.as_mut());
     }
+    alias_nested_repeats(stmt, true);
     match rewriter.error {
         Some(e) => Err(e),
         None => Ok(()),
@@ -384,6 +385,41 @@ pub fn rewrite(stmt: &mut Statement, catalog: &Catalog, pid: i32, user: &str) ->
 /// unique names. The output columns are named as Postgres names them ([`output_names`] reads
 /// the statement before this, and [`rename`] applies its names), so the alias never shows.
 fn alias_repeated_items(body: &mut SetExpr) {
+    alias_items(body, true);
+}
+
+/// Gives each select item that repeats an earlier one of its list an alias of its own, in every
+/// query nested in `stmt` (a derived table, a CTE, a subquery, an INSERT's query), and with
+/// `outer` in the statement's own query too; Postgres allows `SELECT * FROM (SELECT 1, 1) s`
+/// and `INSERT INTO t SELECT x, x FROM s`, DataFusion's projections need unique names. Only
+/// repeats, which DataFusion refuses, are aliased, so a query that planned before keeps its
+/// column names (a stored view replans to the same columns).
+pub fn alias_nested_repeats(stmt: &mut Statement, outer: bool) {
+    struct Nested {
+        depth: usize,
+        outer: bool,
+    }
+    impl VisitorMut for Nested {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+            if self.depth > 0 || self.outer {
+                alias_items(query.body.as_mut(), false);
+            }
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+    }
+    // An INSERT's query is its own level: its columns go to the table by position.
+    let outer = outer || matches!(stmt, Statement::Insert(_));
+    let _ = stmt.visit(&mut Nested { depth: 0, outer });
+}
+
+/// [`alias_repeated_items`]'s work; `filtered`: also items holding a call with a FILTER.
+fn alias_items(body: &mut SetExpr, filtered: bool) {
     match body {
         SetExpr::Select(select) => {
             let mut seen: Vec<String> = Vec::new();
@@ -395,11 +431,12 @@ fn alias_repeated_items(body: &mut SetExpr) {
                 };
                 // DataFusion names an aggregate called by another of its names (`EVERY`,
                 // `VARIANCE`) without its FILTER, so `every(x), every(x) FILTER (..)` collide.
-                let filtered = sqlparser::ast::visit_expressions(&*e, |e| match e {
-                    Expr::Function(f) if f.filter.is_some() => std::ops::ControlFlow::Break(()),
-                    _ => std::ops::ControlFlow::Continue(()),
-                })
-                .is_break();
+                let filtered = filtered
+                    && sqlparser::ast::visit_expressions(&*e, |e| match e {
+                        Expr::Function(f) if f.filter.is_some() => std::ops::ControlFlow::Break(()),
+                        _ => std::ops::ControlFlow::Continue(()),
+                    })
+                    .is_break();
                 if seen.contains(&key) || filtered {
                     let alias = sqlparser::ast::Ident::with_quote('"', format!("weir_column_{}", i + 1));
                     let expr = e.clone();
@@ -410,10 +447,10 @@ fn alias_repeated_items(body: &mut SetExpr) {
             }
         }
         SetExpr::SetOperation { left, right, .. } => {
-            alias_repeated_items(left);
-            alias_repeated_items(right);
+            alias_items(left, filtered);
+            alias_items(right, filtered);
         }
-        SetExpr::Query(q) => alias_repeated_items(q.body.as_mut()),
+        SetExpr::Query(q) => alias_items(q.body.as_mut(), filtered),
         _ => {}
     }
 }

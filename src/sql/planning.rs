@@ -48,7 +48,7 @@ pub async fn plan_job(
         _ => NullCollation::High,
     };
     let ctx = session_context(snapshot_with_nulls(base, None, nulls, temporary));
-    let plan = ctx.state().create_logical_plan(query).await?;
+    let plan = ctx.state().create_logical_plan(&alias_repeats(query, kind)).await?;
     crate::plan::temporal::mark_lookup_joins(&plan);
     let plan = ctx.state().optimize(&plan)?;
     let mut stream = crate::plan::plan_stream(&plan, &CatalogSources(&base.catalog))?;
@@ -77,6 +77,25 @@ pub async fn plan_job(
     stream.set_allowed_lateness(lateness.unwrap_or(0));
     stream.set_state_ttl(&state_ttl_of(options, query)?)?;
     Ok(stream)
+}
+
+/// `query` with the repeated select items of its nested queries aliased
+/// ([`crate::sql::pg_compat::alias_nested_repeats`]), and of its own select list for an `INSERT
+/// INTO` job, whose columns go to the sink by position; a view's own columns must have
+/// distinct names. `query` itself when nothing repeats (or it does not parse here: the planner
+/// then says why).
+fn alias_repeats(query: &str, kind: JobKind) -> String {
+    use sqlparser::ast::Statement;
+    let Ok(mut statements) = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, query) else {
+        return query.to_string();
+    };
+    let [Statement::Query(_)] = statements.as_slice() else { return query.to_string() };
+    let before = statements[0].clone();
+    crate::sql::pg_compat::alias_nested_repeats(&mut statements[0], kind == JobKind::Sink);
+    if statements[0] == before {
+        return query.to_string();
+    }
+    statements[0].to_string()
 }
 
 /// Refuses a new job whose `plan` has an operator that emits each window once, when the
