@@ -622,6 +622,10 @@ pub async fn insert_into_connector(
     let Some(source) = &insert.source else {
         return Err(WeirError::unsupported("INSERT without a query"));
     };
+    // The columns go to the sink by position, so a repeated one is fine (`SELECT x, x`).
+    let mut source = source.clone();
+    crate::sql::pg_compat::alias_query_repeats(&mut source, true);
+    let source = &source;
     let ctx = session_context(crate::sql::planning::planning_snapshot(engine, None, &temporary));
     let query = match insert.columns.as_slice() {
         [] => source.to_string(),

@@ -395,6 +395,17 @@ fn alias_repeated_items(body: &mut SetExpr) {
 /// repeats, which DataFusion refuses, are aliased, so a query that planned before keeps its
 /// column names (a stored view replans to the same columns).
 pub fn alias_nested_repeats(stmt: &mut Statement, outer: bool) {
+    // An INSERT's query is its own level: its columns go to the table by position.
+    let outer = outer || matches!(stmt, Statement::Insert(_));
+    alias_repeats_in(stmt, outer);
+}
+
+/// [`alias_nested_repeats`] of a query (`outer`: its own select list too).
+pub fn alias_query_repeats(query: &mut Query, outer: bool) {
+    alias_repeats_in(query, outer);
+}
+
+fn alias_repeats_in(node: &mut impl VisitMut, outer: bool) {
     struct Nested {
         depth: usize,
         outer: bool,
@@ -413,9 +424,18 @@ pub fn alias_nested_repeats(stmt: &mut Statement, outer: bool) {
             ControlFlow::Continue(())
         }
     }
-    // An INSERT's query is its own level: its columns go to the table by position.
-    let outer = outer || matches!(stmt, Statement::Insert(_));
-    let _ = stmt.visit(&mut Nested { depth: 0, outer });
+    let _ = node.visit(&mut Nested { depth: 0, outer });
+}
+
+/// What DataFusion names a select item after, near enough to tell repeats: a column by its
+/// name, a cast by what it casts (`CAST(ts AS DATE)` and `CAST(ts AS STRING)` are both named
+/// `t.ts`), anything else by its text.
+fn item_key(e: &Expr) -> String {
+    match e {
+        Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.clone()).unwrap_or_default(),
+        Expr::Cast { expr, .. } | Expr::Nested(expr) => item_key(expr),
+        other => other.to_string(),
+    }
 }
 
 /// [`alias_repeated_items`]'s work; `filtered`: also items holding a call with a FILTER.
@@ -425,10 +445,7 @@ fn alias_items(body: &mut SetExpr, filtered: bool) {
             let mut seen: Vec<String> = Vec::new();
             for (i, item) in select.projection.iter_mut().enumerate() {
                 let SelectItem::UnnamedExpr(e) = item else { continue };
-                let key = match &*e {
-                    Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.clone()).unwrap_or_default(),
-                    other => other.to_string(),
-                };
+                let key = item_key(e);
                 // DataFusion names an aggregate called by another of its names (`EVERY`,
                 // `VARIANCE`) without its FILTER, so `every(x), every(x) FILTER (..)` collide.
                 let filtered = filtered
