@@ -362,7 +362,11 @@ impl datafusion::logical_expr::planner::TypePlanner for FlinkTypes {
         sql_type: &sqlparser::ast::DataType,
     ) -> datafusion::common::Result<Option<arrow::datatypes::FieldRef>> {
         Ok(match sql_type {
-            sqlparser::ast::DataType::Custom(..)
+            // A TIMESTAMP without a precision is TIMESTAMP(6), as in Flink and in CREATE TABLE:
+            // microseconds (DataFusion's nanoseconds end in 2262, so `TIMESTAMP '9999-12-31
+            // 00:00:00'`, the usual open end of a validity range, did not fit).
+            sqlparser::ast::DataType::Timestamp(None, _)
+            | sqlparser::ast::DataType::Custom(..)
             | sqlparser::ast::DataType::Struct(..)
             | sqlparser::ast::DataType::Map(..) => crate::sql::types::arrow_type(sql_type)
                 .ok()

@@ -86,11 +86,15 @@ fn is_text(t: &DataType) -> bool {
 }
 
 /// When `e` is a literal timestamp (a string literal cast to a timestamp, as `TIMESTAMP
-/// '2024-01-01 10:00:00.50'` is planned), the digits of its fraction as written (here 2).
+/// '2024-01-01 10:00:00.50'` is planned), the digits of its fraction as written (here 2). A
+/// cast of such a literal to another timestamp type has that type's digits.
 fn literal_digits(e: &Expr) -> Option<usize> {
-    match e {
-        Expr::Cast(c) => literal_digits(&c.expr),
-        Expr::TryCast(c) => literal_digits(&c.expr),
+    let inner = match e {
+        Expr::Cast(c) => c.expr.as_ref(),
+        Expr::TryCast(c) => c.expr.as_ref(),
+        _ => return None,
+    };
+    match inner {
         Expr::Literal(ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)), _) => {
             // The fraction follows the seconds: a point after the last colon.
             let seconds = &s[s.rfind(':')?..];
@@ -207,7 +211,10 @@ mod tests {
 
     #[test]
     fn a_literal_has_the_digits_it_is_written_with() {
-        let literal = |s: &str| Expr::Literal(ScalarValue::Utf8(Some(s.into())), None);
+        let literal = |s: &str| {
+            let text = Expr::Literal(ScalarValue::Utf8(Some(s.into())), None);
+            text.cast_to(&DataType::Timestamp(TimeUnit::Microsecond, None), &DFSchema::empty()).unwrap()
+        };
         assert_eq!(literal_digits(&literal("2024-01-01 10:00:00")), Some(0));
         assert_eq!(literal_digits(&literal("2024-01-01 10:00:00.50")), Some(2));
         let at = TimestampMicrosecondArray::from(vec![1_704_103_200_500_000]);

@@ -106,6 +106,12 @@ impl ScalarUDFImpl for TimeConversion {
             }),
         };
         let Some(first) = first else {
+            if self.conversion == Conversion::ToTimestamp && arg_types[0].is_numeric() {
+                return plan_err!(
+                    "{usage} reads a string; for epoch seconds or milliseconds use TO_TIMESTAMP_LTZ(n, 0) or \
+                     TO_TIMESTAMP_LTZ(n, 3)"
+                );
+            }
             return plan_err!("{usage}: the first argument cannot be a {}", arg_types[0]);
         };
         let mut out = vec![first.clone()];
