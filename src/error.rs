@@ -444,6 +444,9 @@ impl From<datafusion::error::DataFusionError> for WeirError {
                 }
             }
             D::Diagnostic(_, inner) => Self::from(*inner),
+            // Several errors of one statement (two unknown functions): the first, as Postgres
+            // reports the first it meets.
+            D::Collection(mut errors) if !errors.is_empty() => Self::from(errors.swap_remove(0)),
             D::Shared(inner) => Self::execution(inner.to_string()),
             D::External(inner) => match inner.downcast::<WeirError>() {
                 Ok(w) => *w,
