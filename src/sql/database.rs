@@ -1673,7 +1673,7 @@ mod tests {
         }
         assert!(!names.iter().any(|n| n == "arrow_typeof" || n == "input_file_name"), "DataFusion's internals listed");
         assert_eq!(rows(&db, &mut s, "SHOW FUNCTIONS LIKE 'json_v%'").await, vec!["| json_value |"]);
-        assert_eq!(rows(&db, &mut s, "SHOW FUNCTIONS ILIKE 'JSON%'").await.len(), 2, "json_build_object, json_value");
+        assert_eq!(rows(&db, &mut s, "SHOW FUNCTIONS ILIKE 'JSON%'").await.len(), 4, "json_build_object, json_exists, json_query, json_value");
         assert!(names.windows(2).all(|w| w[0] < w[1]), "sorted, each once");
         assert!(rows(&db, &mut s, "SHOW USER FUNCTIONS").await.is_empty());
         Ok(())

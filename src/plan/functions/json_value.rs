@@ -1,35 +1,66 @@
-//! `JSON_VALUE(json, path)`: the scalar at JSON path `path` in the JSON text `json`, as a
-//! STRING (Flink docs, JSON Functions; `RETURNING` and the `ON EMPTY`/`ON ERROR` clauses are not
-//! parsed: their defaults, STRING and NULL, apply).
+//! `JSON_VALUE(json, path)`, `JSON_EXISTS(json, path)` and `JSON_QUERY(json, path)` (Flink
+//! docs, JSON Functions), with their default clauses: `RETURNING` and the `ON EMPTY`/`ON
+//! ERROR` clauses of JSON_VALUE are rewritten before planning ([`crate::sql::json_clauses`]);
+//! JSON_EXISTS's and JSON_QUERY's clauses (`WITH ARRAY WRAPPER`, ..) are not parsed.
 //!
 //! - A path is `$` followed by steps: `.name`, `['name']` (or `["name"]`), `[index]` from 0.
 //!   Lax mode, Flink's default: a step that does not apply (a missing key, an index out of
-//!   range, a key of an array) gives NULL, not an error.
-//! - The result is the value's text: a string without its quotes, a number or boolean as JSON
-//!   writes it; NULL for a JSON `null`, an object or an array (not scalars: NULL ON ERROR), for
-//!   text that is not JSON, and when an argument is NULL.
+//!   range, a key of an array) finds nothing, not an error.
+//! - JSON_VALUE: the value's text as a STRING: a string without its quotes, a number or boolean
+//!   as JSON writes it; NULL for a JSON `null`, an object or an array (not scalars: NULL ON
+//!   ERROR), for text that is not JSON, and when an argument is NULL.
+//! - JSON_EXISTS: BOOLEAN, whether the path finds a value other than a JSON `null` (Calcite's
+//!   `jsonExists`, which Flink calls: the value found is not Java's null); FALSE for text that
+//!   is not JSON (FALSE ON ERROR).
+//! - JSON_QUERY: the object or array the path finds, as compact JSON text (no blanks outside
+//!   strings, keys in their order), a STRING; NULL when it finds nothing (NULL ON EMPTY), a
+//!   scalar (WITHOUT ARRAY WRAPPER: NULL ON ERROR), or for text that is not JSON.
 //! - A literal path that is not a path in this grammar is refused when the statement is
 //!   planned; one in a column gives NULL for that row.
 
 use std::sync::Arc;
 
-use arrow::array::StringBuilder;
+use std::collections::HashMap;
+
+use arrow::array::{ArrayRef, BooleanBuilder, StringBuilder};
 use arrow::datatypes::DataType;
 use datafusion::common::{plan_err, ScalarValue};
+use serde_json::value::RawValue;
 use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use super::args::{as_string_type, num_rows, StrArg};
 
-/// `JSON_VALUE`.
+/// Which JSON function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum JsonFunction {
+    Value,
+    Exists,
+    Query,
+}
+
+/// `JSON_VALUE`, `JSON_EXISTS` or `JSON_QUERY`.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(super) struct JsonValue {
+    function: JsonFunction,
     signature: Signature,
 }
 
 impl JsonValue {
-    pub(super) fn new() -> Self {
-        Self { signature: Signature::user_defined(Volatility::Immutable) }
+    pub(super) fn new(function: JsonFunction) -> Self {
+        Self { function, signature: Signature::user_defined(Volatility::Immutable) }
+    }
+
+    pub(super) fn all() -> [Self; 3] {
+        [JsonFunction::Value, JsonFunction::Exists, JsonFunction::Query].map(Self::new)
+    }
+
+    fn sql_name(&self) -> &'static str {
+        match self.function {
+            JsonFunction::Value => "JSON_VALUE",
+            JsonFunction::Exists => "JSON_EXISTS",
+            JsonFunction::Query => "JSON_QUERY",
+        }
     }
 }
 
@@ -48,7 +79,7 @@ fn parse_path(path: &str) -> std::result::Result<Vec<Step>, String> {
     let path = if lower.starts_with("lax ") {
         path[4..].trim_start()
     } else if lower.starts_with("strict ") {
-        return Err("strict mode is not supported: JSON_VALUE reads paths in lax mode (a missing step is NULL)".into());
+        return Err("strict mode is not supported: paths are read in lax mode (a missing step finds nothing)".into());
     } else {
         path
     };
@@ -114,9 +145,52 @@ fn value_at(json: &str, steps: &[Step]) -> Option<String> {
     }
 }
 
+/// The JSON text at `steps` in `json` as written there, if the path finds a value.
+fn raw_at<'a>(json: &'a str, steps: &[Step]) -> Option<&'a RawValue> {
+    let mut at: &RawValue = serde_json::from_str(json).ok()?;
+    for step in steps {
+        at = match step {
+            // The last of repeated keys, as Jackson reads them.
+            Step::Key(k) => serde_json::from_str::<HashMap<String, &RawValue>>(at.get()).ok()?.remove(k)?,
+            Step::Index(i) => serde_json::from_str::<Vec<&RawValue>>(at.get()).ok()?.get(*i).copied()?,
+        };
+    }
+    Some(at)
+}
+
+/// JSON_QUERY's result: the object or array at `steps`, compact.
+fn query_at(json: &str, steps: &[Step]) -> Option<String> {
+    let raw = raw_at(json, steps)?.get();
+    if !(raw.starts_with('{') || raw.starts_with('[')) {
+        return None;
+    }
+    // Blanks outside strings dropped, as Jackson writes JSON.
+    let mut out = String::with_capacity(raw.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in raw.chars() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if !c.is_whitespace() {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    Some(out)
+}
+
 impl ScalarUDFImpl for JsonValue {
     fn name(&self) -> &str {
-        "json_value"
+        match self.function {
+            JsonFunction::Value => "json_value",
+            JsonFunction::Exists => "json_exists",
+            JsonFunction::Query => "json_query",
+        }
     }
 
     fn signature(&self) -> &Signature {
@@ -124,7 +198,7 @@ impl ScalarUDFImpl for JsonValue {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        let usage = "JSON_VALUE(json, path)";
+        let usage = format!("{}(json, path)", self.sql_name());
         let [json, path] = arg_types else {
             return plan_err!("{usage} takes 2 arguments, got {}", arg_types.len());
         };
@@ -135,7 +209,7 @@ impl ScalarUDFImpl for JsonValue {
     }
 
     fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Utf8)
+        Ok(if self.function == JsonFunction::Exists { DataType::Boolean } else { DataType::Utf8 })
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -146,28 +220,59 @@ impl ScalarUDFImpl for JsonValue {
         let constant = match &args.args[1] {
             ColumnarValue::Scalar(ScalarValue::Utf8(Some(p))) => match parse_path(p) {
                 Ok(steps) => Some(steps),
-                Err(why) => return plan_err!("JSON_VALUE: '{p}' is not a JSON path: {why}"),
+                Err(why) => return plan_err!("{}: '{p}' is not a JSON path: {why}", self.sql_name()),
             },
             _ => None,
         };
-        let mut out = StringBuilder::with_capacity(n, 0);
-        for i in 0..n {
-            let steps = match &constant {
-                Some(steps) => Some(steps.clone()),
-                None => paths.get(i).and_then(|p| parse_path(p).ok()),
-            };
-            out.append_option(match (json.get(i), steps) {
-                (Some(j), Some(steps)) => value_at(j, &steps),
-                _ => None,
-            });
-        }
-        Ok(ColumnarValue::Array(Arc::new(out.finish())))
+        let steps = |i: usize| match &constant {
+            Some(steps) => Some(steps.clone()),
+            None => paths.get(i).and_then(|p| parse_path(p).ok()),
+        };
+        let out: ArrayRef = if self.function == JsonFunction::Exists {
+            let mut out = BooleanBuilder::with_capacity(n);
+            for i in 0..n {
+                out.append_option(match (json.get(i), steps(i)) {
+                    (Some(j), Some(steps)) => Some(raw_at(j, &steps).is_some_and(|v| v.get().trim() != "null")),
+                    // A path in a column that is not one: FALSE ON ERROR.
+                    (Some(_), None) if paths.get(i).is_some() => Some(false),
+                    _ => None,
+                });
+            }
+            Arc::new(out.finish())
+        } else {
+            let mut out = StringBuilder::with_capacity(n, 0);
+            for i in 0..n {
+                out.append_option(match (json.get(i), steps(i)) {
+                    (Some(j), Some(steps)) if self.function == JsonFunction::Value => value_at(j, &steps),
+                    (Some(j), Some(steps)) => query_at(j, &steps),
+                    _ => None,
+                });
+            }
+            Arc::new(out.finish())
+        };
+        Ok(ColumnarValue::Array(out))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_path, value_at};
+    use super::{parse_path, query_at, raw_at, value_at};
+
+    /// JSON_QUERY gives objects and arrays, compact and in their order; `raw_at` finds a
+    /// `null` (which JSON_EXISTS then counts as not there).
+    #[test]
+    fn queries_give_objects_and_arrays() {
+        let doc = r#"{"z": {"b": 1, "a": [1, "x y", {"q": "\" }"}]}, "n": null, "s": "t"}"#;
+        let query = |p: &str| query_at(doc, &parse_path(p).expect(p));
+        assert_eq!(query("$.z").as_deref(), Some(r#"{"b":1,"a":[1,"x y",{"q":"\" }"}]}"#));
+        assert_eq!(query("$.z.a").as_deref(), Some(r#"[1,"x y",{"q":"\" }"}]"#));
+        assert_eq!(query("$.s"), None, "a scalar");
+        assert_eq!(query("$.nope"), None);
+        let exists = |p: &str| raw_at(doc, &parse_path(p).expect(p)).is_some();
+        assert!(exists("$.n") && exists("$.z.a[2].q"));
+        assert!(!exists("$.z.a[3]") && !exists("$.s.x"));
+        assert!(raw_at("not json", &parse_path("$").expect("path")).is_none());
+    }
 
     /// Scalars by key, quoted key and index, in lax mode: what does not apply is NULL.
     #[test]

@@ -14,6 +14,8 @@
 //! | `AVG(x)` (replaces DataFusion's) | `avg.rs` | x's type for integers |
 //! | `IF(condition, a, b)` (rewritten into CASE) | `flink_if.rs` | the type a and b widen to |
 //! | `JSON_VALUE(json, path)` | `json_value.rs` | STRING |
+//! | `JSON_EXISTS(json, path)` | `json_value.rs` | BOOLEAN |
+//! | `JSON_QUERY(json, path)` | `json_value.rs` | STRING (JSON text) |
 //! | `TIMESTAMPDIFF(unit, t1, t2)` | `time_units.rs` | INT |
 //! | `TIMESTAMPADD(unit, n, t)` | `time_units.rs` | t's type |
 //! | `FLOOR(t TO unit)`, `CEIL(t TO unit)` (rewritten into `time_floor`, `time_ceil`) | `time_units.rs` | t's type |

@@ -41,7 +41,9 @@ pub fn register(ctx: &SessionContext) {
     let bool_and = datafusion::functions_aggregate::bool_and_or::bool_and_udaf();
     ctx.register_udaf(bool_and.as_ref().clone().with_aliases(["every"]));
     ctx.register_udf(ScalarUDF::new_from_impl(If::new()));
-    ctx.register_udf(ScalarUDF::new_from_impl(JsonValue::new()));
+    for json in JsonValue::all() {
+        ctx.register_udf(ScalarUDF::new_from_impl(json));
+    }
     ctx.register_udf(ScalarUDF::new_from_impl(TimestampDiff::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(TimestampAdd::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(TimeRound::new(false)));
