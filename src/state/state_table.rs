@@ -741,6 +741,86 @@ impl StateTable {
         }))
     }
 
+    /// The first entry whose key starts with `prefix` (with `last`, the last one), without an
+    /// expired one: what [`StateTable::prefix_iter`] would give first or last, for a grouped
+    /// table. A group the cache holds (or a complete cache) answers from memory; otherwise one
+    /// RocksDB seek from that end, merged with the writes not yet in RocksDB, finds it without
+    /// reading the group whole (a MIN/MAX group over a retracting input can hold millions of
+    /// values, and reading it back after each eviction made a job many times slower).
+    ///
+    /// # Errors
+    /// `Storage` when RocksDB fails to read.
+    pub fn prefix_extreme(&mut self, store: &Store, prefix: &[u8], last: bool) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.prune();
+        let in_memory = match &mut self.cache {
+            Some(cache) if cache.complete || cache.lru.peek(cache.slot(prefix)).is_some() => true,
+            Some(cache) => {
+                cache.misses += 1;
+                false
+            }
+            None => false,
+        };
+        if in_memory {
+            let mut entries = self.prefix_iter(store, prefix)?;
+            let entry = if last { entries.next_back() } else { entries.next() };
+            return Ok(entry.map(|(k, v)| (k.to_vec(), v.to_vec())));
+        }
+        let layers = self.layers();
+        // The writes of the layers within the prefix, oldest layer first (`None`: deleted), as
+        // `read_group` applies them; every layer's range delete covers RocksDB's entries.
+        let below = layers.iter().filter_map(|l| l.1).max();
+        let upper = match prefix_successor(prefix) {
+            Some(end) => Bound::Excluded(end),
+            None => Bound::Unbounded,
+        };
+        let mut written: BTreeMap<&[u8], Option<&[u8]>> = BTreeMap::new();
+        for (i, (overlay, layer_below)) in layers.iter().enumerate() {
+            if let (true, Some(b)) = (i > 0, layer_below) {
+                written.retain(|k, _| *k >= *b);
+            }
+            for (k, p) in overlay.range::<Vec<u8>, _>((Bound::Included(prefix.to_vec()), upper.clone())) {
+                written.insert(k.as_slice(), p.value.as_deref());
+            }
+        }
+        let ttl = self.ttl.as_ref().map(|t| (t.ttl_ms, now_ms()));
+        let live = |v: &[u8]| -> Option<Vec<u8>> {
+            match ttl {
+                Some((ttl_ms, now)) => live_value(v, ttl_ms, now).map(<[u8]>::to_vec),
+                None => Some(v.to_vec()),
+            }
+        };
+        // The layers' own candidate, from that end.
+        let mut from_layers = written.iter().filter_map(|(k, v)| Some((k.to_vec(), live((*v)?)?)));
+        let layered = if last { from_layers.next_back() } else { from_layers.next() };
+        // RocksDB's: the first entry from that end the layers neither write nor delete.
+        let mut stored = None;
+        let mut visit = |k: &[u8], v: &[u8]| -> Result<bool> {
+            if below.is_some_and(|b| k < b) {
+                // Range-deleted; from the last end, so is everything before it.
+                return Ok(!last);
+            }
+            if written.contains_key(k) {
+                return Ok(true);
+            }
+            match live(v) {
+                Some(v) => {
+                    stored = Some((k.to_vec(), v));
+                    Ok(false)
+                }
+                None => Ok(true),
+            }
+        };
+        if last {
+            store.scan_prefix_rev(self.id, prefix, &mut visit)?;
+        } else {
+            store.scan_prefix(self.id, prefix, &mut visit)?;
+        }
+        Ok(match (layered, stored) {
+            (Some(a), Some(b)) => Some(if (a.0 > b.0) == last { a } else { b }),
+            (a, b) => a.or(b),
+        })
+    }
+
     /// Every entry whose key starts with `slot` as of now: the committed ones (minus the range
     /// deletes) with the layers of writes over them, oldest first.
     fn read_group(&self, store: &Store, slot: &[u8]) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
@@ -1056,11 +1136,14 @@ mod tests {
         let (_dir, store) = store();
         let mut rng = crate::test_rng::Rng(0x5eed_cafe);
         // A table without a cache, and a grouped one (by first byte) whose cache is tiny, so
-        // reads go through the layers to RocksDB.
+        // reads go through the layers to RocksDB; a third, grouped, is read only by its first
+        // and last entries, so its groups are never cached and those reads seek RocksDB.
         let mut plain = StateTable::new(1);
         let small = Arc::new(CacheBudget::new(64));
         let mut grouped = StateTable::new(2);
         grouped.cache = Some(Cache::new(&small, Some(by_first_byte()), false));
+        let mut extremes = StateTable::new(3);
+        extremes.cache = Some(Cache::new(&small, Some(by_first_byte()), false));
         let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         let mut in_flight: std::collections::VecDeque<EpochWrites> = Default::default();
         let mut epoch = 0;
@@ -1071,30 +1154,35 @@ mod tests {
                     let (k, v) = (key(&mut rng), format!("v{step}").into_bytes());
                     plain.put(k.clone(), v.clone());
                     grouped.put(k.clone(), v.clone());
+                    extremes.put(k.clone(), v.clone());
                     model.insert(k, v);
                 }
                 10..=13 => {
                     let k = key(&mut rng);
                     plain.delete(k.clone());
                     grouped.delete(k.clone());
+                    extremes.delete(k.clone());
                     model.remove(&k);
                 }
                 14 => {
                     let bound = key(&mut rng);
                     plain.delete_below(&bound);
                     grouped.delete_below(&bound);
+                    extremes.delete_below(&bound);
                     model.retain(|k, _| *k >= bound);
                 }
                 15 => {
                     let prefix = vec![b'a' + rng.below(4) as u8];
                     grouped.delete_prefix(&store, &prefix)?;
                     plain.delete_prefix(&store, &prefix)?;
+                    extremes.delete_prefix(&store, &prefix)?;
                     model.retain(|k, _| !k.starts_with(&prefix));
                 }
                 16 | 17 if in_flight.len() < 2 => {
                     let mut writes = EpochWrites::committed_behind();
                     plain.flush(&mut writes);
                     grouped.flush(&mut writes);
+                    extremes.flush(&mut writes);
                     in_flight.push_back(writes);
                 }
                 _ => {
@@ -1109,6 +1197,8 @@ mod tests {
             let prefix = [k[0]];
             let group: Vec<(Vec<u8>, Vec<u8>)> = model.range(prefix.to_vec()..).take_while(|(k, _)| k.starts_with(&prefix)).map(|(k, v)| (k.clone(), v.clone())).collect();
             assert_eq!(entries(&mut grouped, &store, &prefix)?, group, "group {prefix:?} at step {step}");
+            assert_eq!(extremes.prefix_extreme(&store, &prefix, false)?, group.first().cloned(), "first of {prefix:?} at step {step}");
+            assert_eq!(extremes.prefix_extreme(&store, &prefix, true)?, group.last().cloned(), "last of {prefix:?} at step {step}");
             if step % 50 == 0 {
                 let mut seen = Vec::new();
                 plain.scan(&store, |k, v| {

@@ -370,6 +370,24 @@ impl Store {
         scan_entries(self.db.iterator_opt(IteratorMode::From(&start, Direction::Forward), ro), f)
     }
 
+    /// [`Store::scan_prefix`] from the last entry back to the first.
+    pub fn scan_prefix_rev(
+        &self,
+        table: u32,
+        prefix: &[u8],
+        f: impl FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let start = data_key(table, prefix);
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_lower_bound(start.clone());
+        // The last key below the upper bound (RocksDB's SeekToLast honours it).
+        match prefix_successor(&start) {
+            Some(end) => ro.set_iterate_upper_bound(end),
+            None => ro.set_iterate_upper_bound(data_prefix(table + 1).to_vec()),
+        }
+        scan_entries(self.db.iterator_opt(IteratorMode::End, ro), f)
+    }
+
     /// A metadata entry.
     pub fn get_meta(&self, name: &str) -> Result<Option<Vec<u8>>> {
         Ok(self.db.get(meta_key(name))?)

@@ -451,10 +451,9 @@ impl GroupAggregate {
                 Acc::Extreme(Some(v)) => out.extend_from_slice(v),
                 Acc::Extreme(None) => put_null(&mut out),
                 Acc::Values => {
+                    // The group's least or greatest value, without reading all of its values.
                     let table = self.values[i].as_mut().expect("MIN/MAX have a value table");
-                    let mut entries = table.prefix_iter(store, key)?;
-                    let entry = if agg.kind == AggKind::Min { entries.next() } else { entries.next_back() };
-                    match entry {
+                    match table.prefix_extreme(store, key, agg.kind == AggKind::Max)? {
                         Some((k, _)) => out.extend_from_slice(&k[key.len()..]),
                         None => put_null(&mut out),
                     }
