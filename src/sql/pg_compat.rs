@@ -427,6 +427,23 @@ fn alias_repeats_in(node: &mut impl VisitMut, outer: bool) {
     let _ = node.visit(&mut Nested { depth: 0, outer });
 }
 
+/// Postgres's name of the first item of `query`'s own select list that repeats an earlier one
+/// (`SELECT a, a`, `SELECT CAST(ts AS DATE), CAST(ts AS STRING)`), if one does: a view's
+/// columns need distinct names.
+pub fn repeated_output(query: &Query) -> Option<String> {
+    let SetExpr::Select(select) = query.body.as_ref() else { return None };
+    let mut seen = Vec::new();
+    for item in &select.projection {
+        let SelectItem::UnnamedExpr(e) = item else { continue };
+        let key = item_key(e);
+        if seen.contains(&key) {
+            return Some(expr_name(e));
+        }
+        seen.push(key);
+    }
+    None
+}
+
 /// What DataFusion names a select item after, near enough to tell repeats: a column by its
 /// name, a cast by what it casts (`CAST(ts AS DATE)` and `CAST(ts AS STRING)` are both named
 /// `t.ts`), anything else by its text.

@@ -48,7 +48,7 @@ pub async fn plan_job(
         _ => NullCollation::High,
     };
     let ctx = session_context(snapshot_with_nulls(base, None, nulls, temporary));
-    let plan = ctx.state().create_logical_plan(&alias_repeats(query, kind)).await?;
+    let plan = ctx.state().create_logical_plan(&alias_repeats(query, kind)?).await?;
     crate::plan::temporal::mark_lookup_joins(&plan);
     let plan = ctx.state().optimize(&plan)?;
     let mut stream = crate::plan::plan_stream(&plan, &CatalogSources(&base.catalog))?;
@@ -81,21 +81,32 @@ pub async fn plan_job(
 
 /// `query` with the repeated select items of its nested queries aliased
 /// ([`crate::sql::pg_compat::alias_nested_repeats`]), and of its own select list for an `INSERT
-/// INTO` job, whose columns go to the sink by position; a view's own columns must have
-/// distinct names. `query` itself when nothing repeats (or it does not parse here: the planner
-/// then says why).
-fn alias_repeats(query: &str, kind: JobKind) -> String {
+/// INTO` job, whose columns go to the sink by position. `query` itself when nothing repeats
+/// (or it does not parse here: the planner then says why).
+///
+/// # Errors
+/// `DuplicateColumn` (42701, Postgres's "column \"a\" specified more than once") for a view
+/// whose own select list repeats an item: its columns need distinct names.
+fn alias_repeats(query: &str, kind: JobKind) -> Result<String> {
     use sqlparser::ast::Statement;
     let Ok(mut statements) = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, query) else {
-        return query.to_string();
+        return Ok(query.to_string());
     };
-    let [Statement::Query(_)] = statements.as_slice() else { return query.to_string() };
+    let [Statement::Query(q)] = statements.as_slice() else { return Ok(query.to_string()) };
+    if kind != JobKind::Sink {
+        if let Some(name) = crate::sql::pg_compat::repeated_output(q) {
+            return Err(WeirError::new(crate::error::ErrorKind::DuplicateColumn(format!(
+                "column \"{name}\" specified more than once: a view's columns need distinct names; give it an alias \
+                 (SELECT a, a AS a2)"
+            ))));
+        }
+    }
     let before = statements[0].clone();
     crate::sql::pg_compat::alias_nested_repeats(&mut statements[0], kind == JobKind::Sink);
     if statements[0] == before {
-        return query.to_string();
+        return Ok(query.to_string());
     }
-    statements[0].to_string()
+    Ok(statements[0].to_string())
 }
 
 /// Refuses a new job whose `plan` has an operator that emits each window once, when the

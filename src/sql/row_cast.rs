@@ -31,34 +31,46 @@ impl AnalyzerRule for PositionalRowCasts {
     }
 
     fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> DfResult<LogicalPlan> {
-        let plan = plan.transform_up_with_subqueries(|node| {
-            // The schema a node's expressions are typed against: its one input's, none for
-            // VALUES, and for a join its own (both inputs' columns).
-            let inputs = node.inputs();
-            let schema = match inputs.as_slice() {
-                [] => Arc::new(DFSchema::empty()),
-                [one] => Arc::clone(one.schema()),
-                _ => Arc::clone(node.schema()),
-            };
-            // A rewritten expression keeps its name (the plan's schema must not change).
-            let names = NamePreserver::new(&node);
-            node.map_expressions(|e| {
-                let name = names.save(&e);
-                e.transform_up(|e| match e {
-                    Expr::Cast(c)
-                        if holds_row(c.field.data_type())
-                            && c.expr.get_type(&schema).is_ok_and(|from| from != *c.field.data_type()) =>
-                    {
-                        let udf = ScalarUDF::new_from_impl(CastByPosition::new(c.field.data_type().clone()));
-                        Ok(Transformed::yes(udf.call(vec![*c.expr])))
-                    }
-                    e => Ok(Transformed::no(e)),
-                })
-                .map(|t| if t.transformed { t.update_data(|e| name.restore(e)) } else { t })
-            })
-        })?;
-        Ok(plan.data)
+        rewrite_typed_expressions(plan, |e, schema| match e {
+            Expr::Cast(c)
+                if holds_row(c.field.data_type())
+                    && c.expr.get_type(schema).is_ok_and(|from| from != *c.field.data_type()) =>
+            {
+                let udf = ScalarUDF::new_from_impl(CastByPosition::new(c.field.data_type().clone()));
+                Ok(Transformed::yes(udf.call(vec![*c.expr])))
+            }
+            e => Ok(Transformed::no(e)),
+        })
     }
+}
+
+/// `plan` (its subqueries too) with each expression rewritten bottom-up by `rewrite`, which is
+/// given the schema the expression is typed against: its node's one input's, none for VALUES,
+/// and for a join its own (both inputs' columns). A rewritten expression keeps its name, so
+/// the plan's schema does not change (for analyzer rules run after DataFusion's type
+/// coercion).
+///
+/// # Errors
+/// `rewrite`'s.
+pub fn rewrite_typed_expressions(
+    plan: LogicalPlan,
+    rewrite: impl Fn(Expr, &DFSchema) -> DfResult<Transformed<Expr>>,
+) -> DfResult<LogicalPlan> {
+    let plan = plan.transform_up_with_subqueries(|node| {
+        let inputs = node.inputs();
+        let schema = match inputs.as_slice() {
+            [] => Arc::new(DFSchema::empty()),
+            [one] => Arc::clone(one.schema()),
+            _ => Arc::clone(node.schema()),
+        };
+        let names = NamePreserver::new(&node);
+        node.map_expressions(|e| {
+            let name = names.save(&e);
+            e.transform_up(|e| rewrite(e, &schema))
+                .map(|t| if t.transformed { t.update_data(|e| name.restore(e)) } else { t })
+        })
+    })?;
+    Ok(plan.data)
 }
 
 /// Whether values of `t` are or hold a struct (a `ROW`, or a `MAP`, whose entries are structs).

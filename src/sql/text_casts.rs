@@ -23,10 +23,9 @@ use arrow::datatypes::{
     DataType, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType,
 };
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::common::tree_node::Transformed;
+use datafusion::common::ScalarValue;
 use datafusion::error::Result as DfResult;
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{
     ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
@@ -42,42 +41,27 @@ impl AnalyzerRule for TimestampTextCasts {
     }
 
     fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> DfResult<LogicalPlan> {
-        let plan = plan.transform_up_with_subqueries(|node| {
-            // The schema a node's expressions are typed against, as in `row_cast`.
-            let inputs = node.inputs();
-            let schema = match inputs.as_slice() {
-                [] => Arc::new(DFSchema::empty()),
-                [one] => Arc::clone(one.schema()),
-                _ => Arc::clone(node.schema()),
+        crate::sql::row_cast::rewrite_typed_expressions(plan, |e, schema| {
+            let (inner, target) = match &e {
+                Expr::Cast(c) => (c.expr.as_ref(), c.field.data_type()),
+                Expr::TryCast(c) => (c.expr.as_ref(), c.field.data_type()),
+                _ => return Ok(Transformed::no(e)),
             };
-            let names = NamePreserver::new(&node);
-            node.map_expressions(|e| {
-                let name = names.save(&e);
-                e.transform_up(|e| {
-                    let (inner, target) = match &e {
-                        Expr::Cast(c) => (c.expr.as_ref(), c.field.data_type()),
-                        Expr::TryCast(c) => (c.expr.as_ref(), c.field.data_type()),
-                        _ => return Ok(Transformed::no(e)),
-                    };
-                    let from = inner.get_type(&schema);
-                    if !is_text(target) || !from.is_ok_and(|t| matches!(t, DataType::Timestamp(..))) {
-                        return Ok(Transformed::no(e));
-                    }
-                    let target = target.clone();
-                    let inner = match e {
-                        Expr::Cast(c) => *c.expr,
-                        Expr::TryCast(c) => *c.expr,
-                        _ => unreachable!("matched above"),
-                    };
-                    let digits = literal_digits(&inner);
-                    let text = ScalarUDF::new_from_impl(TimestampToText::new(digits)).call(vec![inner]);
-                    // `Utf8View` or `LargeUtf8` as the cast asked.
-                    Ok(Transformed::yes(if target == DataType::Utf8 { text } else { text.cast_to(&target, &schema)? }))
-                })
-                .map(|t| if t.transformed { t.update_data(|e| name.restore(e)) } else { t })
-            })
-        })?;
-        Ok(plan.data)
+            let from = inner.get_type(schema);
+            if !is_text(target) || !from.is_ok_and(|t| matches!(t, DataType::Timestamp(..))) {
+                return Ok(Transformed::no(e));
+            }
+            let target = target.clone();
+            let inner = match e {
+                Expr::Cast(c) => *c.expr,
+                Expr::TryCast(c) => *c.expr,
+                _ => unreachable!("matched above"),
+            };
+            let digits = literal_digits(&inner);
+            let text = ScalarUDF::new_from_impl(TimestampToText::new(digits)).call(vec![inner]);
+            // `Utf8View` or `LargeUtf8` as the cast asked.
+            Ok(Transformed::yes(if target == DataType::Utf8 { text } else { text.cast_to(&target, schema)? }))
+        })
     }
 }
 
@@ -189,6 +173,7 @@ pub fn timestamps_to_text(array: &ArrayRef, digits: Option<usize>) -> DfResult<A
 mod tests {
     use super::*;
     use arrow::array::{StringArray, TimestampMicrosecondArray, TimestampMillisecondArray, TimestampSecondArray};
+    use datafusion::common::DFSchema;
 
     fn texts(array: ArrayRef) -> Vec<Option<String>> {
         let out = timestamps_to_text(&array, None).unwrap();

@@ -100,6 +100,9 @@ fn parse_path(path: &str) -> std::result::Result<Vec<Step>, String> {
                 if key.is_empty() {
                     return Err("a '.' is followed by a key".into());
                 }
+                if key.trim() == "*" {
+                    return Err("wildcards ('.*', '[*]') are not supported; name the key".into());
+                }
                 steps.push(Step::Key(key));
             }
             '[' => {
@@ -292,5 +295,7 @@ mod tests {
         assert!(parse_path("a.b").is_err());
         assert!(parse_path("$.").is_err());
         assert!(parse_path("$[x]").is_err());
+        assert!(parse_path("$.*").is_err() && parse_path("$.a.*").is_err(), "a wildcard, not a key named *");
+        assert_eq!(value_at(r#"{"*": 1}"#, &parse_path("$['*']").expect("quoted")).as_deref(), Some("1"));
     }
 }

@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, Date32Builder, StringBuilder, TimestampMillisecondBuilder};
+use arrow::array::{Array, AsArray, StringBuilder, TimestampMillisecondBuilder};
 use arrow::datatypes::{DataType, Field, FieldRef, Float64Type, Int64Type, TimeUnit};
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 use datafusion::common::{exec_err, internal_err, plan_err, ScalarValue};
@@ -179,32 +179,42 @@ impl TimeConversion {
     }
 
     /// TO_TIMESTAMP and the string form of TO_TIMESTAMP_LTZ: each string as milliseconds, in
-    /// time zone `tz` (none: a TIMESTAMP).
+    /// time zone `tz` (none: a TIMESTAMP). A string that does not match its format is read in
+    /// the default form, as Flink falls back to `Timestamp.valueOf`.
     fn read_strings(&self, args: &[ColumnarValue], n: usize, tz: Option<&str>) -> Result<arrow::array::TimestampMillisecondArray> {
-        let strings = StrArg::new(&args[0])?;
-        let formats = args.get(1).map(StrArg::new).transpose()?;
-        let mut parsers = Parsers::default();
-        let mut out = TimestampMillisecondBuilder::with_capacity(n);
-        for i in 0..n {
-            let Some(s) = strings.get(i) else {
-                out.append_null();
-                continue;
-            };
-            let t = match &formats {
-                None => parse_default(s),
-                Some(formats) => match formats.get(i) {
-                    None => None,
-                    Some(format) => parsers.get(format).and_then(|p| p.datetime(s, true)).or_else(|| parse_default(s)),
-                },
-            };
-            out.append_option(t.map(|t| t.and_utc().timestamp_millis()).filter(|ms| in_range(*ms)));
-        }
-        let out = out.finish();
+        let times = read_each(args, n, parse_default, |parser, s| {
+            parser.and_then(|p| p.datetime(s, true)).or_else(|| parse_default(s))
+        })?;
+        let millis = times.into_iter().map(|t| t.map(|t| t.and_utc().timestamp_millis()).filter(|ms| in_range(*ms)));
+        let out = arrow::array::TimestampMillisecondArray::from(millis.collect::<Vec<_>>());
         Ok(match tz {
             Some(tz) => out.with_timezone(tz),
             None => out,
         })
     }
+}
+
+/// Each row's string (the first argument) read by `default` when there is no format argument,
+/// else by `with` given the parser of its format (`None`: a format that does not parse); NULL
+/// when the string or its format is NULL.
+fn read_each<T>(
+    args: &[ColumnarValue],
+    n: usize,
+    default: impl Fn(&str) -> Option<T>,
+    with: impl Fn(Option<&Parser>, &str) -> Option<T>,
+) -> Result<Vec<Option<T>>> {
+    let strings = StrArg::new(&args[0])?;
+    let formats = args.get(1).map(StrArg::new).transpose()?;
+    let mut parsers = Parsers::default();
+    Ok((0..n)
+        .map(|i| {
+            let s = strings.get(i)?;
+            match &formats {
+                None => default(s),
+                Some(formats) => with(parsers.get(formats.get(i)?), s),
+            }
+        })
+        .collect())
 }
 
 /// The parser of the last format seen (a column of formats is mostly one format).
@@ -322,26 +332,10 @@ fn from_unixtime(args: &[ColumnarValue], n: usize) -> Result<arrow::array::Strin
 
 /// TO_DATE: days since 1970.
 fn to_date(args: &[ColumnarValue], n: usize) -> Result<arrow::array::Date32Array> {
-    let strings = StrArg::new(&args[0])?;
-    let formats = args.get(1).map(StrArg::new).transpose()?;
-    let mut parsers = Parsers::default();
-    let mut out = Date32Builder::with_capacity(n);
+    let dates = read_each(args, n, parse_date, |parser, s| parser?.datetime(s, false).map(|t| t.date()))?;
     let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
-    for i in 0..n {
-        let Some(s) = strings.get(i) else {
-            out.append_null();
-            continue;
-        };
-        let date = match &formats {
-            None => parse_date(s),
-            Some(formats) => match formats.get(i) {
-                None => None,
-                Some(format) => parsers.get(format).and_then(|p| p.datetime(s, false)).map(|t| t.date()),
-            },
-        };
-        out.append_option(date.and_then(|d| i32::try_from((d - epoch).num_days()).ok()));
-    }
-    Ok(out.finish())
+    let days = dates.into_iter().map(|d| d.and_then(|d| i32::try_from((d - epoch).num_days()).ok()));
+    Ok(arrow::array::Date32Array::from(days.collect::<Vec<_>>()))
 }
 
 /// Flink's default timestamp form (`DEFAULT_TIMESTAMP_FORMATTER`): `yyyy-M[M]-d[d]`, then
