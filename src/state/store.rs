@@ -166,6 +166,18 @@ fn data_key(table: u32, key: &[u8]) -> Vec<u8> {
     k
 }
 
+/// The first RocksDB key of state table `table`'s entries starting with `prefix`, and read
+/// options bounded above by the end of that range.
+fn prefix_bounds(table: u32, prefix: &[u8]) -> (Vec<u8>, ReadOptions) {
+    let start = data_key(table, prefix);
+    let mut ro = ReadOptions::default();
+    match prefix_successor(&start) {
+        Some(end) => ro.set_iterate_upper_bound(end),
+        None => ro.set_iterate_upper_bound(data_prefix(table + 1).to_vec()),
+    }
+    (start, ro)
+}
+
 fn meta_key(name: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + name.len());
     k.push(META);
@@ -361,12 +373,7 @@ impl Store {
         prefix: &[u8],
         f: impl FnMut(&[u8], &[u8]) -> Result<bool>,
     ) -> Result<()> {
-        let start = data_key(table, prefix);
-        let mut ro = ReadOptions::default();
-        match prefix_successor(&start) {
-            Some(end) => ro.set_iterate_upper_bound(end),
-            None => ro.set_iterate_upper_bound(data_prefix(table + 1).to_vec()),
-        }
+        let (start, ro) = prefix_bounds(table, prefix);
         scan_entries(self.db.iterator_opt(IteratorMode::From(&start, Direction::Forward), ro), f)
     }
 
@@ -377,14 +384,9 @@ impl Store {
         prefix: &[u8],
         f: impl FnMut(&[u8], &[u8]) -> Result<bool>,
     ) -> Result<()> {
-        let start = data_key(table, prefix);
-        let mut ro = ReadOptions::default();
-        ro.set_iterate_lower_bound(start.clone());
+        let (start, mut ro) = prefix_bounds(table, prefix);
+        ro.set_iterate_lower_bound(start);
         // The last key below the upper bound (RocksDB's SeekToLast honours it).
-        match prefix_successor(&start) {
-            Some(end) => ro.set_iterate_upper_bound(end),
-            None => ro.set_iterate_upper_bound(data_prefix(table + 1).to_vec()),
-        }
         scan_entries(self.db.iterator_opt(IteratorMode::End, ro), f)
     }
 
