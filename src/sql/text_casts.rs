@@ -7,9 +7,9 @@
 //! `TIMESTAMP_LTZ` is written in the session's time zone, which in Weir is UTC, without an
 //! offset. A literal's precision is the digits it is written with, as Flink types
 //! `TIMESTAMP '2024-01-01 10:00:00'` TIMESTAMP(0). Weir keeps TIMESTAMP(0) to TIMESTAMP(3) as
-//! milliseconds, so those columns are written with 3 digits. Arrow's cast kernel, which DataFusion's `CAST` calls, writes ISO 8601 instead
-//! (`2024-01-01T10:00:00`), so a key or a message built from a window's bounds differed from
-//! Flink's.
+//! milliseconds, so those columns are written with 3 digits. Arrow's cast kernel, which
+//! DataFusion's `CAST` calls, writes ISO 8601 instead (`2024-01-01T10:00:00`), so a key or a
+//! message built from a window's bounds differed from Flink's.
 //!
 //! [`TimestampTextCasts`], an analyzer rule run after DataFusion's type coercion, turns each
 //! cast of a timestamp to a string type, written (`CAST`, `::`, `TRY_CAST`) or added by the
@@ -17,6 +17,8 @@
 
 use std::fmt::Write as _;
 use std::sync::Arc;
+
+use chrono::{Datelike, Timelike};
 
 use arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
 use arrow::datatypes::{
@@ -155,18 +157,31 @@ pub fn timestamps_to_text(array: &ArrayRef, digits: Option<usize>) -> DfResult<A
         let Some(at) = chrono::DateTime::from_timestamp(seconds, (part * scale) as u32) else {
             return datafusion::common::exec_err!("timestamp {v} ({unit:?} since 1970) is out of range");
         };
-        let mut text = String::with_capacity(20 + precision);
-        let _ = write!(text, "{}", at.naive_utc().format("%Y-%m-%d %H:%M:%S"));
-        let nanos = format!("{:09}", at.timestamp_subsec_nanos());
-        let fraction = nanos.trim_end_matches('0');
-        let digits = fraction.len().max(precision);
+        // Written straight into the array's buffer, the row ended by the empty append.
+        let t = at.naive_utc();
+        let (y, mo, d, h, mi, se) = (t.year(), t.month(), t.day(), t.hour(), t.minute(), t.second());
+        let _ = write!(out, "{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{se:02}");
+        let nanos = at.timestamp_subsec_nanos();
+        let digits = significant_digits(nanos).max(precision);
         if digits > 0 {
-            text.push('.');
-            text.push_str(&nanos[..digits]);
+            let _ = write!(out, ".{:0digits$}", nanos / 10u32.pow(9 - digits as u32));
         }
-        out.append_value(text);
+        out.append_value("");
     }
     Ok(Arc::new(out.finish()))
+}
+
+/// The digits of a fraction of `nanos` ns (of 9) up to its last non-zero one.
+fn significant_digits(nanos: u32) -> usize {
+    if nanos == 0 {
+        return 0;
+    }
+    let (mut n, mut digits) = (nanos, 9);
+    while n % 10 == 0 {
+        n /= 10;
+        digits -= 1;
+    }
+    digits
 }
 
 #[cfg(test)]

@@ -227,9 +227,10 @@ impl ScalarUDFImpl for JsonValue {
             },
             _ => None,
         };
+        // A literal path's steps are borrowed, not copied, for each row.
         let steps = |i: usize| match &constant {
-            Some(steps) => Some(steps.clone()),
-            None => paths.get(i).and_then(|p| parse_path(p).ok()),
+            Some(steps) => Some(std::borrow::Cow::Borrowed(steps.as_slice())),
+            None => paths.get(i).and_then(|p| parse_path(p).ok()).map(std::borrow::Cow::Owned),
         };
         let out: ArrayRef = if self.function == JsonFunction::Exists {
             let mut out = BooleanBuilder::with_capacity(n);

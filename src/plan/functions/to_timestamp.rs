@@ -27,7 +27,7 @@ use datafusion::logical_expr::{ColumnarValue, ReturnFieldArgs, ScalarFunctionArg
 
 use super::args::{as_integer_type, as_string_type, literal_str, num_rows, IntArg, StrArg};
 use super::date_format::{parse_pattern, write_items};
-use super::unix_timestamp::{chrono_format, Parser};
+use super::unix_timestamp::{chrono_format, Parser, Parsers};
 
 /// `yyyy-MM-dd HH:mm:ss`, FROM_UNIXTIME's default pattern.
 const DEFAULT_PATTERN: &str = "yyyy-MM-dd HH:mm:ss";
@@ -217,21 +217,6 @@ fn read_each<T>(
         .collect())
 }
 
-/// The parser of the last format seen (a column of formats is mostly one format).
-#[derive(Default)]
-struct Parsers {
-    last: Option<(String, Option<Parser>)>,
-}
-
-impl Parsers {
-    fn get(&mut self, format: &str) -> Option<&Parser> {
-        if self.last.as_ref().is_none_or(|(f, _)| f != format) {
-            self.last = Some((format.to_string(), chrono_format(format).ok()));
-        }
-        self.last.as_ref().and_then(|(_, p)| p.as_ref())
-    }
-}
-
 fn integer(v: &ScalarValue) -> Option<i64> {
     match v {
         ScalarValue::Int8(Some(p)) => Some(i64::from(*p)),
@@ -242,13 +227,19 @@ fn integer(v: &ScalarValue) -> Option<i64> {
     }
 }
 
-/// Flink's refusal of a precision other than seconds and milliseconds.
+/// Flink's refusal of a precision other than seconds and milliseconds, when planned.
 fn check_precision(p: i64) -> Result<()> {
     if p == 0 || p == 3 {
         return Ok(());
     }
-    plan_err!(
-        "The precision value '{p}' for function TO_TIMESTAMP_LTZ(numeric, precision) is unsupported, the supported value is '0' for second or '3' for millisecond."
+    plan_err!("{}", precision_refused(p))
+}
+
+/// Flink's words for a precision other than 0 and 3.
+fn precision_refused(p: i64) -> String {
+    format!(
+        "The precision value '{p}' for function TO_TIMESTAMP_LTZ(numeric, precision) is unsupported, the supported \
+         value is '0' for second or '3' for millisecond."
     )
 }
 
@@ -264,6 +255,11 @@ fn epoch_numbers(args: &[ColumnarValue], n: usize) -> Result<arrow::array::Times
         ColumnarValue::Scalar(s) => s.to_array_of_size(1)?,
     };
     let at = |i: usize| if values.len() == 1 { 0 } else { i };
+    // Read once per batch: integers, floats (DECIMAL too), or only NULLs.
+    let (ints, floats) = (values.as_primitive_opt::<Int64Type>(), values.as_primitive_opt::<Float64Type>());
+    if ints.is_none() && floats.is_none() && values.data_type() != &DataType::Null {
+        return internal_err!("TO_TIMESTAMP_LTZ of {}", values.data_type());
+    }
     let mut out = TimestampMillisecondBuilder::with_capacity(n);
     for i in 0..n {
         let precision = match &precisions {
@@ -275,23 +271,18 @@ fn epoch_numbers(args: &[ColumnarValue], n: usize) -> Result<arrow::array::Times
             continue;
         };
         if precision != 0 && precision != 3 {
-            return exec_err!(
-                "The precision value '{precision}' for function TO_TIMESTAMP_LTZ(numeric, precision) is unsupported, the supported value is '0' for second or '3' for millisecond."
-            );
+            return exec_err!("{}", precision_refused(precision));
         }
         // Cut toward zero, as Java's `(long)` and `RoundingMode.DOWN`.
-        let ms = match values.data_type() {
-            DataType::Int64 => {
-                let v = values.as_primitive::<Int64Type>().value(at(i));
-                if precision == 0 { v.checked_mul(1000) } else { Some(v) }
-            }
-            DataType::Float64 => {
-                let v = values.as_primitive::<Float64Type>().value(at(i));
-                let ms = if precision == 0 { v * 1000.0 } else { v };
-                (ms.is_finite() && ms.abs() < 9.2e18).then(|| ms.trunc() as i64)
-            }
-            DataType::Null => None,
-            other => return internal_err!("TO_TIMESTAMP_LTZ of {other}"),
+        let ms = if let Some(ints) = ints {
+            let v = ints.value(at(i));
+            if precision == 0 { v.checked_mul(1000) } else { Some(v) }
+        } else if let Some(floats) = floats {
+            let v = floats.value(at(i));
+            let ms = if precision == 0 { v * 1000.0 } else { v };
+            (ms.is_finite() && ms.abs() < 9.2e18).then(|| ms.trunc() as i64)
+        } else {
+            None
         };
         out.append_option(ms.filter(|ms| in_range(*ms)));
     }

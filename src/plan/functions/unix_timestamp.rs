@@ -86,7 +86,7 @@ impl ScalarUDFImpl for UnixTimestamp {
         let n = num_rows(&args.args);
         let strings = StrArg::new(&args.args[0])?;
         let formats = args.args.get(1).map(StrArg::new).transpose()?;
-        let mut last: Option<(&str, Option<Parser>)> = None;
+        let mut parsers = Parsers::default();
         let mut out = Int64Builder::with_capacity(n);
         for i in 0..n {
             let format = match &formats {
@@ -97,10 +97,7 @@ impl ScalarUDFImpl for UnixTimestamp {
                 out.append_null();
                 continue;
             };
-            if last.as_ref().is_none_or(|(f, _)| *f != format) {
-                last = Some((format, chrono_format(format).ok()));
-            }
-            let parsed = last.as_ref().and_then(|(_, p)| p.as_ref()).and_then(|p| p.seconds(s));
+            let parsed = parsers.get(format).and_then(|p| p.seconds(s));
             out.append_value(parsed.unwrap_or(UNPARSED));
         }
         Ok(ColumnarValue::Array(Arc::new(out.finish())))
@@ -132,6 +129,22 @@ impl Parser {
             (d.and_hms_opt(0, 0, 0)?, rest)
         };
         (!whole || rest.is_empty()).then_some(t)
+    }
+}
+
+/// The parser of the last format seen (a column of formats is mostly one format).
+#[derive(Default)]
+pub(super) struct Parsers {
+    last: Option<(String, Option<Parser>)>,
+}
+
+impl Parsers {
+    /// The parser of Java pattern `format`; `None` when it cannot be read.
+    pub(super) fn get(&mut self, format: &str) -> Option<&Parser> {
+        if self.last.as_ref().is_none_or(|(f, _)| f != format) {
+            self.last = Some((format.to_string(), chrono_format(format).ok()));
+        }
+        self.last.as_ref().and_then(|(_, p)| p.as_ref())
     }
 }
 
