@@ -2,7 +2,7 @@
 //!
 //! Variants say whose fault an error is: the user's statement (`Syntax`, `UnknownTable`,
 //! `UnknownColumn`, `Unsupported`, `InvalidOption`, `Plan`, `Execution`, `DivisionByZero`, `UndefinedFunction`, `InvalidText`,
-//! `NumericOutOfRange`, `WrongObjectType`, `DuplicateColumn`, `AmbiguousColumn`, `StatementTimeout`, the
+//! `NumericOutOfRange`, `WrongObjectType`, `DuplicateColumn`, `AmbiguousColumn`, `StatementTimeout`, `Cancelled`, `AdminShutdown`, the
 //! transaction-block states, `InsufficientPrivilege`), the environment
 //! (`Storage`, `Io`), or ours (`Internal`). The SQLSTATE of each is set in one place,
 //! [`WeirError::sqlstate`], an exhaustive match; the frontend turns it into a Postgres
@@ -75,6 +75,14 @@ pub enum ErrorKind {
     /// The statement ran longer than the session's `statement_timeout`.
     #[error("canceling statement due to statement timeout")]
     StatementTimeout,
+    /// The statement was cancelled (a CancelRequest, `pg_cancel_backend`, the server shutting
+    /// down); Postgres's message.
+    #[error("canceling statement due to user request")]
+    Cancelled,
+    /// The server is shutting down (SIGTERM, SIGINT) while the statement runs; Postgres's
+    /// message for its fast shutdown.
+    #[error("terminating connection due to administrator command")]
+    AdminShutdown,
     /// A statement that cannot run inside a transaction block (DDL, FLUSH, starting a job);
     /// the message names it as Postgres does: "CREATE TABLE cannot run inside a transaction
     /// block".
@@ -224,7 +232,8 @@ impl WeirError {
             ErrorKind::UndefinedFunction(_) => "42883",
             ErrorKind::InvalidText(_) => "22P02",
             ErrorKind::BadCopyData(_) => "22P04",
-            ErrorKind::StatementTimeout => "57014",
+            ErrorKind::StatementTimeout | ErrorKind::Cancelled => "57014",
+            ErrorKind::AdminShutdown => "57P01",
             ErrorKind::ActiveTransaction(_) => "25001",
             ErrorKind::NoActiveTransaction(_) => "25P01",
             ErrorKind::InFailedTransaction => "25P02",

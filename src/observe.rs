@@ -121,8 +121,8 @@ pub struct Activity {
 }
 
 /// Cancels the statement a connection is running (as its client's CancelRequest does); does
-/// nothing while it runs none.
-pub type Canceller = Arc<dyn Fn() + Send + Sync>;
+/// nothing while it runs none. `true`: because the server is shutting down.
+pub type Canceller = Arc<dyn Fn(bool) + Send + Sync>;
 
 /// The open client connections of one server, by pid, with a way to cancel each one's running
 /// statement (`pg_cancel_backend`).
@@ -159,7 +159,15 @@ impl Activities {
     /// whether there is such a connection.
     pub fn cancel(&self, pid: i32) -> bool {
         let cancel = self.0.lock().unwrap_or_else(PoisonError::into_inner).get(&pid).map(|(_, c)| Arc::clone(c));
-        cancel.map(|c| c()).is_some()
+        cancel.map(|c| c(false)).is_some()
+    }
+
+    /// Cancels the running statement of every connection: the server is shutting down.
+    pub fn shut_down(&self) {
+        let all: Vec<Canceller> = self.0.lock().unwrap_or_else(PoisonError::into_inner).values().map(|(_, c)| Arc::clone(c)).collect();
+        for cancel in all {
+            cancel(true);
+        }
     }
 
     /// Connection `pid` runs `sql`.

@@ -196,3 +196,99 @@ async fn a_long_statement_holds_up_no_reader() {
     let row = other.query_one("SELECT COUNT(*), MAX(m) FROM lr_v", &[]).await.expect("view");
     assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (1000, 600000));
 }
+
+/// A write statement whose rows go on through the views for minutes: a cancel
+/// (`pg_cancel_backend`), `statement_timeout` and SIGTERM each stop it while the engine
+/// applies it, and nothing of it remains (Postgres: the statement is rolled back). Before,
+/// the changes went through every view to the end whatever came meanwhile, and a SIGTERM
+/// waited for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_write_stops_when_cancelled_and_leaves_nothing() {
+    // Each row of wc_t joins the 300 rows of wc_fan: the INSERT below is 300 M join rows for
+    // the view, minutes in a debug build, while computing its own million rows takes about a
+    // second.
+    const LONG_INSERT: &str = "INSERT INTO wc_t SELECT 1, value FROM generate_series(1, 1000000)";
+    let dir = common::scratch_dir("driver-cancel");
+    let mut server = common::Server::start(&dir.join("data"));
+    let admin = common::connect(&server).await;
+    admin
+        .batch_execute(
+            "CREATE TABLE wc_t (k BIGINT, v BIGINT);
+             CREATE TABLE wc_fan (k BIGINT);
+             INSERT INTO wc_fan SELECT 1 FROM generate_series(1, 300);
+             CREATE MATERIALIZED VIEW wc_v AS SELECT wc_fan.k, COUNT(*) AS n FROM wc_t JOIN wc_fan ON wc_t.k = wc_fan.k GROUP BY wc_fan.k;
+             INSERT INTO wc_t VALUES (1, 0);",
+        )
+        .await
+        .expect("setup");
+    // What every stop must leave: the one row of wc_t, joined with the 300 of wc_fan.
+    async fn unchanged(client: &tokio_postgres::Client) {
+        let n: i64 = client.query_one("SELECT COUNT(*) FROM wc_t", &[]).await.expect("count wc_t").get(0);
+        assert_eq!(n, 1, "rows of the stopped INSERT remain in wc_t");
+        let row = client.query_one("SELECT k, n FROM wc_v", &[]).await.expect("read wc_v");
+        assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (1, 300), "the stopped INSERT reached wc_v");
+    }
+    // Starts the INSERT on a connection of its own and returns once it has run for 3 s (by
+    // then its rows are computed and going through the view).
+    async fn start_long_insert(
+        server: &common::Server,
+        admin: &tokio_postgres::Client,
+    ) -> tokio::task::JoinHandle<Result<(), tokio_postgres::Error>> {
+        let writer = common::connect(server).await;
+        let insert = tokio::spawn(async move { writer.batch_execute(LONG_INSERT).await });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut running_since = None;
+        loop {
+            let rows = admin
+                .query("SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query = $1", &[&LONG_INSERT])
+                .await
+                .expect("pg_stat_activity");
+            if !rows.is_empty() {
+                let since = *running_since.get_or_insert_with(std::time::Instant::now);
+                if since.elapsed() >= std::time::Duration::from_secs(3) {
+                    return insert;
+                }
+            }
+            assert!(!insert.is_finished(), "the INSERT ended by itself");
+            assert!(std::time::Instant::now() < deadline, "the INSERT did not show as active");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+    let sqlstate = |e: &tokio_postgres::Error| e.as_db_error().map(|d| d.code().code().to_string());
+    let message = |e: &tokio_postgres::Error| e.as_db_error().map(|d| d.message().to_string()).unwrap_or_default();
+    let within = std::time::Duration::from_secs(60);
+
+    // A cancel: pg_cancel_backend, as psql's Ctrl-C sends (both raise the connection's flag).
+    let insert = start_long_insert(&server, &admin).await;
+    let sent: bool = admin
+        .query_one("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query = $1", &[&LONG_INSERT])
+        .await
+        .expect("pg_cancel_backend")
+        .get(0);
+    assert!(sent);
+    let ended = tokio::time::timeout(within, insert).await.expect("the cancelled INSERT went on").expect("INSERT task");
+    let error = ended.expect_err("the cancelled INSERT failed");
+    assert_eq!(sqlstate(&error).as_deref(), Some("57014"), "{error:?}");
+    assert_eq!(message(&error), "canceling statement due to user request");
+    unchanged(&admin).await;
+
+    // statement_timeout.
+    let timed = common::connect(&server).await;
+    timed.batch_execute("SET statement_timeout = '3s'").await.expect("SET");
+    let ended = tokio::time::timeout(within, timed.batch_execute(LONG_INSERT)).await.expect("the INSERT ran past its timeout");
+    let error = ended.expect_err("the INSERT past its timeout failed");
+    assert_eq!(sqlstate(&error).as_deref(), Some("57014"), "{error:?}");
+    assert_eq!(message(&error), "canceling statement due to statement timeout");
+    unchanged(&admin).await;
+
+    // SIGTERM: the server stops the INSERT, answers its client and exits.
+    let insert = start_long_insert(&server, &admin).await;
+    let status = server.terminate(within);
+    assert!(status.success(), "weir serve exited with {status}");
+    let error = insert.await.expect("INSERT task").expect_err("the INSERT was stopped");
+    // The client hears 57P01, or only that the connection closed if the server went first.
+    assert!(matches!(sqlstate(&error).as_deref(), Some("57P01") | None), "{error:?}");
+    drop(admin);
+    let server = common::Server::start(&dir.join("data"));
+    unchanged(&common::connect(&server).await).await;
+}

@@ -75,6 +75,9 @@ pub struct Engine {
     /// Jobs that failed since this process started, and when they restart: see
     /// [`super::restart`]. Kept across reloads.
     pub(super) restarting: BTreeMap<String, super::restart::Restart>,
+    /// The interrupt of the statement that holds the engine, checked between chunks
+    /// ([`super::interrupt`]); `None` for the source thread and between statements.
+    pub(super) interrupt: Option<super::Interrupt>,
 }
 
 /// Stops the jobs running on threads of their own: nothing commits after the engine is gone.
@@ -155,6 +158,7 @@ impl Engine {
             runners_lost: false,
             workers: workers.max(1),
             restarting,
+            interrupt: None,
         };
         for rel in engine.catalog.relations.values().filter(|r| r.job.is_some()) {
             if let Some(error) = engine.store.get_meta(&failed_key(&rel.name))? {
@@ -358,6 +362,7 @@ impl Engine {
             let src = self.catalog.get(&source).ok_or_else(|| WeirError::unknown_table(&source))?;
             let (Some(id), schema) = (src.state_table, relation_schema(src)?) else { continue };
             for batch in scan_rows(&*self.store, id, &schema, layout_of(src), false)? {
+                self.check_interrupt()?;
                 job.push(&source, &StreamChunk::inserts(batch), &self.store)?;
             }
         }
@@ -467,6 +472,7 @@ impl Engine {
     /// Pushes a change of `relation` through every job that reads it, and on through the views
     /// built on those.
     pub fn propagate(&mut self, relation: &str, chunk: &StreamChunk) -> Result<()> {
+        self.check_interrupt()?;
         let readers = self.readers_of(relation);
         for name in readers {
             let job = self.jobs.get_mut(&name).expect("reader job exists");

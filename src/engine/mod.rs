@@ -15,6 +15,7 @@
 //! | `sinks.rs` | the sink operators of `INSERT INTO` jobs, `STOP JOB` |
 //! | `runner.rs` | independent jobs on threads of their own, committing their own epochs |
 //! | `restart.rs` | restarting a job that failed (its brokers unreachable) from its last checkpoint, with backoff |
+//! | `interrupt.rs` | stopping a statement's work under the engine: cancel, `statement_timeout`, shutdown |
 //! | `table_writes.rs` | write statements' changes to plain tables, committed as one epoch |
 //! | `flush.rs` | what `FLUSH` waits for, first without the engine's lock |
 //! | `drop.rs` | `DROP` of relations with their jobs and state |
@@ -25,6 +26,7 @@ pub mod committed;
 pub mod driver;
 pub mod drop;
 pub mod flush;
+pub mod interrupt;
 pub mod jobs;
 pub mod restart;
 pub mod runner;
@@ -36,6 +38,7 @@ pub mod table_writes;
 
 pub use committed::{Commits, Committed, CommittedSlot};
 pub use driver::{CHECKPOINT_INTERVAL, EPOCH_WRITE_BYTES};
+pub use interrupt::Interrupt;
 pub use restart::Restart;
 pub use jobs::{table_store, watermark_key, Engine, JobPlanner, IDLE_ADVANCE, LATE_ROWS_TABLE};
 pub use table_writes::TableChanges;

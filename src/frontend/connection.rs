@@ -476,9 +476,16 @@ impl Connection {
         let metadata = client.metadata();
         let user = metadata.get(METADATA_USER).cloned().unwrap_or_default();
         let now = now_ms();
-        // pg_cancel_backend(pid) does what a CancelRequest with this connection's key does.
+        // pg_cancel_backend(pid) does what a CancelRequest with this connection's key does:
+        // the statement's wait ends, and so does its work under the engine.
         let runtime = tokio::runtime::Handle::current();
-        let cancel: Canceller = Arc::new(move || {
+        let interrupt = self.session.lock().await.interrupt.clone();
+        let cancel: Canceller = Arc::new(move |shutting_down| {
+            if shutting_down {
+                interrupt.terminate();
+            } else {
+                interrupt.cancel();
+            }
             let handle = Arc::clone(&handle);
             runtime.spawn(async move { handle.cancel().await });
         });

@@ -6,8 +6,10 @@
 //! connection it names, and the parameters reported at startup.
 //!
 //! # Shutdown
-//! When the `shutdown` future completes the listener is closed, open connections are aborted
-//! (their running statements dropped), and [`serve`] returns.
+//! When the `shutdown` future completes the listener is closed, the open connections' running
+//! statements are cancelled (a write or a backfill under the engine stops at its next check and
+//! rolls back: [`crate::engine::interrupt`]), the connections are aborted, and [`serve`]
+//! returns.
 
 use std::future::Future;
 use std::io;
@@ -18,7 +20,8 @@ use pgwire::api::auth::md5pass::Md5PasswordAuth;
 use pgwire::api::auth::mechanism::{AuthMechanism, AuthMechanismFactory};
 use pgwire::api::auth::sasl::scram::ScramAuth;
 use pgwire::api::auth::{AuthDriver, DefaultServerParameterProvider, StartupHandler};
-use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
+use async_trait::async_trait;
+use pgwire::api::cancel::CancelHandler;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::{ConnectionManager, PgWireServerHandlers, RandomPidSecretKeyGenerator};
 use pgwire::tokio::process_socket;
@@ -117,6 +120,7 @@ pub async fn serve_listener(
         "stopped accepting connections; closing {} open",
         connections.len()
     );
+    shared.db.activities().shut_down();
     connections.shutdown().await;
     Ok(())
 }
@@ -132,7 +136,7 @@ pub(crate) struct Shared {
     /// ParameterStatus values sent at startup.
     pub(crate) parameters: DefaultServerParameterProvider,
     /// Routes CancelRequests through `connections`.
-    cancel: Arc<DefaultCancelHandler>,
+    cancel: Arc<CancelRequests>,
     /// Password authentication, when the server has users.
     pub(crate) auth: Option<Auth>,
 }
@@ -169,8 +173,8 @@ impl Shared {
         parameters.server_version = SERVER_VERSION.to_owned();
         parameters.date_style = "ISO, MDY".to_owned();
         Self {
+            cancel: Arc::new(CancelRequests { connections: Arc::clone(&connections), db: Arc::clone(&db) }),
             db,
-            cancel: Arc::new(DefaultCancelHandler::new(Arc::clone(&connections))),
             connections,
             pids: RandomPidSecretKeyGenerator::default(),
             parameters,
@@ -179,10 +183,27 @@ impl Shared {
     }
 }
 
+/// Routes a CancelRequest to the connection it names: pgwire's registry checks the key and
+/// ends the statement's wait; the connection's interrupt then stops the statement's work under
+/// the engine too ([`crate::observe::Activities::cancel`], as `pg_cancel_backend`).
+pub(crate) struct CancelRequests {
+    connections: Arc<ConnectionManager>,
+    db: Arc<Database>,
+}
+
+#[async_trait]
+impl CancelHandler for CancelRequests {
+    async fn on_cancel_request(&self, request: pgwire::messages::cancel::CancelRequest) {
+        if self.connections.cancel(request.pid, &request.secret_key).await {
+            self.db.activities().cancel(request.pid);
+        }
+    }
+}
+
 /// The handlers of one socket: pgwire asks for them once, when the socket opens.
 struct ConnectionHandlers {
     connection: Arc<Connection>,
-    cancel: Arc<DefaultCancelHandler>,
+    cancel: Arc<CancelRequests>,
 }
 
 impl ConnectionHandlers {

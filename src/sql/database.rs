@@ -48,6 +48,10 @@ pub struct Session {
     pub statement_set: Option<Vec<String>>,
     /// The session's temporary views ([`crate::sql::temporary_views`]).
     pub temporary_views: crate::sql::temporary_views::TemporaryViews,
+    /// The connection's cancel flag, with the running statement's `statement_timeout`
+    /// deadline ([`crate::engine::interrupt`]): checked by the work a statement does under
+    /// the engine (a write's views, a backfill).
+    pub interrupt: crate::engine::Interrupt,
 }
 
 impl Session {
@@ -98,7 +102,9 @@ pub const STATE_WAIT: std::time::Duration = std::time::Duration::from_millis(500
 
 /// The system tables' rows: taken from the engine under its read lock, or the last ones taken.
 struct SystemFigures {
-    engine: Arc<RwLock<Engine>>,
+    /// Weak: the database's own reference is the one whose end closes the store ([`Database`]'s
+    /// drop waits for the others).
+    engine: std::sync::Weak<RwLock<Engine>>,
     activities: Arc<Activities>,
     /// The figures of the last look that got them (at first, those of the database's
     /// opening).
@@ -124,7 +130,11 @@ impl SystemFigures {
 
     /// The engine's figures (under its read lock) and the connections.
     async fn take(&self) -> Arc<SystemState> {
-        let mut state = self.engine.read().await.system_state();
+        let mut state = match self.engine.upgrade() {
+            Some(engine) => engine.read().await.system_state(),
+            // The database is closing.
+            None => (**self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner)).clone(),
+        };
         state.activity = self.activities.all();
         Arc::new(state)
     }
@@ -182,8 +192,17 @@ impl std::ops::DerefMut for EngineWrite<'_> {
     }
 }
 
+impl EngineWrite<'_> {
+    /// This engine, with its work for the statement stopping once `interrupt` is raised.
+    fn interruptible(mut self, interrupt: &crate::engine::Interrupt) -> Self {
+        self.0.set_interrupt(interrupt);
+        self
+    }
+}
+
 impl Drop for EngineWrite<'_> {
     fn drop(&mut self) {
+        self.0.clear_interrupt();
         self.0.detach_jobs();
     }
 }
@@ -345,7 +364,7 @@ impl Database {
         let first = std::sync::Mutex::new(Arc::new(engine.system_state()));
         let engine = Arc::new(RwLock::new(engine));
         let activities: Arc<Activities> = Arc::default();
-        let figures = SystemFigures { engine: Arc::clone(&engine), activities: Arc::clone(&activities), last: first };
+        let figures = SystemFigures { engine: Arc::downgrade(&engine), activities: Arc::clone(&activities), last: first };
         let db = Arc::new(Self {
             engine,
             committed,
@@ -483,12 +502,26 @@ impl Database {
     /// Inside a transaction block an error aborts the block: until ROLLBACK every statement
     /// fails with 25P02 ([`crate::sql::transaction`]).
     pub async fn execute(&self, session: &mut Session, sql: &str) -> Result<StatementResult> {
+        // A cancel that came between statements is not for this one; past the session's
+        // statement_timeout the statement stops (Postgres: every statement, writes included,
+        // which roll back), at its next await point or the engine's next check.
+        let limit = crate::sql::settings::statement_timeout(&session.settings)?;
+        session.interrupt.reset();
+        session.interrupt = session.interrupt.within(limit);
         if let Some(result) = self.statement_set(session, sql).await {
             return result.map_err(crate::sql::messages::in_sql_terms);
         }
-        let result = match parser::parse_statement(sql) {
-            Ok(stmt) => self.execute_parsed(session, stmt, sql).await,
-            Err(e) => Err(e),
+        let run = async {
+            match parser::parse_statement(sql) {
+                Ok(stmt) => self.execute_parsed(session, stmt, sql).await,
+                Err(e) => Err(e),
+            }
+        };
+        let result = match limit {
+            Some(limit) => tokio::time::timeout(limit, run)
+                .await
+                .unwrap_or_else(|_| Err(WeirError::new(crate::error::ErrorKind::StatementTimeout))),
+            None => run.await,
         }
         .map_err(|e| crate::sql::messages::in_sql_terms(e.locate_name(|name| parser::position_of_name(sql, name))));
         if result.is_err() {
@@ -823,7 +856,7 @@ impl Database {
                 Ok(command("CREATE TABLE"))
             }
             WeirStatement::CreateMaterializedView { name, if_not_exists, query, emit_on_window_close } => {
-                let mut engine = self.write_engine().await?;
+                let mut engine = self.write_engine().await?.interruptible(&session.interrupt);
                 let temporary = session.temporary_views.read_by(&query);
                 let created = (if_not_exists, emit_on_window_close);
                 ddl::create_materialized_view(&mut engine, &name, &query, created, &session.settings, sql, temporary).await?;
@@ -1075,23 +1108,20 @@ impl Database {
                         None => return Err(e.into()),
                     },
                 };
-                let query = self.queries.run(async move {
-                    let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
-                    let physical = state.query_planner().create_physical_plan(&plan, &state).await?;
-                    let batches = datafusion::physical_plan::collect(physical, state.task_ctx()).await?;
-                    let (schema, batches) = match names {
-                        Some(names) => crate::sql::pg_compat::rename(&schema, batches, &names)?,
-                        None => (schema, batches),
-                    };
-                    Ok(StatementResult::Rows { schema, batches })
-                });
-                // Past the session's statement_timeout the wait ends, which aborts the query.
-                match crate::sql::settings::statement_timeout(settings)? {
-                    Some(limit) => tokio::time::timeout(limit, query)
-                        .await
-                        .map_err(|_| WeirError::new(crate::error::ErrorKind::StatementTimeout))?,
-                    None => query.await,
-                }
+                // Past the session's statement_timeout `execute` stops waiting, which aborts the
+                // query.
+                self.queries
+                    .run(async move {
+                        let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
+                        let physical = state.query_planner().create_physical_plan(&plan, &state).await?;
+                        let batches = datafusion::physical_plan::collect(physical, state.task_ctx()).await?;
+                        let (schema, batches) = match names {
+                            Some(names) => crate::sql::pg_compat::rename(&schema, batches, &names)?,
+                            None => (schema, batches),
+                        };
+                        Ok(StatementResult::Rows { schema, batches })
+                    })
+                    .await
             }
             Statement::Copy { .. } => match crate::sql::copy::plan(&stmt)? {
                 crate::sql::copy::CopyPlan::In { table, columns, format } => {
@@ -1133,7 +1163,7 @@ impl Database {
                             "INSERT INTO connector table {table} starts a job: it cannot run inside a transaction block"
                         ))));
                     }
-                    let mut engine = self.write_engine().await?;
+                    let mut engine = self.write_engine().await?.interruptible(&session.interrupt);
                     // The catalog under the engine: the table may have changed since the read.
                     let rel = engine.catalog.get(&table).cloned().unwrap_or(rel);
                     let temporary = session.temporary_views.read_by_insert(insert);
@@ -1172,7 +1202,7 @@ impl Database {
                     return Ok(command("CREATE VIEW"));
                 }
                 let temporary = session.temporary_views.read_by(&v.query);
-                let mut engine = self.write_engine().await?;
+                let mut engine = self.write_engine().await?.interruptible(&session.interrupt);
                 if v.materialized {
                     ddl::create_materialized_view(&mut engine, &name, &v.query, (v.if_not_exists, false), settings, sql, temporary).await?;
                     return Ok(command("CREATE MATERIALIZED VIEW"));
@@ -1209,7 +1239,7 @@ impl Database {
                     None => Ok(command("COMMIT")),
                     Some(txn) if txn.failed => Ok(command("ROLLBACK")),
                     Some(txn) => {
-                        self.commit_block(txn).await?;
+                        self.commit_block(txn, &session.interrupt).await?;
                         Ok(command("COMMIT"))
                     }
                 }
@@ -1299,7 +1329,7 @@ impl Database {
             txn.steps.push(step);
             return Ok(applied);
         }
-        let mut engine = self.write_engine().await?;
+        let mut engine = self.write_engine().await?.interruptible(&session.interrupt);
         let step = match request {
             WriteRequest::Insert(insert) => {
                 let temporary = session.temporary_views.read_by_insert(&insert);
@@ -1340,6 +1370,7 @@ impl Database {
                 settings: session.settings.clone(),
                 user: session.user.clone(),
                 temporary_views: session.temporary_views.clone(),
+                interrupt: session.interrupt.clone(),
                 ..Session::default()
             };
             let create = format!("CREATE MATERIALIZED VIEW {name} AS {query}");
@@ -1385,11 +1416,11 @@ impl Database {
 
     /// COMMIT of `txn`: every step of the block applied again over the latest commit, as one
     /// epoch. Nothing is written when a step fails.
-    async fn commit_block(&self, txn: Transaction) -> Result<()> {
+    async fn commit_block(&self, txn: Transaction, interrupt: &crate::engine::Interrupt) -> Result<()> {
         if txn.steps.is_empty() {
             return Ok(());
         }
-        let mut engine = self.write_engine().await?;
+        let mut engine = self.write_engine().await?.interruptible(interrupt);
         let mut changes = TableChanges::default();
         {
             let base = WriteBase::of_engine(&engine);

@@ -7,7 +7,7 @@
 //! | `parallelism.default` | 1 to 128 | views and jobs created afterwards run their keyed and stateless operators as that many parallel instances (Flink's key; default: the server's `--workers`, the number of cores) |
 //! | `table.local-time-zone` | `UTC` | the zone TIMESTAMP_LTZ values are shown in (Flink's key); Weir shows them in UTC, so only UTC (`UTC`, `Etc/UTC`, `GMT`, `Z`, `+00:00`) is accepted |
 //! | `execution.savepoint.path` | a suspended job's id or view's name | views and jobs created afterwards start each source they share with it at its positions (Flink's key, which names a savepoint directory there; see `crate::engine::suspend`) |
-//! | `statement_timeout` | a duration (a bare number: ms), 0 for none | Postgres's: a `SELECT` running longer is cancelled with 57014 ([`statement_timeout`]); write statements, each one atomic epoch, run to their end |
+//! | `statement_timeout` | a duration (a bare number: ms), 0 for none | Postgres's: a statement running longer is cancelled with 57014 ([`statement_timeout`]); a write or a `CREATE MATERIALIZED VIEW` rolls back whole ([`crate::engine::interrupt`]) |
 //!
 //! The first three are fixed when the view or `INSERT INTO` job is created: they are kept in its catalog
 //! options ([`job_options`]) and a later `SET` does not change a running job (Flink: they are

@@ -95,6 +95,23 @@ impl Server {
         format!("host=127.0.0.1 port={} user=weir dbname=weir", self.port)
     }
 
+    /// Sends SIGTERM (`kill -TERM`) and waits, up to `within`, for the process to exit.
+    ///
+    /// # Panics
+    /// When it is still running after `within`.
+    pub fn terminate(&mut self, within: Duration) -> std::process::ExitStatus {
+        let sent = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().expect("run kill");
+        assert!(sent.success(), "kill -TERM failed");
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait for weir serve") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "weir serve still runs {within:?} after SIGTERM; log: {}", self.log.display());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Kills the process with SIGKILL (a crash) and waits for it.
     pub fn kill9(&mut self) {
         let _ = self.child.kill();
