@@ -43,6 +43,7 @@ use crate::plan::planner::{plan_stream, SourceCatalog};
 use crate::plan::stream_plan::{ChangelogMode, StreamNode, StreamPlan};
 use crate::plan::temporal::{as_versioned, versioned_input, VersionedTable};
 use crate::plan::window::WindowKind;
+use crate::plan::unalias;
 
 /// The join types the stream join runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -695,12 +696,6 @@ fn interval_ns(v: &ScalarValue) -> Option<i128> {
     })
 }
 
-fn unalias(e: &Expr) -> &Expr {
-    match e {
-        Expr::Alias(a) => unalias(&a.expr),
-        other => other,
-    }
-}
 
 #[cfg(test)]
 mod tests {

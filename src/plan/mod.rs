@@ -15,3 +15,11 @@ pub mod window;
 
 pub use planner::{plan_stream, updating_operator, SourceCatalog, SourceInfo};
 pub use stream_plan::{ChangelogMode, Exchange, StreamNode, StreamPlan};
+
+/// `expr` without its aliases (`a AS x AS y` is `a`).
+pub(crate) fn unalias(expr: &datafusion::logical_expr::Expr) -> &datafusion::logical_expr::Expr {
+    match expr {
+        datafusion::logical_expr::Expr::Alias(a) => unalias(&a.expr),
+        other => other,
+    }
+}

@@ -43,6 +43,7 @@ use datafusion::logical_expr::{
 use crate::error::{Result, WeirError};
 use crate::plan::planner::{plan_stream, SourceCatalog};
 use crate::plan::stream_plan::{ChangelogMode, StreamNode, StreamPlan};
+use crate::plan::unalias;
 
 /// The stable EXPLAIN name.
 pub const NAME: &str = "StreamOverAggregate";
@@ -324,11 +325,4 @@ fn aggregates_only(w: &Window) -> bool {
     w.window_expr.iter().all(|e| {
         matches!(unalias(e), Expr::WindowFunction(f) if matches!(f.fun, WindowFunctionDefinition::AggregateUDF(_)))
     })
-}
-
-fn unalias(e: &Expr) -> &Expr {
-    match e {
-        Expr::Alias(a) => unalias(&a.expr),
-        other => other,
-    }
 }

@@ -16,6 +16,7 @@ use datafusion::logical_expr::{Distinct, Expr, JoinType, LogicalPlan, LogicalPla
 use crate::error::{Result, WeirError};
 use crate::plan::stream_plan::{ChangelogMode, StreamNode, StreamPlan};
 use crate::plan::window::{WindowKind, WindowTable};
+use crate::plan::unalias;
 
 /// What the planner needs to know about a relation it scans.
 #[derive(Debug, Clone)]
@@ -158,6 +159,7 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
                 node: StreamNode::Filter { input: Box::new(input), predicate: f.predicate.clone() },
             })
         }
+        LogicalPlan::Unnest(u) => plan_unnest(u, catalog),
         LogicalPlan::SubqueryAlias(a) => {
             let mut input = plan_stream(&a.input, catalog)?;
             input.schema = Arc::clone(&a.schema);
@@ -478,9 +480,46 @@ pub(crate) fn remap_key(key: &Option<Vec<usize>>, exprs: &[Expr], input: &DFSche
         .collect()
 }
 
-fn unalias(e: &Expr) -> &Expr {
-    match e {
-        Expr::Alias(a) => unalias(&a.expr),
-        other => other,
+
+/// `UNNEST` of one array column, one level deep (`SELECT id, UNNEST(tags)`): a stateless
+/// [`StreamNode::Unnest`]. Its rows have no stream key (an array may repeat an element), and
+/// it keeps an append-only input append-only.
+///
+/// # Errors
+/// `Unsupported` for an UNNEST of a ROW, of several arrays in one select list, or of an array
+/// of arrays to more than one level.
+fn plan_unnest(u: &datafusion::logical_expr::Unnest, catalog: &dyn SourceCatalog) -> Result<StreamPlan> {
+    use crate::plan::stream_plan::{UnnestColumn, UnnestSpec};
+    if !u.struct_type_columns.is_empty() {
+        return Err(WeirError::unsupported("UNNEST of a ROW in a streaming query; select its fields (r.f) instead"));
     }
+    let [(list, unnested)] = u.list_type_columns.as_slice() else {
+        return Err(WeirError::unsupported("UNNEST of more than one array in one SELECT of a streaming query"));
+    };
+    if unnested.depth != 1 {
+        return Err(WeirError::unsupported("UNNEST of an array of arrays to more than one level in a streaming query"));
+    }
+    let input = plan_stream(&u.input, catalog)?;
+    let columns = u
+        .dependency_indices
+        .iter()
+        .enumerate()
+        .map(|(j, &i)| {
+            if i == *list && u.schema.field(j).name() == &unnested.output_column.name {
+                UnnestColumn::Elements(i)
+            } else {
+                UnnestColumn::Repeat(i)
+            }
+        })
+        .collect();
+    let changelog = match input.changelog {
+        ChangelogMode::AppendOnly => ChangelogMode::AppendOnly,
+        _ => ChangelogMode::Retract,
+    };
+    Ok(StreamPlan {
+        schema: Arc::clone(&u.schema),
+        changelog,
+        stream_key: None,
+        node: StreamNode::Unnest { input: Box::new(input), spec: UnnestSpec { columns, list: *list, nulls: u.options.null_handling.clone() } },
+    })
 }

@@ -54,6 +54,7 @@ use datafusion::logical_expr::{
 use crate::error::{Result, WeirError};
 use crate::plan::planner::{plan_stream, remap_key, SourceCatalog};
 use crate::plan::stream_plan::{ChangelogMode, StreamNode, StreamPlan};
+use crate::plan::unalias;
 
 /// The EXPLAIN name of a Top-N node.
 pub const NAME: &str = "StreamRank";
@@ -566,11 +567,4 @@ fn literal(e: &Expr) -> Option<i128> {
 /// Whether `e` mentions column `c`.
 fn references(e: &Expr, c: &Column) -> bool {
     e.column_refs().contains(c)
-}
-
-fn unalias(e: &Expr) -> &Expr {
-    match e {
-        Expr::Alias(a) => unalias(&a.expr),
-        other => other,
-    }
 }

@@ -36,6 +36,7 @@ use datafusion::logical_expr::logical_plan::Aggregate;
 use datafusion::logical_expr::{cast, lit, when, AggregateUDF, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder};
 
 use crate::error::{Result, WeirError};
+use crate::plan::unalias;
 
 /// What an aggregate reduces to.
 enum Reduced {
@@ -184,11 +185,4 @@ fn variance(n: Expr, spread: Expr, sample: bool, root: bool) -> Result<Expr> {
         spread / (n.clone() * n)
     };
     Ok(if root { datafusion::functions::math::expr_fn::sqrt(v) } else { v })
-}
-
-fn unalias(e: &Expr) -> &Expr {
-    match e {
-        Expr::Alias(a) => unalias(&a.expr),
-        other => other,
-    }
 }

@@ -47,6 +47,7 @@ use datafusion::logical_expr::Expr;
 
 use crate::plan::stream_plan::{ChangelogMode, StreamNode, StreamPlan};
 use crate::plan::window::{WindowKind, WindowSpec};
+use crate::plan::unalias;
 
 /// The EXPLAIN name of the sliced window aggregate.
 pub const NAME: &str = "StreamSlicedWindowAggregate";
@@ -335,11 +336,4 @@ fn mergeable(e: &Expr, append_only: bool) -> bool {
         _ => false,
     };
     kind_ok && !f.params.distinct && f.params.filter.is_none() && f.params.args.len() <= 1
-}
-
-fn unalias(e: &Expr) -> &Expr {
-    match e {
-        Expr::Alias(a) => unalias(&a.expr),
-        other => other,
-    }
 }

@@ -12,6 +12,7 @@ use crate::plan::over::{OverSpec, OverWindowSpec};
 use crate::plan::rank::RankSpec;
 use crate::plan::slicing::SlicedAggSpec;
 use crate::plan::window::WindowSpec;
+use crate::plan::unalias;
 
 /// What kind of changes a stream carries (Flink's ChangelogMode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -100,6 +101,30 @@ pub enum StreamNode {
     /// Window functions (`OVER`) over an updating input ([`crate::plan::over`]): the input's
     /// columns, then one per function, kept equal to the functions over the input's rows.
     OverWindow { input: Box<StreamPlan>, spec: OverWindowSpec },
+    /// One row per element of an array column, the other columns repeated (`SELECT id,
+    /// UNNEST(tags)`; Flink's `CROSS JOIN UNNEST`, which `sql/` writes so).
+    Unnest { input: Box<StreamPlan>, spec: UnnestSpec },
+}
+
+/// What an [`StreamNode::Unnest`] takes from its input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnnestSpec {
+    /// The output columns, in order.
+    pub columns: Vec<UnnestColumn>,
+    /// The input column of the array.
+    pub list: usize,
+    /// What a NULL or empty array gives: no row for SQL's `UNNEST` (DataFusion's
+    /// `NullHandling::Drop`), a row with a NULL element for its outer unnest.
+    pub nulls: datafusion::common::NullHandling,
+}
+
+/// Where an output column of an [`StreamNode::Unnest`] comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnnestColumn {
+    /// Input column `i`, repeated for each element of its row's array.
+    Repeat(usize),
+    /// The elements of input column `i`, the array.
+    Elements(usize),
 }
 
 /// How the rows of a node's inputs reach its parallel instances (Flink's stream partitioners).
@@ -177,6 +202,7 @@ impl StreamPlan {
             StreamNode::SlicedWindowAggregate { .. } => crate::plan::slicing::NAME,
             StreamNode::OverAggregate { .. } => crate::plan::over::NAME,
             StreamNode::OverWindow { .. } => crate::plan::over::WINDOW_NAME,
+            StreamNode::Unnest { .. } => "StreamUnnest",
         }
     }
 
@@ -193,6 +219,7 @@ impl StreamPlan {
             | StreamNode::GroupAggregate { input, .. }
             | StreamNode::OverAggregate { input, .. }
             | StreamNode::OverWindow { input, .. }
+            | StreamNode::Unnest { input, .. }
             | StreamNode::SlicedWindowAggregate { input, .. } => vec![input],
             StreamNode::Union { inputs } => inputs.iter().collect(),
             StreamNode::Join { left, right, .. } => vec![left, right],
@@ -212,6 +239,7 @@ impl StreamPlan {
             | StreamNode::GroupAggregate { input, .. }
             | StreamNode::OverAggregate { input, .. }
             | StreamNode::OverWindow { input, .. }
+            | StreamNode::Unnest { input, .. }
             | StreamNode::SlicedWindowAggregate { input, .. } => vec![input.as_mut()],
             StreamNode::Union { inputs } => inputs.iter_mut().collect(),
             StreamNode::Join { left, right, .. } => vec![left.as_mut(), right.as_mut()],
@@ -242,6 +270,7 @@ impl StreamPlan {
             | StreamNode::ChangelogNormalize { .. }
             | StreamNode::SinkUpsertMaterialize { .. }
             | StreamNode::Union { .. }
+            | StreamNode::Unnest { .. }
             | StreamNode::WindowAssign { .. } => vec![],
             StreamNode::Project { exprs, .. } => exprs.iter().collect(),
             StreamNode::Values { rows } => rows.iter().flatten().collect(),
@@ -293,6 +322,7 @@ impl StreamPlan {
             StreamNode::Source { .. } => {}
             StreamNode::Project { input, .. }
             | StreamNode::Filter { input, .. }
+            | StreamNode::Unnest { input, .. }
             | StreamNode::WindowAssign { input, .. }
             | StreamNode::Rank { input, .. }
             | StreamNode::GroupAggregate { input, .. } => input.set_allowed_lateness(ms),
@@ -368,7 +398,9 @@ impl StreamPlan {
                 join.emit_on_window_close = true;
                 true
             }
-            StreamNode::Project { input, .. } | StreamNode::Filter { input, .. } => input.try_set_eowc(),
+            StreamNode::Project { input, .. } | StreamNode::Filter { input, .. } | StreamNode::Unnest { input, .. } => {
+                input.try_set_eowc()
+            }
             _ => false,
         };
         if set {
@@ -394,7 +426,10 @@ impl StreamPlan {
         };
         if is_window_agg {
             self.try_set_eowc();
-        } else if matches!(self.node, StreamNode::Project { .. } | StreamNode::Filter { .. } | StreamNode::Union { .. })
+        } else if matches!(
+            self.node,
+            StreamNode::Project { .. } | StreamNode::Filter { .. } | StreamNode::Union { .. } | StreamNode::Unnest { .. }
+        )
             && self.inputs().iter().all(|i| i.changelog == ChangelogMode::AppendOnly)
         {
             self.changelog = ChangelogMode::AppendOnly;
@@ -421,9 +456,11 @@ impl StreamPlan {
     pub fn exchange(&self) -> Exchange {
         use crate::plan::join::StreamJoinType;
         match &self.node {
-            StreamNode::Source { .. } | StreamNode::Project { .. } | StreamNode::Filter { .. } | StreamNode::Union { .. } => {
-                Exchange::Forward
-            }
+            StreamNode::Source { .. }
+            | StreamNode::Project { .. }
+            | StreamNode::Filter { .. }
+            | StreamNode::Union { .. }
+            | StreamNode::Unnest { .. } => Exchange::Forward,
             StreamNode::WindowAssign { spec, .. } if spec.kind != crate::plan::window::WindowKind::Session || spec.slices => {
                 Exchange::Forward
             }
@@ -541,6 +578,12 @@ impl StreamPlan {
             }
             StreamNode::Project { exprs, .. } => format!("exprs=[{}]", join(exprs)),
             StreamNode::Filter { predicate, .. } => format!("predicate={predicate}"),
+            // The array as the query wrote it: DataFusion names it `__unnest_placeholder(..)`
+            // in a projection right below.
+            StreamNode::Unnest { spec, input } => match &input.node {
+                StreamNode::Project { exprs, .. } if spec.list < exprs.len() => format!("array={}", unalias(&exprs[spec.list])),
+                _ => format!("array={}", input.schema.field(spec.list).name()),
+            },
             StreamNode::Union { inputs } => format!("inputs={}", inputs.len()),
             StreamNode::Join { join, .. } => join.explain(),
             StreamNode::Rank { spec, .. } => spec.explain(),

@@ -493,6 +493,7 @@ fn build_operator(
                 Box::new(Filter::try_new(physical_expr(predicate, &input.schema)?)?)
             }
             StreamNode::Union { inputs } => Box::new(Union::try_new(schema, inputs.len())?),
+            StreamNode::Unnest { spec, .. } => Box::new(crate::runtime::operators::unnest::Unnest::try_new(spec, schema)?),
             StreamNode::WindowAssign { input, spec } => {
                 if spec.kind == WindowKind::Session && !spec.slices {
                     let input_schema: SchemaRef = Arc::new(input.schema.as_arrow().clone());

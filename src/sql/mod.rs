@@ -6,6 +6,7 @@ pub mod database;
 pub mod ddl;
 pub mod dml;
 pub mod json_clauses;
+pub mod lateral_unnest;
 pub mod messages;
 pub mod parser;
 pub mod pg_cancel;

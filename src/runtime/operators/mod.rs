@@ -14,6 +14,7 @@ pub mod sliced_window_agg;
 pub mod sink;
 pub mod temporal_join;
 pub mod union;
+pub mod unnest;
 pub mod upsert_materialize;
 pub mod values;
 pub mod window_assign;

@@ -1,0 +1,280 @@
+//! Flink's lateral UNNEST, `FROM orders CROSS JOIN UNNEST(orders.tags) AS t (tag)` (also
+//! `FROM orders, UNNEST(tags) AS t (tag)`, and `LEFT JOIN UNNEST(..) AS t (tag) ON TRUE`), as
+//! the select-list UNNEST that DataFusion plans in a batch query and Weir in a streaming one:
+//!
+//! ```sql
+//! FROM (SELECT orders.*, UNNEST(orders.tags) AS tag FROM orders) AS orders
+//! ```
+//!
+//! with `t.tag` read as `orders.tag`. DataFusion plans the lateral form as a correlated
+//! subquery that it cannot run ("OuterReferenceColumn").
+//!
+//! Flink's rules (its `UNNEST` of an array): one row per element; a row whose array is NULL or
+//! empty gives none with CROSS JOIN and one with a NULL element with LEFT JOIN ... ON TRUE
+//! (`unnest_outer`). The element column is named by the alias's column list, else by the
+//! alias (`AS t`: `t`, as Postgres), else `unnest`. `SELECT *` gives the left relation's columns
+//! and then the element, as in Flink.
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    Expr, Ident, JoinConstraint, JoinOperator, Query, SetExpr, Statement, TableFactor, TableWithJoins, VisitMut, VisitorMut,
+};
+
+use crate::error::{Result, WeirError};
+
+/// Rewrites every lateral UNNEST in `stmt` (see the module docs).
+///
+/// # Errors
+/// `Unsupported` for an UNNEST of several arrays, `WITH ORDINALITY` / `WITH OFFSET`, a column
+/// list of more than one name (an array of ROW), a lateral UNNEST after a join (its left side
+/// must be one table, view or subquery), or an outer join other than `LEFT JOIN .. ON TRUE`.
+pub fn rewrite(stmt: &mut Statement) -> Result<()> {
+    if !stmt.to_string().to_ascii_uppercase().contains("UNNEST") {
+        return Ok(());
+    }
+    let mut visitor = Lateral { error: None };
+    let _ = stmt.visit(&mut visitor);
+    visitor.error.map_or(Ok(()), Err)
+}
+
+/// [`rewrite`] of a query's text: the text itself when it has no lateral UNNEST (or does not
+/// parse here: the planner then says why).
+///
+/// # Errors
+/// As [`rewrite`].
+pub fn rewrite_text(query: &str) -> Result<String> {
+    if !query.to_ascii_uppercase().contains("UNNEST") {
+        return Ok(query.to_string());
+    }
+    let Ok(mut statements) = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, query) else {
+        return Ok(query.to_string());
+    };
+    let [stmt] = statements.as_mut_slice() else { return Ok(query.to_string()) };
+    let before = stmt.clone();
+    rewrite(stmt)?;
+    Ok(if *stmt == before { query.to_string() } else { stmt.to_string() })
+}
+
+struct Lateral {
+    error: Option<WeirError>,
+}
+
+impl VisitorMut for Lateral {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        let SetExpr::Select(select) = query.body.as_mut() else { return ControlFlow::Continue(()) };
+        let mut renames = Vec::new();
+        match rewrite_from(&mut select.from, &mut renames) {
+            Ok(()) => {}
+            Err(e) => {
+                self.error = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        if !renames.is_empty() {
+            let _ = query.visit(&mut Requalify { renames });
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// A lateral UNNEST found in a FROM list: its arrays, alias and whether it keeps rows with no
+/// element.
+struct Unnest {
+    array: Expr,
+    alias: Option<sqlparser::ast::TableAlias>,
+    outer: bool,
+}
+
+/// Folds each lateral UNNEST of `from` into the relation on its left; `renames` gets
+/// `(unnest alias, relation name)` for each.
+fn rewrite_from(from: &mut Vec<TableWithJoins>, renames: &mut Vec<(Ident, Ident)>) -> Result<()> {
+    let mut i = 0;
+    while i < from.len() {
+        // `FROM a, UNNEST(..)`: the next item of the list, alone.
+        if i + 1 < from.len() && from[i + 1].joins.is_empty() {
+            if let Some(unnest) = as_unnest(&from[i + 1].relation, false)? {
+                if !from[i].joins.is_empty() {
+                    return Err(after_a_join());
+                }
+                fold(&mut from[i].relation, unnest, renames)?;
+                from.remove(i + 1);
+                continue;
+            }
+        }
+        // `FROM a CROSS JOIN UNNEST(..)`, `FROM a LEFT JOIN UNNEST(..) ON TRUE`.
+        let joins = &mut from[i].joins;
+        let mut j = 0;
+        while j < joins.len() {
+            let outer = match &joins[j].join_operator {
+                JoinOperator::CrossJoin(JoinConstraint::None) => Some(false),
+                JoinOperator::Left(c) | JoinOperator::LeftOuter(c) if is_on_true(c) => Some(true),
+                _ => None,
+            };
+            let unnest = match outer {
+                Some(outer) => as_unnest(&joins[j].relation, outer)?,
+                None if matches!(joins[j].relation, TableFactor::UNNEST { .. }) => {
+                    return Err(WeirError::unsupported(
+                        "this join with UNNEST; use CROSS JOIN UNNEST(..) AS t (x), or LEFT JOIN UNNEST(..) AS t (x) ON TRUE",
+                    ))
+                }
+                None => None,
+            };
+            if let Some(unnest) = unnest {
+                if j > 0 {
+                    return Err(after_a_join());
+                }
+                joins.remove(j);
+                fold(&mut from[i].relation, unnest, renames)?;
+                break;
+            }
+            j += 1;
+        }
+        if from[i].joins.iter().any(|j| matches!(j.relation, TableFactor::UNNEST { .. })) {
+            continue;
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+fn after_a_join() -> WeirError {
+    WeirError::unsupported(
+        "a lateral UNNEST after a join; UNNEST in a subquery over one relation instead: \
+         FROM (SELECT * FROM a CROSS JOIN UNNEST(a.xs) AS t (x)) AS a JOIN b ON ..",
+    )
+}
+
+fn is_on_true(constraint: &JoinConstraint) -> bool {
+    matches!(constraint, JoinConstraint::On(Expr::Value(v)) if v.value == sqlparser::ast::Value::Boolean(true))
+}
+
+/// `factor` as a lateral UNNEST, if it is one.
+fn as_unnest(factor: &TableFactor, outer: bool) -> Result<Option<Unnest>> {
+    let TableFactor::UNNEST { alias, array_exprs, with_offset, with_ordinality, .. } = factor else { return Ok(None) };
+    if *with_offset || *with_ordinality {
+        return Err(WeirError::unsupported("UNNEST .. WITH ORDINALITY or WITH OFFSET"));
+    }
+    let [array] = array_exprs.as_slice() else {
+        return Err(WeirError::unsupported("UNNEST of several arrays at once; unnest each in a join of its own"));
+    };
+    if alias.as_ref().is_some_and(|a| a.columns.len() > 1) {
+        return Err(WeirError::unsupported(
+            "UNNEST with several column names (an array of ROW); name one column and select its fields (t.x.f)",
+        ));
+    }
+    Ok(Some(Unnest { array: array.clone(), alias: alias.clone(), outer }))
+}
+
+/// Makes `relation` the subquery that adds `unnest`'s element column to its rows, under the
+/// relation's own name.
+fn fold(relation: &mut TableFactor, unnest: Unnest, renames: &mut Vec<(Ident, Ident)>) -> Result<()> {
+    let name = match relation {
+        TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } => a.name.clone(),
+        TableFactor::Table { name, alias: None, .. } => match name.0.last().and_then(|p| p.as_ident()) {
+            Some(ident) => ident.clone(),
+            None => return Err(WeirError::unsupported("a lateral UNNEST beside this relation")),
+        },
+        _ => {
+            return Err(WeirError::unsupported(
+                "a lateral UNNEST beside this relation; give it a name: (SELECT ..) AS a CROSS JOIN UNNEST(a.xs) AS t (x)",
+            ))
+        }
+    };
+    let column = match &unnest.alias {
+        Some(a) => a.columns.first().map_or_else(|| a.name.clone(), |c| c.name.clone()),
+        None => Ident::new("unnest"),
+    };
+    if let Some(alias) = &unnest.alias {
+        renames.push((alias.name.clone(), name.clone()));
+    }
+    let function = if unnest.outer { "unnest_outer" } else { "UNNEST" };
+    let text = format!("SELECT * FROM (SELECT {name}.*, {function}({}) AS {column} FROM {relation}) AS {name}", unnest.array);
+    let parsed = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, &text)
+        .map_err(|e| WeirError::internal(format!("rewriting a lateral UNNEST as {text}: {e}")))?;
+    let derived = match parsed.into_iter().next() {
+        Some(Statement::Query(q)) => match *q.body {
+            SetExpr::Select(mut s) if s.from.len() == 1 => s.from.remove(0).relation,
+            _ => return Err(WeirError::internal(format!("rewriting a lateral UNNEST as {text}"))),
+        },
+        _ => return Err(WeirError::internal(format!("rewriting a lateral UNNEST as {text}"))),
+    };
+    *relation = derived;
+    Ok(())
+}
+
+/// Reads `alias.x` as `relation.x` for each `(alias, relation)`.
+struct Requalify {
+    renames: Vec<(Ident, Ident)>,
+}
+
+impl VisitorMut for Requalify {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::CompoundIdentifier(parts) = expr {
+            if let Some(first) = parts.first_mut() {
+                if let Some((_, to)) = self.renames.iter().find(|(from, _)| same_name(from, first)) {
+                    *first = to.clone();
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Whether two identifiers name the same thing: quoted ones as written, others in any case.
+fn same_name(a: &Ident, b: &Ident) -> bool {
+    match (a.quote_style, b.quote_style) {
+        (None, None) => a.value.eq_ignore_ascii_case(&b.value),
+        _ => a.value == b.value,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewritten(sql: &str) -> String {
+        let mut stmt = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, sql).unwrap().remove(0);
+        rewrite(&mut stmt).unwrap();
+        stmt.to_string()
+    }
+
+    #[test]
+    fn cross_join_comma_and_left_join_become_a_select_list_unnest() {
+        assert_eq!(
+            rewritten("SELECT o.id, t.tag FROM o CROSS JOIN UNNEST(o.tags) AS t (tag) WHERE t.tag <> 'x'"),
+            "SELECT o.id, o.tag FROM (SELECT o.*, UNNEST(o.tags) AS tag FROM o) AS o WHERE o.tag <> 'x'"
+        );
+        assert_eq!(
+            rewritten("SELECT id, tag FROM orders AS o, UNNEST(tags) AS t(tag)"),
+            "SELECT id, tag FROM (SELECT o.*, UNNEST(tags) AS tag FROM orders AS o) AS o"
+        );
+        assert_eq!(
+            rewritten("SELECT * FROM o LEFT JOIN UNNEST(o.tags) AS t ON TRUE"),
+            "SELECT * FROM (SELECT o.*, unnest_outer(o.tags) AS t FROM o) AS o"
+        );
+        // Inside a subquery, and with a join after it.
+        assert_eq!(
+            rewritten("SELECT * FROM (SELECT id, x FROM s CROSS JOIN UNNEST(xs) AS u (x)) AS q JOIN r ON q.id = r.id"),
+            "SELECT * FROM (SELECT id, x FROM (SELECT s.*, UNNEST(xs) AS x FROM s) AS s) AS q JOIN r ON q.id = r.id"
+        );
+    }
+
+    #[test]
+    fn forms_it_cannot_fold_are_refused() {
+        for sql in [
+            "SELECT * FROM a JOIN b ON a.id = b.id CROSS JOIN UNNEST(b.xs) AS t (x)",
+            "SELECT * FROM a CROSS JOIN UNNEST(a.xs, a.ys) AS t (x, y)",
+            "SELECT * FROM a CROSS JOIN UNNEST(a.xs) WITH ORDINALITY AS t (x, n)",
+            "SELECT * FROM a JOIN UNNEST(a.xs) AS t (x) ON t.x > 1",
+        ] {
+            let mut stmt = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, sql).unwrap().remove(0);
+            let error = rewrite(&mut stmt).unwrap_err();
+            assert_eq!(error.sqlstate(), "0A000", "{sql}: {error}");
+        }
+    }
+}
