@@ -27,6 +27,12 @@
 //! | `TO_DATE(string [, format])` (replaces DataFusion's) | `to_timestamp.rs` | DATE |
 //! | `TO_BASE64(s)`, `FROM_BASE64(s)` | `flink_strings.rs` | STRING |
 //! | `LOCATE(needle, haystack [, from])` | `flink_strings.rs` | INT |
+//! | `HEX(n or s)`, `BIN(n)`, `URL_ENCODE(s)`, `URL_DECODE(s)` | `flink_text.rs` | STRING |
+//! | `HASH_CODE(s)` | `flink_text.rs` | INT |
+//! | `SPLIT(s, delimiter)` | `flink_text.rs` | ARRAY<STRING> |
+//! | `STR_TO_MAP(s [, list delimiter, key-value delimiter])` | `flink_text.rs` | MAP<STRING, STRING> |
+//! | `ELEMENT(array)` | `flink_text.rs` | the element type |
+//! | `TRUNCATE`, `REGEXP`, `STARTSWITH`, `ENDSWITH` (DataFusion's `trunc`, `regexp_like`, `starts_with`, `ends_with`) | `registry.rs` | theirs |
 //!
 //! # Conventions
 //! - Scalar functions work on whole Arrow arrays; a constant argument is read once, never
@@ -40,6 +46,7 @@ mod avg;
 mod date_format;
 mod flink_if;
 mod flink_strings;
+mod flink_text;
 mod json_value;
 mod modulo;
 mod current_watermark;

@@ -14,6 +14,7 @@ use super::regexp_extract::RegexpExtract;
 use super::split_index::SplitIndex;
 use super::time_part::TimePart;
 use super::flink_strings::{Base64, Locate};
+use super::flink_text::FlinkText;
 use super::time_units::{TimeRound, TimestampAdd, TimestampDiff};
 use super::to_timestamp::TimeConversion;
 use super::unix_timestamp::{LocalTimestamp, UnixTimestamp};
@@ -22,7 +23,9 @@ use super::unix_timestamp::{LocalTimestamp, UnixTimestamp};
 /// its alias `mean`) by Flink's typing, `date_format` (DataFusion's alias of `to_char`, with
 /// chrono patterns) by Flink's Java patterns, `to_timestamp`, `from_unixtime` and `to_date` by
 /// Flink's (Java patterns, Flink's types); `to_char` stays DataFusion's. `variance` is added as
-/// a name of `var_samp`, `every` as one of `bool_and` (Postgres).
+/// a name of `var_samp`, `every` as one of `bool_and` (Postgres); Flink's `TRUNCATE`, `REGEXP`,
+/// `STARTSWITH` and `ENDSWITH` as names of `trunc`, `regexp_like`, `starts_with` and
+/// `ends_with`.
 pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(ProcTime::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(CurrentWatermark::new()));
@@ -56,6 +59,18 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(Base64::new(false)));
     ctx.register_udf(ScalarUDF::new_from_impl(Base64::new(true)));
     ctx.register_udf(ScalarUDF::new_from_impl(Locate::new()));
+    for function in FlinkText::all() {
+        ctx.register_udf(ScalarUDF::new_from_impl(function));
+    }
+    // Flink's names of functions DataFusion has under others.
+    for (udf, flink) in [
+        (datafusion::functions::math::trunc(), "truncate"),
+        (datafusion::functions::regex::regexp_like(), "regexp"),
+        (datafusion::functions::string::starts_with(), "startswith"),
+        (datafusion::functions::string::ends_with(), "endswith"),
+    ] {
+        ctx.register_udf(udf.as_ref().clone().with_aliases([flink]));
+    }
     // `IF` calls become CASE before type coercion.
     let state = ctx.state_ref();
     let mut state = state.write();
