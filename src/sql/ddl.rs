@@ -472,7 +472,7 @@ pub async fn create_view(engine: &mut Engine, name: &str, query: &Query, or_repl
 pub(crate) async fn view_relation(snapshot: Arc<Snapshot>, name: &str, query: &Query, definition: &str) -> Result<Relation> {
     let catalog = Arc::clone(&snapshot.catalog);
     let query_text = query.to_string();
-    let plan = session_context(snapshot).state().create_logical_plan(&crate::sql::lateral_unnest::rewrite_text(&query_text)?).await?;
+    let plan = session_context(snapshot).state().create_logical_plan(&crate::sql::query_rewrites::rewrite_text(&query_text)?).await?;
     let mut depends_on: Vec<String> = Vec::new();
     for read in relation_names(query) {
         if catalog.get(&read).is_some() && !depends_on.contains(&read) {

@@ -181,7 +181,7 @@ pub async fn insert_step(snapshot: Arc<Snapshot>, insert: &Insert) -> Result<Wri
     let ctx = session_context(snapshot);
     // `INSERT INTO t SELECT x, x FROM s`: the columns go by position, so repeats are fine.
     let mut statement = Statement::Insert(plain);
-    crate::sql::lateral_unnest::rewrite(&mut statement)?;
+    crate::sql::query_rewrites::rewrite(&mut statement)?;
     crate::sql::pg_compat::alias_nested_repeats(&mut statement, true);
     let plan = match ctx.state().statement_to_plan(DfStatement::Statement(Box::new(statement))).await {
         // DataFusion's "Column count doesn't match insert query!", in Postgres's words.
@@ -638,7 +638,7 @@ pub async fn insert_into_connector(
             with_target_columns(rel, listed, &source.to_string())?
         }
     };
-    let plan = ctx.state().create_logical_plan(&crate::sql::lateral_unnest::rewrite_text(&query)?).await?;
+    let plan = ctx.state().create_logical_plan(&crate::sql::query_rewrites::rewrite_text(&query)?).await?;
     crate::plan::temporal::mark_lookup_joins(&plan);
     let plan = ctx.state().optimize(&plan)?;
     // What would make the query updating, to name in the refusal of an append-only sink (the

@@ -38,24 +38,6 @@ pub fn rewrite(stmt: &mut Statement) -> Result<()> {
     visitor.error.map_or(Ok(()), Err)
 }
 
-/// [`rewrite`] of a query's text: the text itself when it has no lateral UNNEST (or does not
-/// parse here: the planner then says why).
-///
-/// # Errors
-/// As [`rewrite`].
-pub fn rewrite_text(query: &str) -> Result<String> {
-    if !query.to_ascii_uppercase().contains("UNNEST") {
-        return Ok(query.to_string());
-    }
-    let Ok(mut statements) = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, query) else {
-        return Ok(query.to_string());
-    };
-    let [stmt] = statements.as_mut_slice() else { return Ok(query.to_string()) };
-    let before = stmt.clone();
-    rewrite(stmt)?;
-    Ok(if *stmt == before { query.to_string() } else { stmt.to_string() })
-}
-
 struct Lateral {
     error: Option<WeirError>,
 }

@@ -14,6 +14,7 @@ pub mod pg_catalog;
 pub mod pg_compat;
 pub mod pg_schema;
 pub mod planning;
+pub mod query_rewrites;
 pub mod relations;
 pub mod row_cast;
 pub mod settings;

@@ -362,7 +362,7 @@ pub fn register(ctx: &SessionContext, catalog: &Arc<Catalog>) {
 /// # Errors
 /// `UnknownTable` for `'name'::regclass` naming no relation.
 pub fn rewrite(stmt: &mut Statement, catalog: &Catalog, pid: i32, user: &str) -> Result<()> {
-    crate::sql::lateral_unnest::rewrite(stmt)?;
+    crate::sql::query_rewrites::rewrite(stmt)?;
     if stmt.to_string().contains("_pg_expandarray") {
         let _ = stmt.visit(&mut ExpandArray);
     }

@@ -102,7 +102,7 @@ fn alias_repeats(query: &str, kind: JobKind) -> Result<String> {
         }
     }
     let before = statements[0].clone();
-    crate::sql::lateral_unnest::rewrite(&mut statements[0])?;
+    crate::sql::query_rewrites::rewrite(&mut statements[0])?;
     crate::sql::pg_compat::alias_nested_repeats(&mut statements[0], kind == JobKind::Sink);
     if statements[0] == before {
         return Ok(query.to_string());

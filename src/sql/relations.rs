@@ -498,7 +498,7 @@ impl SchemaProvider for WeirSchema {
                     nulls: self.snapshot.nulls,
                 }));
                 let state = ctx.state();
-                let plan = state.create_logical_plan(&crate::sql::lateral_unnest::rewrite_text(&query).map_err(to_df)?).await?;
+                let plan = state.create_logical_plan(&crate::sql::query_rewrites::rewrite_text(&query).map_err(to_df)?).await?;
                 // Analyzed (type coercion, as DataFusion does for a whole query before running
                 // it): the stream planner plans a view from this plan, and an `id > 0` over an
                 // INT column must compare Int32 with Int32, not Int64.
