@@ -100,6 +100,47 @@ pub fn rewrite_json_clauses(sql: &str) -> Result<String> {
     Ok(t.render(&rewritten))
 }
 
+/// Drops the optional `KEY` word before each key of a `JSON_OBJECT(KEY k VALUE v, ..)` call,
+/// which sqlparser does not take (`JSON_OBJECT(k VALUE v)` is the same call; a column named
+/// `key` stays: `KEY` followed by `VALUE` is the key itself).
+///
+/// # Errors
+/// `Syntax` when the text cannot be tokenized.
+pub fn strip_json_object_keys(sql: &str) -> Result<String> {
+    if !sql.to_ascii_uppercase().contains("JSON_OBJECT") {
+        return Ok(sql.to_string());
+    }
+    let t = crate::sql::token_rewrite::Tokens::new(sql)?;
+    let (tokens, sig) = (&t.tokens, &t.sig);
+    let mut rewritten: std::collections::HashMap<usize, String> = std::collections::HashMap::new();
+    for k in 0..sig.len() {
+        if t.word_at(k).as_deref() != Some("JSON_OBJECT") || !t.is(k + 1, &Token::LParen) {
+            continue;
+        }
+        let mut depth = 0usize;
+        for j in k + 1..sig.len() {
+            match tokens[sig[j]] {
+                Token::LParen => depth += 1,
+                Token::RParen => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ if depth == 1
+                    && t.word_at(j).as_deref() == Some("KEY")
+                    && (t.is(j - 1, &Token::LParen) || t.is(j - 1, &Token::Comma))
+                    && !(t.is(j + 1, &Token::Comma) || t.is(j + 1, &Token::RParen) || t.word_at(j + 1).as_deref() == Some("VALUE")) =>
+                {
+                    rewritten.insert(sig[j], String::new());
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(t.render(&rewritten))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +160,16 @@ mod tests {
             rewrite_json_clauses("SELECT JSON_VALUE(doc, '$[''a b'']' RETURNING INT) FROM t")?,
             "SELECT TRY_CAST(JSON_VALUE(doc, '$[''a b'']') AS INT) FROM t"
         );
+        Ok(())
+    }
+
+    #[test]
+    fn json_object_key_words_go() -> Result<()> {
+        assert_eq!(
+            strip_json_object_keys("SELECT JSON_OBJECT(KEY 'a' VALUE 1, KEY k VALUE JSON_OBJECT(KEY 'b' VALUE 2))")?,
+            "SELECT JSON_OBJECT( 'a' VALUE 1,  k VALUE JSON_OBJECT( 'b' VALUE 2))"
+        );
+        assert_eq!(strip_json_object_keys("SELECT JSON_OBJECT(key VALUE 1)")?, "SELECT JSON_OBJECT(key VALUE 1)");
         Ok(())
     }
 

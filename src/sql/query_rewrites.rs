@@ -3,15 +3,23 @@
 //! query when it is created and when it replans, an `INSERT`'s query.
 //!
 //! - Flink's lateral `UNNEST` ([`crate::sql::lateral_unnest`]).
+//! - Flink's `JSON_OBJECT(k VALUE v, .. [NULL | ABSENT ON NULL])` and `JSON_ARRAY(v, ..
+//!   [NULL | ABSENT ON NULL])` as calls of `weir_json_object` and `weir_json_array`
+//!   ([`crate::plan::functions`], `json_construct.rs`): the null clause and which values are
+//!   nested constructors (inserted as JSON) become their two first arguments. (`KEY` before a
+//!   key is dropped before parsing: [`crate::sql::json_clauses::strip_json_object_keys`].)
 //! - `CAST(x AS VARCHAR(n))` (and `CHARACTER VARYING(n)`) keeps the first `n` characters, and
 //!   `CAST(x AS CHAR(n))` pads with spaces to `n` or cuts to it, as Flink (since 1.15) and
 //!   Postgres do; DataFusion's string type has no length, and its cast ignored it.
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{CharacterLength, DataType, Expr, Statement, VisitMut, VisitorMut};
+use sqlparser::ast::{
+    CharacterLength, DataType, Expr, FunctionArg, FunctionArgExpr, FunctionArgOperator, FunctionArgumentClause, FunctionArguments,
+    JsonNullClause, Statement, VisitMut, VisitorMut,
+};
 
-use crate::error::Result;
+use crate::error::{Result, WeirError};
 
 /// Applies every rewrite of this module to `stmt`.
 ///
@@ -20,7 +28,9 @@ use crate::error::Result;
 pub fn rewrite(stmt: &mut Statement) -> Result<()> {
     crate::sql::lateral_unnest::rewrite(stmt)?;
     let _ = stmt.visit(&mut SizedStringCasts);
-    Ok(())
+    let mut json = JsonConstructors { error: None };
+    let _ = stmt.visit(&mut json);
+    json.error.map_or(Ok(()), Err)
 }
 
 /// [`rewrite`] of a query's text: the text itself when nothing changes (or it does not parse
@@ -30,7 +40,7 @@ pub fn rewrite(stmt: &mut Statement) -> Result<()> {
 /// As [`rewrite`].
 pub fn rewrite_text(query: &str) -> Result<String> {
     let upper = query.to_ascii_uppercase();
-    if !upper.contains("UNNEST") && !upper.contains("CHAR") {
+    if !upper.contains("UNNEST") && !upper.contains("CHAR") && !upper.contains("JSON_") {
         return Ok(query.to_string());
     }
     let Ok(mut statements) = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, query) else {
@@ -78,6 +88,81 @@ impl VisitorMut for SizedStringCasts {
     }
 }
 
+/// `JSON_OBJECT(..)` and `JSON_ARRAY(..)` as `weir_json_object(mode, kinds, ..)` and
+/// `weir_json_array(mode, kinds, ..)` (inner calls first, so an outer one sees them rewritten).
+struct JsonConstructors {
+    error: Option<WeirError>,
+}
+
+impl VisitorMut for JsonConstructors {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        let Expr::Function(f) = expr else { return ControlFlow::Continue(()) };
+        let name = f.name.to_string().to_ascii_lowercase();
+        let object = match name.as_str() {
+            "json_object" => true,
+            "json_array" => false,
+            _ => return ControlFlow::Continue(()),
+        };
+        match json_call(object, &f.args) {
+            Ok(rewritten) => *expr = rewritten,
+            Err(e) => {
+                self.error = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Whether `expr` is a JSON constructor's call, rewritten.
+fn is_json_constructor(expr: &Expr) -> bool {
+    matches!(expr, Expr::Function(f) if matches!(f.name.to_string().to_ascii_lowercase().as_str(), "weir_json_object" | "weir_json_array"))
+}
+
+/// The `weir_json_*` call of a `JSON_OBJECT` (`object`) or `JSON_ARRAY` with `args`.
+fn json_call(object: bool, args: &FunctionArguments) -> Result<Expr> {
+    let usage = if object { "JSON_OBJECT([KEY] k VALUE v, ..)" } else { "JSON_ARRAY(v, ..)" };
+    let (args, clauses) = match args {
+        FunctionArguments::List(list) => (list.args.as_slice(), list.clauses.as_slice()),
+        FunctionArguments::None => (&[][..], &[][..]),
+        FunctionArguments::Subquery(_) => return Err(WeirError::unsupported(format!("{usage} of a subquery"))),
+    };
+    let mut absent = !object;
+    for clause in clauses {
+        match clause {
+            FunctionArgumentClause::JsonNullClause(JsonNullClause::NullOnNull) => absent = false,
+            FunctionArgumentClause::JsonNullClause(JsonNullClause::AbsentOnNull) => absent = true,
+            other => return Err(WeirError::unsupported(format!("{usage}: the clause {other}"))),
+        }
+    }
+    let mut kinds = String::new();
+    let mut parts = Vec::new();
+    for arg in args {
+        let (key, value) = match arg {
+            FunctionArg::ExprNamed { name, arg: FunctionArgExpr::Expr(v), operator: FunctionArgOperator::Value } if object => {
+                (Some(name.to_string()), v)
+            }
+            FunctionArg::Named { name, arg: FunctionArgExpr::Expr(v), operator: FunctionArgOperator::Value } if object => {
+                (Some(name.to_string()), v)
+            }
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(v)) if !object => (None, v),
+            other => return Err(WeirError::unsupported(format!("{usage}: the argument {other}"))),
+        };
+        kinds.push(if is_json_constructor(value) { 'R' } else { 'V' });
+        parts.extend(key);
+        parts.push(value.to_string());
+    }
+    let function = if object { "weir_json_object" } else { "weir_json_array" };
+    let mode = if absent { "ABSENT" } else { "NULL" };
+    let text = format!("{function}('{mode}', '{kinds}'{})", parts.iter().map(|p| format!(", {p}")).collect::<String>());
+    sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {})
+        .try_with_sql(&text)
+        .and_then(|mut p| p.parse_expr())
+        .map_err(|e| WeirError::internal(format!("rewriting {usage} as {text}: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +173,16 @@ mod tests {
         assert_eq!(text("SELECT CAST(name AS VARCHAR(3)) FROM t"), "SELECT LEFT(CAST(name AS VARCHAR), 3) FROM t");
         assert_eq!(text("SELECT x::character varying(2), CAST(x AS CHAR(4))"), "SELECT LEFT(x::VARCHAR, 2), RPAD(CAST(x AS VARCHAR), 4)");
         assert_eq!(text("SELECT CAST(x AS VARCHAR), CAST(x AS STRING)"), "SELECT CAST(x AS VARCHAR), CAST(x AS STRING)");
+    }
+
+    #[test]
+    fn json_constructors_take_their_clauses_as_arguments() {
+        let text = |sql: &str| rewrite_text(sql).unwrap();
+        assert_eq!(
+            text("SELECT JSON_OBJECT('a' VALUE 1, 'b' VALUE JSON_ARRAY(x, y NULL ON NULL) ABSENT ON NULL)"),
+            "SELECT weir_json_object('ABSENT', 'VR', 'a', 1, 'b', weir_json_array('NULL', 'VV', x, y))"
+        );
+        assert_eq!(text("SELECT JSON_ARRAY()"), "SELECT weir_json_array('ABSENT', '')");
+        assert!(rewrite_text("SELECT JSON_OBJECT('a', 1)").is_err());
     }
 }

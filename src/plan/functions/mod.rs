@@ -16,6 +16,7 @@
 //! | `JSON_VALUE(json, path)` | `json_value.rs` | STRING |
 //! | `JSON_EXISTS(json, path)` | `json_value.rs` | BOOLEAN |
 //! | `JSON_QUERY(json, path)` | `json_value.rs` | STRING (JSON text) |
+//! | `JSON_OBJECT(k VALUE v, ..)`, `JSON_ARRAY(v, ..)` (rewritten into `weir_json_object`, `weir_json_array`) | `json_construct.rs` | STRING (JSON text) |
 //! | `TIMESTAMPDIFF(unit, t1, t2)` | `time_units.rs` | INT |
 //! | `TIMESTAMPADD(unit, n, t)` | `time_units.rs` | t's type |
 //! | `FLOOR(t TO unit)`, `CEIL(t TO unit)` (rewritten into `time_floor`, `time_ceil`) | `time_units.rs` | t's type |
@@ -47,6 +48,7 @@ mod date_format;
 mod flink_if;
 mod flink_strings;
 mod flink_text;
+mod json_construct;
 mod json_value;
 mod modulo;
 mod current_watermark;

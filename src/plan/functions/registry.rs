@@ -15,6 +15,7 @@ use super::split_index::SplitIndex;
 use super::time_part::TimePart;
 use super::flink_strings::{Base64, Locate};
 use super::flink_text::FlinkText;
+use super::json_construct::JsonConstruct;
 use super::time_units::{TimeRound, TimestampAdd, TimestampDiff};
 use super::to_timestamp::TimeConversion;
 use super::unix_timestamp::{LocalTimestamp, UnixTimestamp};
@@ -59,6 +60,9 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(Base64::new(false)));
     ctx.register_udf(ScalarUDF::new_from_impl(Base64::new(true)));
     ctx.register_udf(ScalarUDF::new_from_impl(Locate::new()));
+    for function in JsonConstruct::all() {
+        ctx.register_udf(ScalarUDF::new_from_impl(function));
+    }
     for function in FlinkText::all() {
         ctx.register_udf(ScalarUDF::new_from_impl(function));
     }
