@@ -281,6 +281,19 @@ async fn a_long_write_stops_when_cancelled_and_leaves_nothing() {
     assert_eq!(message(&error), "canceling statement due to statement timeout");
     unchanged(&admin).await;
 
+    // In a transaction block the rows go into the block's own writes, seconds of work for
+    // millions of rows into a keyed table: the timeout stops that too, and aborts the block.
+    timed.batch_execute("CREATE TABLE wc_k (id BIGINT PRIMARY KEY, v BIGINT); SET statement_timeout = '2s'").await.expect("setup");
+    timed.batch_execute("BEGIN").await.expect("BEGIN");
+    let in_block = timed.batch_execute("INSERT INTO wc_k SELECT value, value FROM generate_series(1, 3000000)");
+    let error = tokio::time::timeout(within, in_block).await.expect("the INSERT in the block ran past its timeout").expect_err("timed out");
+    assert_eq!(sqlstate(&error).as_deref(), Some("57014"), "{error:?}");
+    let aborted = timed.batch_execute("SELECT 1").await.expect_err("the block is aborted");
+    assert_eq!(sqlstate(&aborted).as_deref(), Some("25P02"), "{aborted:?}");
+    timed.batch_execute("ROLLBACK").await.expect("ROLLBACK");
+    let n: i64 = admin.query_one("SELECT COUNT(*) FROM wc_k", &[]).await.expect("count wc_k").get(0);
+    assert_eq!(n, 0);
+
     // SIGTERM: the server stops the INSERT, answers its client and exits.
     let insert = start_long_insert(&server, &admin).await;
     let status = server.terminate(within);

@@ -88,6 +88,11 @@ impl Engine {
         self.interrupt = None;
     }
 
+    /// The interrupt of the statement that holds the engine; one never raised when none does.
+    pub fn interrupt(&self) -> Interrupt {
+        self.interrupt.clone().unwrap_or_default()
+    }
+
     /// Whether the statement running under the engine may go on.
     ///
     /// # Errors

@@ -337,8 +337,10 @@ impl Engine {
             // A dropped job of the same name may have failed: this one starts afresh.
             self.restarting.remove(&rel.name);
             self.jobs.insert(rel.name.clone(), job);
+            // A cancel or timeout that came during the backfill's last step still stops it.
             let result = self
-                .open_sources_from(&rel.name, &plan.sources(), starts)
+                .check_interrupt()
+                .and_then(|()| self.open_sources_from(&rel.name, &plan.sources(), starts))
                 .and_then(|()| self.commit(EpochWrites::default(), Some(catalog)));
             if result.is_err() {
                 self.unload(&rel.name);
@@ -361,6 +363,7 @@ impl Engine {
         for source in plan.sources() {
             let src = self.catalog.get(&source).ok_or_else(|| WeirError::unknown_table(&source))?;
             let (Some(id), schema) = (src.state_table, relation_schema(src)?) else { continue };
+            self.check_interrupt()?;
             for batch in scan_rows(&*self.store, id, &schema, layout_of(src), false)? {
                 self.check_interrupt()?;
                 job.push(&source, &StreamChunk::inserts(batch), &self.store)?;

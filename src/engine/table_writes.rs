@@ -117,6 +117,8 @@ impl Engine {
         for (table, watermark) in watermarks {
             self.advance_watermark(&table, watermark, &mut writes)?;
         }
+        // A cancel or timeout that came during the last chunk still stops the statement.
+        self.check_interrupt()?;
         let epoch = self.commit_epoch(writes, None)?;
         for (feed, changes) in followed.into_values() {
             feed.publish(epoch, changes);

@@ -66,6 +66,10 @@ pub struct WriteBase<'a> {
     pub system: SystemTables,
     /// Where keyless tables' row ids start: the engine's sequences, or tentative ones.
     pub row_ids: RowIds<'a>,
+    /// The statement's interrupt, checked before each batch of rows it writes
+    /// ([`crate::engine::interrupt`]): writing a million rows into a keyed table is seconds of
+    /// work without an await point.
+    pub interrupt: crate::engine::Interrupt,
 }
 
 /// Where a keyless table's row ids start.
@@ -93,6 +97,7 @@ impl<'a> WriteBase<'a> {
             state: Arc::clone(&engine.store) as Arc<dyn ScanState>,
             system: SystemTables::ready(Arc::new(engine.system_state())),
             row_ids: RowIds::Engine(engine),
+            interrupt: engine.interrupt(),
         }
     }
 }
@@ -230,6 +235,7 @@ pub async fn apply(base: &WriteBase<'_>, changes: &mut TableChanges, step: &Writ
             let mut next = changes.next_row_id(id, &|t| base.row_ids.first(t))?;
             let mut count = 0;
             for batch in &rows {
+                base.interrupt.check()?;
                 count += batch.num_rows();
                 // Without ON CONFLICT the rows go through the views in the order written, the
                 // watermark moving between them where a row needs it.
@@ -269,6 +275,7 @@ pub async fn apply(base: &WriteBase<'_>, changes: &mut TableChanges, step: &Writ
             let mut count = 0;
             let mut rows = Vec::with_capacity(batches.len());
             for batch in batches {
+                base.interrupt.check()?;
                 let keys = key_column(&batch, ncols)?;
                 let old = RecordBatch::try_new(Arc::clone(&schema), batch.columns()[..ncols].to_vec())?;
                 count += old.num_rows();
@@ -307,6 +314,7 @@ async fn apply_update(
     let mut count = 0;
     let mut rows = Vec::with_capacity(batches.len());
     for batch in &batches {
+        base.interrupt.check()?;
         let keys = key_column(batch, ncols)?;
         let old = RecordBatch::try_new(Arc::clone(schema), batch.columns()[..ncols].to_vec())?;
         let mut cols: Vec<ArrayRef> = old.columns().to_vec();

@@ -48,15 +48,17 @@ impl VisitorMut for Lateral {
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
         let SetExpr::Select(select) = query.body.as_mut() else { return ControlFlow::Continue(()) };
         let mut renames = Vec::new();
-        match rewrite_from(&mut select.from, &mut renames) {
-            Ok(()) => {}
-            Err(e) => {
+        if let Err(e) = rewrite_from(&mut select.from, &mut renames) {
+            self.error = Some(e);
+            return ControlFlow::Break(());
+        }
+        if !renames.is_empty() {
+            let mut requalify = Requalify { renames, error: None };
+            let _ = query.visit(&mut requalify);
+            if let Some(e) = requalify.error {
                 self.error = Some(e);
                 return ControlFlow::Break(());
             }
-        }
-        if !renames.is_empty() {
-            let _ = query.visit(&mut Requalify { renames });
         }
         ControlFlow::Continue(())
     }
@@ -70,9 +72,19 @@ struct Unnest {
     outer: bool,
 }
 
-/// Folds each lateral UNNEST of `from` into the relation on its left; `renames` gets
-/// `(unnest alias, relation name)` for each.
-fn rewrite_from(from: &mut Vec<TableWithJoins>, renames: &mut Vec<(Ident, Ident)>) -> Result<()> {
+/// An UNNEST's alias, read as the relation it was folded into.
+struct Rename {
+    /// The UNNEST's alias (`t`).
+    alias: Ident,
+    /// The relation's name (`orders`).
+    relation: Ident,
+    /// The element column (`tag`), the only one `t.` may name.
+    column: Ident,
+}
+
+/// Folds each lateral UNNEST of `from` into the relation on its left; `renames` gets each
+/// UNNEST's alias.
+fn rewrite_from(from: &mut Vec<TableWithJoins>, renames: &mut Vec<Rename>) -> Result<()> {
     let mut i = 0;
     while i < from.len() {
         // `FROM a, UNNEST(..)`: the next item of the list, alone.
@@ -152,7 +164,7 @@ fn as_unnest(factor: &TableFactor, outer: bool) -> Result<Option<Unnest>> {
 
 /// Makes `relation` the subquery that adds `unnest`'s element column to its rows, under the
 /// relation's own name.
-fn fold(relation: &mut TableFactor, unnest: Unnest, renames: &mut Vec<(Ident, Ident)>) -> Result<()> {
+fn fold(relation: &mut TableFactor, unnest: Unnest, renames: &mut Vec<Rename>) -> Result<()> {
     let name = match relation {
         TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } => a.name.clone(),
         TableFactor::Table { name, alias: None, .. } => match name.0.last().and_then(|p| p.as_ident()) {
@@ -170,7 +182,7 @@ fn fold(relation: &mut TableFactor, unnest: Unnest, renames: &mut Vec<(Ident, Id
         None => Ident::new("unnest"),
     };
     if let Some(alias) = &unnest.alias {
-        renames.push((alias.name.clone(), name.clone()));
+        renames.push(Rename { alias: alias.name.clone(), relation: name.clone(), column: column.clone() });
     }
     let function = if unnest.outer { "unnest_outer" } else { "UNNEST" };
     let text = format!("SELECT * FROM (SELECT {name}.*, {function}({}) AS {column} FROM {relation}) AS {name}", unnest.array);
@@ -187,9 +199,11 @@ fn fold(relation: &mut TableFactor, unnest: Unnest, renames: &mut Vec<(Ident, Id
     Ok(())
 }
 
-/// Reads `alias.x` as `relation.x` for each `(alias, relation)`.
+/// Reads `alias.x` as `relation.x` for each UNNEST's alias; `alias.y` for a `y` other than
+/// its element column is an error, as the UNNEST has no such column.
 struct Requalify {
-    renames: Vec<(Ident, Ident)>,
+    renames: Vec<Rename>,
+    error: Option<WeirError>,
 }
 
 impl VisitorMut for Requalify {
@@ -197,9 +211,16 @@ impl VisitorMut for Requalify {
 
     fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
         if let Expr::CompoundIdentifier(parts) = expr {
-            if let Some(first) = parts.first_mut() {
-                if let Some((_, to)) = self.renames.iter().find(|(from, _)| same_name(from, first)) {
-                    *first = to.clone();
+            if let [first, second, ..] = parts.as_mut_slice() {
+                if let Some(rename) = self.renames.iter().find(|r| same_name(&r.alias, first)) {
+                    if !same_name(&rename.column, second) {
+                        self.error = Some(WeirError::new(crate::error::ErrorKind::UnknownColumn(format!(
+                            "column {first}.{second} does not exist: UNNEST(..) AS {} ({}) has the one column {}",
+                            rename.alias, rename.column, rename.column
+                        ))));
+                        return ControlFlow::Break(());
+                    }
+                    *first = rename.relation.clone();
                 }
             }
         }
@@ -244,6 +265,17 @@ mod tests {
             rewritten("SELECT * FROM (SELECT id, x FROM s CROSS JOIN UNNEST(xs) AS u (x)) AS q JOIN r ON q.id = r.id"),
             "SELECT * FROM (SELECT id, x FROM (SELECT s.*, UNNEST(xs) AS x FROM s) AS s) AS q JOIN r ON q.id = r.id"
         );
+    }
+
+    #[test]
+    fn the_alias_names_only_the_element() {
+        let mut stmt = sqlparser::parser::Parser::parse_sql(
+            &sqlparser::dialect::GenericDialect {},
+            "SELECT t.tag, t.id FROM o CROSS JOIN UNNEST(o.tags) AS t (tag)",
+        )
+        .unwrap()
+        .remove(0);
+        assert_eq!(rewrite(&mut stmt).unwrap_err().sqlstate(), "42703");
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //!   kept); an empty delimiter splits into characters.
 //! - `STR_TO_MAP(s [, list delimiter, key-value delimiter])`: a `MAP<STRING, STRING>` (defaults
 //!   `,` and `=`, both regular expressions as in Flink); an entry without the key-value
-//!   delimiter has a NULL value; a repeated key keeps its last value.
+//!   delimiter has a NULL value; a repeated key keeps its last value; an empty text is an empty
+//!   map.
 //! - `ELEMENT(array)`: the only element of an array, NULL for an empty one; an array of more
 //!   than one element is an error (Flink's).
 //!
@@ -278,6 +279,11 @@ fn str_to_map(n: usize, args: &[ColumnarValue]) -> Result<ArrayRef> {
         if !compiled.as_ref().is_some_and(|(l, p, ..)| l == list && p == pair) {
             let regex = |p: &str| regex::Regex::new(p).map_err(|e| datafusion::error::DataFusionError::Execution(format!("STR_TO_MAP: delimiter {p:?}: {e}")));
             compiled = Some((list.to_string(), pair.to_string(), regex(list)?, regex(pair)?));
+        }
+        // Flink's strToMap: an empty text is an empty map.
+        if s.is_empty() {
+            out.append(true)?;
+            continue;
         }
         let (.., list_re, pair_re) = compiled.as_ref().expect("compiled above");
         // Java's split drops trailing empty strings; a HashMap keeps each key's last value.

@@ -8,6 +8,9 @@
 //! - `JSON_ARRAY(v, ... [NULL | ABSENT ON NULL])` → `weir_json_array(mode, kinds, v1, ...)`: a
 //!   JSON array (ABSENT ON NULL by default: NULL values are left out).
 //!
+//! - `JSON_STRING(v)`: the value as JSON text (`JSON_STRING('a')` is `"a"`, `JSON_STRING(1)` is
+//!   `1`); NULL for NULL (Flink's).
+//!
 //! `mode` is `'NULL'` or `'ABSENT'`; `kinds` has one letter per value, `R` for a value that is
 //! itself a `JSON_OBJECT` or `JSON_ARRAY` call, inserted as JSON rather than as a string (Flink's
 //! rule), `V` for any other. Values: strings as JSON strings, numbers and booleans as they are,
@@ -25,25 +28,33 @@ use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl,
 
 use super::args::num_rows;
 
-/// `weir_json_object` (`object: true`) or `weir_json_array`.
+/// Which function a [`JsonConstruct`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Object,
+    Array,
+    String,
+}
+
+/// `weir_json_object`, `weir_json_array` or `json_string`.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(super) struct JsonConstruct {
     signature: Signature,
-    object: bool,
+    kind: Kind,
 }
 
 impl JsonConstruct {
-    pub(super) fn all() -> [Self; 2] {
-        [true, false].map(|object| Self { signature: Signature::user_defined(Volatility::Immutable), object })
+    pub(super) fn all() -> [Self; 3] {
+        [Kind::Object, Kind::Array, Kind::String].map(|kind| Self { signature: Signature::user_defined(Volatility::Immutable), kind })
     }
 }
 
 impl ScalarUDFImpl for JsonConstruct {
     fn name(&self) -> &str {
-        if self.object {
-            "weir_json_object"
-        } else {
-            "weir_json_array"
+        match self.kind {
+            Kind::Object => "weir_json_object",
+            Kind::Array => "weir_json_array",
+            Kind::String => "json_string",
         }
     }
 
@@ -52,8 +63,13 @@ impl ScalarUDFImpl for JsonConstruct {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        if arg_types.len() < 2 || (self.object && arg_types.len() % 2 != 0) {
-            return plan_err!("{}: write JSON_OBJECT(KEY k VALUE v, ..) or JSON_ARRAY(v, ..)", self.name());
+        let fits = match self.kind {
+            Kind::Object => arg_types.len() >= 2 && arg_types.len() % 2 == 0,
+            Kind::Array => arg_types.len() >= 2,
+            Kind::String => arg_types.len() == 1,
+        };
+        if !fits {
+            return plan_err!("{}: write JSON_OBJECT(KEY k VALUE v, ..), JSON_ARRAY(v, ..) or JSON_STRING(v)", self.name());
         }
         Ok(arg_types.to_vec())
     }
@@ -64,6 +80,21 @@ impl ScalarUDFImpl for JsonConstruct {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let n = num_rows(&args.args);
+        if self.kind == Kind::String {
+            let values = args.args[0].to_array(n)?;
+            let mut out = StringBuilder::with_capacity(n, n * 8);
+            let mut text = String::new();
+            for row in 0..n {
+                if is_null(values.as_ref(), row) {
+                    out.append_null();
+                    continue;
+                }
+                text.clear();
+                write_json(&mut text, values.as_ref(), row, false)?;
+                out.append_value(&text);
+            }
+            return Ok(ColumnarValue::Array(Arc::new(out.finish())));
+        }
         let literal = |i: usize| match &args.args[i] {
             ColumnarValue::Scalar(ScalarValue::Utf8(Some(s))) => Ok(s.clone()),
             _ => exec_err!("{}: argument {} must be a literal", self.name(), i + 1),
@@ -75,7 +106,7 @@ impl ScalarUDFImpl for JsonConstruct {
         let mut text = String::new();
         for row in 0..n {
             text.clear();
-            if self.object {
+            if self.kind == Kind::Object {
                 text.push('{');
                 let mut first = true;
                 for (pair, kv) in columns.chunks(2).enumerate() {

@@ -5,6 +5,7 @@
 //! | SQL | file | result |
 //! |---|---|---|
 //! | `PROCTIME()` | `proctime.rs` | `TIMESTAMP_LTZ(3)` |
+//! | `CURRENT_TIMESTAMP`, `NOW()` (replace DataFusion's) | `proctime.rs` | `TIMESTAMP_LTZ(3)` |
 //! | `CURRENT_WATERMARK(ts)` | `current_watermark.rs` | the type of `ts` |
 //! | `MOD(a, b)` | `modulo.rs` | BIGINT or DOUBLE |
 //! | `YEAR`, `QUARTER`, `MONTH`, `WEEK`, `DAYOFYEAR`, `DAYOFMONTH`, `DAYOFWEEK`, `HOUR`, `MINUTE`, `SECOND` | `time_part.rs` | BIGINT |
@@ -16,7 +17,7 @@
 //! | `JSON_VALUE(json, path)` | `json_value.rs` | STRING |
 //! | `JSON_EXISTS(json, path)` | `json_value.rs` | BOOLEAN |
 //! | `JSON_QUERY(json, path)` | `json_value.rs` | STRING (JSON text) |
-//! | `JSON_OBJECT(k VALUE v, ..)`, `JSON_ARRAY(v, ..)` (rewritten into `weir_json_object`, `weir_json_array`) | `json_construct.rs` | STRING (JSON text) |
+//! | `JSON_OBJECT(k VALUE v, ..)`, `JSON_ARRAY(v, ..)` (rewritten into `weir_json_object`, `weir_json_array`), `JSON_STRING(v)` | `json_construct.rs` | STRING (JSON text) |
 //! | `TIMESTAMPDIFF(unit, t1, t2)` | `time_units.rs` | INT |
 //! | `TIMESTAMPADD(unit, n, t)` | `time_units.rs` | t's type |
 //! | `FLOOR(t TO unit)`, `CEIL(t TO unit)` (rewritten into `time_floor`, `time_ceil`) | `time_units.rs` | t's type |
@@ -33,7 +34,8 @@
 //! | `SPLIT(s, delimiter)` | `flink_text.rs` | ARRAY<STRING> |
 //! | `STR_TO_MAP(s [, list delimiter, key-value delimiter])` | `flink_text.rs` | MAP<STRING, STRING> |
 //! | `ELEMENT(array)` | `flink_text.rs` | the element type |
-//! | `TRUNCATE`, `REGEXP`, `STARTSWITH`, `ENDSWITH` (DataFusion's `trunc`, `regexp_like`, `starts_with`, `ends_with`) | `registry.rs` | theirs |
+//! | `TRUNCATE(x [, n])` | `truncate.rs` | x's type |
+//! | `REGEXP`, `STARTSWITH`, `ENDSWITH`, `MAP_FROM_ARRAYS` (DataFusion's `regexp_like`, `starts_with`, `ends_with`, `map`) | `registry.rs` | theirs |
 //!
 //! # Conventions
 //! - Scalar functions work on whole Arrow arrays; a constant argument is read once, never
@@ -59,6 +61,7 @@ mod split_index;
 mod time_part;
 mod time_units;
 mod to_timestamp;
+mod truncate;
 mod unix_timestamp;
 
 pub use registry::register;

@@ -9,7 +9,7 @@ use super::date_format::DateFormat;
 use super::flink_if::{If, IfRewrite};
 use super::json_value::JsonValue;
 use super::modulo::Mod;
-use super::proctime::ProcTime;
+use super::proctime::{CurrentTimestamp, ProcTime};
 use super::regexp_extract::RegexpExtract;
 use super::split_index::SplitIndex;
 use super::time_part::TimePart;
@@ -18,17 +18,20 @@ use super::flink_text::FlinkText;
 use super::json_construct::JsonConstruct;
 use super::time_units::{TimeRound, TimestampAdd, TimestampDiff};
 use super::to_timestamp::TimeConversion;
+use super::truncate::Truncate;
 use super::unix_timestamp::{LocalTimestamp, UnixTimestamp};
 
 /// Registers Weir's functions on `ctx`. Names DataFusion already uses are replaced: `avg` (and
 /// its alias `mean`) by Flink's typing, `date_format` (DataFusion's alias of `to_char`, with
 /// chrono patterns) by Flink's Java patterns, `to_timestamp`, `from_unixtime` and `to_date` by
-/// Flink's (Java patterns, Flink's types); `to_char` stays DataFusion's. `variance` is added as
-/// a name of `var_samp`, `every` as one of `bool_and` (Postgres); Flink's `TRUNCATE`, `REGEXP`,
-/// `STARTSWITH` and `ENDSWITH` as names of `trunc`, `regexp_like`, `starts_with` and
-/// `ends_with`.
+/// Flink's (Java patterns, Flink's types), `now` (and `current_timestamp`) by Flink's
+/// TIMESTAMP_LTZ(3); `to_char` stays DataFusion's. `variance` is added as
+/// a name of `var_samp`, `every` as one of `bool_and` (Postgres); Flink's `REGEXP`,
+/// `STARTSWITH`, `ENDSWITH` and `MAP_FROM_ARRAYS` as names of `regexp_like`, `starts_with`,
+/// `ends_with` and `map`.
 pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(ProcTime::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(CurrentTimestamp::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(CurrentWatermark::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(Mod::new()));
     for part in TimePart::all() {
@@ -60,6 +63,7 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(Base64::new(false)));
     ctx.register_udf(ScalarUDF::new_from_impl(Base64::new(true)));
     ctx.register_udf(ScalarUDF::new_from_impl(Locate::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(Truncate::new()));
     for function in JsonConstruct::all() {
         ctx.register_udf(ScalarUDF::new_from_impl(function));
     }
@@ -68,10 +72,10 @@ pub fn register(ctx: &SessionContext) {
     }
     // Flink's names of functions DataFusion has under others.
     for (udf, flink) in [
-        (datafusion::functions::math::trunc(), "truncate"),
         (datafusion::functions::regex::regexp_like(), "regexp"),
         (datafusion::functions::string::starts_with(), "startswith"),
         (datafusion::functions::string::ends_with(), "endswith"),
+        (datafusion::functions_nested::map::map_udf(), "map_from_arrays"),
     ] {
         ctx.register_udf(udf.as_ref().clone().with_aliases([flink]));
     }
