@@ -75,8 +75,8 @@ pub enum ErrorKind {
     /// The statement ran longer than the session's `statement_timeout`.
     #[error("canceling statement due to statement timeout")]
     StatementTimeout,
-    /// The statement was cancelled (a CancelRequest, `pg_cancel_backend`, the server shutting
-    /// down); Postgres's message.
+    /// The statement was cancelled (a CancelRequest, psql's Ctrl-C, `pg_cancel_backend`);
+    /// Postgres's message.
     #[error("canceling statement due to user request")]
     Cancelled,
     /// The server is shutting down (SIGTERM, SIGINT) while the statement runs; Postgres's

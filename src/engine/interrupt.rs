@@ -5,10 +5,11 @@
 //! A write statement's changes go through every view that reads its tables on the statement's
 //! own thread, synchronously, and a `CREATE MATERIALIZED VIEW` backfills the same way, so a
 //! cancel that only drops the statement's future is seen when that work ends, minutes later
-//! for millions of rows under several views. An [`Interrupt`] is checked between chunks
-//! instead ([`Engine::check_interrupt`]): the statement fails with 57014 and, as after any
-//! failed statement, the engine reloads from its last commit, so nothing of it remains
-//! (Postgres: a cancelled statement is rolled back).
+//! for millions of rows under several views. An [`Interrupt`] is checked instead between
+//! chunks, before each batch of rows a write statement writes (`sql/dml.rs`), and before the
+//! commit ([`Engine::check_interrupt`]): the statement fails with 57014 (57P01 at shutdown)
+//! and, as after any failed statement, the engine reloads from its last commit, so nothing of
+//! it remains (Postgres: a cancelled statement is rolled back).
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;

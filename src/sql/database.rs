@@ -49,8 +49,8 @@ pub struct Session {
     /// The session's temporary views ([`crate::sql::temporary_views`]).
     pub temporary_views: crate::sql::temporary_views::TemporaryViews,
     /// The connection's cancel flag, with the running statement's `statement_timeout`
-    /// deadline ([`crate::engine::interrupt`]): checked by the work a statement does under
-    /// the engine (a write's views, a backfill).
+    /// deadline ([`crate::engine::interrupt`]): checked by the work a statement does without
+    /// an await point (a write's rows and views, a backfill).
     pub interrupt: crate::engine::Interrupt,
 }
 
@@ -913,6 +913,11 @@ impl Database {
             }
             WeirStatement::ShowCreate(name) => show::show_create(&self.session_snapshot(session).catalog, &name),
             WeirStatement::Describe(name) => show::describe(&self.session_snapshot(session).catalog, &name),
+            // `SET x TO DEFAULT` is `RESET x`, as in Postgres.
+            WeirStatement::Set { key, value } if value.eq_ignore_ascii_case("default") => {
+                session.settings.remove(&key.to_lowercase());
+                Ok(command("SET"))
+            }
             WeirStatement::Set { key, value } => {
                 crate::sql::settings::validate(&key.to_lowercase(), &value)?;
                 session.settings.insert(key.to_lowercase(), value);

@@ -17,12 +17,15 @@
 //!   map.
 //! - `ELEMENT(array)`: the only element of an array, NULL for an empty one; an array of more
 //!   than one element is an error (Flink's).
+//! - `REGEXP(s, regex)`: whether some substring of `s` matches `regex` (Flink's
+//!   `SqlFunctionUtils.regExp`): FALSE for an empty regex or one that does not compile. The
+//!   regex is Rust's `regex` syntax, Java's without backreferences and lookaround.
 //!
 //! NULL in, NULL out.
 
 use std::sync::Arc;
 
-use arrow::array::{new_null_array, Array, ArrayRef, AsArray, Int32Builder, ListBuilder, MapBuilder, MapFieldNames, StringBuilder, UInt64Array};
+use arrow::array::{new_null_array, Array, ArrayRef, AsArray, BooleanBuilder, Int32Builder, ListBuilder, MapBuilder, MapFieldNames, StringBuilder, UInt64Array};
 use arrow::datatypes::{DataType, Field};
 use datafusion::common::{exec_err, plan_err};
 use datafusion::error::Result;
@@ -41,6 +44,7 @@ enum Kind {
     Split,
     StrToMap,
     Element,
+    Regexp,
 }
 
 /// One of the functions of this module.
@@ -53,7 +57,17 @@ pub(super) struct FlinkText {
 impl FlinkText {
     /// Every function of this module.
     pub(super) fn all() -> Vec<Self> {
-        [Kind::Hex, Kind::Bin, Kind::HashCode, Kind::UrlEncode, Kind::UrlDecode, Kind::Split, Kind::StrToMap, Kind::Element]
+        [
+            Kind::Hex,
+            Kind::Bin,
+            Kind::HashCode,
+            Kind::UrlEncode,
+            Kind::UrlDecode,
+            Kind::Split,
+            Kind::StrToMap,
+            Kind::Element,
+            Kind::Regexp,
+        ]
             .into_iter()
             .map(|kind| Self { signature: Signature::user_defined(Volatility::Immutable), kind })
             .collect()
@@ -69,6 +83,7 @@ impl FlinkText {
             Kind::Split => "SPLIT(string, delimiter)",
             Kind::StrToMap => "STR_TO_MAP(string [, list delimiter, key-value delimiter])",
             Kind::Element => "ELEMENT(array)",
+            Kind::Regexp => "REGEXP(string, regex)",
         }
     }
 }
@@ -92,6 +107,7 @@ impl ScalarUDFImpl for FlinkText {
             Kind::Split => "split",
             Kind::StrToMap => "str_to_map",
             Kind::Element => "element",
+            Kind::Regexp => "regexp",
         }
     }
 
@@ -124,7 +140,7 @@ impl ScalarUDFImpl for FlinkText {
                 None => plan_err!("{usage}: got {t}"),
             },
             (Kind::HashCode | Kind::UrlEncode | Kind::UrlDecode, _) => strings(1..=1),
-            (Kind::Split, _) => strings(2..=2),
+            (Kind::Split | Kind::Regexp, _) => strings(2..=2),
             (Kind::StrToMap, _) if arg_types.len() != 2 => strings(1..=3),
             (Kind::StrToMap, _) => plan_err!("{usage}: give both delimiters or neither"),
             (Kind::Element, [t @ (DataType::List(_) | DataType::LargeList(_))]) => Ok(vec![t.clone()]),
@@ -136,6 +152,7 @@ impl ScalarUDFImpl for FlinkText {
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         Ok(match self.kind {
             Kind::HashCode => DataType::Int32,
+            Kind::Regexp => DataType::Boolean,
             Kind::Split => DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true))),
             Kind::StrToMap => string_map_type(),
             Kind::Element => match arg_types.first() {
@@ -194,6 +211,23 @@ impl ScalarUDFImpl for FlinkText {
                 Arc::new(out.finish())
             }
             Kind::StrToMap => str_to_map(n, &args.args)?,
+            Kind::Regexp => {
+                let (s, pattern) = (StrArg::new(&args.args[0])?, StrArg::new(&args.args[1])?);
+                let mut out = BooleanBuilder::with_capacity(n);
+                // The last row's pattern, compiled again only when it changes (None: does not compile).
+                let mut compiled: Option<(&str, Option<regex::Regex>)> = None;
+                for i in 0..n {
+                    let (Some(s), Some(p)) = (s.get(i), pattern.get(i)) else {
+                        out.append_null();
+                        continue;
+                    };
+                    if compiled.as_ref().is_none_or(|(last, _)| *last != p) {
+                        compiled = Some((p, (!p.is_empty()).then(|| regex::Regex::new(p).ok()).flatten()));
+                    }
+                    out.append_value(compiled.as_ref().and_then(|(_, r)| r.as_ref()).is_some_and(|r| r.is_match(s)));
+                }
+                Arc::new(out.finish())
+            }
             Kind::Element => element(n, &args.args[0])?,
         };
         Ok(ColumnarValue::Array(out))

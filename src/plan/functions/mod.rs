@@ -35,7 +35,8 @@
 //! | `STR_TO_MAP(s [, list delimiter, key-value delimiter])` | `flink_text.rs` | MAP<STRING, STRING> |
 //! | `ELEMENT(array)` | `flink_text.rs` | the element type |
 //! | `TRUNCATE(x [, n])` | `truncate.rs` | x's type |
-//! | `REGEXP`, `STARTSWITH`, `ENDSWITH`, `MAP_FROM_ARRAYS` (DataFusion's `regexp_like`, `starts_with`, `ends_with`, `map`) | `registry.rs` | theirs |
+//! | `REGEXP(s, regex)` | `flink_text.rs` | BOOLEAN |
+//! | `STARTSWITH`, `ENDSWITH`, `MAP_FROM_ARRAYS` (DataFusion's `starts_with`, `ends_with`, `map`) | `registry.rs` | theirs |
 //!
 //! # Conventions
 //! - Scalar functions work on whole Arrow arrays; a constant argument is read once, never

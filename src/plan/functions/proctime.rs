@@ -41,8 +41,7 @@ impl ScalarUDFImpl for ProcTime {
     }
 
     fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let now = chrono::Utc::now().timestamp_millis();
-        Ok(ColumnarValue::Scalar(ScalarValue::TimestampMillisecond(Some(now), Some(Arc::from("UTC")))))
+        Ok(ColumnarValue::Scalar(ltz_ms(chrono::Utc::now().timestamp_millis())))
     }
 }
 
@@ -78,15 +77,16 @@ impl ScalarUDFImpl for CurrentTimestamp {
 
     fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         // Planning folds every call (below); one left unfolded takes the time now.
-        let now = chrono::Utc::now().timestamp_millis();
-        Ok(ColumnarValue::Scalar(ScalarValue::TimestampMillisecond(Some(now), Some(Arc::from("UTC")))))
+        Ok(ColumnarValue::Scalar(ltz_ms(chrono::Utc::now().timestamp_millis())))
     }
 
     fn simplify(&self, args: Vec<Expr>, info: &SimplifyContext) -> Result<ExprSimplifyResult> {
         let Some(start) = info.query_execution_start_time() else { return Ok(ExprSimplifyResult::Original(args)) };
-        Ok(ExprSimplifyResult::Simplified(Expr::Literal(
-            ScalarValue::TimestampMillisecond(Some(start.timestamp_millis()), Some(Arc::from("UTC"))),
-            None,
-        )))
+        Ok(ExprSimplifyResult::Simplified(Expr::Literal(ltz_ms(start.timestamp_millis()), None)))
     }
+}
+
+/// A TIMESTAMP_LTZ(3) value: `ms` since the epoch, UTC.
+fn ltz_ms(ms: i64) -> ScalarValue {
+    ScalarValue::TimestampMillisecond(Some(ms), Some(Arc::from("UTC")))
 }

@@ -26,9 +26,8 @@ use super::unix_timestamp::{LocalTimestamp, UnixTimestamp};
 /// chrono patterns) by Flink's Java patterns, `to_timestamp`, `from_unixtime` and `to_date` by
 /// Flink's (Java patterns, Flink's types), `now` (and `current_timestamp`) by Flink's
 /// TIMESTAMP_LTZ(3); `to_char` stays DataFusion's. `variance` is added as
-/// a name of `var_samp`, `every` as one of `bool_and` (Postgres); Flink's `REGEXP`,
-/// `STARTSWITH`, `ENDSWITH` and `MAP_FROM_ARRAYS` as names of `regexp_like`, `starts_with`,
-/// `ends_with` and `map`.
+/// a name of `var_samp`, `every` as one of `bool_and` (Postgres); Flink's `STARTSWITH`,
+/// `ENDSWITH` and `MAP_FROM_ARRAYS` as names of `starts_with`, `ends_with` and `map`.
 pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(ProcTime::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(CurrentTimestamp::new()));
@@ -72,7 +71,6 @@ pub fn register(ctx: &SessionContext) {
     }
     // Flink's names of functions DataFusion has under others.
     for (udf, flink) in [
-        (datafusion::functions::regex::regexp_like(), "regexp"),
         (datafusion::functions::string::starts_with(), "startswith"),
         (datafusion::functions::string::ends_with(), "endswith"),
         (datafusion::functions_nested::map::map_udf(), "map_from_arrays"),
