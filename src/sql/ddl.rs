@@ -471,10 +471,12 @@ pub async fn create_view(engine: &mut Engine, name: &str, query: &Query, or_repl
 /// The planner's; `Plan` for two columns of one name.
 pub(crate) async fn view_relation(snapshot: Arc<Snapshot>, name: &str, query: &Query, definition: &str) -> Result<Relation> {
     let catalog = Arc::clone(&snapshot.catalog);
+    let mut query = query.clone();
+    crate::sql::pg_compat::name_view_columns(&mut query)?;
     let query_text = query.to_string();
     let plan = session_context(snapshot).state().create_logical_plan(&crate::sql::query_rewrites::rewrite_text(&query_text)?).await?;
     let mut depends_on: Vec<String> = Vec::new();
-    for read in relation_names(query) {
+    for read in relation_names(&query) {
         if catalog.get(&read).is_some() && !depends_on.contains(&read) {
             depends_on.push(read);
         }
@@ -518,6 +520,9 @@ pub async fn create_materialized_view(
         }
         return Err(ErrorKind::DuplicateTable(name.to_string()).into());
     }
+    let mut query = query.clone();
+    crate::sql::pg_compat::name_view_columns(&mut query)?;
+    let query = &query;
     let query_text = query.to_string();
     let depends_on = crate::sql::temporary_views::job_dependencies(engine, query, &temporary);
     let options = crate::sql::settings::job_options(settings)?;

@@ -370,6 +370,7 @@ pub fn rewrite(stmt: &mut Statement, catalog: &Catalog, pid: i32, user: &str) ->
     let mut rewriter = Rewriter { catalog, pid, user, error: None };
     let _ = stmt.visit(&mut rewriter);
     if let Statement::Query(query) = stmt {
+        name_nested_columns(query);
         alias_repeated_items(query.body.as_mut());
     }
     alias_nested_repeats(stmt, true);
@@ -443,6 +444,103 @@ pub fn repeated_output(query: &Query) -> Option<String> {
         seen.push(key);
     }
     None
+}
+
+/// Names the columns of a view over `query` as Postgres does: each unaliased expression of its
+/// select list (`count(*)`, `max(t.price)`, `CAST(ts AS DATE)`, `upper(name)`) gets the name
+/// Postgres gives it (`count`, `max`, `ts`, `upper`; `?column?` for an operator or a constant),
+/// written into the query as an alias, so the catalog stores the query with its names and a
+/// restart replans it to the same columns. A column reference keeps its own name. Without this
+/// a view's columns were DataFusion's (`count(*)`, `max(t.price)`), unlike a plain SELECT's.
+///
+/// The select lists of the queries nested in `query` (derived tables, CTEs) get the same names
+/// where the name is the only one of its select list, so `SELECT * FROM (SELECT k, count(*)
+/// FROM t GROUP BY k)` names its columns `k` and `count`; a name two items of a nested list
+/// would share is left to DataFusion (Postgres allows it there; only a reference to it is
+/// ambiguous).
+///
+/// # Errors
+/// `DuplicateColumn` (42701, Postgres's `column "count" specified more than once`) when two
+/// columns of the view would share a name: Postgres refuses such a view too.
+pub fn name_view_columns(query: &mut Query) -> Result<()> {
+    name_columns(query, true)
+}
+
+/// [`name_view_columns`] of the queries nested in a plain query (`SELECT * FROM (SELECT k,
+/// count(*) ..) s` shows `count`, as Postgres's); its own select list is named after planning
+/// ([`output_names`]).
+pub fn name_nested_columns(query: &mut Query) {
+    let _ = name_columns(query, false);
+}
+
+/// [`name_view_columns`]'s work; `outer`: `query`'s own select list too.
+fn name_columns(query: &mut Query, outer: bool) -> Result<()> {
+    struct Nested {
+        depth: usize,
+        outer: bool,
+        error: Option<WeirError>,
+    }
+    impl VisitorMut for Nested {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+            if self.depth == 0 && !self.outer {
+                self.depth += 1;
+                return ControlFlow::Continue(());
+            }
+            if let Err(e) = name_select_items(query.body.as_mut(), self.depth == 0) {
+                self.error = Some(e);
+                return ControlFlow::Break(());
+            }
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+    }
+    let mut nested = Nested { depth: 0, outer, error: None };
+    let _ = query.visit(&mut nested);
+    nested.error.map_or(Ok(()), Err)
+}
+
+/// [`name_view_columns`] of one query body: its leftmost select list names the columns (a
+/// set operation's right side is named by its left). `view`: the view's own list, where a
+/// shared name is an error rather than left alone.
+fn name_select_items(body: &mut SetExpr, view: bool) -> Result<()> {
+    let select = match body {
+        SetExpr::Select(select) => select,
+        SetExpr::SetOperation { left, .. } => return name_select_items(left, view),
+        _ => return Ok(()),
+    };
+    let names: Vec<Option<String>> = select
+        .projection
+        .iter()
+        .map(|item| match item {
+            SelectItem::UnnamedExpr(e) => Some(expr_name(e)),
+            SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.clone()),
+            _ => None,
+        })
+        .collect();
+    for (i, item) in select.projection.iter_mut().enumerate() {
+        let Some(name) = &names[i] else { continue };
+        let shared = names.iter().enumerate().any(|(j, other)| j != i && other.as_deref() == Some(name.as_str()));
+        if shared {
+            if view && names[..i].iter().any(|other| other.as_deref() == Some(name.as_str())) {
+                return Err(WeirError::new(crate::error::ErrorKind::DuplicateColumn(format!(
+                    "column \"{name}\" specified more than once: a view's columns need distinct names; name each with AS"
+                ))));
+            }
+            continue;
+        }
+        if let SelectItem::UnnamedExpr(e) = item {
+            if !matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+                let expr = e.clone();
+                *item = SelectItem::ExprWithAlias { expr, alias: Ident::with_quote('"', name.clone()) };
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What DataFusion names a select item after, near enough to tell repeats: a column by its
