@@ -1713,7 +1713,7 @@ mod tests {
         assert_eq!(rows(&db, &mut s, "SHOW FUNCTIONS LIKE 'json_v%'").await, vec!["| json_value |"]);
         assert_eq!(
             rows(&db, &mut s, "SHOW FUNCTIONS ILIKE 'JSON%'").await,
-            ["json_array", "json_build_object", "json_exists", "json_object", "json_query", "json_string", "json_value"].map(|f| format!("| {f} |"))
+            ["json_array", "json_build_object", "json_exists", "json_object", "json_query", "json_quote", "json_string", "json_unquote", "json_value"].map(|f| format!("| {f} |"))
         );
         assert!(names.windows(2).all(|w| w[0] < w[1]), "sorted, each once");
         assert!(rows(&db, &mut s, "SHOW USER FUNCTIONS").await.is_empty());

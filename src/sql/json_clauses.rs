@@ -100,6 +100,100 @@ pub fn rewrite_json_clauses(sql: &str) -> Result<String> {
     Ok(t.render(&rewritten))
 }
 
+/// Rewrites Flink's `value IS [NOT] JSON [VALUE | SCALAR | ARRAY | OBJECT]` (Flink docs, JSON
+/// Functions; sqlparser does not parse it) into `(weir_is_json(value, 'KIND'))`, or `(NOT
+/// weir_is_json(..))`. `value` is what stands right before `IS`: a column (`t.doc`), a literal,
+/// a call (`UPPER(doc)`), a parenthesized expression or one of those with subscripts
+/// (`doc['k']`); an operator expression needs parentheses (`(a || b) IS JSON`), as anything
+/// else would bind `IS` to its last operand.
+///
+/// # Errors
+/// `Syntax` when the text cannot be tokenized.
+pub fn rewrite_is_json(sql: &str) -> Result<String> {
+    let upper = sql.to_ascii_uppercase();
+    if !upper.contains("JSON") || !upper.contains("IS") {
+        return Ok(sql.to_string());
+    }
+    let t = crate::sql::token_rewrite::Tokens::new(sql)?;
+    let (texts, sig) = (&t.texts, &t.sig);
+    let mut rewritten: std::collections::HashMap<usize, String> = std::collections::HashMap::new();
+    for k in 1..sig.len() {
+        if t.word_at(k).as_deref() != Some("IS") {
+            continue;
+        }
+        let not = t.word_at(k + 1).as_deref() == Some("NOT");
+        let json = k + 1 + usize::from(not);
+        if t.word_at(json).as_deref() != Some("JSON") {
+            continue;
+        }
+        let (kind, end) = match t.word_at(json + 1).as_deref() {
+            Some(kind @ ("VALUE" | "SCALAR" | "ARRAY" | "OBJECT")) => (kind.to_string(), json + 1),
+            _ => ("VALUE".to_string(), json),
+        };
+        let Some(start) = operand_start(&t, k - 1) else { continue };
+        let not = if not { "NOT " } else { "" };
+        let first = rewritten.get(&sig[start]).cloned().unwrap_or_else(|| texts[sig[start]].to_string());
+        rewritten.insert(sig[start], format!("({not}weir_is_json({first}"));
+        rewritten.insert(sig[k], format!(", '{kind}'))"));
+        for i in sig[k] + 1..=sig[end] {
+            rewritten.insert(i, String::new());
+        }
+    }
+    Ok(t.render(&rewritten))
+}
+
+/// The first significant token of the operand that ends at significant token `last`: a name
+/// (`a.b.c`), a literal, or a group in parentheses or brackets with the call name or the
+/// operand before it; `None` for anything else.
+fn operand_start(t: &crate::sql::token_rewrite::Tokens<'_>, last: usize) -> Option<usize> {
+    let (tokens, sig) = (&t.tokens, &t.sig);
+    let mut j = last;
+    loop {
+        match &tokens[sig[j]] {
+            Token::RParen | Token::RBracket => {
+                // Back to the matching opening token.
+                let mut depth = 0usize;
+                loop {
+                    match tokens[sig[j]] {
+                        Token::RParen | Token::RBracket => depth += 1,
+                        Token::LParen | Token::LBracket => depth -= 1,
+                        _ => {}
+                    }
+                    if depth == 0 {
+                        break;
+                    }
+                    j = j.checked_sub(1)?;
+                }
+                let bracket = tokens[sig[j]] == Token::LBracket;
+                let called = j > 0
+                    && matches!(&tokens[sig[j - 1]], Token::Word(w) if w.quote_style.is_some() || !is_clause_word(&w.value));
+                if bracket || called {
+                    // A subscript's base, or the name of a call.
+                    j -= 1;
+                    if bracket {
+                        continue;
+                    }
+                }
+            }
+            Token::Word(_) | Token::SingleQuotedString(_) | Token::Number(..) => {}
+            _ => return None,
+        }
+        // A qualified name: `a.b` before this part.
+        while j >= 2 && tokens[sig[j - 1]] == Token::Period && matches!(tokens[sig[j - 2]], Token::Word(_)) {
+            j -= 2;
+        }
+        return Some(j);
+    }
+}
+
+/// Whether `word` is a keyword that can stand before an opening parenthesis without naming a
+/// call (`WHERE (a) IS JSON`, `AND (..)`).
+fn is_clause_word(word: &str) -> bool {
+    ["AND", "OR", "NOT", "WHERE", "SELECT", "ON", "WHEN", "THEN", "ELSE", "CASE", "IN", "BY", "HAVING", "AS", "FROM", "JOIN", "IS", "EXISTS", "DISTINCT", "ALL", "ANY", "SOME", "RETURN", "VALUES", "USING", "LATERAL"]
+        .iter()
+        .any(|k| k.eq_ignore_ascii_case(word))
+}
+
 /// Drops the optional `KEY` word before each key of a `JSON_OBJECT(KEY k VALUE v, ..)` call,
 /// which sqlparser does not take (`JSON_OBJECT(k VALUE v)` is the same call; a column named
 /// `key` stays: `KEY` followed by `VALUE` is the key itself).
@@ -144,6 +238,19 @@ pub fn strip_json_object_keys(sql: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn is_json_becomes_a_call() -> Result<()> {
+        assert_eq!(rewrite_is_json("SELECT doc IS JSON FROM t")?, "SELECT (weir_is_json(doc , 'VALUE')) FROM t");
+        assert_eq!(rewrite_is_json("SELECT t.doc IS NOT JSON OBJECT FROM t")?, "SELECT (NOT weir_is_json(t.doc , 'OBJECT')) FROM t");
+        assert_eq!(rewrite_is_json("SELECT '[1]' IS JSON ARRAY")?, "SELECT (weir_is_json('[1]' , 'ARRAY'))");
+        assert_eq!(rewrite_is_json("SELECT UPPER(doc) IS JSON SCALAR")?, "SELECT (weir_is_json(UPPER(doc) , 'SCALAR'))");
+        assert_eq!(rewrite_is_json("SELECT * FROM t WHERE (a || b) IS JSON AND x")?, "SELECT * FROM t WHERE (weir_is_json((a || b) , 'VALUE')) AND x");
+        assert_eq!(rewrite_is_json("SELECT m['k'] IS JSON")?, "SELECT (weir_is_json(m['k'] , 'VALUE'))");
+        let plain = "SELECT a IS NULL, 'IS JSON' FROM t";
+        assert_eq!(rewrite_is_json(plain)?, plain);
+        Ok(())
+    }
 
     #[test]
     fn returning_becomes_a_try_cast_and_null_clauses_go() -> Result<()> {

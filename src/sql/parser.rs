@@ -373,6 +373,7 @@ pub fn parse_statement(sql: &str) -> Result<WeirStatement> {
     let body = crate::sql::time_units::rewrite_time_units(body)?;
     let body = crate::sql::json_clauses::rewrite_json_clauses(&body)?;
     let body = crate::sql::json_clauses::strip_json_object_keys(&body)?;
+    let body = crate::sql::json_clauses::rewrite_is_json(&body)?;
     let body = crate::sql::window_tvf::rewrite_window_tvfs(&body)?;
     let body = crate::sql::temporal::rewrite_system_time(&body)?;
     let body = crate::sql::types::rewrite_nested_types(&body)?;

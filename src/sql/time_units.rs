@@ -10,6 +10,7 @@
 //! | `FLOOR(t TO HOUR)` | `time_floor('HOUR', t)` |
 //! | `CEIL(t TO DAY)`, `CEILING(t TO DAY)` | `time_ceil('DAY', t)` |
 //! | `LOCALTIMESTAMP` | `localtimestamp()` (Flink: the current time as a TIMESTAMP(3) in the session time zone, UTC, read per row in a streaming job) |
+//! | `LOCALTIME` | `localtime()` (Flink: the time of day now as a TIME(0), in UTC) |
 //! | `LISTAGG(x)`, `LISTAGG(x, sep)` | `STRING_AGG(x, ',')`, `STRING_AGG(x, sep)` (Flink: the separator defaults to `','`) |
 //!
 //! Text inside string literals and quoted names is left alone; `FLOOR(x)` without `TO` too.
@@ -24,7 +25,7 @@ use crate::error::Result;
 /// `Syntax` when the text cannot be tokenized.
 pub fn rewrite_time_units(sql: &str) -> Result<String> {
     let upper = sql.to_ascii_uppercase();
-    if !["TIMESTAMPDIFF", "TIMESTAMPADD", "FLOOR", "CEIL", "LOCALTIMESTAMP", "LISTAGG"].iter().any(|w| upper.contains(w)) {
+    if !["TIMESTAMPDIFF", "TIMESTAMPADD", "FLOOR", "CEIL", "LOCALTIME", "LISTAGG"].iter().any(|w| upper.contains(w)) {
         return Ok(sql.to_string());
     }
     let t = crate::sql::token_rewrite::Tokens::new(sql)?;
@@ -68,6 +69,9 @@ pub fn rewrite_time_units(sql: &str) -> Result<String> {
             }
             "LOCALTIMESTAMP" if !is(k + 1, Token::LParen) => {
                 rewritten.insert(sig[k], "localtimestamp()".to_string());
+            }
+            "LOCALTIME" if !is(k + 1, Token::LParen) => {
+                rewritten.insert(sig[k], "localtime()".to_string());
             }
             _ => {}
         }

@@ -5,7 +5,9 @@
 //!   `Long.toHexString`: `HEX(-1)` is `FFFFFFFFFFFFFFFF`); `HEX(s)`: the hexadecimal of the
 //!   string's UTF-8 bytes, upper case.
 //! - `BIN(n)`: an integer's two's-complement binary digits (Java's `Long.toBinaryString`).
-//! - `HASH_CODE(s)`: Java's `String.hashCode()`, an INT over the UTF-16 code units.
+//! - `HASH_CODE(s)`: the absolute value of Java's `String.hashCode()` (an INT over the UTF-16
+//!   code units), as Flink's `SqlFunctionUtils.hashCode` computes it: `Math.abs`, so a hash of
+//!   `Integer.MIN_VALUE` stays negative.
 //! - `URL_ENCODE(s)` / `URL_DECODE(s)`: `application/x-www-form-urlencoded` in UTF-8, as Java's
 //!   `URLEncoder` / `URLDecoder` (space is `+`; letters, digits and `.-*_` stay); a malformed
 //!   escape decodes to NULL (Flink's rule).
@@ -21,7 +23,22 @@
 //!   `SqlFunctionUtils.regExp`): FALSE for an empty regex or one that does not compile. The
 //!   regex is Rust's `regex` syntax, Java's without backreferences and lookaround.
 //!
-//! NULL in, NULL out.
+//! - `IS_ALPHA(s)`, `IS_DIGIT(s)`, `IS_DECIMAL(s)` (Flink's `SqlFunctionUtils.isAlpha`,
+//!   `isDigit`, `isDecimal`): whether `s` is all letters (`Character.isLetter`), all digits
+//!   (`Character.isDigit`), or a number Java's `Integer.parseInt`, `Long.parseLong` or
+//!   `Double.parseDouble` reads (`1e3`, ` 2.5 `, `-.5`, `1.5f`, `NaN`, `0x1p3`); FALSE for an
+//!   empty string and for NULL (not NULL: Flink's rule).
+//! - `JSON_QUOTE(s)`: `s` as a JSON string literal, quotes added and `"`, `\`, `/`, `\b`, `\f`,
+//!   `\n`, `\r`, `\t` escaped, other control characters as `\uXXXX` (Flink 2.0's
+//!   `JsonQuoteFunction`). `JSON_UNQUOTE(s)`: a JSON string literal's value; anything else (not
+//!   quoted, or not a valid literal) comes back as it is (Flink's `JsonUnquoteFunction`).
+//! - `ELT(index, s1, s2, ..)`: the `index`-th string, from 1; NULL when `index` is NULL or out
+//!   of range (Flink 2.0).
+//! - `UNHEX(s)`: the bytes of hexadecimal digits `s`; of an odd number of digits the first
+//!   makes a byte of its own (`UNHEX('abc')` is `\x0abc`); NULL for a character that is not a
+//!   hexadecimal digit (Flink 2.0, as Spark's).
+//!
+//! NULL in, NULL out, but for the IS_ functions.
 
 use std::sync::Arc;
 
@@ -45,6 +62,13 @@ enum Kind {
     StrToMap,
     Element,
     Regexp,
+    IsAlpha,
+    IsDigit,
+    IsDecimal,
+    JsonQuote,
+    JsonUnquote,
+    Elt,
+    Unhex,
 }
 
 /// One of the functions of this module.
@@ -67,6 +91,13 @@ impl FlinkText {
             Kind::StrToMap,
             Kind::Element,
             Kind::Regexp,
+            Kind::IsAlpha,
+            Kind::IsDigit,
+            Kind::IsDecimal,
+            Kind::JsonQuote,
+            Kind::JsonUnquote,
+            Kind::Elt,
+            Kind::Unhex,
         ]
             .into_iter()
             .map(|kind| Self { signature: Signature::user_defined(Volatility::Immutable), kind })
@@ -84,6 +115,13 @@ impl FlinkText {
             Kind::StrToMap => "STR_TO_MAP(string [, list delimiter, key-value delimiter])",
             Kind::Element => "ELEMENT(array)",
             Kind::Regexp => "REGEXP(string, regex)",
+            Kind::IsAlpha => "IS_ALPHA(string)",
+            Kind::IsDigit => "IS_DIGIT(string)",
+            Kind::IsDecimal => "IS_DECIMAL(string)",
+            Kind::JsonQuote => "JSON_QUOTE(string)",
+            Kind::JsonUnquote => "JSON_UNQUOTE(string)",
+            Kind::Elt => "ELT(index, string, ..)",
+            Kind::Unhex => "UNHEX(string)",
         }
     }
 }
@@ -108,6 +146,13 @@ impl ScalarUDFImpl for FlinkText {
             Kind::StrToMap => "str_to_map",
             Kind::Element => "element",
             Kind::Regexp => "regexp",
+            Kind::IsAlpha => "is_alpha",
+            Kind::IsDigit => "is_digit",
+            Kind::IsDecimal => "is_decimal",
+            Kind::JsonQuote => "json_quote",
+            Kind::JsonUnquote => "json_unquote",
+            Kind::Elt => "elt",
+            Kind::Unhex => "unhex",
         }
     }
 
@@ -139,7 +184,19 @@ impl ScalarUDFImpl for FlinkText {
                 Some(i) => Ok(vec![i]),
                 None => plan_err!("{usage}: got {t}"),
             },
-            (Kind::HashCode | Kind::UrlEncode | Kind::UrlDecode, _) => strings(1..=1),
+            (Kind::HashCode | Kind::UrlEncode | Kind::UrlDecode | Kind::IsAlpha | Kind::IsDigit | Kind::IsDecimal, _) => strings(1..=1),
+            (Kind::JsonQuote | Kind::JsonUnquote | Kind::Unhex, _) => strings(1..=1),
+            (Kind::Elt, [index, rest @ ..]) if !rest.is_empty() => {
+                let Some(index) = as_integer_type(index) else { return plan_err!("{usage}: the index must be an integer, got {index}") };
+                let mut out = vec![index];
+                for t in rest {
+                    match as_string_type(t) {
+                        Some(s) => out.push(s),
+                        None => return plan_err!("{usage}: expected strings, got {t}"),
+                    }
+                }
+                Ok(out)
+            }
             (Kind::Split | Kind::Regexp, _) => strings(2..=2),
             (Kind::StrToMap, _) if arg_types.len() != 2 => strings(1..=3),
             (Kind::StrToMap, _) => plan_err!("{usage}: give both delimiters or neither"),
@@ -152,7 +209,8 @@ impl ScalarUDFImpl for FlinkText {
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         Ok(match self.kind {
             Kind::HashCode => DataType::Int32,
-            Kind::Regexp => DataType::Boolean,
+            Kind::Regexp | Kind::IsAlpha | Kind::IsDigit | Kind::IsDecimal => DataType::Boolean,
+            Kind::Unhex => DataType::Binary,
             Kind::Split => DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true))),
             Kind::StrToMap => string_map_type(),
             Kind::Element => match arg_types.first() {
@@ -190,7 +248,7 @@ impl ScalarUDFImpl for FlinkText {
                 let s = StrArg::new(&args.args[0])?;
                 let mut out = Int32Builder::with_capacity(n);
                 for i in 0..n {
-                    out.append_option(s.get(i).map(java_hash_code));
+                    out.append_option(s.get(i).map(|s| java_hash_code(s).wrapping_abs()));
                 }
                 Arc::new(out.finish())
             }
@@ -229,6 +287,43 @@ impl ScalarUDFImpl for FlinkText {
                 Arc::new(out.finish())
             }
             Kind::Element => element(n, &args.args[0])?,
+            Kind::IsAlpha | Kind::IsDigit | Kind::IsDecimal => {
+                let s = StrArg::new(&args.args[0])?;
+                let test: fn(&str) -> bool = match self.kind {
+                    Kind::IsAlpha => |s| !s.is_empty() && s.chars().all(char::is_alphabetic),
+                    Kind::IsDigit => |s| !s.is_empty() && s.chars().all(is_digit),
+                    _ => java_number,
+                };
+                let mut out = BooleanBuilder::with_capacity(n);
+                for i in 0..n {
+                    out.append_value(s.get(i).is_some_and(test));
+                }
+                Arc::new(out.finish())
+            }
+            Kind::JsonQuote => {
+                let s = StrArg::new(&args.args[0])?;
+                strings_of(n, |i| s.get(i).map(json_quote))
+            }
+            Kind::JsonUnquote => {
+                let s = StrArg::new(&args.args[0])?;
+                strings_of(n, |i| s.get(i).map(json_unquote))
+            }
+            Kind::Elt => {
+                let index = IntArg::new(&args.args[0])?;
+                let choices = args.args[1..].iter().map(StrArg::new).collect::<Result<Vec<_>>>()?;
+                strings_of(n, |i| {
+                    let k = usize::try_from(index.get(i)?).ok()?.checked_sub(1)?;
+                    choices.get(k)?.get(i).map(str::to_string)
+                })
+            }
+            Kind::Unhex => {
+                let s = StrArg::new(&args.args[0])?;
+                let mut out = arrow::array::BinaryBuilder::with_capacity(n, 0);
+                for i in 0..n {
+                    out.append_option(s.get(i).and_then(unhex));
+                }
+                Arc::new(out.finish())
+            }
         };
         Ok(ColumnarValue::Array(out))
     }
@@ -246,6 +341,86 @@ fn strings_of(n: usize, f: impl Fn(usize) -> Option<String>) -> ArrayRef {
 /// Java's `String.hashCode()`: `s[0]*31^(n-1) + ... + s[n-1]` over UTF-16 code units, wrapping.
 fn java_hash_code(s: &str) -> i32 {
     s.encode_utf16().fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
+}
+
+/// The value of decimal digit `c` of any common script (Java's `Character.digit(c, 10)`, whose
+/// digits are Unicode's `Nd`: ASCII, Arabic-Indic, Devanagari, Bengali, Thai, fullwidth, ..;
+/// Rust's `char::to_digit` knows ASCII only). Each script's digits are ten code points from
+/// its zero.
+fn digit_value(c: char) -> Option<u32> {
+    const ZEROS: [u32; 24] = [
+        0x0030, 0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66, 0x0DE6,
+        0x0E50, 0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x19D0, 0xFF10, 0x1D7CE,
+    ];
+    let c = u32::from(c);
+    ZEROS.iter().find(|zero| (**zero..*zero + 10).contains(&c)).map(|zero| c - zero)
+}
+
+/// Java's `Character.isDigit`, for the scripts [`digit_value`] knows.
+fn is_digit(c: char) -> bool {
+    digit_value(c).is_some()
+}
+
+/// Whether Java's `Integer.parseInt`, `Long.parseLong` or `Double.parseDouble` reads `s`
+/// (Flink's `isDecimal`): the last trims characters up to U+0020 and takes an optional sign,
+/// then `NaN`, `Infinity`, a decimal number with an optional exponent, or a hexadecimal one
+/// with a binary exponent, each with an optional `f`, `F`, `d` or `D` after it.
+fn java_number(s: &str) -> bool {
+    static DOUBLE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"^[+-]?(NaN|Infinity|(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)|(0[xX]([0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)[pP][+-]?[0-9]+[fFdD]?))$",
+        )
+        .expect("a valid regex")
+    });
+    // Long.parseLong: a sign, then digits of any script, within the range of a long.
+    let integer = |s: &str| {
+        let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+        let value = digits.chars().try_fold(0i128, |v, c| Some(v * 10 + i128::from(digit_value(c)?)).filter(|v| *v <= 1 << 63));
+        !digits.is_empty() && value.is_some_and(|v| v < 1 << 63 || s.starts_with('-'))
+    };
+    let trimmed = s.trim_matches(|c: char| c <= ' ');
+    integer(s) || (!trimmed.is_empty() && DOUBLE.is_match(trimmed))
+}
+
+/// `JSON_QUOTE`: `s` as a JSON string literal, escaped as Flink 2.0's `JsonQuoteFunction`.
+fn json_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '/' => out.push_str("\\/"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c < ' ' => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `JSON_UNQUOTE`: the value of JSON string literal `s`, or `s` itself when it is not one.
+fn json_unquote(s: &str) -> String {
+    if s.len() >= 2 && s.starts_with('"') && s.ends_with('"') {
+        if let Ok(serde_json::Value::String(value)) = serde_json::from_str::<serde_json::Value>(s) {
+            return value;
+        }
+    }
+    s.to_string()
+}
+
+/// `UNHEX`: the bytes of hexadecimal digits `s`; `None` for any other character.
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    let digits: Vec<u8> = s.chars().map(|c| c.to_digit(16).map(|d| d as u8)).collect::<Option<_>>()?;
+    let (first, rest) = digits.split_at(digits.len() % 2);
+    let mut out: Vec<u8> = first.to_vec();
+    out.extend(rest.chunks(2).map(|pair| pair[0] << 4 | pair[1]));
+    Some(out)
 }
 
 /// Java's `URLEncoder.encode(s, UTF_8)`.

@@ -300,3 +300,64 @@ mod tests {
         assert_eq!(value_at(r#"{"*": 1}"#, &parse_path("$['*']").expect("quoted")).as_deref(), Some("1"));
     }
 }
+
+/// `weir_is_json(s, kind)`: Flink's `s IS JSON [kind]` (Flink docs, JSON Functions), which
+/// [`crate::sql::json_clauses::rewrite_is_json`] rewrites into this call. Whether `s` is JSON
+/// text of `kind`: `VALUE` any, `SCALAR` a string, number, boolean or `null`, `ARRAY`, `OBJECT`.
+/// FALSE for NULL (not NULL: Flink's `NULL IS JSON` is FALSE).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(super) struct IsJson {
+    signature: Signature,
+}
+
+impl IsJson {
+    pub(super) fn new() -> Self {
+        Self { signature: Signature::user_defined(Volatility::Immutable) }
+    }
+}
+
+impl ScalarUDFImpl for IsJson {
+    fn name(&self) -> &str {
+        "weir_is_json"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [value, kind] => match (as_string_type(value), as_string_type(kind)) {
+                (Some(v), Some(k)) => Ok(vec![v, k]),
+                _ => plan_err!("IS JSON: the value must be a string, got {value}"),
+            },
+            _ => plan_err!("IS JSON: got {} arguments", arg_types.len()),
+        }
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Boolean)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let n = num_rows(&args.args);
+        let (values, kinds) = (StrArg::new(&args.args[0])?, StrArg::new(&args.args[1])?);
+        let mut out = BooleanBuilder::with_capacity(n);
+        for i in 0..n {
+            let is = match (values.get(i), kinds.get(i)) {
+                (Some(v), Some(kind)) => match serde_json::from_str::<serde_json::Value>(v) {
+                    Ok(json) => match kind {
+                        "SCALAR" => !json.is_array() && !json.is_object(),
+                        "ARRAY" => json.is_array(),
+                        "OBJECT" => json.is_object(),
+                        _ => true,
+                    },
+                    Err(_) => false,
+                },
+                _ => false,
+            };
+            out.append_value(is);
+        }
+        Ok(ColumnarValue::Array(Arc::new(out.finish())))
+    }
+}

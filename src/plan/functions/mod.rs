@@ -37,6 +37,19 @@
 //! | `TRUNCATE(x [, n])` | `truncate.rs` | x's type |
 //! | `REGEXP(s, regex)` | `flink_text.rs` | BOOLEAN |
 //! | `STARTSWITH`, `ENDSWITH`, `MAP_FROM_ARRAYS` (DataFusion's `starts_with`, `ends_with`, `map`) | `registry.rs` | theirs |
+//! | `IS_ALPHA(s)`, `IS_DIGIT(s)`, `IS_DECIMAL(s)` | `flink_text.rs` | BOOLEAN (FALSE for NULL) |
+//! | `JSON_QUOTE(s)`, `JSON_UNQUOTE(s)`, `ELT(index, s, ..)` | `flink_text.rs` | STRING |
+//! | `UNHEX(s)` | `flink_text.rs` | BYTES |
+//! | `REGEXP_EXTRACT_ALL(s, regex [, idx])` | `regexp_extract.rs` | ARRAY<STRING> |
+//! | `REGEXP_SUBSTR(s, regex)` | `regexp_extract.rs` | STRING |
+//! | `PARSE_URL(url, part [, key])` | `parse_url.rs` | STRING |
+//! | `CONVERT_TZ(datetime, from zone, to zone)` | `convert_tz.rs` | STRING |
+//! | `PRINTF(format, arg, ..)` | `printf.rs` | STRING |
+//! | `SHA1(s)`, `SHA224(s)`, `SHA256(s)`, `SHA384(s)`, `SHA512(s)`, `SHA2(s, bits)` (the SHA-2 ones replace DataFusion's) | `hashes.rs` | STRING (hex) of a string, BYTES of BYTES |
+//! | `SIGN(x)`, `E()`, `RAND_INTEGER(bound)` | `flink_math.rs` | x's type, DOUBLE, INT |
+//! | `s IS [NOT] JSON [VALUE \| SCALAR \| ARRAY \| OBJECT]` (rewritten into `weir_is_json`) | `json_value.rs` | BOOLEAN |
+//! | `LOCALTIME` (rewritten into `localtime()`) | `unix_timestamp.rs` | TIME(0) |
+//! | `CURRENT_ROW_TIMESTAMP()` (a name of `PROCTIME()`) | `proctime.rs` | TIMESTAMP_LTZ(3) |
 //!
 //! # Conventions
 //! - Scalar functions work on whole Arrow arrays; a constant argument is read once, never
@@ -47,14 +60,19 @@
 
 mod args;
 mod avg;
+mod convert_tz;
 mod date_format;
 mod flink_if;
+mod flink_math;
 mod flink_strings;
 mod flink_text;
+mod hashes;
 mod json_construct;
 mod json_value;
 mod modulo;
 mod current_watermark;
+mod parse_url;
+mod printf;
 mod proctime;
 mod regexp_extract;
 mod registry;

@@ -1,6 +1,7 @@
 //! `PROCTIME()`: the processing time, `TIMESTAMP_LTZ(3)` (Flink's processing-time attribute,
 //! "Time Attributes" in the Flink docs): the wall-clock time, in ms, UTC, when the row is
-//! processed. Volatile: never folded into a constant.
+//! processed. Volatile: never folded into a constant. `CURRENT_ROW_TIMESTAMP()` is the same
+//! value under Flink's other name (the current time, read for each row).
 //!
 //! `CURRENT_TIMESTAMP` and `NOW()` (replacing DataFusion's, a TIMESTAMP with nanoseconds):
 //! Flink's `TIMESTAMP_LTZ(3)`, the time the statement was planned, in ms, one value wherever
@@ -19,17 +20,22 @@ use datafusion::logical_expr::{ColumnarValue, Expr, ScalarFunctionArgs, ScalarUD
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(super) struct ProcTime {
     signature: Signature,
+    aliases: Vec<String>,
 }
 
 impl ProcTime {
     pub(super) fn new() -> Self {
-        Self { signature: Signature::exact(vec![], Volatility::Volatile) }
+        Self { signature: Signature::exact(vec![], Volatility::Volatile), aliases: vec!["current_row_timestamp".to_string()] }
     }
 }
 
 impl ScalarUDFImpl for ProcTime {
     fn name(&self) -> &str {
         "proctime"
+    }
+
+    fn aliases(&self) -> &[String] {
+        &self.aliases
     }
 
     fn signature(&self) -> &Signature {

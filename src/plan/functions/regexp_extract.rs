@@ -128,3 +128,108 @@ impl RegexCache {
         compiled.as_mut().map(|(re, locs)| (&*re, locs))
     }
 }
+
+/// `REGEXP_EXTRACT_ALL(str, regex [, idx])`: capture group `idx` of every match of `regex` in
+/// `str`, an `ARRAY<STRING>`; `idx` defaults to 1 here (Flink docs, String Functions; Flink
+/// 2.0's `RegexpExtractAllFunction`: `Matcher.find()` in a loop). A group that took no part in
+/// a match is a NULL element; no match is an empty array. NULL when an argument is NULL, the
+/// regex does not compile, or `idx` is negative or larger than the number of groups.
+///
+/// `REGEXP_SUBSTR(str, regex)`: the first substring of `str` that `regex` matches; NULL when
+/// none does, an argument is NULL or the regex does not compile (Flink 2.0's
+/// `RegexpSubstrFunction`).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(super) struct RegexpMatches {
+    signature: Signature,
+    all: bool,
+}
+
+impl RegexpMatches {
+    /// `REGEXP_EXTRACT_ALL` (`all`) or `REGEXP_SUBSTR`.
+    pub(super) fn new(all: bool) -> Self {
+        Self { signature: Signature::user_defined(Volatility::Immutable), all }
+    }
+}
+
+impl ScalarUDFImpl for RegexpMatches {
+    fn name(&self) -> &str {
+        if self.all { "regexp_extract_all" } else { "regexp_substr" }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let (usage, arities) = if self.all {
+            ("REGEXP_EXTRACT_ALL(string, regex [, group index])", 2..=3)
+        } else {
+            ("REGEXP_SUBSTR(string, regex)", 2..=2)
+        };
+        if !arities.contains(&arg_types.len()) {
+            return plan_err!("{usage}: wrong number of arguments ({})", arg_types.len());
+        }
+        arg_types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| match if i < 2 { as_string_type(t) } else { as_integer_type(t) } {
+                Some(c) => Ok(c),
+                None => plan_err!("{usage}: argument {} must be {}, got {t}", i + 1, if i < 2 { "a string" } else { "an integer" }),
+            })
+            .collect()
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(if self.all { DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true))) } else { DataType::Utf8 })
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let n = num_rows(&args.args);
+        let strings = StrArg::new(&args.args[0])?;
+        let patterns = StrArg::new(&args.args[1])?;
+        let mut cache = RegexCache::default();
+        if !self.all {
+            let mut out = StringBuilder::with_capacity(n, 0);
+            for i in 0..n {
+                let found = match (strings.get(i), patterns.get(i)) {
+                    (Some(s), Some(p)) => cache.get(p).and_then(|(re, _)| re.find(s)).map(|m| m.as_str()),
+                    _ => None,
+                };
+                out.append_option(found);
+            }
+            return Ok(ColumnarValue::Array(Arc::new(out.finish())));
+        }
+        let groups = match args.args.get(2) {
+            Some(a) => IntArg::new(a)?,
+            None => IntArg::Const(Some(1)),
+        };
+        let mut out = arrow::array::ListBuilder::new(StringBuilder::new());
+        for i in 0..n {
+            let (Some(s), Some(p), Some(group)) = (strings.get(i), patterns.get(i), groups.get(i)) else {
+                out.append(false);
+                continue;
+            };
+            let Some((re, locs)) = cache.get(p) else {
+                out.append(false);
+                continue;
+            };
+            let Some(group) = usize::try_from(group).ok().filter(|g| *g < re.captures_len()) else {
+                out.append(false);
+                continue;
+            };
+            let mut at = 0;
+            // Java's Matcher.find() after an empty match moves on by one character.
+            while at <= s.len() {
+                let Some(whole) = re.captures_read_at(locs, s, at) else { break };
+                out.values().append_option(locs.get(group).map(|(start, end)| &s[start..end]));
+                at = if whole.end() > whole.start() {
+                    whole.end()
+                } else {
+                    whole.end() + s[whole.end()..].chars().next().map_or(1, char::len_utf8)
+                };
+            }
+            out.append(true);
+        }
+        Ok(ColumnarValue::Array(Arc::new(out.finish())))
+    }
+}

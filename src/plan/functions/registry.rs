@@ -7,10 +7,15 @@ use super::avg::FlinkAvg;
 use super::current_watermark::CurrentWatermark;
 use super::date_format::DateFormat;
 use super::flink_if::{If, IfRewrite};
-use super::json_value::JsonValue;
+use super::convert_tz::ConvertTz;
+use super::flink_math::FlinkMath;
+use super::hashes::Sha;
+use super::json_value::{IsJson, JsonValue};
+use super::parse_url::ParseUrl;
+use super::printf::Printf;
 use super::modulo::Mod;
 use super::proctime::{CurrentTimestamp, ProcTime};
-use super::regexp_extract::RegexpExtract;
+use super::regexp_extract::{RegexpExtract, RegexpMatches};
 use super::split_index::SplitIndex;
 use super::time_part::TimePart;
 use super::flink_strings::{Base64, Locate};
@@ -19,13 +24,14 @@ use super::json_construct::JsonConstruct;
 use super::time_units::{TimeRound, TimestampAdd, TimestampDiff};
 use super::to_timestamp::TimeConversion;
 use super::truncate::Truncate;
-use super::unix_timestamp::{LocalTimestamp, UnixTimestamp};
+use super::unix_timestamp::{LocalTime, LocalTimestamp, UnixTimestamp};
 
 /// Registers Weir's functions on `ctx`. Names DataFusion already uses are replaced: `avg` (and
 /// its alias `mean`) by Flink's typing, `date_format` (DataFusion's alias of `to_char`, with
 /// chrono patterns) by Flink's Java patterns, `to_timestamp`, `from_unixtime` and `to_date` by
 /// Flink's (Java patterns, Flink's types), `now` (and `current_timestamp`) by Flink's
-/// TIMESTAMP_LTZ(3); `to_char` stays DataFusion's. `variance` is added as
+/// TIMESTAMP_LTZ(3), `sha224`, `sha256`, `sha384` and `sha512` by Flink's (hexadecimal text of a
+/// string; Postgres's bytes of BYTES); `to_char` stays DataFusion's. `variance` is added as
 /// a name of `var_samp`, `every` as one of `bool_and` (Postgres); Flink's `STARTSWITH`,
 /// `ENDSWITH` and `MAP_FROM_ARRAYS` as names of `starts_with`, `ends_with` and `map`.
 pub fn register(ctx: &SessionContext) {
@@ -37,6 +43,19 @@ pub fn register(ctx: &SessionContext) {
         ctx.register_udf(ScalarUDF::new_from_impl(part));
     }
     ctx.register_udf(ScalarUDF::new_from_impl(RegexpExtract::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(RegexpMatches::new(true)));
+    ctx.register_udf(ScalarUDF::new_from_impl(RegexpMatches::new(false)));
+    ctx.register_udf(ScalarUDF::new_from_impl(ParseUrl::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(ConvertTz::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(Printf::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(IsJson::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(LocalTime::new()));
+    for function in FlinkMath::all() {
+        ctx.register_udf(ScalarUDF::new_from_impl(function));
+    }
+    for function in Sha::all() {
+        ctx.register_udf(ScalarUDF::new_from_impl(function));
+    }
     ctx.register_udf(ScalarUDF::new_from_impl(SplitIndex::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(DateFormat::new()));
     ctx.register_udaf(AggregateUDF::new_from_impl(FlinkAvg::new()));

@@ -219,6 +219,39 @@ impl ScalarUDFImpl for LocalTimestamp {
     }
 }
 
+/// `LOCALTIME` (rewritten into `localtime()`, [`crate::sql::time_units`]): the time of day now,
+/// a TIME(0) in UTC, the session time zone (Flink: the current time in the local time zone,
+/// TIME(0)). Volatile, as [`LocalTimestamp`].
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(super) struct LocalTime {
+    signature: Signature,
+}
+
+impl LocalTime {
+    pub(super) fn new() -> Self {
+        Self { signature: Signature::nullary(Volatility::Volatile) }
+    }
+}
+
+impl ScalarUDFImpl for LocalTime {
+    fn name(&self) -> &str {
+        "localtime"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Time32(arrow::datatypes::TimeUnit::Second))
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let seconds = chrono::Utc::now().timestamp().rem_euclid(86_400) as i32;
+        Ok(ColumnarValue::Scalar(datafusion::common::ScalarValue::Time32Second(Some(seconds))))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

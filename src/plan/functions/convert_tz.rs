@@ -1,0 +1,222 @@
+//! `CONVERT_TZ(datetime, from_zone, to_zone)`: the wall-clock time `datetime` (text
+//! `yyyy-MM-dd HH:mm:ss`) in zone `from_zone`, as the wall-clock time of the same instant in
+//! `to_zone`, text in the same form (Flink docs, Temporal Functions; Flink's
+//! `DateTimeUtils.convertTz`). `CONVERT_TZ('1970-01-01 00:00:00', 'UTC',
+//! 'America/Los_Angeles')` is `'1969-12-31 16:00:00'`.
+//!
+//! Zones are named as Java's `TimeZone.getTimeZone` reads them: a region
+//! (`America/Los_Angeles`), `UTC` or `GMT`, a custom `GMT+8`, `GMT-08:00` or `GMT+0800`, or one
+//! of Java's three-letter IDs (`PST` is America/Los_Angeles, `CTT` Asia/Shanghai, `EST` a fixed
+//! -05:00). A name Java does not know is GMT, as in Java and Flink. A time the clocks skip (a
+//! spring-forward gap) is read with the offset before the gap, as Java's lenient calendar does;
+//! one they repeat is the earlier instant. Fractions of a second are dropped; text that is not
+//! such a time is NULL.
+//!
+//! NULL in, NULL out.
+
+use std::sync::Arc;
+
+use arrow::array::StringBuilder;
+use arrow::datatypes::DataType;
+use chrono::{FixedOffset, LocalResult, NaiveDateTime, Offset, TimeZone};
+use datafusion::common::plan_err;
+use datafusion::error::Result;
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+
+use super::args::{as_string_type, num_rows, StrArg};
+
+/// `CONVERT_TZ`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(super) struct ConvertTz {
+    signature: Signature,
+}
+
+impl ConvertTz {
+    pub(super) fn new() -> Self {
+        Self { signature: Signature::user_defined(Volatility::Immutable) }
+    }
+}
+
+impl ScalarUDFImpl for ConvertTz {
+    fn name(&self) -> &str {
+        "convert_tz"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let usage = "CONVERT_TZ(datetime string, from zone, to zone)";
+        if arg_types.len() != 3 {
+            return plan_err!("{usage}: wrong number of arguments ({})", arg_types.len());
+        }
+        arg_types
+            .iter()
+            .map(|t| match as_string_type(t) {
+                Some(s) => Ok(s),
+                None => plan_err!("{usage}: expected strings, got {t}"),
+            })
+            .collect()
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let n = num_rows(&args.args);
+        let (times, from, to) = (StrArg::new(&args.args[0])?, StrArg::new(&args.args[1])?, StrArg::new(&args.args[2])?);
+        let mut out = StringBuilder::with_capacity(n, 0);
+        for i in 0..n {
+            let converted = match (times.get(i), from.get(i), to.get(i)) {
+                (Some(t), Some(f), Some(z)) => convert(t, &Zone::named(f), &Zone::named(z)),
+                _ => None,
+            };
+            out.append_option(converted);
+        }
+        Ok(ColumnarValue::Array(Arc::new(out.finish())))
+    }
+}
+
+/// A time zone as Java's `TimeZone.getTimeZone` resolves a name.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Zone {
+    Region(chrono_tz::Tz),
+    Fixed(FixedOffset),
+}
+
+/// Java's three-letter zone IDs (`ZoneId.SHORT_IDS`, which `TimeZone` shares), but for `EST`,
+/// `MST` and `HST`, which are fixed offsets in Java and in the zone database alike.
+const SHORT_IDS: [(&str, &str); 25] = [
+    ("ACT", "Australia/Darwin"),
+    ("AET", "Australia/Sydney"),
+    ("AGT", "America/Argentina/Buenos_Aires"),
+    ("ART", "Africa/Cairo"),
+    ("AST", "America/Anchorage"),
+    ("BET", "America/Sao_Paulo"),
+    ("BST", "Asia/Dhaka"),
+    ("CAT", "Africa/Harare"),
+    ("CNT", "America/St_Johns"),
+    ("CST", "America/Chicago"),
+    ("CTT", "Asia/Shanghai"),
+    ("EAT", "Africa/Addis_Ababa"),
+    ("ECT", "Europe/Paris"),
+    ("IET", "America/Indiana/Indianapolis"),
+    ("IST", "Asia/Kolkata"),
+    ("JST", "Asia/Tokyo"),
+    ("MIT", "Pacific/Apia"),
+    ("NET", "Asia/Yerevan"),
+    ("NST", "Pacific/Auckland"),
+    ("PLT", "Asia/Karachi"),
+    ("PNT", "America/Phoenix"),
+    ("PRT", "America/Puerto_Rico"),
+    ("PST", "America/Los_Angeles"),
+    ("SST", "Pacific/Guadalcanal"),
+    ("VST", "Asia/Ho_Chi_Minh"),
+];
+
+impl Zone {
+    /// The zone Java names `name`; GMT for a name it does not know.
+    fn named(name: &str) -> Self {
+        let utc = Zone::Fixed(FixedOffset::east_opt(0).expect("zero is a valid offset"));
+        let fixed = |hours: i32| Zone::Fixed(FixedOffset::east_opt(hours * 3600).expect("a valid offset"));
+        match name {
+            "EST" => return fixed(-5),
+            "MST" => return fixed(-7),
+            "HST" => return fixed(-10),
+            _ => {}
+        }
+        if let Some((_, region)) = SHORT_IDS.iter().find(|(id, _)| *id == name) {
+            if let Ok(tz) = region.parse::<chrono_tz::Tz>() {
+                return Zone::Region(tz);
+            }
+        }
+        if let Some(custom) = name.strip_prefix("GMT").filter(|c| !c.is_empty()) {
+            return custom_offset(custom).map_or(utc, Zone::Fixed);
+        }
+        name.parse::<chrono_tz::Tz>().map_or(utc, Zone::Region)
+    }
+
+    /// The instant of wall-clock time `local` in this zone.
+    fn instant(&self, local: NaiveDateTime) -> Option<chrono::DateTime<chrono::Utc>> {
+        match self {
+            Zone::Fixed(offset) => offset.from_local_datetime(&local).single().map(|t| t.to_utc()),
+            Zone::Region(tz) => match tz.from_local_datetime(&local) {
+                LocalResult::Single(t) => Some(t.to_utc()),
+                LocalResult::Ambiguous(earlier, _) => Some(earlier.to_utc()),
+                LocalResult::None => {
+                    // In a gap: the offset in force before it (an hour before is before any gap).
+                    let before = tz.from_local_datetime(&(local - chrono::Duration::hours(3))).earliest()?.offset().fix();
+                    before.from_local_datetime(&local).single().map(|t| t.to_utc())
+                }
+            },
+        }
+    }
+
+    /// Wall-clock time of `instant` in this zone.
+    fn local(&self, instant: chrono::DateTime<chrono::Utc>) -> NaiveDateTime {
+        match self {
+            Zone::Fixed(offset) => instant.with_timezone(offset).naive_local(),
+            Zone::Region(tz) => instant.with_timezone(tz).naive_local(),
+        }
+    }
+}
+
+/// Java's custom zone ID after `GMT`: `+h`, `+hh`, `+hh:mm`, `+hhmm` (hours up to 23).
+fn custom_offset(s: &str) -> Option<FixedOffset> {
+    let sign = match s.as_bytes().first()? {
+        b'+' => 1,
+        b'-' => -1,
+        _ => return None,
+    };
+    let digits = &s[1..];
+    let (hours, minutes) = match digits.split_once(':') {
+        Some((h, m)) if (1..=2).contains(&h.len()) && m.len() == 2 => (h, m),
+        Some(_) => return None,
+        None if (1..=2).contains(&digits.len()) => (digits, "0"),
+        None if digits.len() == 4 => (&digits[..2], &digits[2..]),
+        None => return None,
+    };
+    if !hours.chars().chain(minutes.chars()).all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let (h, m): (i32, i32) = (hours.parse().ok()?, minutes.parse().ok()?);
+    if h > 23 || m > 59 {
+        return None;
+    }
+    FixedOffset::east_opt(sign * (h * 3600 + m * 60))
+}
+
+/// `CONVERT_TZ` of one value.
+fn convert(time: &str, from: &Zone, to: &Zone) -> Option<String> {
+    let whole = time.trim().split('.').next()?;
+    let local = NaiveDateTime::parse_from_str(whole, "%Y-%m-%d %H:%M:%S").ok()?;
+    Some(to.local(from.instant(local)?).format("%Y-%m-%d %H:%M:%S").to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tz(t: &str, from: &str, to: &str) -> Option<String> {
+        convert(t, &Zone::named(from), &Zone::named(to))
+    }
+
+    #[test]
+    fn converts_as_java_zones() {
+        // Flink's docs' example: LA is 8 hours behind UTC in January.
+        assert_eq!(tz("1970-01-01 00:00:00", "UTC", "America/Los_Angeles").as_deref(), Some("1969-12-31 16:00:00"));
+        // July: daylight time, 7 hours.
+        assert_eq!(tz("2024-07-01 12:00:00", "UTC", "PST").as_deref(), Some("2024-07-01 05:00:00"));
+        assert_eq!(tz("2024-07-01 12:00:00", "UTC", "EST").as_deref(), Some("2024-07-01 07:00:00"));
+        assert_eq!(tz("2024-01-01 00:00:00", "GMT+08:00", "GMT-0130").as_deref(), Some("2023-12-31 14:30:00"));
+        assert_eq!(tz("2024-01-01 00:00:00", "Asia/Shanghai", "UTC").as_deref(), Some("2023-12-31 16:00:00"));
+        assert_eq!(tz("2024-01-01 00:00:00", "No/Such_Zone", "GMT+1").as_deref(), Some("2024-01-01 01:00:00"), "unknown is GMT");
+        assert_eq!(tz("2024-01-01 00:00:00.789", "UTC", "JST").as_deref(), Some("2024-01-01 09:00:00"));
+        // 02:30 on 2024-03-10 does not exist in Los Angeles: read at -08:00, shown in daylight time.
+        assert_eq!(tz("2024-03-10 02:30:00", "America/Los_Angeles", "America/Los_Angeles").as_deref(), Some("2024-03-10 03:30:00"));
+        assert_eq!(tz("2024-01-01", "UTC", "UTC"), None);
+        assert_eq!(custom_offset("+24"), None);
+    }
+}
