@@ -1050,17 +1050,26 @@ fn agg_call(e: &Expr, input: &DFSchema, output_type: arrow::datatypes::DataType)
         "max" => AggKind::Max,
         "string_agg" => AggKind::StringAgg,
         "array_agg" => AggKind::ArrayAgg,
+        "first_value" => AggKind::FirstValue,
+        "last_value" => AggKind::LastValue,
         other => {
             return Err(WeirError::unsupported(format!(
                 "aggregate function {other} in a streaming GROUP BY; supported: COUNT, SUM, AVG, MIN, MAX, STDDEV_POP, \
-                 STDDEV_SAMP, VAR_POP, VAR_SAMP, BOOL_AND, BOOL_OR, STRING_AGG, LISTAGG, ARRAY_AGG"
+                 STDDEV_SAMP, VAR_POP, VAR_SAMP, BOOL_AND, BOOL_OR, STRING_AGG, LISTAGG, ARRAY_AGG, FIRST_VALUE, LAST_VALUE"
             )))
         }
     };
     let params = &f.params;
     let mut separator = None;
-    if kind.is_list() {
+    if kind.by_arrival() {
         let upper = name.to_uppercase();
+        let respects_nulls = params.null_treatment == Some(datafusion::logical_expr::expr::NullTreatment::RespectNulls);
+        if respects_nulls && matches!(kind, AggKind::FirstValue | AggKind::LastValue) {
+            return Err(WeirError::unsupported(format!(
+                "{upper}(..) RESPECT NULLS beside other aggregates in a streaming GROUP BY: Flink's {upper} skips NULLs; \
+                 leave out RESPECT NULLS"
+            )));
+        }
         if params.distinct {
             return Err(WeirError::unsupported(format!(
                 "{upper}(DISTINCT ..) in a streaming GROUP BY; aggregate the distinct values of a subquery"
@@ -1068,8 +1077,10 @@ fn agg_call(e: &Expr, input: &DFSchema, output_type: arrow::datatypes::DataType)
         }
         if !params.order_by.is_empty() {
             return Err(WeirError::unsupported(format!(
-                "{upper}(.. ORDER BY ..) in a streaming GROUP BY: the values are joined in arrival order, as Flink's \
-                 LISTAGG and ARRAY_AGG join them; leave out the ORDER BY"
+                "{upper}(.. ORDER BY ..) in a streaming GROUP BY: the values are {} in arrival order, as Flink's {} \
+                 them; leave out the ORDER BY",
+                if kind.is_list() { "joined" } else { "taken" },
+                if kind.is_list() { "LISTAGG and ARRAY_AGG join" } else { "FIRST_VALUE and LAST_VALUE take" }
             )));
         }
         if kind == AggKind::StringAgg {

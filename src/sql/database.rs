@@ -1057,6 +1057,14 @@ impl Database {
             _ => return Err(WeirError::unsupported("EXPLAIN of this statement")),
         };
         let temporary = session.temporary_views.read_by(query);
+        // As the view or job would be created: its column names, Flink's FIRST_VALUE.
+        let mut query = query.clone();
+        if matches!(stmt, WeirStatement::CreateMaterializedView { .. }) {
+            crate::sql::pg_compat::name_view_columns(&mut query)?;
+        } else {
+            crate::sql::pg_compat::name_nested_columns(&mut query);
+        }
+        crate::sql::query_rewrites::first_last_value_ignore_nulls(&mut query);
         let query = query.to_string();
         let mut options = crate::sql::settings::job_options(&session.settings)?;
         let plan = match &sink {
@@ -1197,9 +1205,11 @@ impl Database {
             }
             Statement::CreateView(v) => {
                 let name = object_name(&v.name);
-                if !v.materialized && !v.columns.is_empty() {
-                    return Err(WeirError::unsupported("a column list in CREATE VIEW; alias the columns in the query"));
-                }
+                // `CREATE VIEW v (a, b) AS ..`: the names go into the query.
+                let names: Vec<sqlparser::ast::Ident> = v.columns.iter().map(|c| c.name.clone()).collect();
+                let mut v = v.clone();
+                v.query = Box::new(crate::sql::pg_compat::with_view_column_names(&v.query, &name, &names)?);
+                let v = &v;
                 if v.temporary && !v.materialized {
                     let snapshot = self.session_snapshot(session);
                     let replace = (v.or_replace, v.if_not_exists);

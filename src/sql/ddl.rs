@@ -473,6 +473,7 @@ pub(crate) async fn view_relation(snapshot: Arc<Snapshot>, name: &str, query: &Q
     let catalog = Arc::clone(&snapshot.catalog);
     let mut query = query.clone();
     crate::sql::pg_compat::name_view_columns(&mut query)?;
+    crate::sql::query_rewrites::first_last_value_ignore_nulls(&mut query);
     let query_text = query.to_string();
     let plan = session_context(snapshot).state().create_logical_plan(&crate::sql::query_rewrites::rewrite_text(&query_text)?).await?;
     let mut depends_on: Vec<String> = Vec::new();
@@ -522,6 +523,7 @@ pub async fn create_materialized_view(
     }
     let mut query = query.clone();
     crate::sql::pg_compat::name_view_columns(&mut query)?;
+    crate::sql::query_rewrites::first_last_value_ignore_nulls(&mut query);
     let query = &query;
     let query_text = query.to_string();
     let depends_on = crate::sql::temporary_views::job_dependencies(engine, query, &temporary);
@@ -666,10 +668,12 @@ pub(crate) fn output_columns_of_schema(schema: &Schema, view: &str) -> Result<Ve
     let mut out: Vec<Column> = Vec::new();
     for f in schema.fields() {
         if out.iter().any(|c| c.name == *f.name()) {
-            return Err(WeirError::plan(format!(
-                "view {view} would have two columns named \"{}\"; give them distinct aliases",
+            // Postgres's code and words for it (42701).
+            return Err(WeirError::new(ErrorKind::DuplicateColumn(format!(
+                "column \"{}\" specified more than once: view {view} would have two columns of that name; give them \
+                 distinct aliases",
                 f.name()
-            )));
+            ))));
         }
         out.push(Column {
             name: f.name().clone(),

@@ -633,7 +633,10 @@ pub async fn insert_into_connector(
     };
     // The columns go to the sink by position, so a repeated one is fine (`SELECT x, x`).
     let mut source = source.clone();
+    // A derived table's or CTE's columns are named as Postgres names them, as in a view.
+    crate::sql::pg_compat::name_nested_columns(&mut source);
     crate::sql::pg_compat::alias_query_repeats(&mut source, true);
+    crate::sql::query_rewrites::first_last_value_ignore_nulls(&mut source);
     let source = &source;
     let ctx = session_context(crate::sql::planning::planning_snapshot(engine, None, &temporary));
     let query = match insert.columns.as_slice() {

@@ -102,10 +102,11 @@ pub fn rewrite_json_clauses(sql: &str) -> Result<String> {
 
 /// Rewrites Flink's `value IS [NOT] JSON [VALUE | SCALAR | ARRAY | OBJECT]` (Flink docs, JSON
 /// Functions; sqlparser does not parse it) into `(weir_is_json(value, 'KIND'))`, or `(NOT
-/// weir_is_json(..))`. `value` is what stands right before `IS`: a column (`t.doc`), a literal,
-/// a call (`UPPER(doc)`), a parenthesized expression or one of those with subscripts
-/// (`doc['k']`); an operator expression needs parentheses (`(a || b) IS JSON`), as anything
-/// else would bind `IS` to its last operand.
+/// weir_is_json(..))`. `value` is what stands before `IS`: a column (`t.doc`), a literal, a
+/// call (`UPPER(doc)`), a parenthesized expression or one of those with subscripts
+/// (`doc['k']`), joined by the operators that bind tighter than `IS JSON` in Calcite's grammar
+/// (`||`, arithmetic, comparisons: `'{' || '}' IS JSON` is `('{' || '}') IS JSON`); `AND`, `OR`
+/// and `NOT` bind looser and end it.
 ///
 /// # Errors
 /// `Syntax` when the text cannot be tokenized.
@@ -142,10 +143,34 @@ pub fn rewrite_is_json(sql: &str) -> Result<String> {
     Ok(t.render(&rewritten))
 }
 
-/// The first significant token of the operand that ends at significant token `last`: a name
-/// (`a.b.c`), a literal, or a group in parentheses or brackets with the call name or the
-/// operand before it; `None` for anything else.
+/// The first significant token of the operand of `IS JSON` that ends at significant token
+/// `last`: primaries ([`primary_start`]) joined by operators that bind tighter than `IS JSON`.
 fn operand_start(t: &crate::sql::token_rewrite::Tokens<'_>, last: usize) -> Option<usize> {
+    let start = primary_start(t, last)?;
+    let tighter = start >= 2
+        && matches!(
+            t.tokens[t.sig[start - 1]],
+            Token::StringConcat
+                | Token::Plus
+                | Token::Minus
+                | Token::Mul
+                | Token::Div
+                | Token::Mod
+                | Token::Eq
+                | Token::DoubleEq
+                | Token::Neq
+                | Token::Lt
+                | Token::Gt
+                | Token::LtEq
+                | Token::GtEq
+        );
+    Some(if tighter { operand_start(t, start - 2).unwrap_or(start) } else { start })
+}
+
+/// The first significant token of the primary that ends at significant token `last`: a name
+/// (`a.b.c`), a literal, or a group in parentheses or brackets with the call name or the
+/// operand before it; `None` for anything else (a keyword such as `SELECT` or `AND`).
+fn primary_start(t: &crate::sql::token_rewrite::Tokens<'_>, last: usize) -> Option<usize> {
     let (tokens, sig) = (&t.tokens, &t.sig);
     let mut j = last;
     loop {
@@ -175,6 +200,7 @@ fn operand_start(t: &crate::sql::token_rewrite::Tokens<'_>, last: usize) -> Opti
                     }
                 }
             }
+            Token::Word(w) if w.quote_style.is_none() && is_clause_word(&w.value) => return None,
             Token::Word(_) | Token::SingleQuotedString(_) | Token::Number(..) => {}
             _ => return None,
         }
@@ -247,6 +273,10 @@ mod tests {
         assert_eq!(rewrite_is_json("SELECT UPPER(doc) IS JSON SCALAR")?, "SELECT (weir_is_json(UPPER(doc) , 'SCALAR'))");
         assert_eq!(rewrite_is_json("SELECT * FROM t WHERE (a || b) IS JSON AND x")?, "SELECT * FROM t WHERE (weir_is_json((a || b) , 'VALUE')) AND x");
         assert_eq!(rewrite_is_json("SELECT m['k'] IS JSON")?, "SELECT (weir_is_json(m['k'] , 'VALUE'))");
+        // `||` binds tighter than IS JSON, AND looser; a unary minus after SELECT is not an operand.
+        assert_eq!(rewrite_is_json("SELECT '{' || '}' IS JSON")?, "SELECT (weir_is_json('{' || '}' , 'VALUE'))");
+        assert_eq!(rewrite_is_json("SELECT a AND b || c IS JSON")?, "SELECT a AND (weir_is_json(b || c , 'VALUE'))");
+        assert_eq!(rewrite_is_json("SELECT - x IS JSON")?, "SELECT - (weir_is_json(x , 'VALUE'))");
         let plain = "SELECT a IS NULL, 'IS JSON' FROM t";
         assert_eq!(rewrite_is_json(plain)?, plain);
         Ok(())

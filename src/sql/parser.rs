@@ -484,8 +484,15 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         }
         let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
         let name = object_name(&p.parse_object_name(false).map_err(err)?);
+        // `(a, b)`: the view's column names (Postgres), put into the query.
+        let mut columns = Vec::new();
+        if p.consume_token(&Token::LParen) {
+            columns = p.parse_comma_separated(|p| p.parse_identifier()).map_err(err)?;
+            p.expect_token(&Token::RParen).map_err(err)?;
+        }
         p.expect_keyword_is(Keyword::AS).map_err(err)?;
         let query = p.parse_query().map_err(err)?;
+        let query = Box::new(crate::sql::pg_compat::with_view_column_names(&query, &name, &columns)?);
         return Ok(WeirStatement::CreateMaterializedView { name, if_not_exists, query, emit_on_window_close: false });
     }
     let drop_temporary = is_word(p, 0, "DROP") && (is_word(p, 1, "TEMPORARY") || is_word(p, 1, "TEMP"));
@@ -991,8 +998,11 @@ fn strip_emit_on_window_close(sql: &str) -> (&str, bool) {
     for word in ["CLOSE", "WINDOW", "ON", "EMIT"] {
         let r = rest.trim_end();
         let n = word.len();
-        let boundary = r.len() > n && r[..r.len() - n].ends_with(char::is_whitespace);
-        if r.len() >= n && r.is_char_boundary(r.len() - n) && r[r.len() - n..].eq_ignore_ascii_case(word) && boundary {
+        // The word's start must be a character boundary (`SELECT '北京'` ends in a character
+        // of three bytes), checked before either side of it is sliced.
+        let at = r.len().checked_sub(n).filter(|at| r.is_char_boundary(*at));
+        let ends_with_word = at.is_some_and(|at| at > 0 && r[at..].eq_ignore_ascii_case(word) && r[..at].ends_with(char::is_whitespace));
+        if ends_with_word {
             rest = &r[..r.len() - n];
         } else {
             return (sql, false);
@@ -1034,6 +1044,14 @@ pub fn object_name(n: &ObjectName) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn emit_on_window_close_is_cut_off_multibyte_text_too() {
+        assert_eq!(strip_emit_on_window_close("SELECT 1, '北京'"), ("SELECT 1, '北京'", false));
+        assert_eq!(strip_emit_on_window_close("SELECT '中' j"), ("SELECT '中' j", false));
+        assert_eq!(strip_emit_on_window_close("SELECT '北' emit on  window CLOSE ;"), ("SELECT '北' ", true));
+        assert_eq!(strip_emit_on_window_close("CLOSE"), ("CLOSE", false));
+    }
 
     #[test]
     fn splits_at_top_level_semicolons() -> Result<()> {

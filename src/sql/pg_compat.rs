@@ -371,6 +371,7 @@ pub fn rewrite(stmt: &mut Statement, catalog: &Catalog, pid: i32, user: &str) ->
     let _ = stmt.visit(&mut rewriter);
     if let Statement::Query(query) = stmt {
         name_nested_columns(query);
+        crate::sql::query_rewrites::first_last_value_ignore_nulls(query);
         alias_repeated_items(query.body.as_mut());
     }
     alias_nested_repeats(stmt, true);
@@ -466,6 +467,47 @@ pub fn name_view_columns(query: &mut Query) -> Result<()> {
     name_columns(query, true)
 }
 
+/// `query` with its columns named `names`, for `CREATE [MATERIALIZED] VIEW v (a, b) AS query`
+/// (Postgres and Flink): a plain select list gets the names as aliases, its first items if
+/// there are fewer names than items (Postgres: the rest keep theirs); any other query (a set
+/// operation, a `*`) is read as `SELECT * FROM (query) AS v (a, b)`.
+///
+/// # Errors
+/// `Plan` for more names than a plain select list has items (Postgres: "CREATE VIEW specifies
+/// more column names than columns").
+pub fn with_view_column_names(query: &Query, view: &str, names: &[Ident]) -> Result<Query> {
+    if names.is_empty() {
+        return Ok(query.clone());
+    }
+    let mut named = query.clone();
+    if let SetExpr::Select(select) = named.body.as_mut() {
+        let plain = select.projection.iter().all(|i| matches!(i, SelectItem::UnnamedExpr(_) | SelectItem::ExprWithAlias { .. }));
+        if plain {
+            if names.len() > select.projection.len() {
+                return Err(WeirError::plan(format!(
+                    "CREATE VIEW {view} specifies more column names ({}) than columns ({})",
+                    names.len(),
+                    select.projection.len()
+                )));
+            }
+            for (item, name) in select.projection.iter_mut().zip(names) {
+                let expr = match item {
+                    SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e.clone(),
+                    _ => unreachable!("a plain select list"),
+                };
+                *item = SelectItem::ExprWithAlias { expr, alias: name.clone() };
+            }
+            return Ok(named);
+        }
+    }
+    let columns = names.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+    let text = format!("SELECT * FROM ({query}) AS __weir_view ({columns})");
+    match sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, &text).ok().and_then(|mut s| s.pop()) {
+        Some(Statement::Query(q)) => Ok(*q),
+        _ => Err(WeirError::internal("a view's query with its column names did not parse back")),
+    }
+}
+
 /// [`name_view_columns`] of the queries nested in a plain query (`SELECT * FROM (SELECT k,
 /// count(*) ..) s` shows `count`, as Postgres's); its own select list is named after planning
 /// ([`output_names`]).
@@ -545,12 +587,32 @@ fn name_select_items(body: &mut SetExpr, view: bool) -> Result<()> {
 
 /// What DataFusion names a select item after, near enough to tell repeats: a column by its
 /// name, a cast by what it casts (`CAST(ts AS DATE)` and `CAST(ts AS STRING)` are both named
-/// `t.ts`), anything else by its text.
+/// `t.ts`), anything else by its text without the casts and qualifiers inside it (`abs(v)` and
+/// `abs(CAST(t.v AS BIGINT))` are both named `abs(t.v)`).
 fn item_key(e: &Expr) -> String {
+    struct Bare;
+    impl VisitorMut for Bare {
+        type Break = ();
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            let bare = match expr {
+                Expr::Cast { expr: inner, .. } | Expr::Nested(inner) => Some(inner.as_ref().clone()),
+                Expr::CompoundIdentifier(parts) => parts.last().cloned().map(Expr::Identifier),
+                _ => None,
+            };
+            if let Some(bare) = bare {
+                *expr = bare;
+            }
+            ControlFlow::Continue(())
+        }
+    }
     match e {
         Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.clone()).unwrap_or_default(),
         Expr::Cast { expr, .. } | Expr::Nested(expr) => item_key(expr),
-        other => other.to_string(),
+        other => {
+            let mut bare = other.clone();
+            let _ = bare.visit(&mut Bare);
+            bare.to_string()
+        }
     }
 }
 
@@ -955,7 +1017,17 @@ fn expr_name(e: &Expr) -> String {
     match e {
         Expr::Identifier(i) => i.value.clone(),
         Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.clone()).unwrap_or_default(),
-        Expr::Function(f) => f.name.0.last().and_then(|p| p.as_ident()).map(|i| i.value.to_lowercase()).unwrap_or_default(),
+        Expr::Function(f) => {
+            let name = f.name.0.last().and_then(|p| p.as_ident()).map(|i| i.value.to_lowercase()).unwrap_or_default();
+            // `FLOOR(ts TO DAY)` was rewritten into `time_floor('DAY', ts)` before parsing.
+            match name.as_str() {
+                "time_floor" => "floor".into(),
+                "time_ceil" => "ceil".into(),
+                // `x IS JSON`, rewritten into `weir_is_json(x, ..)`: an operator's `?column?`.
+                "weir_is_json" => "?column?".into(),
+                _ => name,
+            }
+        }
         Expr::Cast { expr, data_type, kind, .. } => match expr.as_ref() {
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Function(_) | Expr::Cast { .. } | Expr::Nested(_) => {
                 expr_name(expr)
@@ -981,7 +1053,43 @@ fn expr_name(e: &Expr) -> String {
         Expr::Case { .. } => "case".into(),
         Expr::Exists { .. } => "exists".into(),
         Expr::Array(_) => "array".into(),
+        // SQL-syntax functions, by the function Postgres calls.
+        Expr::Substring { .. } => "substring".into(),
+        Expr::Trim { trim_where, .. } => match trim_where {
+            Some(sqlparser::ast::TrimWhereField::Leading) => "ltrim".into(),
+            Some(sqlparser::ast::TrimWhereField::Trailing) => "rtrim".into(),
+            _ => "btrim".into(),
+        },
+        Expr::Position { .. } => "position".into(),
+        Expr::Extract { .. } => "extract".into(),
+        Expr::Overlay { .. } => "overlay".into(),
+        Expr::Floor { .. } => "floor".into(),
+        Expr::Ceil { .. } => "ceil".into(),
+        // A typed literal by its type (`DATE '2024-01-01'` is `date`), a boolean `bool`.
+        Expr::TypedString(t) => typed_literal_name(&t.data_type),
+        Expr::Interval(_) => "interval".into(),
+        Expr::Value(v) if matches!(v.value, Value::Boolean(_)) => "bool".into(),
+        // A scalar subquery by its one column.
+        Expr::Subquery(q) => leftmost_select(q)
+            .and_then(|s| match s.projection.first() {
+                Some(SelectItem::UnnamedExpr(e)) => Some(expr_name(e)),
+                Some(SelectItem::ExprWithAlias { alias, .. }) => Some(alias.value.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| "?column?".into()),
         _ => "?column?".into(),
+    }
+}
+
+/// Postgres's name of a typed literal's column: its type's name as Postgres spells it in
+/// `SELECT DATE '2024-01-01'` (`date`, `timestamp`, `timestamptz`, `time`).
+fn typed_literal_name(t: &SqlType) -> String {
+    match t {
+        SqlType::Date => "date".into(),
+        SqlType::Timestamp(_, sqlparser::ast::TimezoneInfo::WithTimeZone | sqlparser::ast::TimezoneInfo::Tz) => "timestamptz".into(),
+        SqlType::Timestamp(..) | SqlType::Datetime(_) => "timestamp".into(),
+        SqlType::Time(..) => "time".into(),
+        other => cast_type_name(other),
     }
 }
 

@@ -52,6 +52,41 @@ pub fn rewrite_text(query: &str) -> Result<String> {
     Ok(if *stmt == before { query.to_string() } else { stmt.to_string() })
 }
 
+/// Marks each `FIRST_VALUE(x)` and `LAST_VALUE(x)` aggregate call (not a window function's,
+/// and not one that names its null treatment) `IGNORE NULLS`: Flink's aggregates skip NULLs
+/// (`FirstValueAggFunction`: the first non-NULL value), DataFusion's take the first row's.
+/// A GROUP BY of such calls is then a group aggregate's FIRST_VALUE/LAST_VALUE
+/// ([`crate::runtime::operators::group_agg`]), where without the mark a GROUP BY of only
+/// `first_value` calls would be planned as `SELECT DISTINCT ON`'s (the first row per group).
+///
+/// Applied when a view, job or batch query is created, and stored with it, not when a stored
+/// one replans: a view created before keeps its plan and state.
+pub fn first_last_value_ignore_nulls(query: &mut sqlparser::ast::Query) {
+    struct IgnoreNulls;
+    impl VisitorMut for IgnoreNulls {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            let Expr::Function(f) = expr else { return ControlFlow::Continue(()) };
+            let name = f.name.0.last().and_then(|p| p.as_ident()).map(|i| i.value.to_ascii_lowercase());
+            let named_treatment = match &f.args {
+                FunctionArguments::List(list) => {
+                    list.clauses.iter().any(|c| matches!(c, FunctionArgumentClause::IgnoreOrRespectNulls(_)))
+                }
+                _ => false,
+            };
+            if matches!(name.as_deref(), Some("first_value" | "last_value"))
+                && f.over.is_none()
+                && f.null_treatment.is_none()
+                && !named_treatment
+            {
+                f.null_treatment = Some(sqlparser::ast::NullTreatment::IgnoreNulls);
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = query.visit(&mut IgnoreNulls);
+}
+
 /// `CAST(x AS VARCHAR(n))` as `LEFT(CAST(x AS VARCHAR), n)`, `CAST(x AS CHAR(n))` as
 /// `RPAD(CAST(x AS VARCHAR), n)`; `TRY_CAST` and `::` alike.
 struct SizedStringCasts;

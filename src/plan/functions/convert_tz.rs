@@ -7,10 +7,13 @@
 //! Zones are named as Java's `TimeZone.getTimeZone` reads them: a region
 //! (`America/Los_Angeles`), `UTC` or `GMT`, a custom `GMT+8`, `GMT-08:00` or `GMT+0800`, or one
 //! of Java's three-letter IDs (`PST` is America/Los_Angeles, `CTT` Asia/Shanghai, `EST` a fixed
-//! -05:00). A name Java does not know is GMT, as in Java and Flink. A time the clocks skip (a
-//! spring-forward gap) is read with the offset before the gap, as Java's lenient calendar does;
-//! one they repeat is the earlier instant. Fractions of a second are dropped; text that is not
-//! such a time is NULL.
+//! -05:00). A name Java does not know is GMT, as in Java and Flink.
+//!
+//! The text is read as Java's lenient `SimpleDateFormat` reads it, which Flink uses: fields out
+//! of range roll over (`2020-02-30 00:00:00` is March 1st, hour 25 the next day's 01:00), a time
+//! the clocks skip (a spring-forward gap) is read with the offset before the gap, and one they
+//! repeat (a fall-back hour) as standard time, the later instant (`GregorianCalendar`). Text
+//! after the seconds (a fraction) is ignored; text that is not such a time is NULL.
 //!
 //! NULL in, NULL out.
 
@@ -144,7 +147,8 @@ impl Zone {
             Zone::Fixed(offset) => offset.from_local_datetime(&local).single().map(|t| t.to_utc()),
             Zone::Region(tz) => match tz.from_local_datetime(&local) {
                 LocalResult::Single(t) => Some(t.to_utc()),
-                LocalResult::Ambiguous(earlier, _) => Some(earlier.to_utc()),
+                // Java's calendar reads a repeated hour as standard time.
+                LocalResult::Ambiguous(_, standard) => Some(standard.to_utc()),
                 LocalResult::None => {
                     // In a gap: the offset in force before it (an hour before is before any gap).
                     let before = tz.from_local_datetime(&(local - chrono::Duration::hours(3))).earliest()?.offset().fix();
@@ -188,11 +192,30 @@ fn custom_offset(s: &str) -> Option<FixedOffset> {
     FixedOffset::east_opt(sign * (h * 3600 + m * 60))
 }
 
+/// `text` (`yyyy-MM-dd HH:mm:ss`, anything after the seconds ignored) read leniently, as
+/// Java's `SimpleDateFormat`: each field a number of up to its width's digits or more, then
+/// rolled over from January 1st of the year (month 13 is the next January, day 0 the month's
+/// day before the first).
+fn lenient_local(text: &str) -> Option<NaiveDateTime> {
+    static FORM: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^\s*(\d{1,9})-(\d{1,9})-(\d{1,9}) (\d{1,9}):(\d{1,9}):(\d{1,9})").expect("a valid regex")
+    });
+    let c = FORM.captures(text)?;
+    let field = |i: usize| c[i].parse::<i64>().ok();
+    let (year, month, day) = (i32::try_from(field(1)?).ok()?, field(2)?, field(3)?);
+    let (hour, minute, second) = (field(4)?, field(5)?, field(6)?);
+    let start = chrono::NaiveDate::from_ymd_opt(year, 1, 1)?;
+    let months = chrono::Months::new(u32::try_from((month - 1).unsigned_abs()).ok()?);
+    let date = if month >= 1 { start.checked_add_months(months)? } else { start.checked_sub_months(months)? };
+    let date = date.checked_add_signed(chrono::Duration::days(day - 1))?.and_hms_opt(0, 0, 0)?;
+    date.checked_add_signed(chrono::Duration::seconds(hour * 3600 + minute * 60 + second))
+}
+
 /// `CONVERT_TZ` of one value.
 fn convert(time: &str, from: &Zone, to: &Zone) -> Option<String> {
-    let whole = time.trim().split('.').next()?;
-    let local = NaiveDateTime::parse_from_str(whole, "%Y-%m-%d %H:%M:%S").ok()?;
-    Some(to.local(from.instant(local)?).format("%Y-%m-%d %H:%M:%S").to_string())
+    let local = to.local(from.instant(lenient_local(time)?)?);
+    // Java writes the year's digits (10000, not chrono's +10000).
+    Some(format!("{:04}-{}", chrono::Datelike::year(&local), local.format("%m-%d %H:%M:%S")))
 }
 
 #[cfg(test)]
@@ -217,6 +240,12 @@ mod tests {
         // 02:30 on 2024-03-10 does not exist in Los Angeles: read at -08:00, shown in daylight time.
         assert_eq!(tz("2024-03-10 02:30:00", "America/Los_Angeles", "America/Los_Angeles").as_deref(), Some("2024-03-10 03:30:00"));
         assert_eq!(tz("2024-01-01", "UTC", "UTC"), None);
+        // Lenient fields roll over; a repeated hour is standard time (PST, -08:00).
+        assert_eq!(tz("2020-02-30 00:00:00", "UTC", "UTC").as_deref(), Some("2020-03-01 00:00:00"));
+        assert_eq!(tz("2020-01-01 25:00:00", "UTC", "UTC").as_deref(), Some("2020-01-02 01:00:00"));
+        assert_eq!(tz("2020-13-01 00:00:00", "UTC", "UTC").as_deref(), Some("2021-01-01 00:00:00"));
+        assert_eq!(tz("2024-11-03 01:30:00", "America/Los_Angeles", "UTC").as_deref(), Some("2024-11-03 09:30:00"));
+        assert_eq!(tz("9999-12-31 23:00:00", "UTC", "Asia/Tokyo").as_deref(), Some("10000-01-01 08:00:00"));
         assert_eq!(custom_offset("+24"), None);
     }
 }

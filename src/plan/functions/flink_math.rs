@@ -98,7 +98,8 @@ impl ScalarUDFImpl for FlinkMath {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let n = num_rows(&args.args);
+        // The batch's rows: RAND_INTEGER of a constant bound still draws one value per row.
+        let n = if self.kind == Kind::RandInteger { args.number_rows } else { num_rows(&args.args) };
         match self.kind {
             Kind::E => Ok(ColumnarValue::Scalar(ScalarValue::Float64(Some(std::f64::consts::E)))),
             Kind::RandInteger => {

@@ -28,15 +28,18 @@
 //!   (`Character.isDigit`), or a number Java's `Integer.parseInt`, `Long.parseLong` or
 //!   `Double.parseDouble` reads (`1e3`, ` 2.5 `, `-.5`, `1.5f`, `NaN`, `0x1p3`); FALSE for an
 //!   empty string and for NULL (not NULL: Flink's rule).
-//! - `JSON_QUOTE(s)`: `s` as a JSON string literal, quotes added and `"`, `\`, `/`, `\b`, `\f`,
-//!   `\n`, `\r`, `\t` escaped, other control characters as `\uXXXX` (Flink 2.0's
-//!   `JsonQuoteFunction`). `JSON_UNQUOTE(s)`: a JSON string literal's value; anything else (not
+//! - `JSON_QUOTE(s)`: `s` as a JSON string literal, quotes added, `"`, `\`, `/`, `\b`, `\f`,
+//!   `\n`, `\r`, `\t` escaped and every character past ASCII as `\uXXXX` (lower-case hex;
+//!   Flink 2.0's `JsonQuoteFunction`); other control characters stay as they are, as in Flink.
+//!   A character past U+FFFF is its UTF-16 surrogate pair (`\ud83d\ude00`), valid JSON, where
+//!   Flink writes its code point and then its low surrogate. `JSON_UNQUOTE(s)`: a JSON string literal's value; anything else (not
 //!   quoted, or not a valid literal) comes back as it is (Flink's `JsonUnquoteFunction`).
 //! - `ELT(index, s1, s2, ..)`: the `index`-th string, from 1; NULL when `index` is NULL or out
 //!   of range (Flink 2.0).
-//! - `UNHEX(s)`: the bytes of hexadecimal digits `s`; of an odd number of digits the first
-//!   makes a byte of its own (`UNHEX('abc')` is `\x0abc`); NULL for a character that is not a
-//!   hexadecimal digit (Flink 2.0, as Spark's).
+//! - `UNHEX(s)`: the bytes of hexadecimal digits `s`, read in pairs from the end; of an odd
+//!   number of digits the first is checked but dropped and a zero byte takes its place
+//!   (`UNHEX('ABC')` is `\x00bc`, Flink 2.0's `UnhexFunction`); NULL for a character that is
+//!   not a hexadecimal digit.
 //!
 //! NULL in, NULL out, but for the IS_ functions.
 
@@ -396,8 +399,13 @@ fn json_quote(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c < ' ' => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
+            c if c.is_ascii() => out.push(c),
+            c => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
         }
     }
     out.push('"');
@@ -414,12 +422,19 @@ fn json_unquote(s: &str) -> String {
     s.to_string()
 }
 
-/// `UNHEX`: the bytes of hexadecimal digits `s`; `None` for any other character.
+/// `UNHEX`: the bytes of hexadecimal digits `s` (Flink's `UnhexFunction`: pairs from the end;
+/// an odd first digit is checked and left as a zero byte); `None` for any other character.
 fn unhex(s: &str) -> Option<Vec<u8>> {
-    let digits: Vec<u8> = s.chars().map(|c| c.to_digit(16).map(|d| d as u8)).collect::<Option<_>>()?;
-    let (first, rest) = digits.split_at(digits.len() % 2);
-    let mut out: Vec<u8> = first.to_vec();
-    out.extend(rest.chunks(2).map(|pair| pair[0] << 4 | pair[1]));
+    let digit = |b: u8| char::from(b).to_digit(16).filter(|_| b.is_ascii()).map(|d| d as u8);
+    let bytes = s.as_bytes();
+    let odd = bytes.len() % 2;
+    if odd == 1 {
+        digit(bytes[0])?;
+    }
+    let mut out = vec![0u8; odd];
+    for pair in bytes[odd..].chunks(2) {
+        out.push(digit(pair[0])? << 4 | digit(pair[1])?);
+    }
     Some(out)
 }
 

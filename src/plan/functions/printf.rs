@@ -4,12 +4,14 @@
 //! conversion that does not take the argument's type (`%d` of a DOUBLE, `%f` of an INT), flags
 //! the conversion does not take. A NULL argument prints `null` (`false` for `%b`), as in Java.
 //!
-//! Supported: `%s %S %b %B %c %C %d %o %x %X %e %E %f %% %n`, an argument index (`%2$s`, `%<s`),
+//! Supported: `%s %S %b %B %c %C %d %o %x %X %e %E %f %g %G %% %n`, an argument index (`%2$s`, `%<s`),
 //! flags `- # + space 0 , (`, a width and a precision (`%-10s`, `%08.3f`, `%,d`, `%.3s`).
 //! Numbers print as Java prints them: `%s` of a DOUBLE is `Double.toString` (`1.0E10`),
 //! `%f` and `%e` round half up from the shortest decimal form of the value (`%.1f` of 0.15 is
-//! `0.2`), `%x` of a negative INT is its 32-bit two's complement. A literal format with a
-//! conversion this does not support (`%g`, `%a`, `%h`, `%t`) is refused when planned; one read
+//! `0.2`), `%g` as Java's (decimal from 10^-4 up to 10^precision, else scientific, `precision`
+//! significant digits kept, zeros too), `%x` of a negative INT is its 32-bit two's complement.
+//! A malformed format (`%q`, a `%` at the end) is NULL, as Flink returns. A literal format with
+//! a conversion Java has and this does not (`%a`, `%h`, `%t`) is refused when planned; one read
 //! from a column gives NULL for that row.
 
 use std::sync::Arc;
@@ -67,8 +69,8 @@ impl ScalarUDFImpl for Printf {
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
         if let Some(format) = literal_str(args.scalar_arguments, 0) {
-            if let Err(Unsupported(spec)) = parse(format) {
-                return plan_err!("PRINTF: the format's {spec} is not supported (%s %b %c %d %o %x %e %f %% %n are)");
+            if let Err(Bad::Unsupported(spec)) = parse(format) {
+                return plan_err!("PRINTF: the format's {spec} is not supported (%s %b %c %d %o %x %e %f %g %% %n are)");
             }
         }
         Ok(Arc::new(Field::new(self.name(), DataType::Utf8, true)))
@@ -156,12 +158,17 @@ struct Spec {
     conversion: char,
 }
 
-/// A conversion Java has and this does not do.
+/// Why a format cannot be used.
 #[derive(Debug)]
-struct Unsupported(String);
+enum Bad {
+    /// A conversion Java has and this does not do (`%t`).
+    Unsupported(String),
+    /// Not a format Java takes (`%q`, a `%` at the end): Flink's NULL.
+    Invalid,
+}
 
-/// The pieces of `format`; `Err` for a conversion this does not support, or none at all.
-fn parse(format: &str) -> std::result::Result<Vec<Piece>, Unsupported> {
+/// The pieces of `format`.
+fn parse(format: &str) -> std::result::Result<Vec<Piece>, Bad> {
     static SPEC: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"%(?:(\d+)\$|(<))?([-#+ 0,(]*)(\d+)?(?:\.(\d+))?([a-zA-Z%])").expect("a valid regex")
     });
@@ -172,12 +179,15 @@ fn parse(format: &str) -> std::result::Result<Vec<Piece>, Unsupported> {
             pieces.push(Piece::Text(format[at..p].to_string()));
         }
         let Some(c) = SPEC.captures_at(format, p).filter(|c| c.get(0).is_some_and(|m| m.start() == p)) else {
-            return Err(Unsupported(format[p..].chars().take(2).collect()));
+            return Err(Bad::Invalid);
         };
         let whole = c.get(0).expect("the whole match").as_str();
         let conversion = c[6].chars().next().expect("one character");
-        if !"sSbBcCdoxXeEf%n".contains(conversion) {
-            return Err(Unsupported(whole.to_string()));
+        if "aAhHtT".contains(conversion) {
+            return Err(Bad::Unsupported(whole.to_string()));
+        }
+        if !"sSbBcCdoxXeEfgG%n".contains(conversion) {
+            return Err(Bad::Invalid);
         }
         pieces.push(Piece::Spec(Spec {
             index: c.get(2).map(|_| 0).or_else(|| c.get(1).and_then(|m| m.as_str().parse().ok())),
@@ -300,11 +310,12 @@ fn convert(spec: &Spec, value: &Value) -> Option<String> {
                 _ => return None,
             }
         }
-        'e' | 'f' => {
+        'e' | 'f' | 'g' => {
             if flags.contains('#') {
                 return None;
             }
             let precision = spec.precision.unwrap_or(6);
+            let general = spec.conversion.eq_ignore_ascii_case(&'g');
             let (negative, digits, point) = match value {
                 Value::Null => return pad(spec, "null".to_string(), upper),
                 Value::Float(v, _) if v.is_nan() => return pad(spec, "NaN".to_string(), false),
@@ -323,6 +334,25 @@ fn convert(spec: &Spec, value: &Value) -> Option<String> {
                 }
                 _ => return None,
             };
+            if general {
+                // Java's %g: `precision` significant digits (at least one), in decimal when the
+                // rounded value is from 10^-4 up to 10^precision (and for zero), else scientific.
+                let significant = precision.max(1);
+                let zero = digits.bytes().all(|d| d == b'0');
+                let exponent = rounded_exponent(&digits, point, significant);
+                if zero || (-4..significant as i64).contains(&exponent) {
+                    let fraction = if zero { significant - 1 } else { usize::try_from(significant as i64 - 1 - exponent).unwrap_or(0) };
+                    let (int, frac) = fixed(&digits, point, fraction);
+                    let int = if flags.contains(',') { grouped(&int) } else { int };
+                    let text = if fraction == 0 { int } else { format!("{int}.{frac}") };
+                    return signed(spec, negative, &text, "");
+                }
+                if flags.contains(',') {
+                    return None;
+                }
+                let text = scientific(&digits, point, significant - 1);
+                return signed(spec, negative, &if upper { text.to_uppercase() } else { text }, "");
+            }
             if spec.conversion.eq_ignore_ascii_case(&'e') {
                 if flags.contains(',') {
                     return None;
@@ -441,6 +471,21 @@ fn scientific(digits: &str, point: i64, precision: usize) -> String {
     format!("{mantissa}e{}{:02}", if exponent < 0 { '-' } else { '+' }, exponent.abs())
 }
 
+/// The decimal exponent of `0.digits * 10^point` rounded half up to `significant` digits
+/// (`9.9996` to 5 digits is `10.000`: exponent 1); 0 for zero.
+fn rounded_exponent(digits: &str, point: i64, significant: usize) -> i64 {
+    let trimmed = digits.trim_start_matches('0');
+    if trimmed.is_empty() {
+        return 0;
+    }
+    let exponent = point - 1 - (digits.len() - trimmed.len()) as i64;
+    let mut d: Vec<u8> = trimmed.bytes().map(|b| b - b'0').collect();
+    d.resize(d.len().max(significant + 1), 0);
+    let round_up = d[significant] >= 5;
+    d.truncate(significant);
+    exponent + i64::from(round_up && carry(&mut d))
+}
+
 /// Adds one to the last digit of `d`; whether it carried out of the first.
 fn carry(d: &mut [u8]) -> bool {
     for x in d.iter_mut().rev() {
@@ -527,7 +572,10 @@ mod tests {
         assert_eq!(printf("%f", &[Value::Int(1, 32)]), None);
         assert_eq!(printf("%s %s", &[Value::Str("a".into())]), None);
         assert_eq!(printf("%-d", &[Value::Int(1, 32)]), None);
-        assert!(parse("%g").is_err());
-        assert!(parse("%").is_err());
+        // %g: decimal from 10^-4 up to 10^precision, else scientific; zeros kept.
+        assert_eq!(printf("%g %g %g %.3g %g %G", &[float(0.0001), float(123456.0), float(1234567.0), float(9.9996), float(0.0), float(0.00001)]).as_deref(), Some("0.000100000 123456 1.23457e+06 10.0 0.00000 1.00000E-05"));
+        assert!(matches!(parse("%t"), Err(Bad::Unsupported(_))));
+        assert!(matches!(parse("%q"), Err(Bad::Invalid)));
+        assert!(matches!(parse("abc%"), Err(Bad::Invalid)));
     }
 }

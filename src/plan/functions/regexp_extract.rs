@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use arrow::array::StringBuilder;
 use arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::plan_err;
+use datafusion::common::{plan_err, ScalarValue};
 use datafusion::error::Result;
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
@@ -138,6 +138,10 @@ impl RegexCache {
 /// `REGEXP_SUBSTR(str, regex)`: the first substring of `str` that `regex` matches; NULL when
 /// none does, an argument is NULL or the regex does not compile (Flink 2.0's
 /// `RegexpSubstrFunction`).
+///
+/// As for REGEXP_EXTRACT, a literal regex that does not compile here (Java's backreferences and
+/// lookaround, `\Q..\E`) is refused when the statement is planned, and so is a literal group
+/// index past a literal regex's groups; read from a column, each gives NULL.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(super) struct RegexpMatches {
     signature: Signature,
@@ -181,6 +185,25 @@ impl ScalarUDFImpl for RegexpMatches {
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
         Ok(if self.all { DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true))) } else { DataType::Utf8 })
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        let function = self.name().to_uppercase();
+        if let Some(pattern) = literal_str(args.scalar_arguments, 1) {
+            let re = match Regex::new(pattern) {
+                Ok(re) => re,
+                Err(e) => return plan_err!("{function}: the regex '{pattern}' is invalid: {e}"),
+            };
+            let group = args.scalar_arguments.get(2).copied().flatten().and_then(|v| match v {
+                ScalarValue::Int64(Some(g)) => Some(*g),
+                _ => None,
+            });
+            if let Some(g) = group.filter(|g| usize::try_from(*g).map_or(true, |g| g >= re.captures_len())) {
+                return plan_err!("{function}: group {g} of '{pattern}', which has {} groups", re.captures_len() - 1);
+            }
+        }
+        let data_type = self.return_type(&[])?;
+        Ok(Arc::new(Field::new(self.name(), data_type, true)))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {

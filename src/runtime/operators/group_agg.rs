@@ -20,6 +20,14 @@
 //! retraction takes out the earliest equal value (Flink's `ListAggWithRetractAggFunction`,
 //! `ArrayAggFunction`), so a value deleted and inserted again moves to the end.
 //!
+//! FIRST_VALUE and LAST_VALUE (Flink's `FirstValueAggFunction`, `LastValueAggFunction`): the
+//! first and the last non-NULL value of the group in arrival order, NULL while it has none.
+//! Over an append-only input the group's accumulator holds that one value; over an updating
+//! input each one keeps the group's non-NULL values in arrival order as STRING_AGG does (its
+//! `lists/<i>` table), and a retraction takes out the earliest equal value, so deleting the
+//! last value brings back the one before it (Flink's `FirstValueWithRetractAggFunction`,
+//! `LastValueWithRetractAggFunction`).
+//!
 //! # State
 //! - `groups`: group key → row count and accumulators (cached whole in memory).
 //! - `values/<i>`: for the i-th MIN or MAX (over an updating input): group key ++ value →
@@ -32,8 +40,9 @@
 //!   each with a table and a cache entry of its own). A COUNT(DISTINCT) alone over its argument
 //!   keeps `values/<i>` with one count, and so does each of a state written before multisets
 //!   were shared (its `values/<i>` tables not all empty).
-//! - `lists/<i>`: for the i-th STRING_AGG or ARRAY_AGG: group key ++ arrival number (u64
-//!   big-endian, from the group's accumulator) → the value's field.
+//! - `lists/<i>`: for the i-th STRING_AGG or ARRAY_AGG, and FIRST_VALUE or LAST_VALUE over an
+//!   updating input: group key ++ arrival number (u64 big-endian, from the group's
+//!   accumulator) → the value's field.
 //!
 //! A group's entries are deleted when its row count reaches zero. With a state TTL
 //! ([`GroupAggregate::with_state_ttl`], unwindowed only) a group not written for that long
@@ -97,12 +106,22 @@ pub enum AggKind {
     StringAgg,
     /// `ARRAY_AGG(x)`: the values, NULLs included, in arrival order; NULL over no rows.
     ArrayAgg,
+    /// `FIRST_VALUE(x)`: the first non-NULL value in arrival order.
+    FirstValue,
+    /// `LAST_VALUE(x)`: the last non-NULL value in arrival order.
+    LastValue,
 }
 
 impl AggKind {
     /// STRING_AGG or ARRAY_AGG: the values live in the `lists/<i>` table.
     pub fn is_list(self) -> bool {
         matches!(self, AggKind::StringAgg | AggKind::ArrayAgg)
+    }
+
+    /// An aggregate of the values in arrival order (STRING_AGG, ARRAY_AGG, FIRST_VALUE,
+    /// LAST_VALUE), which takes no DISTINCT or ORDER BY in a streaming GROUP BY.
+    pub fn by_arrival(self) -> bool {
+        self.is_list() || matches!(self, AggKind::FirstValue | AggKind::LastValue)
     }
 }
 
@@ -142,13 +161,15 @@ enum Acc {
     /// MIN/MAX: the values live in the `values/<i>` table.
     Values,
     /// MIN/MAX over an append-only input: the extreme so far, encoded by the value codec
-    /// (memcomparable, so byte order is value order); `None` before the first non-NULL value.
+    /// (memcomparable, so byte order is value order); FIRST_VALUE/LAST_VALUE over an
+    /// append-only input: the first or last value so far; `None` before the first non-NULL
+    /// value.
     Extreme(Option<Vec<u8>>),
     /// COUNT(DISTINCT): the number of distinct non-NULL values (they live in its
     /// [`DistinctSet`]'s table).
     Distinct(i64),
-    /// STRING_AGG/ARRAY_AGG: the values live in the `lists/<i>` table; this is the arrival
-    /// number the next one gets.
+    /// STRING_AGG/ARRAY_AGG, and FIRST_VALUE/LAST_VALUE over an updating input: the values
+    /// live in the `lists/<i>` table; this is the arrival number the next one gets.
     List(u64),
 }
 
@@ -246,7 +267,7 @@ impl GroupAggregate {
         let mut lists = Vec::with_capacity(aggs.len());
         for (i, agg) in aggs.iter().enumerate() {
             let extreme = matches!(agg.kind, AggKind::Min | AggKind::Max);
-            if extreme || agg.in_distinct_set() || agg.kind.is_list() {
+            if extreme || agg.in_distinct_set() || agg.kind.by_arrival() {
                 value_codecs.push(Some(RowCodec::try_new(vec![agg.arg_type.clone()])?));
             } else {
                 value_codecs.push(None);
@@ -258,7 +279,8 @@ impl GroupAggregate {
             } else {
                 values.push(None);
             }
-            lists.push(match agg.kind.is_list() {
+            let listed = agg.kind.is_list() || (agg.kind.by_arrival() && !append_only_input);
+            lists.push(match listed {
                 // A group's list is read whole, in order: cached a group at a time.
                 true => Some(StateTable::grouped(state_table(&format!("{LISTS}/{i}")), store, key_codec.group_len())),
                 false => None,
@@ -387,7 +409,8 @@ impl GroupAggregate {
                 },
                 AggKind::Min | AggKind::Max if self.append_only_input => Acc::Extreme(None),
                 AggKind::Min | AggKind::Max => Acc::Values,
-                AggKind::StringAgg | AggKind::ArrayAgg => Acc::List(0),
+                AggKind::FirstValue | AggKind::LastValue if self.append_only_input => Acc::Extreme(None),
+                AggKind::StringAgg | AggKind::ArrayAgg | AggKind::FirstValue | AggKind::LastValue => Acc::List(0),
             })
             .collect();
         GroupState { rows: 0, accs }
@@ -455,6 +478,14 @@ impl GroupAggregate {
                     let table = self.values[i].as_mut().expect("MIN/MAX have a value table");
                     match table.prefix_extreme(store, key, agg.kind == AggKind::Max)? {
                         Some((k, _)) => out.extend_from_slice(&k[key.len()..]),
+                        None => put_null(&mut out),
+                    }
+                }
+                Acc::List(_) if matches!(agg.kind, AggKind::FirstValue | AggKind::LastValue) => {
+                    // The earliest or latest entry, without reading the group's list whole.
+                    let table = self.lists[i].as_mut().expect("FIRST_VALUE/LAST_VALUE have a list table");
+                    match table.prefix_extreme(store, key, agg.kind == AggKind::LastValue)? {
+                        Some((_, v)) => out.extend_from_slice(&v),
                         None => put_null(&mut out),
                     }
                 }
@@ -646,12 +677,13 @@ impl Operator for GroupAggregate {
                     (Acc::Extreme(extreme), ArgCol::Bytes(vals)) => {
                         let Some(v) = &vals[row] else { continue };
                         if sign < 0 {
-                            return Err(WeirError::internal("a retraction reached MIN/MAX over an append-only input"));
+                            return Err(WeirError::internal("a retraction reached an aggregate over an append-only input"));
                         }
-                        let better = match extreme {
-                            None => true,
-                            Some(e) if self.aggs[j].kind == AggKind::Min => v < e,
-                            Some(e) => v > e,
+                        let better = match (&*extreme, self.aggs[j].kind) {
+                            (None, _) | (Some(_), AggKind::LastValue) => true,
+                            (Some(_), AggKind::FirstValue) => false,
+                            (Some(e), AggKind::Min) => v < e,
+                            (Some(e), _) => v > e,
                         };
                         if better {
                             *extreme = Some(v.clone());
@@ -1313,6 +1345,106 @@ mod tests {
                 }
             }
             assert!(!legacy, "seed {seed}: the state after step 60 is written shared");
+        }
+        Ok(())
+    }
+
+    /// `GROUP BY k`: `FIRST_VALUE(v)`, `LAST_VALUE(v)`.
+    fn first_last(store: &Store, tables: &mut HashMap<String, u32>, append_only: bool) -> Result<GroupAggregate> {
+        let call = |kind| AggCall {
+            kind,
+            arg: Some(column("v", 1)),
+            distinct: false,
+            filter: None,
+            arg_type: DataType::Int64,
+            output_type: DataType::Int64,
+            separator: None,
+        };
+        let aggs = vec![call(AggKind::FirstValue), call(AggKind::LastValue)];
+        let fields = ["k", "first", "last"].map(|c| Field::new(c, DataType::Int64, true));
+        let mut id = |name: &str| {
+            let next = tables.len() as u32 + 1;
+            TableRef::from(*tables.entry(name.to_string()).or_insert(next))
+        };
+        GroupAggregate::try_new(vec![column("k", 0)], aggs, Arc::new(Schema::new(fields.to_vec())), None, append_only, &mut id, store)
+    }
+
+    /// Random rows through a restarting FIRST_VALUE/LAST_VALUE, over an append-only input
+    /// (inserts only) and an updating one (deletes too): the view its changelog builds always
+    /// holds, per group, the first and last non-NULL value of the group's values in arrival
+    /// order, where a delete takes out the earliest equal value (Flink's
+    /// `FirstValueWithRetractAggFunction`), worked out from a plain list per group.
+    #[test]
+    fn first_and_last_value_follow_arrival_across_restarts() -> Result<()> {
+        for (seed, append_only) in (1..13u64).flat_map(|s| [(s, true), (s, false)]) {
+            let dir = tempfile::tempdir()?;
+            let store = Store::open(dir.path())?;
+            let mut tables = HashMap::new();
+            let mut op = first_last(&store, &mut tables, append_only)?;
+            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            // Per group, its values in arrival order (NULLs are not kept: both skip them).
+            let mut lists: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+            let mut rows_per_group: BTreeMap<i64, i64> = BTreeMap::new();
+            let mut live: Vec<(i64, Option<i64>)> = Vec::new();
+            let mut view: BTreeMap<i64, (Option<i64>, Option<i64>)> = BTreeMap::new();
+            let mut epoch = 0;
+            for step in 0..60 {
+                let (mut ops, mut rows) = (Vec::new(), Vec::new());
+                for _ in 0..rng.below(8) {
+                    if !append_only && !live.is_empty() && rng.below(3) == 0 {
+                        let (k, v) = live.swap_remove(rng.below(live.len() as u64) as usize);
+                        if let Some(v) = v {
+                            let list = lists.get_mut(&k).expect("a live row's group");
+                            let at = list.iter().position(|x| *x == v).expect("a live value");
+                            list.remove(at);
+                        }
+                        *rows_per_group.get_mut(&k).expect("a live row's group") -= 1;
+                        ops.push(Op::Delete);
+                        rows.push((k, v));
+                    } else {
+                        let (k, v) = (rng.below(3) as i64, (rng.below(5) > 0).then(|| rng.below(4) as i64));
+                        if let Some(v) = v {
+                            lists.entry(k).or_default().push(v);
+                        }
+                        *rows_per_group.entry(k).or_default() += 1;
+                        live.push((k, v));
+                        ops.push(Op::Insert);
+                        rows.push((k, v));
+                    }
+                }
+                let ks = Arc::new(Int64Array::from(rows.iter().map(|r| Some(r.0)).collect::<Vec<_>>())) as ArrayRef;
+                let vs = Arc::new(Int64Array::from(rows.iter().map(|r| r.1).collect::<Vec<_>>())) as ArrayRef;
+                let fs = Arc::new(Int64Array::from(vec![None::<i64>; rows.len()])) as ArrayRef;
+                let batch = RecordBatch::try_new(input_schema(), vec![ks, vs, fs])?;
+                if let Some(chunk) = op.process_batch(0, StreamChunk::new(ops, batch), &OpContext { store: &store })? {
+                    let col = |c: usize| downcast::<Int64Array>(&chunk.batch.columns()[c]).expect("BIGINT");
+                    let (k, first, last) = (col(0), col(1), col(2));
+                    for (i, op) in chunk.ops.iter().enumerate() {
+                        let row = (first.is_valid(i).then(|| first.value(i)), last.is_valid(i).then(|| last.value(i)));
+                        match op {
+                            Op::Insert | Op::UpdateAfter => assert!(view.insert(k.value(i), row).is_none()),
+                            Op::Delete | Op::UpdateBefore => assert_eq!(view.remove(&k.value(i)), Some(row)),
+                        }
+                    }
+                }
+                let expected: BTreeMap<i64, (Option<i64>, Option<i64>)> = rows_per_group
+                    .iter()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(k, _)| {
+                        let list = lists.get(k).map(Vec::as_slice).unwrap_or_default();
+                        (*k, (list.first().copied(), list.last().copied()))
+                    })
+                    .collect();
+                assert_eq!(view, expected, "seed {seed}, append-only {append_only}, step {step}");
+                if step % 7 == 6 {
+                    let mut writes = EpochWrites::default();
+                    op.on_barrier(&mut writes, &OpContext { store: &store })?;
+                    epoch += 1;
+                    store.commit(writes, epoch)?;
+                    op = first_last(&store, &mut tables, append_only)?;
+                }
+            }
+            assert_eq!(tables.keys().any(|t| t.starts_with(LISTS)), !append_only, "a list table only over an updating input");
         }
         Ok(())
     }

@@ -591,7 +591,7 @@ fn accumulators(aggs: &[AggCall]) -> Result<(Vec<Option<RowCodec>>, Accs)> {
     let mut value_codecs = Vec::with_capacity(aggs.len());
     let mut accs = Vec::with_capacity(aggs.len());
     for agg in aggs {
-        if agg.distinct || agg.filter.is_some() || agg.kind.is_list() {
+        if agg.distinct || agg.filter.is_some() || agg.kind.by_arrival() {
             return Err(WeirError::unsupported(
                 "DISTINCT, FILTER, STRING_AGG or ARRAY_AGG in a window aggregate over slices or sessions",
             ));
@@ -609,7 +609,9 @@ fn accumulators(aggs: &[AggCall]) -> Result<(Vec<Option<RowCodec>>, Accs)> {
             },
             AggKind::Min => Acc::Min(None),
             AggKind::Max => Acc::Max(None),
-            AggKind::StringAgg | AggKind::ArrayAgg => return Err(WeirError::internal("STRING_AGG or ARRAY_AGG over slices")),
+            AggKind::StringAgg | AggKind::ArrayAgg | AggKind::FirstValue | AggKind::LastValue => {
+                return Err(WeirError::internal("an aggregate by arrival over slices"))
+            }
         });
     }
     Ok((value_codecs, Accs { rows: 0, accs }))
