@@ -100,6 +100,119 @@ pub fn rewrite_json_clauses(sql: &str) -> Result<String> {
     Ok(t.render(&rewritten))
 }
 
+/// Rewrites the clauses of every `JSON_QUERY(json, path [wrapper] [x ON EMPTY] [x ON ERROR])`
+/// call (Flink docs, JSON Functions) into three more string arguments, which
+/// [`crate::plan::functions`]' JSON_QUERY reads: the wrapper (`WITHOUT`, `UNCONDITIONAL` or
+/// `CONDITIONAL`; `WITH [ARRAY] WRAPPER` is unconditional), then what `ON EMPTY` and `ON
+/// ERROR` give (`NULL`, `EMPTY ARRAY`, `EMPTY OBJECT`). A call without clauses is left as it
+/// is (the defaults: `WITHOUT ARRAY WRAPPER NULL ON EMPTY NULL ON ERROR`).
+///
+/// # Errors
+/// `Syntax` when the text cannot be tokenized; `Unsupported` for `ERROR ON ..` and `RETURNING`.
+pub fn rewrite_json_query_clauses(sql: &str) -> Result<String> {
+    let upper = sql.to_ascii_uppercase();
+    if !upper.contains("JSON_QUERY") || !(upper.contains("WRAPPER") || upper.contains(" ON ") || upper.contains("RETURNING")) {
+        return Ok(sql.to_string());
+    }
+    let t = crate::sql::token_rewrite::Tokens::new(sql)?;
+    let (tokens, texts, sig) = (&t.tokens, &t.texts, &t.sig);
+    let word_at = |k: usize| t.word_at(k);
+    let mut rewritten: std::collections::HashMap<usize, String> = std::collections::HashMap::new();
+    for k in 0..sig.len() {
+        if word_at(k).as_deref() != Some("JSON_QUERY") || !t.is(k + 1, &Token::LParen) {
+            continue;
+        }
+        // The call's closing parenthesis, and where its clauses start (at its own depth).
+        let mut depth = 0usize;
+        let (mut close, mut clauses) = (None, None);
+        for (j, &i) in sig.iter().enumerate().skip(k + 1) {
+            match tokens[i] {
+                Token::LParen => depth += 1,
+                Token::RParen => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(j);
+                        break;
+                    }
+                }
+                _ if depth == 1 && clauses.is_none() && !matches!(tokens[sig[j - 1]], Token::Comma | Token::LParen) => {
+                    let starts_clause = match word_at(j).as_deref() {
+                        Some("WITH" | "WITHOUT" | "RETURNING") => true,
+                        Some("NULL" | "EMPTY" | "ERROR") => (j + 1..sig.len()).take(3).any(|n| word_at(n).as_deref() == Some("ON")),
+                        _ => false,
+                    };
+                    if starts_clause {
+                        clauses = Some(j);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let (Some(close), Some(start)) = (close, clauses) else { continue };
+        let words: Vec<String> = (start..close).map(|j| word_at(j).unwrap_or_else(|| texts[sig[j]].to_string())).collect();
+        let clause_text = words.join(" ");
+        let refuse = || {
+            WeirError::unsupported(format!(
+                "JSON_QUERY's clause '{clause_text}': supported are [WITH [CONDITIONAL | UNCONDITIONAL] | WITHOUT] [ARRAY] \
+                 WRAPPER and {{NULL | EMPTY ARRAY | EMPTY OBJECT}} ON {{EMPTY | ERROR}}"
+            ))
+        };
+        let (mut wrapper, mut on_empty, mut on_error) = ("WITHOUT", "NULL".to_string(), "NULL".to_string());
+        let mut at = 0;
+        let word = |n: usize| words.get(n).map(String::as_str);
+        while at < words.len() {
+            match (word(at), word(at + 1)) {
+                (Some("WITHOUT"), _) => {
+                    at += 1;
+                    wrapper = "WITHOUT";
+                }
+                (Some("WITH"), Some("CONDITIONAL")) => {
+                    at += 2;
+                    wrapper = "CONDITIONAL";
+                }
+                (Some("WITH"), Some("UNCONDITIONAL")) => {
+                    at += 2;
+                    wrapper = "UNCONDITIONAL";
+                }
+                (Some("WITH"), _) => {
+                    at += 1;
+                    wrapper = "UNCONDITIONAL";
+                }
+                (Some(w @ ("NULL" | "EMPTY")), _) => {
+                    let behaviour = match (w, word(at + 1)) {
+                        ("NULL", _) => "NULL",
+                        (_, Some("ARRAY")) => "EMPTY ARRAY",
+                        (_, Some("OBJECT")) => "EMPTY OBJECT",
+                        _ => return Err(refuse()),
+                    };
+                    at += if w == "NULL" { 1 } else { 2 };
+                    match (word(at), word(at + 1)) {
+                        (Some("ON"), Some("EMPTY")) => on_empty = behaviour.to_string(),
+                        (Some("ON"), Some("ERROR")) => on_error = behaviour.to_string(),
+                        _ => return Err(refuse()),
+                    }
+                    at += 2;
+                    continue;
+                }
+                _ => return Err(refuse()),
+            }
+            // After WITH/WITHOUT: [ARRAY] WRAPPER.
+            if word(at) == Some("ARRAY") {
+                at += 1;
+            }
+            if word(at) != Some("WRAPPER") {
+                return Err(refuse());
+            }
+            at += 1;
+        }
+        rewritten.insert(sig[start], format!(", '{wrapper}', '{on_empty}', '{on_error}'"));
+        for i in sig[start] + 1..sig[close] {
+            rewritten.insert(i, String::new());
+        }
+    }
+    Ok(t.render(&rewritten))
+}
+
 /// Rewrites Flink's `value IS [NOT] JSON [VALUE | SCALAR | ARRAY | OBJECT]` (Flink docs, JSON
 /// Functions; sqlparser does not parse it) into `(weir_is_json(value, 'KIND'))`, or `(NOT
 /// weir_is_json(..))`. `value` is what stands before `IS`: a column (`t.doc`), a literal, a
@@ -264,6 +377,26 @@ pub fn strip_json_object_keys(sql: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_query_clauses_become_arguments() -> Result<()> {
+        assert_eq!(
+            rewrite_json_query_clauses("SELECT JSON_QUERY(doc, '$.a[*]' WITH ARRAY WRAPPER) FROM t")?,
+            "SELECT JSON_QUERY(doc, '$.a[*]' , 'UNCONDITIONAL', 'NULL', 'NULL') FROM t"
+        );
+        assert_eq!(
+            rewrite_json_query_clauses("SELECT json_query(doc, '$.a' with conditional wrapper empty array on empty empty object on error)")?,
+            "SELECT json_query(doc, '$.a' , 'CONDITIONAL', 'EMPTY ARRAY', 'EMPTY OBJECT')"
+        );
+        assert_eq!(
+            rewrite_json_query_clauses("SELECT JSON_QUERY(doc, '$.a' WITHOUT WRAPPER NULL ON ERROR)")?,
+            "SELECT JSON_QUERY(doc, '$.a' , 'WITHOUT', 'NULL', 'NULL')"
+        );
+        assert!(rewrite_json_query_clauses("SELECT JSON_QUERY(doc, '$.a' ERROR ON EMPTY)").is_err());
+        let plain = "SELECT JSON_QUERY(doc, '$.a'), 'WITH WRAPPER' FROM t";
+        assert_eq!(rewrite_json_query_clauses(plain)?, plain);
+        Ok(())
+    }
 
     #[test]
     fn is_json_becomes_a_call() -> Result<()> {

@@ -372,6 +372,7 @@ pub fn parse_statement(sql: &str) -> Result<WeirStatement> {
     let (body, eowc) = strip_emit_on_window_close(sql);
     let body = crate::sql::time_units::rewrite_time_units(body)?;
     let body = crate::sql::json_clauses::rewrite_json_clauses(&body)?;
+    let body = crate::sql::json_clauses::rewrite_json_query_clauses(&body)?;
     let body = crate::sql::json_clauses::strip_json_object_keys(&body)?;
     let body = crate::sql::json_clauses::rewrite_is_json(&body)?;
     let body = crate::sql::window_tvf::rewrite_window_tvfs(&body)?;

@@ -1,11 +1,25 @@
 //! `JSON_VALUE(json, path)`, `JSON_EXISTS(json, path)` and `JSON_QUERY(json, path)` (Flink
 //! docs, JSON Functions), with their default clauses: `RETURNING` and the `ON EMPTY`/`ON
 //! ERROR` clauses of JSON_VALUE are rewritten before planning ([`crate::sql::json_clauses`]);
-//! JSON_EXISTS's and JSON_QUERY's clauses (`WITH ARRAY WRAPPER`, ..) are not parsed.
+//! JSON_QUERY's wrapper and `ON EMPTY`/`ON ERROR` clauses are rewritten into three more
+//! arguments ([`crate::sql::json_clauses::rewrite_json_query_clauses`]); JSON_EXISTS's
+//! clauses are not parsed.
 //!
-//! - A path is `$` followed by steps: `.name`, `['name']` (or `["name"]`), `[index]` from 0.
+//! - A path is `$` followed by steps: `.name`, `['name']` (or `["name"]`), `[index]` from 0,
+//!   and the wildcards `.*` and `[*]` (every member of an object, every element of an array).
 //!   Lax mode, Flink's default: a step that does not apply (a missing key, an index out of
 //!   range, a key of an array) finds nothing, not an error.
+//! - A path with a wildcard finds a list of values, as the Jayway JsonPath under Flink's
+//!   (Calcite's) JSON functions does: JSON_QUERY gives it as a JSON array
+//!   (`JSON_QUERY('{"a":[{"b":1},{"b":2}]}', '$.a[*].b')` is `[1,2]`, `[]` when nothing
+//!   matches), JSON_VALUE gives NULL (a list is not a scalar), JSON_EXISTS whether it found a
+//!   value.
+//! - JSON_QUERY's wrapper, as Calcite's `jsonQuery`: `WITHOUT [ARRAY] WRAPPER` (the default)
+//!   gives an object or array found, and `ON EMPTY`'s result for a scalar or nothing;
+//!   `WITH [UNCONDITIONAL] [ARRAY] WRAPPER` wraps what it found in an array (`[1]`, `[[1,2]]`);
+//!   `WITH CONDITIONAL [ARRAY] WRAPPER` wraps all but an array. `NULL`, `EMPTY ARRAY` or
+//!   `EMPTY OBJECT ON EMPTY` (nothing found, or a scalar without a wrapper) and `ON ERROR` (text
+//!   that is not JSON) give NULL, `[]` or `{}`.
 //! - JSON_VALUE: the value's text as a STRING: a string without its quotes, a number or boolean
 //!   as JSON writes it; NULL for a JSON `null`, an object or an array (not scalars: NULL ON
 //!   ERROR), for text that is not JSON, and when an argument is NULL.
@@ -20,7 +34,6 @@
 
 use std::sync::Arc;
 
-use std::collections::HashMap;
 
 use arrow::array::{ArrayRef, BooleanBuilder, StringBuilder};
 use arrow::datatypes::DataType;
@@ -69,6 +82,8 @@ impl JsonValue {
 enum Step {
     Key(String),
     Index(usize),
+    /// `.*` or `[*]`: every member of an object, every element of an array.
+    Any,
 }
 
 /// The steps of `path`, or why it is not a path.
@@ -100,10 +115,7 @@ fn parse_path(path: &str) -> std::result::Result<Vec<Step>, String> {
                 if key.is_empty() {
                     return Err("a '.' is followed by a key".into());
                 }
-                if key.trim() == "*" {
-                    return Err("wildcards ('.*', '[*]') are not supported; name the key".into());
-                }
-                steps.push(Step::Key(key));
+                steps.push(if key.trim() == "*" { Step::Any } else { Step::Key(key) });
             }
             '[' => {
                 let mut inner = String::new();
@@ -120,7 +132,10 @@ fn parse_path(path: &str) -> std::result::Result<Vec<Step>, String> {
                     .or_else(|| inner.strip_prefix('"').and_then(|s| s.strip_suffix('"')));
                 match quoted {
                     Some(key) => steps.push(Step::Key(key.to_string())),
-                    None => steps.push(Step::Index(inner.parse().map_err(|_| format!("[{inner}] is neither an index nor a quoted key"))?)),
+                    None if inner == "*" => steps.push(Step::Any),
+                    None => steps.push(Step::Index(
+                        inner.parse().map_err(|_| format!("[{inner}] is neither an index, a quoted key nor *"))?,
+                    )),
                 }
             }
             c if c.is_whitespace() => {}
@@ -130,44 +145,116 @@ fn parse_path(path: &str) -> std::result::Result<Vec<Step>, String> {
     Ok(steps)
 }
 
-/// The text of the scalar at `steps` in `json`, if there is one.
+/// The text of the scalar at `steps` in `json`, if there is one (a path with a wildcard finds
+/// a list, which is not one).
 fn value_at(json: &str, steps: &[Step]) -> Option<String> {
-    let root: serde_json::Value = serde_json::from_str(json).ok()?;
-    let mut at = &root;
-    for step in steps {
-        at = match step {
-            Step::Key(k) => at.as_object()?.get(k)?,
-            Step::Index(i) => at.as_array()?.get(*i)?,
-        };
+    if !is_definite(steps) {
+        return None;
     }
-    match at {
-        serde_json::Value::String(s) => Some(s.clone()),
+    let raw = find_all(json, steps)?.pop()?;
+    match serde_json::from_str::<serde_json::Value>(raw.get()).ok()? {
+        serde_json::Value::String(s) => Some(s),
         serde_json::Value::Number(n) => Some(n.to_string()),
         serde_json::Value::Bool(b) => Some(b.to_string()),
         _ => None,
     }
 }
 
-/// The JSON text at `steps` in `json` as written there, if the path finds a value.
-fn raw_at<'a>(json: &'a str, steps: &[Step]) -> Option<&'a RawValue> {
-    let mut at: &RawValue = serde_json::from_str(json).ok()?;
-    for step in steps {
-        at = match step {
-            // The last of repeated keys, as Jackson reads them.
-            Step::Key(k) => serde_json::from_str::<HashMap<String, &RawValue>>(at.get()).ok()?.remove(k)?,
-            Step::Index(i) => serde_json::from_str::<Vec<&RawValue>>(at.get()).ok()?.get(*i).copied()?,
-        };
-    }
-    Some(at)
+/// Whether `steps` has no wildcard, so finds one value at most.
+fn is_definite(steps: &[Step]) -> bool {
+    !steps.contains(&Step::Any)
 }
 
-/// JSON_QUERY's result: the object or array at `steps`, compact.
-fn query_at(json: &str, steps: &[Step]) -> Option<String> {
-    let raw = raw_at(json, steps)?.get();
-    if !(raw.starts_with('{') || raw.starts_with('[')) {
-        return None;
+/// An object's members in the order written.
+struct Members<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = Members<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> std::result::Result<Members<'a>, M::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry::<String, &'a RawValue>()? {
+                    members.push(member);
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(Visit(std::marker::PhantomData))
     }
-    // Blanks outside strings dropped, as Jackson writes JSON.
+}
+
+/// Every value `steps` finds in `json`, as written there, in document order; `None` when `json`
+/// is not JSON.
+fn find_all<'a>(json: &'a str, steps: &[Step]) -> Option<Vec<&'a RawValue>> {
+    let mut found: Vec<&RawValue> = vec![serde_json::from_str(json).ok()?];
+    for step in steps {
+        let mut next = Vec::with_capacity(found.len());
+        for at in found {
+            let text = at.get();
+            let object = || serde_json::from_str::<Members<'a>>(text).ok().map(|m| m.0);
+            let array = || serde_json::from_str::<Vec<&'a RawValue>>(text).ok();
+            match step {
+                // The last of repeated keys, as Jackson reads them.
+                Step::Key(k) if text.starts_with('{') => {
+                    next.extend(object().and_then(|m| m.into_iter().rev().find(|(key, _)| key == k)).map(|(_, v)| v))
+                }
+                Step::Index(i) if text.starts_with('[') => next.extend(array().and_then(|a| a.get(*i).copied())),
+                Step::Any if text.starts_with('{') => next.extend(object().into_iter().flatten().map(|(_, v)| v)),
+                Step::Any if text.starts_with('[') => next.extend(array().into_iter().flatten()),
+                _ => {}
+            }
+        }
+        found = next;
+    }
+    Some(found)
+}
+
+/// JSON_QUERY's wrapper clause.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Wrapper {
+    Without,
+    Unconditional,
+    Conditional,
+}
+
+/// What an `ON EMPTY` or `ON ERROR` clause gives: NULL (`None`), `[]` or `{}`.
+fn fallback(clause: &str) -> Option<String> {
+    match clause {
+        "EMPTY ARRAY" => Some("[]".into()),
+        "EMPTY OBJECT" => Some("{}".into()),
+        _ => None,
+    }
+}
+
+/// JSON_QUERY's result (module docs): what `steps` finds in `json`, compact, as `wrapper`
+/// wraps it; `on_empty`'s result for nothing or a scalar left unwrapped, `on_error`'s for
+/// text that is not JSON.
+fn query_with(json: &str, steps: &[Step], wrapper: Wrapper, on_empty: &str, on_error: &str) -> Option<String> {
+    let Some(found) = find_all(json, steps) else { return fallback(on_error) };
+    let value = if is_definite(steps) {
+        found.first().and_then(|v| {
+            let text = compact(v.get());
+            let container = text.starts_with('{') || text.starts_with('[');
+            match wrapper {
+                Wrapper::Without => container.then_some(text),
+                Wrapper::Conditional if text.starts_with('[') => Some(text),
+                _ => Some(format!("[{text}]")),
+            }
+        })
+    } else {
+        let list = format!("[{}]", found.iter().map(|v| compact(v.get())).collect::<Vec<_>>().join(","));
+        Some(if wrapper == Wrapper::Unconditional { format!("[{list}]") } else { list })
+    };
+    value.or_else(|| fallback(on_empty))
+}
+
+/// `raw` JSON text without the blanks outside strings, as Jackson writes JSON.
+fn compact(raw: &str) -> String {
     let mut out = String::with_capacity(raw.len());
     let (mut in_string, mut escaped) = (false, false);
     for c in raw.chars() {
@@ -184,7 +271,7 @@ fn query_at(json: &str, steps: &[Step]) -> Option<String> {
             out.push(c);
         }
     }
-    Some(out)
+    out
 }
 
 impl ScalarUDFImpl for JsonValue {
@@ -202,13 +289,18 @@ impl ScalarUDFImpl for JsonValue {
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
         let usage = format!("{}(json, path)", self.sql_name());
-        let [json, path] = arg_types else {
+        // JSON_QUERY's clauses come as three more strings (wrapper, ON EMPTY, ON ERROR).
+        let arities: &[usize] = if self.function == JsonFunction::Query { &[2, 5] } else { &[2] };
+        if !arities.contains(&arg_types.len()) {
             return plan_err!("{usage} takes 2 arguments, got {}", arg_types.len());
-        };
-        match (as_string_type(json), as_string_type(path)) {
-            (Some(a), Some(b)) => Ok(vec![a, b]),
-            _ => plan_err!("{usage}: both arguments are strings, got {json} and {path}"),
         }
+        arg_types
+            .iter()
+            .map(|t| match as_string_type(t) {
+                Some(s) => Ok(s),
+                None => plan_err!("{usage}: its arguments are strings, got {t}"),
+            })
+            .collect()
     }
 
     fn return_type(&self, _: &[DataType]) -> Result<DataType> {
@@ -236,7 +328,9 @@ impl ScalarUDFImpl for JsonValue {
             let mut out = BooleanBuilder::with_capacity(n);
             for i in 0..n {
                 out.append_option(match (json.get(i), steps(i)) {
-                    (Some(j), Some(steps)) => Some(raw_at(j, &steps).is_some_and(|v| v.get().trim() != "null")),
+                    (Some(j), Some(steps)) => {
+                        Some(find_all(j, &steps).is_some_and(|found| found.iter().any(|v| v.get().trim() != "null")))
+                    }
                     // A path in a column that is not one: FALSE ON ERROR.
                     (Some(_), None) if paths.get(i).is_some() => Some(false),
                     _ => None,
@@ -244,60 +338,28 @@ impl ScalarUDFImpl for JsonValue {
             }
             Arc::new(out.finish())
         } else {
+            // JSON_QUERY's clauses, constants the rewrite put there.
+            let clause = |k: usize| match args.args.get(k) {
+                Some(ColumnarValue::Scalar(ScalarValue::Utf8(Some(c)))) => c.as_str(),
+                _ => "",
+            };
+            let wrapper = match clause(2) {
+                "UNCONDITIONAL" => Wrapper::Unconditional,
+                "CONDITIONAL" => Wrapper::Conditional,
+                _ => Wrapper::Without,
+            };
+            let (on_empty, on_error) = (clause(3), clause(4));
             let mut out = StringBuilder::with_capacity(n, 0);
             for i in 0..n {
                 out.append_option(match (json.get(i), steps(i)) {
                     (Some(j), Some(steps)) if self.function == JsonFunction::Value => value_at(j, &steps),
-                    (Some(j), Some(steps)) => query_at(j, &steps),
+                    (Some(j), Some(steps)) => query_with(j, &steps, wrapper, on_empty, on_error),
                     _ => None,
                 });
             }
             Arc::new(out.finish())
         };
         Ok(ColumnarValue::Array(out))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{parse_path, query_at, raw_at, value_at};
-
-    /// JSON_QUERY gives objects and arrays, compact and in their order; `raw_at` finds a
-    /// `null` (which JSON_EXISTS then counts as not there).
-    #[test]
-    fn queries_give_objects_and_arrays() {
-        let doc = r#"{"z": {"b": 1, "a": [1, "x y", {"q": "\" }"}]}, "n": null, "s": "t"}"#;
-        let query = |p: &str| query_at(doc, &parse_path(p).expect(p));
-        assert_eq!(query("$.z").as_deref(), Some(r#"{"b":1,"a":[1,"x y",{"q":"\" }"}]}"#));
-        assert_eq!(query("$.z.a").as_deref(), Some(r#"[1,"x y",{"q":"\" }"}]"#));
-        assert_eq!(query("$.s"), None, "a scalar");
-        assert_eq!(query("$.nope"), None);
-        let exists = |p: &str| raw_at(doc, &parse_path(p).expect(p)).is_some();
-        assert!(exists("$.n") && exists("$.z.a[2].q"));
-        assert!(!exists("$.z.a[3]") && !exists("$.s.x"));
-        assert!(raw_at("not json", &parse_path("$").expect("path")).is_none());
-    }
-
-    /// Scalars by key, quoted key and index, in lax mode: what does not apply is NULL.
-    #[test]
-    fn paths_find_scalars_and_give_null_for_the_rest() {
-        let doc = r#"{"a": {"b": [10, "x", true, null, {"c": 1.5}]}, "k y": "v", "o": {}}"#;
-        let at = |p: &str| value_at(doc, &parse_path(p).expect(p));
-        assert_eq!(at("$.a.b[0]").as_deref(), Some("10"));
-        assert_eq!(at("$.a.b[1]").as_deref(), Some("x"));
-        assert_eq!(at("$.a.b[2]").as_deref(), Some("true"));
-        assert_eq!(at("$.a.b[3]"), None);
-        assert_eq!(at("$.a.b[4].c").as_deref(), Some("1.5"));
-        assert_eq!(at("$['k y']").as_deref(), Some("v"));
-        assert_eq!(at("$.o"), None, "an object is not a scalar");
-        assert_eq!(at("$.a.b[9]"), None);
-        assert_eq!(at("$.nope.x"), None);
-        assert_eq!(value_at("not json", &parse_path("$.a").expect("path")), None);
-        assert!(parse_path("a.b").is_err());
-        assert!(parse_path("$.").is_err());
-        assert!(parse_path("$[x]").is_err());
-        assert!(parse_path("$.*").is_err() && parse_path("$.a.*").is_err(), "a wildcard, not a key named *");
-        assert_eq!(value_at(r#"{"*": 1}"#, &parse_path("$['*']").expect("quoted")).as_deref(), Some("1"));
     }
 }
 
@@ -359,5 +421,82 @@ impl ScalarUDFImpl for IsJson {
             out.append_value(is);
         }
         Ok(ColumnarValue::Array(Arc::new(out.finish())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::value::RawValue;
+
+    use super::{find_all, parse_path, query_with, value_at, Step, Wrapper};
+
+    /// JSON_QUERY with its default clauses.
+    fn query_at(json: &str, steps: &[Step]) -> Option<String> {
+        query_with(json, steps, Wrapper::Without, "NULL", "NULL")
+    }
+
+    /// The one value a path without a wildcard finds.
+    fn raw_at<'a>(json: &'a str, steps: &[Step]) -> Option<&'a RawValue> {
+        find_all(json, steps)?.pop()
+    }
+
+    /// JSON_QUERY gives objects and arrays, compact and in their order; `raw_at` finds a
+    /// `null` (which JSON_EXISTS then counts as not there).
+    #[test]
+    fn queries_give_objects_and_arrays() {
+        let doc = r#"{"z": {"b": 1, "a": [1, "x y", {"q": "\" }"}]}, "n": null, "s": "t"}"#;
+        let query = |p: &str| query_at(doc, &parse_path(p).expect(p));
+        assert_eq!(query("$.z").as_deref(), Some(r#"{"b":1,"a":[1,"x y",{"q":"\" }"}]}"#));
+        assert_eq!(query("$.z.a").as_deref(), Some(r#"[1,"x y",{"q":"\" }"}]"#));
+        assert_eq!(query("$.s"), None, "a scalar");
+        assert_eq!(query("$.nope"), None);
+        let exists = |p: &str| raw_at(doc, &parse_path(p).expect(p)).is_some();
+        assert!(exists("$.n") && exists("$.z.a[2].q"));
+        assert!(!exists("$.z.a[3]") && !exists("$.s.x"));
+        assert!(raw_at("not json", &parse_path("$").expect("path")).is_none());
+    }
+
+    /// Scalars by key, quoted key and index, in lax mode: what does not apply is NULL.
+    #[test]
+    fn paths_find_scalars_and_give_null_for_the_rest() {
+        let doc = r#"{"a": {"b": [10, "x", true, null, {"c": 1.5}]}, "k y": "v", "o": {}}"#;
+        let at = |p: &str| value_at(doc, &parse_path(p).expect(p));
+        assert_eq!(at("$.a.b[0]").as_deref(), Some("10"));
+        assert_eq!(at("$.a.b[1]").as_deref(), Some("x"));
+        assert_eq!(at("$.a.b[2]").as_deref(), Some("true"));
+        assert_eq!(at("$.a.b[3]"), None);
+        assert_eq!(at("$.a.b[4].c").as_deref(), Some("1.5"));
+        assert_eq!(at("$['k y']").as_deref(), Some("v"));
+        assert_eq!(at("$.o"), None, "an object is not a scalar");
+        assert_eq!(at("$.a.b[9]"), None);
+        assert_eq!(at("$.nope.x"), None);
+        assert_eq!(value_at("not json", &parse_path("$.a").expect("path")), None);
+        assert!(parse_path("a.b").is_err());
+        assert!(parse_path("$.").is_err());
+        assert!(parse_path("$[x]").is_err());
+        assert_eq!(value_at(r#"{"*": 1}"#, &parse_path("$['*']").expect("quoted")).as_deref(), Some("1"));
+        assert_eq!(parse_path("$.a.*").expect("wildcard"), [Step::Key("a".into()), Step::Any]);
+    }
+
+    /// Wildcards find lists (Jayway's, which Flink's JSON functions get through Calcite), in
+    /// document order; JSON_QUERY's wrappers and ON EMPTY / ON ERROR clauses as Calcite's
+    /// `jsonQuery` applies them; each expected text worked out from the document by hand.
+    #[test]
+    fn wildcards_and_wrappers() {
+        let doc = r#"{"items": [{"sku": "a", "n": 1}, {"sku": "b"}, {"n": 3}], "m": {"y": 2, "x": [1]}}"#;
+        let steps = |p: &str| parse_path(p).expect(p);
+        let query = |p: &str, w| query_with(doc, &steps(p), w, "NULL", "NULL");
+        assert_eq!(query("$.items[*].sku", Wrapper::Without).as_deref(), Some(r#"["a","b"]"#));
+        assert_eq!(query("$.items[*].n", Wrapper::Unconditional).as_deref(), Some("[[1,3]]"));
+        assert_eq!(query("$.items[*].nope", Wrapper::Without).as_deref(), Some("[]"));
+        assert_eq!(query("$.m.*", Wrapper::Conditional).as_deref(), Some("[2,[1]]"), "members in the order written");
+        assert_eq!(query("$.items[0].sku", Wrapper::Without), None, "a scalar without a wrapper");
+        assert_eq!(query("$.items[0].sku", Wrapper::Unconditional).as_deref(), Some(r#"["a"]"#));
+        assert_eq!(query("$.m.x", Wrapper::Conditional).as_deref(), Some("[1]"), "an array is not wrapped again");
+        assert_eq!(query("$.m.x", Wrapper::Unconditional).as_deref(), Some("[[1]]"));
+        assert_eq!(query_with(doc, &steps("$.nope"), Wrapper::Without, "EMPTY ARRAY", "NULL").as_deref(), Some("[]"));
+        assert_eq!(query_with("not json", &steps("$"), Wrapper::Without, "NULL", "EMPTY OBJECT").as_deref(), Some("{}"));
+        assert_eq!(value_at(doc, &steps("$.items[*].sku")), None, "a list is not a scalar");
+        assert_eq!(find_all(doc, &steps("$.items[*].n")).map(|f| f.len()), Some(2));
     }
 }
