@@ -203,6 +203,7 @@ pub async fn insert_step(snapshot: Arc<Snapshot>, insert: &Insert) -> Result<Wri
     if !matches!(dml.op, WriteOp::Insert(_)) {
         return Err(WeirError::internal("INSERT planned as another write"));
     }
+    check_assignments(&dml.input, &table)?;
     let batches = DataFrame::new(ctx.state(), dml.input.as_ref().clone()).collect().await?;
     let rows = batches.iter().map(|b| conform(b, store.schema())).collect::<Result<Vec<_>>>()?;
     let alias = insert.table_alias.as_ref().map(|a| a.alias.clone());
@@ -320,7 +321,9 @@ async fn apply_update(
         let mut cols: Vec<ArrayRef> = old.columns().to_vec();
         for (i, target) in targets.iter().enumerate() {
             let value = batch.column(ncols + 1 + i);
-            cols[*target] = strict_cast(value, schema.field(*target).data_type())?;
+            let column = schema.field(*target);
+            check_assignment(value.data_type(), column.data_type(), column.name(), table)?;
+            cols[*target] = strict_cast(value, column.data_type())?;
         }
         let new = RecordBatch::try_new(Arc::clone(schema), cols)?;
         count += new.num_rows();
@@ -756,6 +759,52 @@ pub fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
         cols,
         &arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
     )?)
+}
+
+/// Refuses an INSERT whose query gives a column of `table` a value of a type that cannot be
+/// assigned to it ([`check_assignment`]). DataFusion plans the INSERT as a projection that
+/// casts each query column to its table column's type; those casts are read here, before any
+/// row is evaluated.
+///
+/// # Errors
+/// As [`check_assignment`].
+fn check_assignments(input: &LogicalPlan, table: &str) -> Result<()> {
+    use datafusion::logical_expr::{Cast, Expr as DfExpr, ExprSchemable, TryCast};
+    let LogicalPlan::Projection(projection) = input else { return Ok(()) };
+    for (expr, field) in projection.expr.iter().zip(projection.schema.fields()) {
+        let expr = match expr {
+            DfExpr::Alias(a) => a.expr.as_ref(),
+            e => e,
+        };
+        let (DfExpr::Cast(Cast { expr: source, field: to }) | DfExpr::TryCast(TryCast { expr: source, field: to })) = expr else {
+            continue;
+        };
+        let from = source.get_type(projection.input.schema())?;
+        check_assignment(&from, to.data_type(), field.name(), table)?;
+    }
+    Ok(())
+}
+
+/// Whether a value of type `from` may be written into a column of type `to` of a table, as
+/// Postgres's assignment casts allow (and Flink's implicit casts): as into a sink
+/// ([`crate::sql::sink_jobs::assignable`]: numbers into numbers, anything into a string, dates
+/// and timestamps into each other, ..), and a string into anything, as Postgres takes a string
+/// literal (`INSERT INTO t VALUES ('8')` into an INT; a value that does not parse fails the
+/// statement). A timestamp or a boolean into a number, a number into a date, are refused.
+///
+/// # Errors
+/// `Plan` (42804), Postgres's `column "x" is of type bigint but expression is of type ..`.
+fn check_assignment(from: &arrow::datatypes::DataType, to: &arrow::datatypes::DataType, column: &str, table: &str) -> Result<()> {
+    use arrow::datatypes::DataType::{LargeUtf8, Utf8, Utf8View};
+    if matches!(from, Utf8 | LargeUtf8 | Utf8View) || crate::sql::sink_jobs::assignable(from, to) {
+        return Ok(());
+    }
+    let name = crate::sql::show::sql_type_name;
+    Err(WeirError::plan(format!(
+        "column \"{column}\" of {table} is of type {} but expression is of type {}; rewrite or cast the expression",
+        name(to),
+        name(from)
+    )))
 }
 
 /// `values` as `to`, failing on a value that does not convert (`UPDATE t SET n = 99999999999`

@@ -208,7 +208,7 @@ fn check_changelog(sink: &Relation, plan: &crate::plan::StreamPlan, updating: Op
 /// into a string, between dates and timestamps, between times, a bare NULL into anything, and
 /// nested types whose parts may. A string into a number, a boolean or a date is refused: a
 /// value that does not parse would fail the job mid-stream; the query CASTs it.
-fn assignable(from: &DataType, to: &DataType) -> bool {
+pub(crate) fn assignable(from: &DataType, to: &DataType) -> bool {
     use DataType::*;
     let numeric = |t: &DataType| t.is_numeric();
     let string = |t: &DataType| matches!(t, Utf8 | LargeUtf8 | Utf8View);
