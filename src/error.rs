@@ -388,7 +388,9 @@ impl From<arrow::error::ArrowError> for WeirError {
         use arrow::error::ArrowError as A;
         match e {
             A::DivideByZero => Self::new(ErrorKind::DivisionByZero),
-            A::CastError(msg) if msg.starts_with("Cannot cast string") => Self::invalid_text(format!("Cast error: {msg}")),
+            A::CastError(msg) if msg.starts_with("Cannot cast string") || msg.starts_with("Cannot cast value '") => {
+                Self::invalid_text(format!("Cast error: {msg}"))
+            }
             // A number that does not fit the type it is cast to ("Can't cast value 3000000000
             // to type Int32").
             A::CastError(msg) if msg.starts_with("Can't cast value") => {

@@ -204,7 +204,8 @@ pub async fn insert_step(snapshot: Arc<Snapshot>, insert: &Insert) -> Result<Wri
         return Err(WeirError::internal("INSERT planned as another write"));
     }
     check_assignments(&dml.input, &table)?;
-    let batches = DataFrame::new(ctx.state(), dml.input.as_ref().clone()).collect().await?;
+    let input = round_into_integers(dml.input.as_ref().clone())?;
+    let batches = DataFrame::new(ctx.state(), input).collect().await?;
     let rows = batches.iter().map(|b| conform(b, store.schema())).collect::<Result<Vec<_>>>()?;
     let alias = insert.table_alias.as_ref().map(|a| a.alias.clone());
     Ok(WriteStep::Insert { table, alias, rows, on_conflict })
@@ -470,6 +471,9 @@ async fn updated_rows(
         sql.push_str(&format!(" WHERE {w}"));
     }
     let (result, batches) = query_over(table, both, &sql).await?;
+    for (got, column) in result.fields().iter().zip(schema.fields()) {
+        check_assignment(got.data_type(), column.data_type(), column.name(), table)?;
+    }
     conform(&concat_batches(&result, &batches)?, schema)
 }
 
@@ -769,20 +773,93 @@ pub fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
 /// # Errors
 /// As [`check_assignment`].
 fn check_assignments(input: &LogicalPlan, table: &str) -> Result<()> {
+    use datafusion::common::tree_node::TreeNode;
     use datafusion::logical_expr::{Cast, Expr as DfExpr, ExprSchemable, TryCast};
-    let LogicalPlan::Projection(projection) = input else { return Ok(()) };
-    for (expr, field) in projection.expr.iter().zip(projection.schema.fields()) {
-        let expr = match expr {
-            DfExpr::Alias(a) => a.expr.as_ref(),
-            e => e,
-        };
-        let (DfExpr::Cast(Cast { expr: source, field: to }) | DfExpr::TryCast(TryCast { expr: source, field: to })) = expr else {
-            continue;
-        };
-        let from = source.get_type(projection.input.schema())?;
-        check_assignment(&from, to.data_type(), field.name(), table)?;
+    // Each cast of `exprs` (one per column named by `names`), its argument typed over `over`.
+    let check = |exprs: &[DfExpr], names: &[String], over: &datafusion::common::DFSchema| -> Result<()> {
+        for (expr, name) in exprs.iter().zip(names) {
+            let expr = match expr {
+                DfExpr::Alias(a) => a.expr.as_ref(),
+                e => e,
+            };
+            let (DfExpr::Cast(Cast { expr: source, field: to }) | DfExpr::TryCast(TryCast { expr: source, field: to })) = expr else {
+                continue;
+            };
+            check_assignment(&source.get_type(over)?, to.data_type(), name, table)?;
+        }
+        Ok(())
+    };
+    let none = datafusion::common::DFSchema::empty();
+    let values_rows = |values: &datafusion::logical_expr::Values, names: &[String]| -> Result<()> {
+        values.values.iter().try_for_each(|row| check(row, names, &none))
+    };
+    match input {
+        LogicalPlan::Projection(projection) => {
+            let names: Vec<String> = projection.schema.fields().iter().map(|f| f.name().clone()).collect();
+            check(&projection.expr, &names, projection.input.schema())?;
+            // `VALUES` under it: DataFusion casts each row's values to the table's types. A
+            // VALUES column is named by the table column the projection puts it in.
+            if let LogicalPlan::Values(values) = projection.input.as_ref() {
+                let target = |column: &str| {
+                    projection.expr.iter().zip(&names).find_map(|(e, name)| {
+                        let mut reads = false;
+                        let _ = e.apply(|e| {
+                            reads |= matches!(e, DfExpr::Column(c) if c.name == column);
+                            Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+                        });
+                        reads.then(|| name.clone())
+                    })
+                };
+                let names: Vec<String> =
+                    values.schema.fields().iter().map(|f| target(f.name()).unwrap_or_else(|| f.name().clone())).collect();
+                values_rows(values, &names)?;
+            }
+            Ok(())
+        }
+        LogicalPlan::Values(values) => values_rows(values, &values.schema.fields().iter().map(|f| f.name().clone()).collect::<Vec<_>>()),
+        _ => Ok(()),
     }
-    Ok(())
+}
+
+/// The INSERT's plan with each cast of a DOUBLE or DECIMAL to an integer column (in its top
+/// projection and in the rows of a `VALUES` under it) rounding half away from zero first, as
+/// Postgres's assignment does (`2.5` into an INT is 3, `-2.5` is -3; DataFusion's cast
+/// truncates to 2).
+///
+/// # Errors
+/// DataFusion's, rebuilding the plan.
+fn round_into_integers(input: LogicalPlan) -> Result<LogicalPlan> {
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    use datafusion::logical_expr::{Cast, Expr as DfExpr, ExprSchemable};
+    let rounded = |expr: DfExpr, over: &datafusion::common::DFSchema| -> Result<DfExpr> {
+        Ok(expr
+            .transform_up(|e| {
+                let DfExpr::Cast(Cast { expr: source, field: to }) = &e else { return Ok(Transformed::no(e)) };
+                let from = source.get_type(over)?;
+                if !to.data_type().is_integer() || !(from.is_floating() || matches!(from, arrow::datatypes::DataType::Decimal128(..))) {
+                    return Ok(Transformed::no(e));
+                }
+                let round = datafusion::functions::math::round();
+                let source = DfExpr::ScalarFunction(datafusion::logical_expr::expr::ScalarFunction::new_udf(round, vec![source.as_ref().clone()]));
+                Ok(Transformed::yes(DfExpr::Cast(Cast { expr: Box::new(source), field: Arc::clone(to) })))
+            })?
+            .data)
+    };
+    let LogicalPlan::Projection(projection) = input else { return Ok(input) };
+    let inner = match projection.input.as_ref() {
+        LogicalPlan::Values(values) => {
+            let none = datafusion::common::DFSchema::empty();
+            let rows = values
+                .values
+                .iter()
+                .map(|row| row.iter().map(|e| rounded(e.clone(), &none)).collect::<Result<Vec<_>>>())
+                .collect::<Result<Vec<_>>>()?;
+            Arc::new(LogicalPlan::Values(datafusion::logical_expr::Values { schema: Arc::clone(&values.schema), values: rows }))
+        }
+        _ => Arc::clone(&projection.input),
+    };
+    let exprs = projection.expr.iter().map(|e| rounded(e.clone(), inner.schema())).collect::<Result<Vec<_>>>()?;
+    Ok(LogicalPlan::Projection(datafusion::logical_expr::Projection::try_new(exprs, inner)?))
 }
 
 /// Whether a value of type `from` may be written into a column of type `to` of a table, as
@@ -795,8 +872,7 @@ fn check_assignments(input: &LogicalPlan, table: &str) -> Result<()> {
 /// # Errors
 /// `Plan` (42804), Postgres's `column "x" is of type bigint but expression is of type ..`.
 fn check_assignment(from: &arrow::datatypes::DataType, to: &arrow::datatypes::DataType, column: &str, table: &str) -> Result<()> {
-    use arrow::datatypes::DataType::{LargeUtf8, Utf8, Utf8View};
-    if matches!(from, Utf8 | LargeUtf8 | Utf8View) || crate::sql::sink_jobs::assignable(from, to) {
+    if assignable_into_table(from, to) {
         return Ok(());
     }
     let name = crate::sql::show::sql_type_name;
@@ -807,14 +883,46 @@ fn check_assignment(from: &arrow::datatypes::DataType, to: &arrow::datatypes::Da
     )))
 }
 
+/// [`check_assignment`]'s rule: a string goes anywhere, at any depth (`ROW('z', '5')` into a
+/// `ROW<sku STRING, qty INT>`), the rest as into a sink.
+fn assignable_into_table(from: &arrow::datatypes::DataType, to: &arrow::datatypes::DataType) -> bool {
+    use arrow::datatypes::DataType::{LargeList, LargeUtf8, List, Map, Struct, Utf8, Utf8View};
+    match (from, to) {
+        (Utf8 | LargeUtf8 | Utf8View, _) => true,
+        (Struct(a), Struct(b)) => a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| assignable_into_table(x.data_type(), y.data_type())),
+        (List(a) | LargeList(a), List(b) | LargeList(b)) | (Map(a, _), Map(b, _)) => assignable_into_table(a.data_type(), b.data_type()),
+        _ => crate::sql::sink_jobs::assignable(from, to),
+    }
+}
+
 /// `values` as `to`, failing on a value that does not convert (`UPDATE t SET n = 99999999999`
 /// into an INT, a row's field `'x'` into an INT), as Postgres does, never a silent NULL.
 ///
 /// # Errors
 /// `Execution` naming the value that does not convert.
+///
+/// A DOUBLE or DECIMAL into an integer type is rounded half away from zero first, as Postgres
+/// assigns it (`7.6` into an INT is 8, `-2.5` is -3), where Arrow's cast truncates.
 fn strict_cast(values: &ArrayRef, to: &arrow::datatypes::DataType) -> Result<ArrayRef> {
+    use arrow::datatypes::{DataType, Decimal128Type, Float32Type, Float64Type};
     let options = arrow::compute::CastOptions { safe: false, ..Default::default() };
-    Ok(arrow::compute::cast_with_options(values, to, &options)?)
+    let rounded: Option<ArrayRef> = match values.data_type() {
+        _ if !to.is_integer() => None,
+        DataType::Float64 => Some(Arc::new(values.as_primitive::<Float64Type>().unary::<_, Float64Type>(f64::round))),
+        DataType::Float32 => Some(Arc::new(values.as_primitive::<Float32Type>().unary::<_, Float32Type>(f32::round))),
+        DataType::Decimal128(p, s) if *s > 0 => {
+            let unit = 10i128.pow(u32::from(s.unsigned_abs()));
+            let half = unit / 2;
+            let round = |v: i128| {
+                let whole = (v.abs() + half) / unit * unit;
+                if v < 0 { -whole } else { whole }
+            };
+            let out = values.as_primitive::<Decimal128Type>().unary::<_, Decimal128Type>(round);
+            Some(Arc::new(out.with_precision_and_scale((*p).min(38), *s)?))
+        }
+        _ => None,
+    };
+    Ok(arrow::compute::cast_with_options(rounded.as_ref().unwrap_or(values), to, &options)?)
 }
 
 /// `schema` with every column nullable: the table's writer checks NOT NULL itself, with

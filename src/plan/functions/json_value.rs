@@ -6,16 +6,22 @@
 //! clauses are not parsed.
 //!
 //! - A path is `$` followed by steps: `.name`, `['name']` (or `["name"]`), `[index]` from 0,
-//!   and the wildcards `.*` and `[*]` (every member of an object, every element of an array).
-//!   Lax mode, Flink's default: a step that does not apply (a missing key, an index out of
-//!   range, a key of an array) finds nothing, not an error.
+//!   and the wildcards `.*` and `[*]` (every member of an object, every element of an array),
+//!   after an optional mode, `lax` or `strict`. Strict is the default, as in Flink (Calcite's
+//!   `jsonApiCommonSyntax`): a step that does not apply (a missing key, an index out of range,
+//!   a key of an array) before any wildcard is an error, which the `ON ERROR` behaviour
+//!   answers (NULL by default; FALSE for JSON_EXISTS); in lax mode it finds nothing, which
+//!   `ON EMPTY` answers. After a wildcard, members without the key are skipped in both modes
+//!   (Jayway's reading of a path with a wildcard). With the default clauses both modes give
+//!   the same results.
 //! - A path with a wildcard finds a list of values, as the Jayway JsonPath under Flink's
 //!   (Calcite's) JSON functions does: JSON_QUERY gives it as a JSON array
 //!   (`JSON_QUERY('{"a":[{"b":1},{"b":2}]}', '$.a[*].b')` is `[1,2]`, `[]` when nothing
-//!   matches), JSON_VALUE gives NULL (a list is not a scalar), JSON_EXISTS whether it found a
-//!   value.
+//!   matches), JSON_VALUE gives NULL (a list is not a scalar), and JSON_EXISTS TRUE, even for
+//!   an empty list, as Calcite's `jsonExists` (a list is not Java's null).
 //! - JSON_QUERY's wrapper, as Calcite's `jsonQuery`: `WITHOUT [ARRAY] WRAPPER` (the default)
-//!   gives an object or array found, and `ON EMPTY`'s result for a scalar or nothing;
+//!   gives an object or array found, and for a scalar `ON ERROR`'s result (strict) or `ON
+//!   EMPTY`'s (lax), for nothing `ON EMPTY`'s;
 //!   `WITH [UNCONDITIONAL] [ARRAY] WRAPPER` wraps what it found in an array (`[1]`, `[[1,2]]`);
 //!   `WITH CONDITIONAL [ARRAY] WRAPPER` wraps all but an array. `NULL`, `EMPTY ARRAY` or
 //!   `EMPTY OBJECT ON EMPTY` (nothing found, or a scalar without a wrapper) and `ON ERROR` (text
@@ -84,6 +90,15 @@ enum Step {
     Index(usize),
     /// `.*` or `[*]`: every member of an object, every element of an array.
     Any,
+    /// The mode prefix `lax`, a path's first step when given; without it the path is strict.
+    Lax,
+}
+
+/// Why a path found no value: the text is not JSON, or (strict mode) a step did not apply.
+#[derive(Debug, PartialEq)]
+enum Miss {
+    NotJson,
+    Step,
 }
 
 /// The steps of `path`, or why it is not a path.
@@ -91,15 +106,16 @@ fn parse_path(path: &str) -> std::result::Result<Vec<Step>, String> {
     let path = path.trim();
     // SQL/JSON's mode prefix: lax is the only mode (and the default).
     let lower = path.to_ascii_lowercase();
+    let mut steps = Vec::new();
     let path = if lower.starts_with("lax ") {
+        steps.push(Step::Lax);
         path[4..].trim_start()
     } else if lower.starts_with("strict ") {
-        return Err("strict mode is not supported: paths are read in lax mode (a missing step finds nothing)".into());
+        path[7..].trim_start()
     } else {
         path
     };
-    let rest = path.strip_prefix('$').ok_or("a JSON path starts with $ (or 'lax $')")?;
-    let mut steps = Vec::new();
+    let rest = path.strip_prefix('$').ok_or("a JSON path starts with $ (or 'lax $', 'strict $')")?;
     let mut chars = rest.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
@@ -119,11 +135,16 @@ fn parse_path(path: &str) -> std::result::Result<Vec<Step>, String> {
             }
             '[' => {
                 let mut inner = String::new();
+                let mut closed = false;
                 for c in chars.by_ref() {
                     if c == ']' {
+                        closed = true;
                         break;
                     }
                     inner.push(c);
+                }
+                if !closed {
+                    return Err(format!("'[{inner}' is not closed by ']'"));
                 }
                 let inner = inner.trim();
                 let quoted = inner
@@ -151,7 +172,7 @@ fn value_at(json: &str, steps: &[Step]) -> Option<String> {
     if !is_definite(steps) {
         return None;
     }
-    let raw = find_all(json, steps)?.pop()?;
+    let raw = find_all(json, steps).ok()?.pop()?;
     match serde_json::from_str::<serde_json::Value>(raw.get()).ok()? {
         serde_json::Value::String(s) => Some(s),
         serde_json::Value::Number(n) => Some(n.to_string()),
@@ -188,17 +209,24 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
     }
 }
 
-/// Every value `steps` finds in `json`, as written there, in document order; `None` when `json`
-/// is not JSON.
-fn find_all<'a>(json: &'a str, steps: &[Step]) -> Option<Vec<&'a RawValue>> {
-    let mut found: Vec<&RawValue> = vec![serde_json::from_str(json).ok()?];
+/// Every value `steps` finds in `json`, as written there, in document order (module docs).
+///
+/// # Errors
+/// `NotJson` when `json` is not JSON; `Step` in strict mode when a step before any wildcard
+/// does not apply.
+fn find_all<'a>(json: &'a str, steps: &[Step]) -> std::result::Result<Vec<&'a RawValue>, Miss> {
+    let mut found: Vec<&RawValue> = vec![serde_json::from_str(json).map_err(|_| Miss::NotJson)?];
+    let lax = steps.first() == Some(&Step::Lax);
+    let mut after_wildcard = false;
     for step in steps {
         let mut next = Vec::with_capacity(found.len());
         for at in found {
             let text = at.get();
             let object = || serde_json::from_str::<Members<'a>>(text).ok().map(|m| m.0);
             let array = || serde_json::from_str::<Vec<&'a RawValue>>(text).ok();
+            let before = next.len();
             match step {
+                Step::Lax => next.push(at),
                 // The last of repeated keys, as Jackson reads them.
                 Step::Key(k) if text.starts_with('{') => {
                     next.extend(object().and_then(|m| m.into_iter().rev().find(|(key, _)| key == k)).map(|(_, v)| v))
@@ -208,10 +236,15 @@ fn find_all<'a>(json: &'a str, steps: &[Step]) -> Option<Vec<&'a RawValue>> {
                 Step::Any if text.starts_with('[') => next.extend(array().into_iter().flatten()),
                 _ => {}
             }
+            let applied = next.len() > before || matches!(step, Step::Any) && (text.starts_with('{') || text.starts_with('['));
+            if !lax && !after_wildcard && !applied {
+                return Err(Miss::Step);
+            }
         }
+        after_wildcard |= *step == Step::Any;
         found = next;
     }
-    Some(found)
+    Ok(found)
 }
 
 /// JSON_QUERY's wrapper clause.
@@ -235,17 +268,18 @@ fn fallback(clause: &str) -> Option<String> {
 /// wraps it; `on_empty`'s result for nothing or a scalar left unwrapped, `on_error`'s for
 /// text that is not JSON.
 fn query_with(json: &str, steps: &[Step], wrapper: Wrapper, on_empty: &str, on_error: &str) -> Option<String> {
-    let Some(found) = find_all(json, steps) else { return fallback(on_error) };
+    let Ok(found) = find_all(json, steps) else { return fallback(on_error) };
     let value = if is_definite(steps) {
-        found.first().and_then(|v| {
-            let text = compact(v.get());
-            let container = text.starts_with('{') || text.starts_with('[');
-            match wrapper {
-                Wrapper::Without => container.then_some(text),
-                Wrapper::Conditional if text.starts_with('[') => Some(text),
-                _ => Some(format!("[{text}]")),
-            }
-        })
+        let Some(v) = found.first() else { return fallback(on_empty) };
+        let text = compact(v.get());
+        let container = text.starts_with('{') || text.starts_with('[');
+        match wrapper {
+            // A scalar without a wrapper: an error in strict mode, nothing in lax mode.
+            Wrapper::Without if !container && steps.first() != Some(&Step::Lax) => return fallback(on_error),
+            Wrapper::Without => container.then_some(text),
+            Wrapper::Conditional if text.starts_with('[') => Some(text),
+            _ => Some(format!("[{text}]")),
+        }
     } else {
         let list = format!("[{}]", found.iter().map(|v| compact(v.get())).collect::<Vec<_>>().join(","));
         Some(if wrapper == Wrapper::Unconditional { format!("[{list}]") } else { list })
@@ -328,9 +362,11 @@ impl ScalarUDFImpl for JsonValue {
             let mut out = BooleanBuilder::with_capacity(n);
             for i in 0..n {
                 out.append_option(match (json.get(i), steps(i)) {
-                    (Some(j), Some(steps)) => {
-                        Some(find_all(j, &steps).is_some_and(|found| found.iter().any(|v| v.get().trim() != "null")))
-                    }
+                    // Calcite's jsonExists: a value other than JSON null, or any list a
+                    // wildcard path finds (even empty); FALSE ON ERROR.
+                    (Some(j), Some(steps)) => Some(find_all(j, &steps).is_ok_and(|found| {
+                        !is_definite(&steps) || found.first().is_some_and(|v| v.get().trim() != "null")
+                    })),
                     // A path in a column that is not one: FALSE ON ERROR.
                     (Some(_), None) if paths.get(i).is_some() => Some(false),
                     _ => None,
@@ -437,7 +473,7 @@ mod tests {
 
     /// The one value a path without a wildcard finds.
     fn raw_at<'a>(json: &'a str, steps: &[Step]) -> Option<&'a RawValue> {
-        find_all(json, steps)?.pop()
+        find_all(json, steps).ok()?.pop()
     }
 
     /// JSON_QUERY gives objects and arrays, compact and in their order; `raw_at` finds a
@@ -494,9 +530,20 @@ mod tests {
         assert_eq!(query("$.items[0].sku", Wrapper::Unconditional).as_deref(), Some(r#"["a"]"#));
         assert_eq!(query("$.m.x", Wrapper::Conditional).as_deref(), Some("[1]"), "an array is not wrapped again");
         assert_eq!(query("$.m.x", Wrapper::Unconditional).as_deref(), Some("[[1]]"));
-        assert_eq!(query_with(doc, &steps("$.nope"), Wrapper::Without, "EMPTY ARRAY", "NULL").as_deref(), Some("[]"));
+        assert_eq!(query_with(doc, &steps("lax $.nope"), Wrapper::Without, "EMPTY ARRAY", "NULL").as_deref(), Some("[]"));
         assert_eq!(query_with("not json", &steps("$"), Wrapper::Without, "NULL", "EMPTY OBJECT").as_deref(), Some("{}"));
         assert_eq!(value_at(doc, &steps("$.items[*].sku")), None, "a list is not a scalar");
-        assert_eq!(find_all(doc, &steps("$.items[*].n")).map(|f| f.len()), Some(2));
+        assert_eq!(find_all(doc, &steps("$.items[*].n")).map(|f| f.len()), Ok(2));
+        // Strict (the default) against lax: a missing step is an error, answered by ON ERROR;
+        // in lax mode it finds nothing, answered by ON EMPTY; a scalar without a wrapper alike.
+        let clauses = |p: &str| query_with(doc, &steps(p), Wrapper::Without, "EMPTY ARRAY", "EMPTY OBJECT");
+        assert_eq!(clauses("$.nope").as_deref(), Some("{}"));
+        assert_eq!(clauses("lax $.nope").as_deref(), Some("[]"));
+        assert_eq!(clauses("$.m.y").as_deref(), Some("{}"));
+        assert_eq!(clauses("lax $.m.y").as_deref(), Some("[]"));
+        assert_eq!(clauses("strict $.m.x").as_deref(), Some("[1]"));
+        assert_eq!(find_all(doc, &steps("$.nope[*]")).err(), Some(super::Miss::Step));
+        assert_eq!(find_all(doc, &steps("lax $.nope[*]")).map(|f| f.len()), Ok(0));
+        assert!(parse_path("$.a[*").is_err() && parse_path("$.a[0").is_err());
     }
 }
