@@ -32,37 +32,16 @@ pub fn rewrite_json_clauses(sql: &str) -> Result<String> {
         if word_at(k).as_deref() != Some("JSON_VALUE") || sig.get(k + 1).is_none_or(|i| tokens[*i] != Token::LParen) {
             continue;
         }
-        // The call's closing parenthesis, and where its clauses start (at its own depth).
-        let mut depth = 0usize;
-        let (mut close, mut clauses) = (None, None);
-        for (j, &i) in sig.iter().enumerate().skip(k + 1) {
-            match tokens[i] {
-                Token::LParen => depth += 1,
-                Token::RParen => {
-                    depth -= 1;
-                    if depth == 0 {
-                        close = Some(j);
-                        break;
-                    }
-                }
-                _ if depth == 1 && clauses.is_none() => {
-                    let starts_clause = match word_at(j).as_deref() {
-                        Some("RETURNING") => true,
-                        // Right after the path (not an argument of its own), ON soon after.
-                        Some("NULL" | "ERROR" | "DEFAULT") => {
-                            (j + 1..sig.len()).take(4).any(|n| word_at(n).as_deref() == Some("ON"))
-                                && !matches!(tokens[sig[j - 1]], Token::Comma | Token::LParen)
-                        }
-                        _ => false,
-                    };
-                    if starts_clause {
-                        clauses = Some(j);
-                    }
-                }
-                _ => {}
+        let starts_clause = |j: usize| match word_at(j).as_deref() {
+            Some("RETURNING") => true,
+            // Right after the path (not an argument of its own), ON soon after.
+            Some("NULL" | "ERROR" | "DEFAULT") => {
+                (j + 1..sig.len()).take(4).any(|n| word_at(n).as_deref() == Some("ON"))
+                    && !matches!(tokens[sig[j - 1]], Token::Comma | Token::LParen)
             }
-        }
-        let (Some(close), Some(start)) = (close, clauses) else { continue };
+            _ => false,
+        };
+        let Some((close, start)) = call_clauses(&t, k, starts_clause) else { continue };
         // The clauses' words, split into RETURNING's type and the ON clauses.
         let text = |from: usize, to: usize| -> String { texts[sig[from]..sig[to]].concat().trim().to_string() };
         let mut at = start;
@@ -100,6 +79,28 @@ pub fn rewrite_json_clauses(sql: &str) -> Result<String> {
     Ok(t.render(&rewritten))
 }
 
+/// The closing parenthesis of the call whose name is significant token `k`, and its first
+/// clause: the first token at the call's own depth for which `starts_clause` holds; `None`
+/// when the call is not closed or has no clause.
+fn call_clauses(t: &crate::sql::token_rewrite::Tokens<'_>, k: usize, starts_clause: impl Fn(usize) -> bool) -> Option<(usize, usize)> {
+    let mut depth = 0usize;
+    let mut clauses = None;
+    for (j, &i) in t.sig.iter().enumerate().skip(k + 1) {
+        match t.tokens[i] {
+            Token::LParen => depth += 1,
+            Token::RParen => {
+                depth -= 1;
+                if depth == 0 {
+                    return clauses.map(|start| (j, start));
+                }
+            }
+            _ if depth == 1 && clauses.is_none() && starts_clause(j) => clauses = Some(j),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Rewrites the clauses of every `JSON_QUERY(json, path [wrapper] [x ON EMPTY] [x ON ERROR])`
 /// call (Flink docs, JSON Functions) into three more string arguments, which
 /// [`crate::plan::functions`]' JSON_QUERY reads: the wrapper (`WITHOUT`, `UNCONDITIONAL` or
@@ -122,33 +123,16 @@ pub fn rewrite_json_query_clauses(sql: &str) -> Result<String> {
         if word_at(k).as_deref() != Some("JSON_QUERY") || !t.is(k + 1, &Token::LParen) {
             continue;
         }
-        // The call's closing parenthesis, and where its clauses start (at its own depth).
-        let mut depth = 0usize;
-        let (mut close, mut clauses) = (None, None);
-        for (j, &i) in sig.iter().enumerate().skip(k + 1) {
-            match tokens[i] {
-                Token::LParen => depth += 1,
-                Token::RParen => {
-                    depth -= 1;
-                    if depth == 0 {
-                        close = Some(j);
-                        break;
-                    }
+        // A clause follows the path, not a comma (an argument of its own).
+        let starts_clause = |j: usize| {
+            !matches!(tokens[sig[j - 1]], Token::Comma | Token::LParen)
+                && match word_at(j).as_deref() {
+                    Some("WITH" | "WITHOUT" | "RETURNING") => true,
+                    Some("NULL" | "EMPTY" | "ERROR") => (j + 1..sig.len()).take(3).any(|n| word_at(n).as_deref() == Some("ON")),
+                    _ => false,
                 }
-                _ if depth == 1 && clauses.is_none() && !matches!(tokens[sig[j - 1]], Token::Comma | Token::LParen) => {
-                    let starts_clause = match word_at(j).as_deref() {
-                        Some("WITH" | "WITHOUT" | "RETURNING") => true,
-                        Some("NULL" | "EMPTY" | "ERROR") => (j + 1..sig.len()).take(3).any(|n| word_at(n).as_deref() == Some("ON")),
-                        _ => false,
-                    };
-                    if starts_clause {
-                        clauses = Some(j);
-                    }
-                }
-                _ => {}
-            }
-        }
-        let (Some(close), Some(start)) = (close, clauses) else { continue };
+        };
+        let Some((close, start)) = call_clauses(&t, k, starts_clause) else { continue };
         let words: Vec<String> = (start..close).map(|j| word_at(j).unwrap_or_else(|| texts[sig[j]].to_string())).collect();
         let clause_text = words.join(" ");
         let refuse = || {

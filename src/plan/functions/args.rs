@@ -30,6 +30,23 @@ pub(super) fn as_string_type(t: &DataType) -> Option<DataType> {
     }
 }
 
+/// The coerced types of a call whose arguments are all strings, `arity` of them.
+///
+/// # Errors
+/// `Plan` naming `usage` for another number of arguments or an argument that is no string.
+pub(super) fn all_strings(usage: &str, arg_types: &[DataType], arity: std::ops::RangeInclusive<usize>) -> Result<Vec<DataType>> {
+    if !arity.contains(&arg_types.len()) {
+        return datafusion::common::plan_err!("{usage}: wrong number of arguments ({})", arg_types.len());
+    }
+    arg_types
+        .iter()
+        .map(|t| match as_string_type(t) {
+            Some(s) => Ok(s),
+            None => datafusion::common::plan_err!("{usage}: expected strings, got {t}"),
+        })
+        .collect()
+}
+
 /// The type an integer argument is coerced to, if `t` is an integer (or NULL).
 pub(super) fn as_integer_type(t: &DataType) -> Option<DataType> {
     (t.is_integer() || *t == DataType::Null).then_some(DataType::Int64)

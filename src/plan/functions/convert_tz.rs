@@ -22,11 +22,10 @@ use std::sync::Arc;
 use arrow::array::StringBuilder;
 use arrow::datatypes::DataType;
 use chrono::{FixedOffset, LocalResult, NaiveDateTime, Offset, TimeZone};
-use datafusion::common::plan_err;
 use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
-use super::args::{as_string_type, num_rows, StrArg};
+use super::args::{all_strings, num_rows, StrArg};
 
 /// `CONVERT_TZ`.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -50,17 +49,7 @@ impl ScalarUDFImpl for ConvertTz {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        let usage = "CONVERT_TZ(datetime string, from zone, to zone)";
-        if arg_types.len() != 3 {
-            return plan_err!("{usage}: wrong number of arguments ({})", arg_types.len());
-        }
-        arg_types
-            .iter()
-            .map(|t| match as_string_type(t) {
-                Some(s) => Ok(s),
-                None => plan_err!("{usage}: expected strings, got {t}"),
-            })
-            .collect()
+        all_strings("CONVERT_TZ(datetime string, from zone, to zone)", arg_types, 3..=3)
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {

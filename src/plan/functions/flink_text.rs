@@ -51,7 +51,7 @@ use datafusion::common::{exec_err, plan_err};
 use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
-use super::args::{as_integer_type, as_string_type, num_rows, IntArg, StrArg};
+use super::args::{all_strings, as_integer_type, as_string_type, num_rows, IntArg, StrArg};
 
 /// Which function a [`FlinkText`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -165,18 +165,7 @@ impl ScalarUDFImpl for FlinkText {
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
         let usage = self.usage();
-        let strings = |n: std::ops::RangeInclusive<usize>| -> Result<Vec<DataType>> {
-            if !n.contains(&arg_types.len()) {
-                return plan_err!("{usage}: wrong number of arguments ({})", arg_types.len());
-            }
-            arg_types
-                .iter()
-                .map(|t| match as_string_type(t) {
-                    Some(s) => Ok(s),
-                    None => plan_err!("{usage}: expected strings, got {t}"),
-                })
-                .collect()
-        };
+        let strings = |arity: std::ops::RangeInclusive<usize>| all_strings(usage, arg_types, arity);
         match (self.kind, arg_types) {
             (Kind::Hex, [t]) => match (as_integer_type(t), as_string_type(t)) {
                 (Some(i), _) if *t != DataType::Null => Ok(vec![i]),

@@ -17,11 +17,10 @@ use std::sync::Arc;
 
 use arrow::array::StringBuilder;
 use arrow::datatypes::DataType;
-use datafusion::common::plan_err;
 use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
-use super::args::{as_string_type, num_rows, StrArg};
+use super::args::{all_strings, num_rows, StrArg};
 
 /// `PARSE_URL`.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -45,17 +44,7 @@ impl ScalarUDFImpl for ParseUrl {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        let usage = "PARSE_URL(url, part [, key])";
-        if !(2..=3).contains(&arg_types.len()) {
-            return plan_err!("{usage}: wrong number of arguments ({})", arg_types.len());
-        }
-        arg_types
-            .iter()
-            .map(|t| match as_string_type(t) {
-                Some(s) => Ok(s),
-                None => plan_err!("{usage}: expected strings, got {t}"),
-            })
-            .collect()
+        all_strings("PARSE_URL(url, part [, key])", arg_types, 2..=3)
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
