@@ -1058,13 +1058,14 @@ impl Database {
         };
         let temporary = session.temporary_views.read_by(query);
         // As the view or job would be created: its column names, Flink's FIRST_VALUE.
-        let mut query = query.clone();
-        if matches!(stmt, WeirStatement::CreateMaterializedView { .. }) {
-            crate::sql::pg_compat::name_view_columns(&mut query)?;
+        let query = if matches!(stmt, WeirStatement::CreateMaterializedView { .. }) {
+            ddl::as_created(query)?
         } else {
+            let mut query = query.clone();
             crate::sql::pg_compat::name_nested_columns(&mut query);
-        }
-        crate::sql::query_rewrites::first_last_value_ignore_nulls(&mut query);
+            crate::sql::query_rewrites::first_last_value_ignore_nulls(&mut query);
+            query
+        };
         let query = query.to_string();
         let mut options = crate::sql::settings::job_options(&session.settings)?;
         let plan = match &sink {

@@ -468,12 +468,10 @@ pub async fn create_view(engine: &mut Engine, name: &str, query: &Query, or_repl
 /// depends on the relations of `snapshot`'s catalog that the query names.
 ///
 /// # Errors
-/// The planner's; `Plan` for two columns of one name.
+/// The planner's; `DuplicateColumn` (42701) for two columns of one name.
 pub(crate) async fn view_relation(snapshot: Arc<Snapshot>, name: &str, query: &Query, definition: &str) -> Result<Relation> {
     let catalog = Arc::clone(&snapshot.catalog);
-    let mut query = query.clone();
-    crate::sql::pg_compat::name_view_columns(&mut query)?;
-    crate::sql::query_rewrites::first_last_value_ignore_nulls(&mut query);
+    let query = as_created(query)?;
     let query_text = query.to_string();
     let plan = session_context(snapshot).state().create_logical_plan(&crate::sql::query_rewrites::rewrite_text(&query_text)?).await?;
     let mut depends_on: Vec<String> = Vec::new();
@@ -501,6 +499,21 @@ pub(crate) async fn view_relation(snapshot: Arc<Snapshot>, name: &str, query: &Q
     })
 }
 
+/// A view's `query` as it is stored when the view is created (and EXPLAIN shows it): its
+/// columns named as Postgres names them ([`crate::sql::pg_compat::name_view_columns`]) and a
+/// user's FIRST_VALUE/LAST_VALUE as Flink's
+/// ([`crate::sql::query_rewrites::first_last_value_ignore_nulls`]). Stored so, a restart
+/// replans it to the same columns and plan.
+///
+/// # Errors
+/// `DuplicateColumn` (42701) for two columns of one name.
+pub(crate) fn as_created(query: &Query) -> Result<Query> {
+    let mut query = query.clone();
+    crate::sql::pg_compat::name_view_columns(&mut query)?;
+    crate::sql::query_rewrites::first_last_value_ignore_nulls(&mut query);
+    Ok(query)
+}
+
 /// `CREATE MATERIALIZED VIEW [IF NOT EXISTS] name AS query [EMIT ON WINDOW CLOSE]` (the
 /// pair `(if_not_exists, emit_on_window_close)`): plans the job and has the engine start it
 /// (backfilled from the rows its sources hold, committed with its state and the catalog in one
@@ -521,10 +534,7 @@ pub async fn create_materialized_view(
         }
         return Err(ErrorKind::DuplicateTable(name.to_string()).into());
     }
-    let mut query = query.clone();
-    crate::sql::pg_compat::name_view_columns(&mut query)?;
-    crate::sql::query_rewrites::first_last_value_ignore_nulls(&mut query);
-    let query = &query;
+    let query = &as_created(query)?;
     let query_text = query.to_string();
     let depends_on = crate::sql::temporary_views::job_dependencies(engine, query, &temporary);
     let options = crate::sql::settings::job_options(settings)?;

@@ -829,21 +829,31 @@ fn check_assignments(input: &LogicalPlan, table: &str) -> Result<()> {
 /// # Errors
 /// DataFusion's, rebuilding the plan.
 fn round_into_integers(input: LogicalPlan) -> Result<LogicalPlan> {
-    use datafusion::common::tree_node::{Transformed, TreeNode};
     use datafusion::logical_expr::{Cast, Expr as DfExpr, ExprSchemable};
+    // The cast an expression is (under its alias), DataFusion's coercion to the column's type;
+    // casts inside it are the query's own and stay as written.
     let rounded = |expr: DfExpr, over: &datafusion::common::DFSchema| -> Result<DfExpr> {
-        Ok(expr
-            .transform_up(|e| {
-                let DfExpr::Cast(Cast { expr: source, field: to }) = &e else { return Ok(Transformed::no(e)) };
-                let from = source.get_type(over)?;
-                if !to.data_type().is_integer() || !(from.is_floating() || matches!(from, arrow::datatypes::DataType::Decimal128(..))) {
-                    return Ok(Transformed::no(e));
-                }
+        let (inner, alias) = match expr {
+            DfExpr::Alias(a) => (*a.expr, Some((a.relation, a.name))),
+            e => (e, None),
+        };
+        let inner = match inner {
+            DfExpr::Cast(Cast { expr: source, field: to })
+                if to.data_type().is_integer() && {
+                    let from = source.get_type(over)?;
+                    from.is_floating() || matches!(from, arrow::datatypes::DataType::Decimal128(..))
+                } =>
+            {
                 let round = datafusion::functions::math::round();
-                let source = DfExpr::ScalarFunction(datafusion::logical_expr::expr::ScalarFunction::new_udf(round, vec![source.as_ref().clone()]));
-                Ok(Transformed::yes(DfExpr::Cast(Cast { expr: Box::new(source), field: Arc::clone(to) })))
-            })?
-            .data)
+                let source = DfExpr::ScalarFunction(datafusion::logical_expr::expr::ScalarFunction::new_udf(round, vec![*source]));
+                DfExpr::Cast(Cast { expr: Box::new(source), field: to })
+            }
+            other => other,
+        };
+        Ok(match alias {
+            Some((relation, name)) => inner.alias_qualified(relation, name),
+            None => inner,
+        })
     };
     let LogicalPlan::Projection(projection) = input else { return Ok(input) };
     let inner = match projection.input.as_ref() {

@@ -593,7 +593,7 @@ fn accumulators(aggs: &[AggCall]) -> Result<(Vec<Option<RowCodec>>, Accs)> {
     for agg in aggs {
         if agg.distinct || agg.filter.is_some() || agg.kind.by_arrival() {
             return Err(WeirError::unsupported(
-                "DISTINCT, FILTER, STRING_AGG or ARRAY_AGG in a window aggregate over slices or sessions",
+                "DISTINCT, FILTER, STRING_AGG, ARRAY_AGG, FIRST_VALUE or LAST_VALUE in a window aggregate over slices or sessions",
             ));
         }
         AggColumn::new(agg, 0)?;
