@@ -208,6 +208,83 @@ async fn jobs_over_temporary_views_restart_without_their_session() {
     drop(server);
 }
 
+/// Temporary tables (Flink's `CREATE TEMPORARY TABLE`): a materialized view and an `INSERT
+/// INTO` job over them outlive their session and a kill -9, each with the definitions it was
+/// created with; a temporary table no job reads goes when its session ends, and at the next
+/// start when the server was killed first; the others go with the last job reading them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_over_temporary_tables_outlive_their_session() {
+    let dir = common::scratch_dir("crash_temporary_tables");
+    let data = dir.join("data");
+    let sink = dir.join("sink");
+    let mut server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TEMPORARY TABLE ctt_seq (k BIGINT)
+             WITH ('connector' = 'datagen', 'fields.k.kind' = 'sequence', 'fields.k.start' = '1', 'fields.k.end' = '4');
+             CREATE TEMPORARY TABLE ctt_sink (k BIGINT) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json');
+             CREATE TEMPORARY TABLE ctt_rows (k BIGINT, v TEXT);
+             CREATE TEMPORARY TABLE ctt_alone (k BIGINT);
+             INSERT INTO ctt_rows VALUES (1, 'a'), (2, 'b'), (9, 'unmatched');
+             CREATE MATERIALIZED VIEW ctt_view AS SELECT ctt_seq.k, r.v FROM ctt_seq JOIN ctt_rows AS r ON ctt_seq.k = r.k;
+             INSERT INTO ctt_sink SELECT k * 10 FROM ctt_seq WHERE k > 2;
+             FLUSH;",
+            sink.display()
+        ))
+        .await
+        .expect("DDL");
+    let joined = [(1, "a".to_string()), (2, "b".to_string())];
+    assert_eq!(pairs(&client, "SELECT k, v FROM ctt_view ORDER BY 1").await, joined);
+    server.kill9();
+    drop(client);
+
+    let server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    let missing = |sql: &'static str| {
+        let client = &client;
+        async move {
+            let error = client.batch_execute(sql).await.expect_err(sql);
+            assert_eq!(error.as_db_error().expect("a server error").code().code(), "42P01", "{sql}: {error}");
+        }
+    };
+    missing("SELECT * FROM ctt_rows").await;
+    // The catalog names (`pg_temp_<n>_<name>`): the tables the jobs read are there, the one no
+    // job read went at the start.
+    missing("SELECT * FROM pg_temp_1_ctt_alone").await;
+    let count = |sql: &'static str| {
+        let client = &client;
+        async move { client.query_one(sql, &[]).await.expect(sql).get::<_, i64>(0) }
+    };
+    assert_eq!(count("SELECT count(*) FROM pg_temp_1_ctt_rows").await, 3);
+    assert_eq!(pairs(&client, "SELECT k, v FROM ctt_view ORDER BY 1").await, joined);
+    let mut lines = sink_lines(&sink);
+    lines.sort();
+    assert_eq!(lines, ["{\"k\":30}", "{\"k\":40}"], "the sink job's rows, each once");
+
+    // The view's tables go with the view, but the one the sink job still reads.
+    client.batch_execute("DROP MATERIALIZED VIEW ctt_view").await.expect("drop the view");
+    missing("SELECT * FROM pg_temp_1_ctt_rows").await;
+    let jobs = client.query("SHOW JOBS", &[]).await.expect("SHOW JOBS");
+    assert_eq!(jobs.len(), 1, "the sink job");
+    let seq = "SELECT count(*) FROM pg_class WHERE relname = 'pg_temp_1_ctt_seq'";
+    assert_eq!(count(seq).await, 0, "listed by no session");
+    client.batch_execute(&format!("STOP JOB '{}'", jobs[0].get::<_, String>(0))).await.expect("stop the sink job");
+    missing("INSERT INTO pg_temp_1_ctt_sink VALUES (1)").await;
+
+    // A session's table no job reads goes when the session ends.
+    let other = common::connect(&server).await;
+    other.batch_execute("CREATE TEMP TABLE ctt_gone (k BIGINT); INSERT INTO ctt_gone VALUES (1);").await.expect("temp table");
+    assert_eq!(count("SELECT count(*) FROM pg_temp_1_ctt_gone").await, 1, "another session reaches it by its catalog name");
+    drop(other);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while client.batch_execute("SELECT * FROM pg_temp_1_ctt_gone").await.is_ok() {
+        assert!(std::time::Instant::now() < deadline, "ctt_gone outlived its session");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    drop(server);
+}
+
 /// The values of STRING_AGG and ARRAY_AGG live in state of their own: a restart after kill -9
 /// keeps them, so the lists go on from where they were (a deleted value taken out, a new one
 /// at the end), in a GROUP BY and in a window that was open at the crash.

@@ -48,6 +48,8 @@ pub struct Session {
     pub statement_set: Option<Vec<String>>,
     /// The session's temporary views ([`crate::sql::temporary_views`]).
     pub temporary_views: crate::sql::temporary_views::TemporaryViews,
+    /// The session's temporary tables ([`crate::sql::temporary_tables`]).
+    pub temporary_tables: crate::sql::temporary_tables::TemporaryTables,
     /// The connection's cancel flag, with the running statement's `statement_timeout`
     /// deadline ([`crate::engine::interrupt`]): checked by the work a statement does without
     /// an await point (a write's rows and views, a backfill).
@@ -159,6 +161,8 @@ pub struct Database {
     activities: Arc<Activities>,
     /// The system tables' rows, and the last ones taken.
     figures: Arc<SystemFigures>,
+    /// The temporary tables the open sessions hold ([`crate::sql::temporary_tables`]).
+    temporary_tables: crate::sql::temporary_tables::Live,
 }
 
 /// The store closes when the last holder of the engine lets it go; the source thread holds it
@@ -356,6 +360,8 @@ impl Database {
             data_dir.display()
         );
         drop_temporary_views(&mut engine);
+        let temporary_tables = crate::sql::temporary_tables::Live::default();
+        crate::sql::temporary_tables::drop_orphans(&mut engine, &temporary_tables);
         if read_sources {
             engine.run_jobs_detached();
         }
@@ -372,6 +378,7 @@ impl Database {
             workers: workers.max(1),
             activities,
             figures: Arc::new(figures),
+            temporary_tables,
         });
         crate::engine::driver::start(&db.engine, read_sources)?;
         Ok(db)
@@ -575,7 +582,8 @@ impl Database {
     /// Checks `sql`, an INSERT, and adds it to the session's open statement set.
     async fn add_to_statement_set(&self, session: &mut Session, sql: &str) -> Result<StatementResult> {
         let located = |e: WeirError| e.locate_name(|name| parser::position_of_name(sql, name));
-        let stmt = parser::parse_statement(sql).map_err(located)?;
+        let mut stmt = parser::parse_statement(sql).map_err(located)?;
+        session.temporary_tables.rename_statement(&mut stmt);
         let WeirStatement::Sql(inner) = &stmt else { return Err(not_in_a_statement_set()) };
         let Statement::Insert(insert) = inner.as_ref() else { return Err(not_in_a_statement_set()) };
         if session.read_only {
@@ -789,7 +797,7 @@ impl Database {
     fn session_snapshot(&self, session: &Session) -> Arc<Snapshot> {
         let snapshot = self.read_snapshot();
         let txn = session.txn.as_ref().filter(|t| !t.preview.writes.is_empty());
-        if txn.is_none() && session.temporary_views.is_empty() {
+        if txn.is_none() && session.temporary_views.is_empty() && session.temporary_tables.is_empty() {
             return snapshot;
         }
         let reader: Arc<dyn ScanState> = match txn {
@@ -797,7 +805,7 @@ impl Database {
             None => Arc::clone(&snapshot.reader),
         };
         Arc::new(Snapshot {
-            catalog: session.temporary_views.overlay(&snapshot.catalog),
+            catalog: session.temporary_views.overlay(&session.temporary_tables.overlay(&snapshot.catalog)),
             permanent: Some(Arc::clone(&snapshot.catalog)),
             reader,
             keyed_table: None,
@@ -828,7 +836,8 @@ impl Database {
         })
     }
 
-    async fn execute_parsed(&self, session: &mut Session, stmt: WeirStatement, sql: &str) -> Result<StatementResult> {
+    async fn execute_parsed(&self, session: &mut Session, mut stmt: WeirStatement, sql: &str) -> Result<StatementResult> {
+        session.temporary_tables.rename_statement(&mut stmt);
         if session.read_only && writes(&stmt) {
             return Err(WeirError::new(crate::error::ErrorKind::InsufficientPrivilege(format!(
                 "permission denied: role \"{}\" is read-only (SELECT, SUBSCRIBE, SHOW, EXPLAIN, cursors and COPY ... TO)",
@@ -851,7 +860,18 @@ impl Database {
                 ddl::alter_table_options(&mut *self.write_engine().await?, &name, if_exists, &set, &reset).await?;
                 Ok(command("ALTER TABLE"))
             }
+            WeirStatement::CreateTable(t) if t.temporary => {
+                self.create_temporary_table(session, &t, sql).await?;
+                Ok(command("CREATE TABLE"))
+            }
             WeirStatement::CreateTable(t) => {
+                if crate::sql::temporary_tables::is_temporary(&t.name) {
+                    return Err(WeirError::plan(format!(
+                        "table name \"{}\" is taken: names starting with {} are those of temporary tables",
+                        t.name,
+                        crate::sql::temporary_tables::PREFIX
+                    )));
+                }
                 ddl::create_table(&mut *self.write_engine().await?, &t, sql).await?;
                 Ok(command("CREATE TABLE"))
             }
@@ -864,27 +884,49 @@ impl Database {
             }
             WeirStatement::Drop { kind, names, if_exists, cascade } => {
                 let relation_kind = match kind {
-                    DropKind::Table => weir_catalog::RelationKind::Table,
+                    DropKind::Table | DropKind::TemporaryTable => weir_catalog::RelationKind::Table,
                     DropKind::View | DropKind::TemporaryView => weir_catalog::RelationKind::View,
                     DropKind::MaterializedView => weir_catalog::RelationKind::MaterializedView,
                 };
                 // DROP VIEW takes a temporary view first, as Postgres's search path does;
-                // DROP TEMPORARY VIEW (Flink) only those.
+                // DROP TEMPORARY VIEW (Flink) only those. Tables likewise.
                 let mut permanent = Vec::new();
+                let mut temporary_tables = Vec::new();
                 for name in names {
-                    let temporary = matches!(kind, DropKind::View | DropKind::TemporaryView) && session.temporary_views.drop_view(&name);
-                    if !temporary && kind == DropKind::TemporaryView && !if_exists {
+                    let temporary = match kind {
+                        DropKind::View | DropKind::TemporaryView => session.temporary_views.drop_view(&name),
+                        DropKind::Table | DropKind::TemporaryTable => match session.temporary_tables.get(&name) {
+                            Some(internal) => {
+                                temporary_tables.push((name.clone(), internal.to_string()));
+                                true
+                            }
+                            None => false,
+                        },
+                        DropKind::MaterializedView => false,
+                    };
+                    let only_temporary = matches!(kind, DropKind::TemporaryView | DropKind::TemporaryTable);
+                    if !temporary && only_temporary && !if_exists {
                         return Err(WeirError::unknown_table(&name));
                     }
-                    if !temporary && kind != DropKind::TemporaryView {
+                    if !temporary && !only_temporary {
                         permanent.push(name);
                     }
                 }
-                if !permanent.is_empty() {
-                    self.write_engine().await?.drop_relations(relation_kind, &permanent, if_exists, cascade)?;
+                let mut engine = self.write_engine().await?;
+                if !temporary_tables.is_empty() {
+                    let internal: Vec<String> = temporary_tables.iter().map(|(_, i)| i.clone()).collect();
+                    engine.drop_relations(relation_kind, &internal, if_exists, cascade)?;
+                    for (name, _) in &temporary_tables {
+                        session.temporary_tables.remove(name);
+                    }
                 }
+                if !permanent.is_empty() {
+                    engine.drop_relations(relation_kind, &permanent, if_exists, cascade)?;
+                }
+                // A temporary table of an ended session goes with the last job reading it.
+                crate::sql::temporary_tables::drop_orphans(&mut engine, &self.temporary_tables);
                 Ok(command(match kind {
-                    parser::DropKind::Table => "DROP TABLE",
+                    parser::DropKind::Table | parser::DropKind::TemporaryTable => "DROP TABLE",
                     parser::DropKind::View | parser::DropKind::TemporaryView => "DROP VIEW",
                     parser::DropKind::MaterializedView => "DROP MATERIALIZED VIEW",
                 }))
@@ -960,7 +1002,9 @@ impl Database {
                 Ok(command("RESET"))
             }
             WeirStatement::StopJob { id, savepoint: false } => {
-                self.write_engine().await?.stop_job(&id)?;
+                let mut engine = self.write_engine().await?;
+                engine.stop_job(&id)?;
+                crate::sql::temporary_tables::drop_orphans(&mut engine, &self.temporary_tables);
                 Ok(command("STOP JOB"))
             }
             WeirStatement::StopJob { id, savepoint: true } => {
@@ -1212,6 +1256,9 @@ impl Database {
                 v.query = Box::new(crate::sql::pg_compat::with_view_column_names(&v.query, &name, &names)?);
                 let v = &v;
                 if v.temporary && !v.materialized {
+                    if session.temporary_tables.get(&name).is_some() {
+                        return Err(crate::error::ErrorKind::DuplicateTable(name).into());
+                    }
                     let snapshot = self.session_snapshot(session);
                     let replace = (v.or_replace, v.if_not_exists);
                     session.temporary_views.create(snapshot, &name, &v.query, replace, sql).await?;
@@ -1227,6 +1274,12 @@ impl Database {
                     return Err(WeirError::plan(format!(
                         "view {name} would read temporary view {}, which ends with this session; create it with CREATE TEMPORARY VIEW",
                         read.name
+                    )));
+                }
+                if let Some(read) = ddl::relation_names(&v.query).iter().find(|r| crate::sql::temporary_tables::is_temporary(r)) {
+                    return Err(WeirError::plan(format!(
+                        "view {name} would read temporary table {}, which ends with this session; create it with CREATE TEMPORARY VIEW",
+                        read.trim_start_matches(crate::sql::temporary_tables::PREFIX).split_once('_').map_or(read.as_str(), |(_, n)| n)
                     )));
                 }
                 ddl::create_view(&mut engine, &name, &v.query, v.or_replace, sql).await?;
@@ -1301,6 +1354,10 @@ impl Database {
                 }
                 if matches!(object_type, DiscardObject::ALL | DiscardObject::TEMP) {
                     session.temporary_views = Default::default();
+                    if !session.temporary_tables.clear().is_empty() {
+                        let mut engine = self.write_engine().await?;
+                        crate::sql::temporary_tables::drop_orphans(&mut engine, &self.temporary_tables);
+                    }
                 }
                 Ok(command(&format!("DISCARD {object_type}")))
             }
@@ -1360,6 +1417,29 @@ impl Database {
         Ok(applied)
     }
 
+    /// `CREATE TEMPORARY TABLE name (..) WITH (..)`: a table of `session` alone, created in the
+    /// catalog under a name of its own ([`crate::sql::temporary_tables`]) and dropped when the
+    /// session ends, unless a job reads it then.
+    ///
+    /// # Errors
+    /// `DuplicateTable` when the session has a temporary table or view `name` (a table
+    /// without IF NOT EXISTS); `CREATE TABLE`'s.
+    async fn create_temporary_table(&self, session: &mut Session, t: &parser::CreateTable, sql: &str) -> Result<()> {
+        use crate::sql::temporary_tables::TemporaryTables;
+        if session.temporary_tables.get(&t.name).is_some() && t.if_not_exists {
+            return Ok(());
+        }
+        if session.temporary_tables.get(&t.name).is_some() || session.temporary_views.get(&t.name).is_some() {
+            return Err(crate::error::ErrorKind::DuplicateTable(t.name.clone()).into());
+        }
+        let mut engine = self.write_engine().await?;
+        let internal = TemporaryTables::new_name(&engine.catalog, &t.name);
+        let created = parser::CreateTable { name: internal.clone(), if_not_exists: false, ..t.clone() };
+        ddl::create_table(&mut engine, &created, sql).await?;
+        session.temporary_tables.add(&t.name, &internal, &self.engine, &self.temporary_tables);
+        Ok(())
+    }
+
     /// Starts a subscription ([`crate::sql::subscribe`]). Under the engine, with every job
     /// taken back, the epoch in flight is committed first: so no change of the relation is
     /// half applied while its feed gets the reader (a change computed before would miss it),
@@ -1387,6 +1467,7 @@ impl Database {
                 settings: session.settings.clone(),
                 user: session.user.clone(),
                 temporary_views: session.temporary_views.clone(),
+                temporary_tables: session.temporary_tables.clone(),
                 interrupt: session.interrupt.clone(),
                 ..Session::default()
             };

@@ -268,7 +268,10 @@ pub async fn apply(base: &WriteBase<'_>, changes: &mut TableChanges, step: &Writ
             (count, rows)
         }
         WriteStep::Delete(delete) => {
-            let mut sql = format!("SELECT * FROM {table}");
+            let target = match &delete.from {
+                FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t.first().map(|t| &t.relation),
+            };
+            let mut sql = format!("SELECT * FROM {table}{}", target.map(alias_of).unwrap_or_default());
             if let Some(w) = &delete.selection {
                 sql.push_str(&format!(" WHERE {w}"));
             }
@@ -291,6 +294,15 @@ pub async fn apply(base: &WriteBase<'_>, changes: &mut TableChanges, step: &Writ
     Ok(Applied { count, rows, schema })
 }
 
+/// ` AS alias` of an UPDATE's or DELETE's target (`UPDATE t AS x SET .. WHERE x.a = 1`, as
+/// Postgres takes it), or nothing.
+fn alias_of(target: &sqlparser::ast::TableFactor) -> String {
+    match target {
+        sqlparser::ast::TableFactor::Table { alias: Some(alias), .. } => format!(" AS {}", alias.name),
+        _ => String::new(),
+    }
+}
+
 /// UPDATE's changes: each matching row with the SET expressions evaluated over it.
 async fn apply_update(
     base: &WriteBase<'_>,
@@ -307,7 +319,7 @@ async fn apply_update(
         targets.push(index);
         new_exprs.push(format!("({}) AS \"__weir_new_{}\"", a.value, targets.len() - 1));
     }
-    let mut sql = format!("SELECT *, {} FROM {table}", new_exprs.join(", "));
+    let mut sql = format!("SELECT *, {} FROM {table}{}", new_exprs.join(", "), alias_of(&update.table.relation));
     if let Some(w) = &update.selection {
         sql.push_str(&format!(" WHERE {w}"));
     }

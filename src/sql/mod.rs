@@ -22,6 +22,7 @@ pub mod show;
 pub mod sink_jobs;
 pub mod subscribe;
 pub mod temporal;
+pub mod temporary_tables;
 pub mod temporary_views;
 pub mod text_casts;
 pub mod time_units;

@@ -35,6 +35,9 @@ pub struct ColumnSpec {
 pub struct CreateTable {
     pub name: String,
     pub if_not_exists: bool,
+    /// `CREATE TEMPORARY TABLE` (or `TEMP`): the session's only
+    /// ([`crate::sql::temporary_tables`]).
+    pub temporary: bool,
     pub columns: Vec<ColumnSpec>,
     pub primary_key: Vec<String>,
     /// `WATERMARK FOR column AS expr`.
@@ -95,6 +98,9 @@ pub enum DropKind {
     View,
     /// `DROP TEMPORARY VIEW` (Flink) or `DROP TEMP VIEW`: only a temporary view of the session.
     TemporaryView,
+    /// `DROP TEMPORARY TABLE` (Flink) or `DROP TEMP TABLE`: only a temporary table of the
+    /// session ([`crate::sql::temporary_tables`]).
+    TemporaryTable,
     MaterializedView,
 }
 
@@ -469,10 +475,14 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         let stmt = p.parse_statement().map_err(err)?;
         return Ok(WeirStatement::Explain(Box::new(WeirStatement::Sql(Box::new(stmt)))));
     }
-    if is_word(p, 0, "CREATE") && is_word(p, 1, "TABLE") {
+    let temporary = is_word(p, 1, "TEMPORARY") || is_word(p, 1, "TEMP");
+    if is_word(p, 0, "CREATE") && (is_word(p, 1, "TABLE") || temporary && is_word(p, 2, "TABLE")) {
         p.next_token();
         p.next_token();
-        return parse_create_table(p, sql).map(|t| WeirStatement::CreateTable(Box::new(t)));
+        if temporary {
+            p.next_token();
+        }
+        return parse_create_table(p, sql).map(|t| WeirStatement::CreateTable(Box::new(CreateTable { temporary, ..t })));
     }
     if is_word(p, 0, "ALTER") && is_word(p, 1, "TABLE") && alters_options(p) {
         p.next_token();
@@ -501,8 +511,13 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         p.next_token();
         let kind = if drop_temporary {
             p.next_token();
-            p.expect_keyword_is(Keyword::VIEW).map_err(err)?;
-            DropKind::TemporaryView
+            match p.parse_keyword(Keyword::TABLE) {
+                true => DropKind::TemporaryTable,
+                false => {
+                    p.expect_keyword_is(Keyword::VIEW).map_err(err)?;
+                    DropKind::TemporaryView
+                }
+            }
         } else if p.parse_keyword(Keyword::TABLE) {
             DropKind::Table
         } else if p.parse_keyword(Keyword::VIEW) {
@@ -729,6 +744,7 @@ fn parse_create_table(p: &mut Parser<'_>, sql: &str) -> Result<CreateTable> {
     let mut table = CreateTable {
         name,
         if_not_exists,
+        temporary: false,
         columns: Vec::new(),
         primary_key: Vec::new(),
         watermark: None,

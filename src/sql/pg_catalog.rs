@@ -319,7 +319,7 @@ fn attribute_value(rel: &Relation, index: usize, col: &Column, name: &str) -> Va
 
 /// The relations a `pg_class` query's `FROM ... WHERE ...` text selects, by name.
 fn matching_relations<'a>(catalog: &'a Catalog, from: &str) -> Result<Vec<&'a Relation>> {
-    let mut rels: Vec<&Relation> = catalog.relations.values().filter(|r| r.kind != RelationKind::SinkJob).collect();
+    let mut rels: Vec<&Relation> = catalog.relations.values().filter(|r| crate::sql::temporary_tables::listed(r)).collect();
     if let Some(oid) = oid_after(from, "c.oid") {
         rels.retain(|r| relation_oid(&r.name) == oid);
     }

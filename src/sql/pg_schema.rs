@@ -153,7 +153,7 @@ use DataType::{Boolean as BOOL, Float32 as F32, Int16 as I16, Int32 as I32, Int6
 
 /// The relations Postgres's catalogs list: tables, views and materialized views.
 fn relations(catalog: &Catalog) -> impl Iterator<Item = &Relation> {
-    catalog.relations.values().filter(|r| r.kind != RelationKind::SinkJob)
+    catalog.relations.values().filter(|r| crate::sql::temporary_tables::listed(r))
 }
 
 fn relkind(rel: &Relation) -> &'static str {

@@ -465,7 +465,7 @@ impl std::fmt::Debug for WeirSchema {
 impl SchemaProvider for WeirSchema {
 
     fn table_names(&self) -> Vec<String> {
-        self.snapshot.catalog.relations.values().filter(|r| r.kind != RelationKind::SinkJob).map(|r| r.name.clone()).collect()
+        self.snapshot.catalog.relations.values().filter(|r| crate::sql::temporary_tables::listed(r)).map(|r| r.name.clone()).collect()
     }
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>, DataFusionError> {

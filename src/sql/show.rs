@@ -71,7 +71,7 @@ pub fn show_list(
         catalog
             .relations
             .values()
-            .filter(|r| r.kind == kind)
+            .filter(|r| r.kind == kind && crate::sql::temporary_tables::listed(r))
             .map(|r| vec![Some(r.name.clone())])
             .collect()
     };
