@@ -14,6 +14,17 @@
 //! (`unnest_outer`). The element column is named by the alias's column list, else by the
 //! alias (`AS t`: `t`, as Postgres), else `unnest`. `SELECT *` gives the left relation's columns
 //! and then the element, as in Flink.
+//!
+//! With a column list of several names, a MAP (`UNNEST(m) AS t (k, v)`: its keys and values,
+//! Flink's), an ARRAY of ROW (`UNNEST(items) AS t (sku, qty)`: its fields, Flink's), several
+//! arrays (`UNNEST(a, b) AS t (x, y)`: zipped, Postgres's) or `WITH ORDINALITY` (a last column,
+//! the position from 1: Postgres's and Flink's) unnest one array of ROWs that
+//! [`crate::plan::functions::unnest_rows`] makes of them, whose fields become the columns:
+//!
+//! ```sql
+//! FROM (SELECT o.* EXCLUDE (__weir_unnest), o.__weir_unnest['c1'] AS k, o.__weir_unnest['c2'] AS v
+//!       FROM (SELECT o.*, UNNEST(weir_unnest_rows(2, false, o.m)) AS __weir_unnest FROM o) AS o) AS o
+//! ```
 
 use std::ops::ControlFlow;
 
@@ -26,9 +37,9 @@ use crate::error::{Result, WeirError};
 /// Rewrites every lateral UNNEST in `stmt` (see the module docs).
 ///
 /// # Errors
-/// `Unsupported` for an UNNEST of several arrays, `WITH ORDINALITY` / `WITH OFFSET`, a column
-/// list of more than one name (an array of ROW), a lateral UNNEST after a join (its left side
-/// must be one table, view or subquery), or an outer join other than `LEFT JOIN .. ON TRUE`.
+/// `Unsupported` for `WITH OFFSET`, a lateral UNNEST after a join (its left side must be one
+/// table, view or subquery), or an outer join other than `LEFT JOIN .. ON TRUE`; `Plan` for
+/// several arrays or `WITH ORDINALITY` without a column list.
 pub fn rewrite(stmt: &mut Statement) -> Result<()> {
     if !stmt.to_string().to_ascii_uppercase().contains("UNNEST") {
         return Ok(());
@@ -67,9 +78,10 @@ impl VisitorMut for Lateral {
 /// A lateral UNNEST found in a FROM list: its arrays, alias and whether it keeps rows with no
 /// element.
 struct Unnest {
-    array: Expr,
+    arrays: Vec<Expr>,
     alias: Option<sqlparser::ast::TableAlias>,
     outer: bool,
+    ordinality: bool,
 }
 
 /// An UNNEST's alias, read as the relation it was folded into.
@@ -78,8 +90,8 @@ struct Rename {
     alias: Ident,
     /// The relation's name (`orders`).
     relation: Ident,
-    /// The element column (`tag`), the only one `t.` may name.
-    column: Ident,
+    /// The UNNEST's columns (`tag`), the only ones `t.` may name.
+    columns: Vec<Ident>,
 }
 
 /// Folds each lateral UNNEST of `from` into the relation on its left; `renames` gets each
@@ -148,18 +160,13 @@ fn is_on_true(constraint: &JoinConstraint) -> bool {
 /// `factor` as a lateral UNNEST, if it is one.
 fn as_unnest(factor: &TableFactor, outer: bool) -> Result<Option<Unnest>> {
     let TableFactor::UNNEST { alias, array_exprs, with_offset, with_ordinality, .. } = factor else { return Ok(None) };
-    if *with_offset || *with_ordinality {
-        return Err(WeirError::unsupported("UNNEST .. WITH ORDINALITY or WITH OFFSET"));
+    if *with_offset {
+        return Err(WeirError::unsupported("UNNEST .. WITH OFFSET; use WITH ORDINALITY (positions from 1)"));
     }
-    let [array] = array_exprs.as_slice() else {
-        return Err(WeirError::unsupported("UNNEST of several arrays at once; unnest each in a join of its own"));
-    };
-    if alias.as_ref().is_some_and(|a| a.columns.len() > 1) {
-        return Err(WeirError::unsupported(
-            "UNNEST with several column names (an array of ROW); name one column and select its fields (t.x.f)",
-        ));
+    if array_exprs.is_empty() {
+        return Err(WeirError::plan("UNNEST() needs an array or a map"));
     }
-    Ok(Some(Unnest { array: array.clone(), alias: alias.clone(), outer }))
+    Ok(Some(Unnest { arrays: array_exprs.clone(), alias: alias.clone(), outer, ordinality: *with_ordinality }))
 }
 
 /// Makes `relation` the subquery that adds `unnest`'s element column to its rows, under the
@@ -177,15 +184,42 @@ fn fold(relation: &mut TableFactor, unnest: Unnest, renames: &mut Vec<Rename>) -
             ))
         }
     };
-    let column = match &unnest.alias {
-        Some(a) => a.columns.first().map_or_else(|| a.name.clone(), |c| c.name.clone()),
-        None => Ident::new("unnest"),
+    let named: Vec<Ident> = unnest.alias.as_ref().map(|a| a.columns.iter().map(|c| c.name.clone()).collect()).unwrap_or_default();
+    let function = if unnest.outer { "unnest_outer" } else { "UNNEST" };
+    let arrays = unnest.arrays.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+    let general = unnest.arrays.len() > 1 || unnest.ordinality || named.len() > 1;
+    let (columns, text) = match general {
+        // One array, one column: its elements.
+        false => {
+            let column = match &unnest.alias {
+                Some(a) => named.first().cloned().unwrap_or_else(|| a.name.clone()),
+                None => Ident::new("unnest"),
+            };
+            let text = format!("SELECT * FROM (SELECT {name}.*, {function}({arrays}) AS {column} FROM {relation}) AS {name}");
+            (vec![column], text)
+        }
+        // The rows of `weir_unnest_rows`, each field a column.
+        true => {
+            if named.is_empty() {
+                return Err(WeirError::plan(
+                    "UNNEST of several arrays or WITH ORDINALITY gives several columns: name them, AS t (a, b, ..)",
+                ));
+            }
+            let rows = crate::plan::functions::unnest_rows::NAME;
+            let fields = named.iter().enumerate().map(|(i, c)| format!("{name}.{ROWS}['c{}'] AS {c}", i + 1)).collect::<Vec<_>>();
+            let text = format!(
+                "SELECT * FROM (SELECT {name}.* EXCLUDE ({ROWS}), {} FROM (SELECT {name}.*, {function}({rows}({}, {}, {arrays})) AS {ROWS} \
+                 FROM {relation}) AS {name}) AS {name}",
+                fields.join(", "),
+                named.len(),
+                unnest.ordinality,
+            );
+            (named, text)
+        }
     };
     if let Some(alias) = &unnest.alias {
-        renames.push(Rename { alias: alias.name.clone(), relation: name.clone(), column: column.clone() });
+        renames.push(Rename { alias: alias.name.clone(), relation: name.clone(), columns: columns.clone() });
     }
-    let function = if unnest.outer { "unnest_outer" } else { "UNNEST" };
-    let text = format!("SELECT * FROM (SELECT {name}.*, {function}({}) AS {column} FROM {relation}) AS {name}", unnest.array);
     let parsed = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, &text)
         .map_err(|e| WeirError::internal(format!("rewriting a lateral UNNEST as {text}: {e}")))?;
     let derived = match parsed.into_iter().next() {
@@ -199,8 +233,11 @@ fn fold(relation: &mut TableFactor, unnest: Unnest, renames: &mut Vec<Rename>) -
     Ok(())
 }
 
+/// The column of a lateral UNNEST's rows (`weir_unnest_rows`) in the subquery it becomes.
+const ROWS: &str = "__weir_unnest";
+
 /// Reads `alias.x` as `relation.x` for each UNNEST's alias; `alias.y` for a `y` other than
-/// its element column is an error, as the UNNEST has no such column.
+/// its columns is an error, as the UNNEST has no such column.
 struct Requalify {
     renames: Vec<Rename>,
     error: Option<WeirError>,
@@ -213,10 +250,11 @@ impl VisitorMut for Requalify {
         if let Expr::CompoundIdentifier(parts) = expr {
             if let [first, second, ..] = parts.as_mut_slice() {
                 if let Some(rename) = self.renames.iter().find(|r| same_name(&r.alias, first)) {
-                    if !same_name(&rename.column, second) {
+                    if !rename.columns.iter().any(|c| same_name(c, second)) {
+                        let columns = rename.columns.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
                         self.error = Some(WeirError::new(crate::error::ErrorKind::UnknownColumn(format!(
-                            "column {first}.{second} does not exist: UNNEST(..) AS {} ({}) has the one column {}",
-                            rename.alias, rename.column, rename.column
+                            "column {first}.{second} does not exist: UNNEST(..) AS {} ({columns}) has the columns {columns}",
+                            rename.alias
                         ))));
                         return ControlFlow::Break(());
                     }
@@ -268,6 +306,21 @@ mod tests {
     }
 
     #[test]
+    fn several_columns_read_the_fields_of_one_array_of_rows() {
+        assert_eq!(
+            rewritten("SELECT o.id, t.k, v FROM o CROSS JOIN UNNEST(o.m) AS t (k, v)"),
+            "SELECT o.id, o.k, v FROM (SELECT o.* EXCLUDE (__weir_unnest), o.__weir_unnest['c1'] AS k, \
+             o.__weir_unnest['c2'] AS v FROM (SELECT o.*, UNNEST(weir_unnest_rows(2, false, o.m)) AS __weir_unnest FROM o) AS o) AS o"
+        );
+        assert_eq!(
+            rewritten("SELECT * FROM o LEFT JOIN UNNEST(o.a, o.b) WITH ORDINALITY AS t (x, y, n) ON TRUE"),
+            "SELECT * FROM (SELECT o.* EXCLUDE (__weir_unnest), o.__weir_unnest['c1'] AS x, o.__weir_unnest['c2'] AS y, \
+             o.__weir_unnest['c3'] AS n FROM (SELECT o.*, unnest_outer(weir_unnest_rows(3, true, o.a, o.b)) AS __weir_unnest \
+             FROM o) AS o) AS o"
+        );
+    }
+
+    #[test]
     fn the_alias_names_only_the_element() {
         let mut stmt = sqlparser::parser::Parser::parse_sql(
             &sqlparser::dialect::GenericDialect {},
@@ -282,8 +335,7 @@ mod tests {
     fn forms_it_cannot_fold_are_refused() {
         for sql in [
             "SELECT * FROM a JOIN b ON a.id = b.id CROSS JOIN UNNEST(b.xs) AS t (x)",
-            "SELECT * FROM a CROSS JOIN UNNEST(a.xs, a.ys) AS t (x, y)",
-            "SELECT * FROM a CROSS JOIN UNNEST(a.xs) WITH ORDINALITY AS t (x, n)",
+            "SELECT * FROM a RIGHT JOIN UNNEST(a.xs) AS t (x) ON TRUE",
             "SELECT * FROM a JOIN UNNEST(a.xs) AS t (x) ON t.x > 1",
         ] {
             let mut stmt = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, sql).unwrap().remove(0);

@@ -82,6 +82,7 @@ mod time_units;
 mod to_timestamp;
 mod truncate;
 mod unix_timestamp;
+pub mod unnest_rows;
 
 pub use registry::register;
 

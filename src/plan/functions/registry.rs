@@ -25,6 +25,7 @@ use super::time_units::{TimeRound, TimestampAdd, TimestampDiff};
 use super::to_timestamp::TimeConversion;
 use super::truncate::Truncate;
 use super::unix_timestamp::{LocalTime, LocalTimestamp, UnixTimestamp};
+use super::unnest_rows::UnnestRows;
 
 /// Registers Weir's functions on `ctx`. Names DataFusion already uses are replaced: `avg` (and
 /// its alias `mean`) by Flink's typing, `date_format` (DataFusion's alias of `to_char`, with
@@ -57,6 +58,7 @@ pub fn register(ctx: &SessionContext) {
         ctx.register_udf(ScalarUDF::new_from_impl(function));
     }
     ctx.register_udf(ScalarUDF::new_from_impl(SplitIndex::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(UnnestRows::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(DateFormat::new()));
     ctx.register_udaf(AggregateUDF::new_from_impl(FlinkAvg::new()));
     // Postgres's name for VAR_SAMP, which DataFusion does not know.
