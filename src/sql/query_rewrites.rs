@@ -11,6 +11,11 @@
 //! - `CAST(x AS VARCHAR(n))` (and `CHARACTER VARYING(n)`) keeps the first `n` characters, and
 //!   `CAST(x AS CHAR(n))` pads with spaces to `n` or cuts to it, as Flink (since 1.15) and
 //!   Postgres do; DataFusion's string type has no length, and its cast ignored it.
+//! - Flink's `ARRAY_SORT(array, ascending [, nulls_first])` with BOOLEAN literals as
+//!   DataFusion's `array_sort(array, 'ASC' | 'DESC', 'NULLS FIRST' | 'NULLS LAST')`; NULLs
+//!   first when ascending and last when descending unless `nulls_first` says (Flink's
+//!   `ArraySortFunction`). `ARRAY_SLICE(array, start)` (Flink's: to the end) as
+//!   `array_slice(array, start, -1)`.
 
 use std::ops::ControlFlow;
 
@@ -28,6 +33,7 @@ use crate::error::{Result, WeirError};
 pub fn rewrite(stmt: &mut Statement) -> Result<()> {
     crate::sql::lateral_unnest::rewrite(stmt)?;
     let _ = stmt.visit(&mut SizedStringCasts);
+    let _ = stmt.visit(&mut ArrayArguments);
     let mut json = JsonConstructors { error: None };
     let _ = stmt.visit(&mut json);
     json.error.map_or(Ok(()), Err)
@@ -40,7 +46,7 @@ pub fn rewrite(stmt: &mut Statement) -> Result<()> {
 /// As [`rewrite`].
 pub fn rewrite_text(query: &str) -> Result<String> {
     let upper = query.to_ascii_uppercase();
-    if !upper.contains("UNNEST") && !upper.contains("CHAR") && !upper.contains("JSON_") {
+    if !upper.contains("UNNEST") && !upper.contains("CHAR") && !upper.contains("JSON_") && !upper.contains("ARRAY_S") {
         return Ok(query.to_string());
     }
     let Ok(mut statements) = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, query) else {
@@ -85,6 +91,52 @@ pub fn first_last_value_ignore_nulls(query: &mut sqlparser::ast::Query) {
         }
     }
     let _ = query.visit(&mut IgnoreNulls);
+}
+
+/// Flink's arguments of `ARRAY_SORT` and `ARRAY_SLICE` as DataFusion's (module docs).
+struct ArrayArguments;
+
+impl VisitorMut for ArrayArguments {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        let Expr::Function(f) = expr else { return ControlFlow::Continue(()) };
+        let name = f.name.0.last().and_then(|p| p.as_ident()).map(|i| i.value.to_ascii_lowercase());
+        let FunctionArguments::List(list) = &mut f.args else { return ControlFlow::Continue(()) };
+        let literal = |text: &str| FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(sqlparser::ast::Value::SingleQuotedString(text.into()).into())));
+        let boolean = |arg: &FunctionArg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v))) => match v.value {
+                sqlparser::ast::Value::Boolean(b) => Some(b),
+                _ => None,
+            },
+            _ => None,
+        };
+        match (name.as_deref(), list.args.len()) {
+            (Some("array_sort" | "list_sort"), 2 | 3) => {
+                let Some(ascending) = boolean(&list.args[1]) else { return ControlFlow::Continue(()) };
+                let nulls_first = match list.args.get(2) {
+                    Some(arg) => match boolean(arg) {
+                        Some(b) => b,
+                        None => return ControlFlow::Continue(()),
+                    },
+                    None => ascending,
+                };
+                list.args.truncate(1);
+                list.args.push(literal(if ascending { "ASC" } else { "DESC" }));
+                list.args.push(literal(if nulls_first { "NULLS FIRST" } else { "NULLS LAST" }));
+            }
+            (Some("array_slice" | "list_slice"), 2) => {
+                let minus_one = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {})
+                    .try_with_sql("-1")
+                    .and_then(|mut p| p.parse_expr());
+                if let Ok(minus_one) = minus_one {
+                    list.args.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(minus_one)));
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 /// `CAST(x AS VARCHAR(n))` as `LEFT(CAST(x AS VARCHAR), n)`, `CAST(x AS CHAR(n))` as

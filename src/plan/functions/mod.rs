@@ -62,6 +62,7 @@ mod args;
 mod avg;
 mod convert_tz;
 mod date_format;
+mod flink_arrays;
 mod flink_if;
 mod flink_math;
 mod flink_strings;

@@ -6,6 +6,7 @@ use datafusion::prelude::SessionContext;
 use super::avg::FlinkAvg;
 use super::current_watermark::CurrentWatermark;
 use super::date_format::DateFormat;
+use super::flink_arrays::FlinkArray;
 use super::flink_if::{If, IfRewrite};
 use super::convert_tz::ConvertTz;
 use super::flink_math::FlinkMath;
@@ -59,6 +60,9 @@ pub fn register(ctx: &SessionContext) {
     }
     ctx.register_udf(ScalarUDF::new_from_impl(SplitIndex::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(UnnestRows::new()));
+    for function in FlinkArray::all() {
+        ctx.register_udf(ScalarUDF::new_from_impl(function));
+    }
     ctx.register_udf(ScalarUDF::new_from_impl(DateFormat::new()));
     ctx.register_udaf(AggregateUDF::new_from_impl(FlinkAvg::new()));
     // Postgres's name for VAR_SAMP, which DataFusion does not know.
