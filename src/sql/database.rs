@@ -697,7 +697,8 @@ impl Database {
             // A statement set's BEGIN or END: no rows, whatever parse_statement thinks of it.
             return Ok(None);
         }
-        let stmt = parser::parse_statement(sql)?;
+        let mut stmt = parser::parse_statement(sql)?;
+        session.temporary_tables.rename_statement(&mut stmt);
         match &stmt {
             WeirStatement::Sql(s) if matches!(s.as_ref(), Statement::Query(_)) => {
                 let snapshot = self.session_snapshot(session);
@@ -815,6 +816,30 @@ impl Database {
         })
     }
 
+    /// Plans a write's `RETURNING` list over no rows, so that one naming what is not there
+    /// fails before the write is applied, as in Postgres, which plans it with the statement.
+    async fn check_returning(&self, session: &Session, stmt: &Statement) -> Result<()> {
+        let Some((table, alias, items)) = returning_of(stmt) else { return Ok(()) };
+        let catalog = Arc::clone(&self.session_snapshot(session).catalog);
+        let (store, _) = crate::engine::table_store(&catalog, &table)?;
+        let none = dml::Applied { count: 0, rows: vec![], schema: dml::nullable(store.schema()) };
+        dml::returning(&table, alias.as_ref(), &none, items).await.map(|_| ())
+    }
+
+    /// The catalog `SHOW CREATE` and `DESCRIBE` of `name` read: the session's, with its
+    /// temporary table `name` (if it has one) under that name.
+    fn shown_catalog(&self, session: &Session, name: &str) -> Arc<weir_catalog::Catalog> {
+        let catalog = Arc::clone(&self.session_snapshot(session).catalog);
+        match session.temporary_tables.shown(&catalog, name) {
+            Some(rel) => {
+                let mut shown = (*catalog).clone();
+                shown.relations.insert(name.to_string(), rel);
+                Arc::new(shown)
+            }
+            None => catalog,
+        }
+    }
+
     /// What a read plans against: the last committed epoch (its catalog and a store snapshot
     /// of it), with the system tables loaded from the engine only if the statement reads one.
     fn read_snapshot(&self) -> Arc<Snapshot> {
@@ -838,6 +863,7 @@ impl Database {
 
     async fn execute_parsed(&self, session: &mut Session, mut stmt: WeirStatement, sql: &str) -> Result<StatementResult> {
         session.temporary_tables.rename_statement(&mut stmt);
+        session.temporary_tables.check_access(&stmt, &self.temporary_tables)?;
         if session.read_only && writes(&stmt) {
             return Err(WeirError::new(crate::error::ErrorKind::InsufficientPrivilege(format!(
                 "permission denied: role \"{}\" is read-only (SELECT, SUBSCRIBE, SHOW, EXPLAIN, cursors and COPY ... TO)",
@@ -914,8 +940,16 @@ impl Database {
                 }
                 let mut engine = self.write_engine().await?;
                 if !temporary_tables.is_empty() {
-                    let internal: Vec<String> = temporary_tables.iter().map(|(_, i)| i.clone()).collect();
-                    engine.drop_relations(relation_kind, &internal, if_exists, cascade)?;
+                    // DROP TEMPORARY TABLE of one a job reads leaves it to the job (Flink's: a
+                    // job keeps the tables it was submitted with); DROP TABLE refuses, as
+                    // Postgres does, unless CASCADE.
+                    let read = |internal: &str| engine.catalog.relations.values().any(|r| r.depends_on.iter().any(|d| d == internal));
+                    let detach = kind == DropKind::TemporaryTable && !cascade;
+                    let internal: Vec<String> =
+                        temporary_tables.iter().filter(|(_, i)| !(detach && read(i))).map(|(_, i)| i.clone()).collect();
+                    if !internal.is_empty() {
+                        engine.drop_relations(relation_kind, &internal, if_exists, cascade)?;
+                    }
                     for (name, _) in &temporary_tables {
                         session.temporary_tables.remove(name);
                     }
@@ -953,8 +987,8 @@ impl Database {
                 };
                 show::show_list(&catalog, &functions, list, jobs.as_deref())
             }
-            WeirStatement::ShowCreate(name) => show::show_create(&self.session_snapshot(session).catalog, &name),
-            WeirStatement::Describe(name) => show::describe(&self.session_snapshot(session).catalog, &name),
+            WeirStatement::ShowCreate(name) => show::show_create(&self.shown_catalog(session, &name), &name),
+            WeirStatement::Describe(name) => show::describe(&self.shown_catalog(session, &name), &name),
             // `SET x TO DEFAULT` is `RESET x`, as in Postgres.
             WeirStatement::Set { key, value } if value.eq_ignore_ascii_case("default") => {
                 session.settings.remove(&key.to_lowercase());
@@ -1229,12 +1263,14 @@ impl Database {
                         .await?;
                     return Ok(StatementResult::Command { tag: "INSERT".into(), rows: Some(0) });
                 }
+                self.check_returning(session, &stmt).await?;
                 let written = self.write(session, "INSERT", WriteRequest::Insert(insert)).await?;
                 self.write_result("INSERT", &table, insert.table_alias.as_ref().map(|a| &a.alias), insert.returning.as_deref(), written).await
             }
             Statement::Update(update) => {
                 let step = WriteStep::Update(Box::new(update.clone()));
                 let table = dml::write_table(&step)?;
+                self.check_returning(session, &stmt).await?;
                 let written = self.write(session, "UPDATE", WriteRequest::Step(step)).await?;
                 let alias = match &update.table.relation {
                     sqlparser::ast::TableFactor::Table { alias, .. } => alias.as_ref().map(|a| &a.name),
@@ -1245,8 +1281,9 @@ impl Database {
             Statement::Delete(delete) => {
                 let step = WriteStep::Delete(Box::new(delete.clone()));
                 let table = dml::write_table(&step)?;
+                self.check_returning(session, &stmt).await?;
                 let written = self.write(session, "DELETE", WriteRequest::Step(step)).await?;
-                self.write_result("DELETE", &table, None, delete.returning.as_deref(), written).await
+                self.write_result("DELETE", &table, delete_alias(delete).as_ref(), delete.returning.as_deref(), written).await
             }
             Statement::CreateView(v) => {
                 let name = object_name(&v.name);
@@ -1279,7 +1316,7 @@ impl Database {
                 if let Some(read) = ddl::relation_names(&v.query).iter().find(|r| crate::sql::temporary_tables::is_temporary(r)) {
                     return Err(WeirError::plan(format!(
                         "view {name} would read temporary table {}, which ends with this session; create it with CREATE TEMPORARY VIEW",
-                        read.trim_start_matches(crate::sql::temporary_tables::PREFIX).split_once('_').map_or(read.as_str(), |(_, n)| n)
+                        crate::sql::temporary_tables::given_name(read)
                     )));
                 }
                 ddl::create_view(&mut engine, &name, &v.query, v.or_replace, sql).await?;
@@ -1425,7 +1462,6 @@ impl Database {
     /// `DuplicateTable` when the session has a temporary table or view `name` (a table
     /// without IF NOT EXISTS); `CREATE TABLE`'s.
     async fn create_temporary_table(&self, session: &mut Session, t: &parser::CreateTable, sql: &str) -> Result<()> {
-        use crate::sql::temporary_tables::TemporaryTables;
         if session.temporary_tables.get(&t.name).is_some() && t.if_not_exists {
             return Ok(());
         }
@@ -1433,7 +1469,7 @@ impl Database {
             return Err(crate::error::ErrorKind::DuplicateTable(t.name.clone()).into());
         }
         let mut engine = self.write_engine().await?;
-        let internal = TemporaryTables::new_name(&engine.catalog, &t.name);
+        let internal = session.temporary_tables.new_name(&engine.catalog, &t.name);
         let created = parser::CreateTable { name: internal.clone(), if_not_exists: false, ..t.clone() };
         ddl::create_table(&mut engine, &created, sql).await?;
         session.temporary_tables.add(&t.name, &internal, &self.engine, &self.temporary_tables);
@@ -1566,8 +1602,17 @@ fn returning_of(stmt: &Statement) -> Option<(String, Option<sqlparser::ast::Iden
         Statement::Delete(d) => {
             let items = d.returning.as_deref()?;
             let step = WriteStep::Delete(Box::new(d.clone()));
-            Some((dml::write_table(&step).ok()?, None, items))
+            Some((dml::write_table(&step).ok()?, delete_alias(d), items))
         }
+        _ => None,
+    }
+}
+
+/// The alias of a DELETE's table (`DELETE FROM t AS x`).
+fn delete_alias(delete: &sqlparser::ast::Delete) -> Option<sqlparser::ast::Ident> {
+    let (sqlparser::ast::FromTable::WithFromKeyword(tables) | sqlparser::ast::FromTable::WithoutKeyword(tables)) = &delete.from;
+    match &tables.first()?.relation {
+        sqlparser::ast::TableFactor::Table { alias, .. } => alias.as_ref().map(|a| a.name.clone()),
         _ => None,
     }
 }
@@ -1589,6 +1634,7 @@ fn not_in_a_block(stmt: &WeirStatement) -> Option<&'static str> {
             Statement::Drop { .. } => "DROP",
             Statement::AlterTable { .. } => "ALTER TABLE",
             Statement::Discard { object_type: sqlparser::ast::DiscardObject::ALL } => "DISCARD ALL",
+            Statement::Discard { object_type: sqlparser::ast::DiscardObject::TEMP } => "DISCARD TEMP",
             _ => return None,
         },
         _ => return None,

@@ -276,6 +276,8 @@ pub async fn alter_table_options(
     };
     table.options = options;
     table.if_not_exists = false;
+    // A temporary table's definition names it as its session does: the catalog's name stays.
+    table.name = name.to_string();
     let definition = with_options(&rel.definition, crate::sql::parser::create_table_options_at(&rel.definition)?, &table.options);
     let mut altered = table_relation(&table, &definition).await?;
     let users = jobs_using(&engine.catalog, name);

@@ -271,7 +271,7 @@ pub async fn apply(base: &WriteBase<'_>, changes: &mut TableChanges, step: &Writ
             let target = match &delete.from {
                 FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t.first().map(|t| &t.relation),
             };
-            let mut sql = format!("SELECT * FROM {table}{}", target.map(alias_of).unwrap_or_default());
+            let mut sql = format!("SELECT * FROM {}{}", quote(&table), target.map(alias_of).unwrap_or_default());
             if let Some(w) = &delete.selection {
                 sql.push_str(&format!(" WHERE {w}"));
             }
@@ -319,7 +319,7 @@ async fn apply_update(
         targets.push(index);
         new_exprs.push(format!("({}) AS \"__weir_new_{}\"", a.value, targets.len() - 1));
     }
-    let mut sql = format!("SELECT *, {} FROM {table}{}", new_exprs.join(", "), alias_of(&update.table.relation));
+    let mut sql = format!("SELECT *, {} FROM {}{}", new_exprs.join(", "), quote(table), alias_of(&update.table.relation));
     if let Some(w) = &update.selection {
         sql.push_str(&format!(" WHERE {w}"));
     }

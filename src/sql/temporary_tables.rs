@@ -46,6 +46,24 @@ pub fn is_temporary(name: &str) -> bool {
     name.starts_with(PREFIX)
 }
 
+/// A session number no table of `catalog` has and none given before in this process.
+fn session_number(catalog: &Catalog) -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let taken = catalog.relations.keys().filter_map(|name| number_of(name)).max().unwrap_or(0);
+    NEXT.fetch_max(taken + 1, std::sync::atomic::Ordering::SeqCst);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+}
+
+/// The session number in catalog name `name` (`pg_temp_<n>_..`).
+fn number_of(name: &str) -> Option<u64> {
+    name.strip_prefix(PREFIX)?.split_once('_')?.0.parse().ok()
+}
+
+/// The name a session gave its temporary table of catalog name `internal`.
+pub fn given_name(internal: &str) -> &str {
+    internal.strip_prefix(PREFIX).and_then(|rest| rest.split_once('_')).map_or(internal, |(_, name)| name)
+}
+
 /// Whether Postgres's catalogs and `SHOW TABLES` list catalog relation `rel`: not a job's, nor
 /// a session's temporary table under its catalog name (its session lists it under its own).
 pub fn listed(rel: &weir_catalog::Relation) -> bool {
@@ -62,6 +80,8 @@ pub type Live = Arc<Mutex<BTreeSet<String>>>;
 pub struct TemporaryTables {
     names: BTreeMap<String, String>,
     owner: Option<Arc<Owner>>,
+    /// The session's number in its tables' catalog names, once it has one.
+    session: Option<u64>,
 }
 
 impl TemporaryTables {
@@ -75,10 +95,20 @@ impl TemporaryTables {
         self.names.get(name).map(String::as_str)
     }
 
-    /// A catalog name for a new temporary table `name`: `pg_temp_<n>_<name>` with the
-    /// smallest `n` not taken in `catalog`.
-    pub fn new_name(catalog: &Catalog, name: &str) -> String {
-        (1..).map(|n| format!("{PREFIX}{n}_{name}")).find(|c| catalog.get(c).is_none()).expect("a free name")
+    /// A catalog name for the session's new temporary table `name`: `pg_temp_<n>_<name>`, `n`
+    /// the session's number (Postgres's `pg_temp_<n>` schema per backend). Numbers are never
+    /// given twice while the server runs, nor one a table in `catalog` has, so a name never
+    /// points at a table of another session, however tables come and go; a session whose name
+    /// is still taken (a table it dropped that jobs keep) takes a new number.
+    pub fn new_name(&mut self, catalog: &Catalog, name: &str) -> String {
+        loop {
+            let n = *self.session.get_or_insert_with(|| session_number(catalog));
+            let internal = format!("{PREFIX}{n}_{name}");
+            if catalog.get(&internal).is_none() {
+                return internal;
+            }
+            self.session = None;
+        }
     }
 
     /// Records temporary table `name`, created as `internal`, for the session: dropped with
@@ -108,22 +138,51 @@ impl TemporaryTables {
         names.iter().filter_map(|n| self.remove(n)).collect()
     }
 
-    /// `catalog` with the session's temporary tables added under the names they were given
-    /// (each in place of a permanent relation of that name); `catalog` itself when there are
-    /// none. The catalog names stay too: a renamed statement ([`Self::rename`]) reads them.
+    /// `catalog` with the session's temporary tables added under the names they were given,
+    /// where no relation has the name: so `SHOW TABLES` and psql's `\\d` list them so. Statements
+    /// name them by their catalog names ([`Self::rename`]); a permanent relation of the name
+    /// stays what `public.t` reads. `catalog` itself when there are none.
     pub fn overlay(&self, catalog: &Arc<Catalog>) -> Arc<Catalog> {
         if self.names.is_empty() {
             return Arc::clone(catalog);
         }
         let mut overlaid = (**catalog).clone();
         for (name, internal) in &self.names {
-            if let Some(rel) = catalog.get(internal) {
+            if let (Some(rel), None) = (catalog.get(internal), catalog.get(name)) {
                 let mut rel = rel.clone();
                 rel.name = name.clone();
                 overlaid.relations.insert(name.clone(), rel);
             }
         }
         Arc::new(overlaid)
+    }
+
+    /// The relation `SHOW CREATE TABLE name` and `DESCRIBE name` show: the session's
+    /// temporary table `name` under that name, if it has one.
+    pub fn shown(&self, catalog: &Catalog, name: &str) -> Option<weir_catalog::Relation> {
+        let mut rel = catalog.get(self.names.get(name)?)?.clone();
+        rel.name = name.to_string();
+        Some(rel)
+    }
+
+    /// Postgres's "cannot access temporary tables of other sessions" (0A000) for a catalog
+    /// name of `stmt` that is another open session's temporary table (`live`); one of an ended
+    /// session, kept for its jobs, may be named (dropped, read).
+    ///
+    /// # Errors
+    /// `Unsupported` (0A000) naming the table.
+    pub fn check_access(&self, stmt: &WeirStatement, live: &Live) -> crate::error::Result<()> {
+        let mut names = Vec::new();
+        statement_names(stmt, &mut names);
+        let live = live.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let own: BTreeSet<&String> = self.names.values().collect();
+        match names.iter().find(|n| is_temporary(n) && live.contains(*n) && !own.contains(n)) {
+            Some(n) => Err(crate::error::WeirError::unsupported(format!(
+                "cannot access temporary tables of other sessions ({n} is another session's temporary table {})",
+                given_name(n)
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// `query` with the session's temporary tables named by their catalog names.
@@ -157,10 +216,9 @@ impl TemporaryTables {
             return;
         }
         match stmt {
-            // A SELECT reads the session's catalog, its errors naming the table as given.
-            WeirStatement::Sql(s) if matches!(**s, sqlparser::ast::Statement::Query(_)) => {}
             WeirStatement::Sql(s) => self.rename(s),
             WeirStatement::CreateMaterializedView { query, .. } => self.rename_query(query),
+            WeirStatement::DeclareCursor { query: CursorQuery::Select(query), .. } => self.rename_query(query),
             WeirStatement::DeclareCursor { query: CursorQuery::Subscribe(sub), .. }
             | WeirStatement::Subscribe(sub)
             | WeirStatement::CopySubscribe(sub) => match &mut sub.query {
@@ -168,11 +226,7 @@ impl TemporaryTables {
                 None => sub.relation = self.resolve(&sub.relation),
             },
             WeirStatement::AlterTableOptions { name, .. } => *name = self.resolve(name),
-            // EXPLAIN plans against the last commit's catalog, a SELECT too.
-            WeirStatement::Explain(inner) => match &mut **inner {
-                WeirStatement::Sql(s) => self.rename(s),
-                inner => self.rename_statement(inner),
-            },
+            WeirStatement::Explain(inner) => self.rename_statement(inner),
             _ => {}
         }
     }
@@ -246,6 +300,41 @@ pub fn drop_orphans(engine: &mut Engine, live: &Live) {
     }
 }
 
+/// The relation names `stmt` names (as the catalog knows them, after [`TemporaryTables::rename`]).
+fn statement_names(stmt: &WeirStatement, out: &mut Vec<String>) {
+    let mut relations = |visit: &dyn Fn(&mut dyn FnMut(&ObjectName) -> ControlFlow<()>)| {
+        visit(&mut |r: &ObjectName| {
+            out.push(object_name(r));
+            ControlFlow::Continue(())
+        })
+    };
+    match stmt {
+        WeirStatement::Sql(s) => {
+            relations(&|f| {
+                let _ = sqlparser::ast::visit_relations(&**s, f);
+            });
+            if let sqlparser::ast::Statement::Copy { source: sqlparser::ast::CopySource::Table { table_name, .. }, .. } = &**s {
+                out.push(object_name(table_name));
+            }
+        }
+        WeirStatement::CreateMaterializedView { query, .. } | WeirStatement::DeclareCursor { query: CursorQuery::Select(query), .. } => {
+            out.extend(crate::sql::ddl::relation_names(query));
+        }
+        WeirStatement::DeclareCursor { query: CursorQuery::Subscribe(sub), .. }
+        | WeirStatement::Subscribe(sub)
+        | WeirStatement::CopySubscribe(sub) => match &sub.query {
+            Some(query) => out.extend(crate::sql::ddl::relation_names(query)),
+            None => out.push(sub.relation.clone()),
+        },
+        WeirStatement::AlterTableOptions { name, .. } | WeirStatement::ShowCreate(name) | WeirStatement::Describe(name) => {
+            out.push(name.clone())
+        }
+        WeirStatement::Drop { names, .. } => out.extend(names.iter().cloned()),
+        WeirStatement::Explain(inner) => statement_names(inner, out),
+        _ => {}
+    }
+}
+
 /// A catalog name as one quoted identifier.
 fn catalog_name(internal: &str) -> ObjectName {
     ObjectName::from(vec![Ident::with_quote('"', internal)])
@@ -259,12 +348,17 @@ struct Rename<'a> {
 }
 
 impl Rename<'_> {
+    /// The catalog name `name` stands for: a temporary table's, for its name alone or after
+    /// `pg_temp.` (Postgres's name for a session's own temporary schema), not after another
+    /// schema (`public.t` is the permanent table) nor where a CTE takes the name.
     fn internal(&self, name: &ObjectName) -> Option<&str> {
-        let n = object_name(name);
-        match self.ctes.contains(&n) {
-            true => None,
-            false => self.names.get(&n).map(String::as_str),
-        }
+        let parts: Vec<String> = name.0.iter().map(|p| p.as_ident().map_or_else(|| p.to_string(), ident)).collect();
+        let n = match parts.as_slice() {
+            [n] if !self.ctes.contains(n) => n,
+            [schema, n] if schema == "pg_temp" => n,
+            _ => return None,
+        };
+        self.names.get(n).map(String::as_str)
     }
 }
 

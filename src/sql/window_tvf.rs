@@ -62,7 +62,8 @@ pub fn rewrite_window_tvfs(sql: &str) -> Result<String> {
                     Token::Word(w) if !(w.quote_style.is_none() && w.value.eq_ignore_ascii_case("PARTITION")) => {
                         table.push_str(&w.value)
                     }
-                    Token::Period => table.push('.'),
+                    // A schema-qualified name (`public.t`): the table's name.
+                    Token::Period => table.clear(),
                     _ => break,
                 }
                 j += 1;
