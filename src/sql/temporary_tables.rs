@@ -419,7 +419,7 @@ mod tests {
 
     fn renamed(sql: &str) -> String {
         let names = BTreeMap::from([("src".to_string(), "pg_temp_1_src".to_string())]);
-        let tables = TemporaryTables { names, owner: None };
+        let tables = TemporaryTables { names, owner: None, session: None };
         let mut stmt = crate::sql::parser::parse_statement(sql).unwrap();
         let crate::sql::parser::WeirStatement::Sql(stmt) = &mut stmt else { panic!("not SQL: {sql}") };
         tables.rename(stmt);
@@ -429,7 +429,9 @@ mod tests {
     #[test]
     fn a_temporary_table_is_named_by_its_catalog_name_and_keeps_its_name_as_alias() {
         assert_eq!(renamed("SELECT src.a FROM src"), r#"SELECT src.a FROM "pg_temp_1_src" AS src"#);
-        assert_eq!(renamed("SELECT s.a FROM public.src s"), r#"SELECT s.a FROM "pg_temp_1_src" s"#);
+        // `public.src` is the permanent table; `pg_temp.src` the session's.
+        assert_eq!(renamed("SELECT s.a FROM public.src s"), "SELECT s.a FROM public.src s");
+        assert_eq!(renamed("SELECT s.a FROM pg_temp.src s"), r#"SELECT s.a FROM "pg_temp_1_src" s"#);
         assert_eq!(renamed("INSERT INTO src SELECT * FROM t"), r#"INSERT INTO "pg_temp_1_src" SELECT * FROM t"#);
         assert_eq!(renamed("DELETE FROM src WHERE a = 1"), r#"DELETE FROM "pg_temp_1_src" AS src WHERE a = 1"#);
         assert_eq!(renamed("COPY src FROM STDIN"), r#"COPY "pg_temp_1_src" FROM STDIN"#);
