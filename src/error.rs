@@ -288,6 +288,28 @@ impl WeirError {
         self
     }
 
+    /// This error with `from` replaced by `to` wherever its text has it, whatever its kind (a
+    /// temporary table's catalog name by the name its session gave it); the kind and position
+    /// stay.
+    pub fn replace_name(mut self, from: &str, to: &str) -> Self {
+        use ErrorKind::*;
+        let text = match &mut self.0.kind {
+            Syntax { message, .. } => message,
+            UnknownTable(m) | DuplicateTable(m) | UnknownColumn(m) | Unsupported(m) | InvalidOption(m) | Plan(m)
+            | DependentObjects(m) | Execution(m) | UndefinedFunction(m) | InvalidText(m) | BadCopyData(m)
+            | ActiveTransaction(m) | NoActiveTransaction(m) | ReadOnlyTransaction(m) | InvalidSavepoint(m)
+            | InvalidCursor(m) | InvalidConflictTarget(m) | CardinalityViolation(m) | InsufficientPrivilege(m)
+            | NotNullViolation(m) | UndefinedObject(m) | ObjectNotInPrerequisiteState(m) | InsertColumnCount(m)
+            | Grouping(m) | NumericOutOfRange(m) | WrongObjectType(m) | DuplicateColumn(m) | AmbiguousColumn(m)
+            | External(m) | Storage(m) | Internal(m) => m,
+            DivisionByZero | StatementTimeout | Cancelled | AdminShutdown | InFailedTransaction => return self,
+        };
+        if text.contains(from) {
+            *text = text.replace(from, to);
+        }
+        self
+    }
+
     /// An `UnknownColumn` or `UnknownTable` error pointed at the name's first mention in its
     /// statement, as Postgres points `column "x" does not exist` and `relation "t" does not
     /// exist` at the name: `find` gives the 1-based position of a name's first mention as an

@@ -861,7 +861,14 @@ impl Database {
         })
     }
 
-    async fn execute_parsed(&self, session: &mut Session, mut stmt: WeirStatement, sql: &str) -> Result<StatementResult> {
+    /// Runs `stmt` (parsed from `sql`) for `session`; its errors name the session's temporary
+    /// tables as the session does.
+    async fn execute_parsed(&self, session: &mut Session, stmt: WeirStatement, sql: &str) -> Result<StatementResult> {
+        let result = self.execute_renamed(session, stmt, sql).await;
+        result.map_err(|e| session.temporary_tables.given_names(e))
+    }
+
+    async fn execute_renamed(&self, session: &mut Session, mut stmt: WeirStatement, sql: &str) -> Result<StatementResult> {
         session.temporary_tables.rename_statement(&mut stmt);
         session.temporary_tables.check_access(&stmt, &self.temporary_tables)?;
         if session.read_only && writes(&stmt) {
@@ -918,9 +925,16 @@ impl Database {
                 // DROP TEMPORARY VIEW (Flink) only those. Tables likewise.
                 let mut permanent = Vec::new();
                 let mut temporary_tables = Vec::new();
+                let mut temporary_views = Vec::new();
                 for name in names {
                     let temporary = match kind {
-                        DropKind::View | DropKind::TemporaryView => session.temporary_views.drop_view(&name),
+                        DropKind::View | DropKind::TemporaryView => {
+                            let found = session.temporary_views.get(&name).is_some();
+                            if found {
+                                temporary_views.push(name.clone());
+                            }
+                            found
+                        }
                         DropKind::Table | DropKind::TemporaryTable => match session.temporary_tables.get(&name) {
                             Some(internal) => {
                                 temporary_tables.push((name.clone(), internal.to_string()));
@@ -937,6 +951,27 @@ impl Database {
                     if !temporary && !only_temporary {
                         permanent.push(name);
                     }
+                }
+                // The session's temporary views that read what goes: refused, as Postgres
+                // refuses to orphan a dependant, or dropped too with CASCADE.
+                let going: Vec<String> = permanent
+                    .iter()
+                    .chain(temporary_views.iter())
+                    .cloned()
+                    .chain(temporary_tables.iter().map(|(_, internal)| internal.clone()))
+                    .collect();
+                let readers: Vec<String> =
+                    session.temporary_views.readers_of(&going).into_iter().filter(|v| !temporary_views.contains(v)).collect();
+                if !readers.is_empty() && !cascade {
+                    let what = names_of_kind(kind);
+                    return Err(WeirError::new(crate::error::ErrorKind::DependentObjects(format!(
+                        "cannot drop {what} {} because other objects depend on it: temporary view {}; use DROP ... CASCADE to drop them too",
+                        going.first().map(|g| crate::sql::temporary_tables::given_name(g)).unwrap_or_default(),
+                        readers.join(", temporary view ")
+                    ))));
+                }
+                for view in temporary_views.iter().chain(readers.iter()) {
+                    session.temporary_views.drop_view(view);
                 }
                 let mut engine = self.write_engine().await?;
                 if !temporary_tables.is_empty() {
@@ -1605,6 +1640,15 @@ fn returning_of(stmt: &Statement) -> Option<(String, Option<sqlparser::ast::Iden
             Some((dml::write_table(&step).ok()?, delete_alias(d), items))
         }
         _ => None,
+    }
+}
+
+/// The kind `DROP kind` names, in its error messages.
+fn names_of_kind(kind: DropKind) -> &'static str {
+    match kind {
+        DropKind::Table | DropKind::TemporaryTable => "table",
+        DropKind::View | DropKind::TemporaryView => "view",
+        DropKind::MaterializedView => "materialized view",
     }
 }
 

@@ -205,6 +205,12 @@ fn fold(relation: &mut TableFactor, unnest: Unnest, renames: &mut Vec<Rename>) -
                     "UNNEST of several arrays or WITH ORDINALITY gives several columns: name them, AS t (a, b, ..)",
                 ));
             }
+            if let Some(c) = named.iter().enumerate().find_map(|(i, c)| named[..i].iter().any(|d| same_name(c, d)).then_some(c)) {
+                return Err(WeirError::new(crate::error::ErrorKind::DuplicateColumn(format!(
+                    "column \"{}\" specified more than once in UNNEST(..) AS t (..)",
+                    c.value
+                ))));
+            }
             let rows = crate::plan::functions::unnest_rows::NAME;
             let fields = named.iter().enumerate().map(|(i, c)| format!("{name}.{ROWS}['c{}'] AS {c}", i + 1)).collect::<Vec<_>>();
             let text = format!(
@@ -247,6 +253,24 @@ impl VisitorMut for Requalify {
     type Break = ();
 
     fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        // `t.x[1]`, `t.x.f`: the alias, then the column.
+        if let Expr::CompoundFieldAccess { root, access_chain } = expr {
+            if let (Expr::Identifier(first), Some(sqlparser::ast::AccessExpr::Dot(Expr::Identifier(second)))) =
+                (root.as_mut(), access_chain.first())
+            {
+                if let Some(rename) = self.renames.iter().find(|r| same_name(&r.alias, first)) {
+                    if !rename.columns.iter().any(|c| same_name(c, second)) {
+                        let columns = rename.columns.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+                        self.error = Some(WeirError::new(crate::error::ErrorKind::UnknownColumn(format!(
+                            "column {first}.{second} does not exist: UNNEST(..) AS {} ({columns}) has the columns {columns}",
+                            rename.alias
+                        ))));
+                        return ControlFlow::Break(());
+                    }
+                    *first = rename.relation.clone();
+                }
+            }
+        }
         if let Expr::CompoundIdentifier(parts) = expr {
             if let [first, second, ..] = parts.as_mut_slice() {
                 if let Some(rename) = self.renames.iter().find(|r| same_name(&r.alias, first)) {

@@ -50,6 +50,14 @@ fn rewrite(message: &str) -> Option<String> {
         let args: Vec<String> = args.split(", ").filter(|a| !a.is_empty()).map(type_name).collect();
         return Some(format!("function {name}({}) does not exist{tail}", args.join(", ")));
     }
+    // DataFusion's UNNEST of a MAP (or anything but an array) in a select list.
+    if message.contains("unnest() can only be applied to array, struct and null") {
+        return Some(
+            "UNNEST takes an ARRAY, or a MAP with two column names for its keys and values: \
+             CROSS JOIN UNNEST(m) AS t (k, v)"
+                .into(),
+        );
+    }
     // DataFusion's "Cannot coerce arithmetic expression Utf8 + Int64 to valid types".
     if let Some(rest) = message.split("Cannot coerce arithmetic expression ").nth(1) {
         let expr = rest.split(" to valid types").next()?;

@@ -482,7 +482,7 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         if temporary {
             p.next_token();
         }
-        return parse_create_table(p, sql).map(|t| WeirStatement::CreateTable(Box::new(CreateTable { temporary, ..t })));
+        return parse_create_table(p, sql).map(|t| WeirStatement::CreateTable(Box::new(CreateTable { temporary: temporary || t.temporary, ..t })));
     }
     if is_word(p, 0, "ALTER") && is_word(p, 1, "TABLE") && alters_options(p) {
         p.next_token();
@@ -739,12 +739,15 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
 fn parse_create_table(p: &mut Parser<'_>, sql: &str) -> Result<CreateTable> {
     let err = |e| syntax_error(sql, e);
     let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
-    let name = object_name(&p.parse_object_name(false).map_err(err)?);
+    let qualified = p.parse_object_name(false).map_err(err)?;
+    let name = object_name(&qualified);
+    // `CREATE TABLE pg_temp.t`: Postgres's spelling of a temporary table.
+    let in_pg_temp = qualified.0.len() == 2 && qualified.0[0].as_ident().is_some_and(|s| ident(s) == "pg_temp");
     p.expect_token(&Token::LParen).map_err(err)?;
     let mut table = CreateTable {
         name,
         if_not_exists,
-        temporary: false,
+        temporary: in_pg_temp,
         columns: Vec::new(),
         primary_key: Vec::new(),
         watermark: None,

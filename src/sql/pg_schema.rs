@@ -265,7 +265,12 @@ pub fn pg_table(catalog: &Catalog, name: &str) -> Result<Option<Arc<dyn TablePro
             for rel in relations(catalog) {
                 let natts = rel.columns.len() as i64;
                 let has_pk = !rel.primary_key.is_empty();
-                rows.push(class_row(relation_oid(&rel.name), &rel.name, relkind(rel), natts, has_pk));
+                let mut row = class_row(relation_oid(&rel.name), &rel.name, relkind(rel), natts, has_pk);
+                if crate::sql::temporary_tables::is_temporary_table(rel) {
+                    // relpersistence: Postgres's 't' for a temporary table.
+                    row[15] = s("t");
+                }
+                rows.push(row);
                 if has_pk {
                     let index = format!("{}_pkey", rel.name);
                     rows.push(class_row(relation_oid(&index), &index, "i", rel.primary_key.len() as i64, false));

@@ -15,7 +15,7 @@
 //!   DataFusion's `array_sort(array, 'ASC' | 'DESC', 'NULLS FIRST' | 'NULLS LAST')`; NULLs
 //!   first when ascending and last when descending unless `nulls_first` says (Flink's
 //!   `ArraySortFunction`). `ARRAY_SLICE(array, start)` (Flink's: to the end) as
-//!   `array_slice(array, start, -1)`.
+//!   `array_slice(array, start, -1)`, and a literal end of 0 as 1 (Flink's `ArraySliceFunction`).
 
 use std::ops::ControlFlow;
 
@@ -124,6 +124,14 @@ impl VisitorMut for ArrayArguments {
                 list.args.truncate(1);
                 list.args.push(literal(if ascending { "ASC" } else { "DESC" }));
                 list.args.push(literal(if nulls_first { "NULLS FIRST" } else { "NULLS LAST" }));
+            }
+            // Flink reads an end of 0 as the first element (ArraySliceFunction: `end == 0 ? 1`).
+            (Some("array_slice" | "list_slice"), 3) => {
+                if let FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v))) = &mut list.args[2] {
+                    if v.value == sqlparser::ast::Value::Number("0".into(), false) {
+                        v.value = sqlparser::ast::Value::Number("1".into(), false);
+                    }
+                }
             }
             (Some("array_slice" | "list_slice"), 2) => {
                 let minus_one = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {})

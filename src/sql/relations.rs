@@ -470,7 +470,10 @@ impl SchemaProvider for WeirSchema {
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>, DataFusionError> {
         let to_df = |e: WeirError| DataFusionError::External(Box::new(e));
-        let Some(rel) = self.snapshot.catalog.get(name).filter(|r| r.kind != RelationKind::SinkJob) else {
+        // A session's temporary table is read by its catalog name (statements are renamed); under
+        // its own name it is only listed, so `public.t` never reaches it.
+        let listed_only = |r: &&weir_catalog::Relation| crate::sql::temporary_tables::is_temporary_table(r) && !crate::sql::temporary_tables::is_temporary(name);
+        let Some(rel) = self.snapshot.catalog.get(name).filter(|r| r.kind != RelationKind::SinkJob && !listed_only(r)) else {
             if !SYSTEM_TABLES.contains(&name) {
                 // Postgres finds pg_catalog's tables unqualified (the search path starts there).
                 return crate::sql::pg_schema::pg_table(&self.snapshot.catalog, name);
@@ -538,8 +541,10 @@ impl SchemaProvider for WeirSchema {
     }
 
     fn table_exist(&self, name: &str) -> bool {
-        self.snapshot.catalog.get(name).is_some_and(|r| r.kind != RelationKind::SinkJob)
-            || SYSTEM_TABLES.contains(&name)
+        self.snapshot.catalog.get(name).is_some_and(|r| {
+            r.kind != RelationKind::SinkJob
+                && !(crate::sql::temporary_tables::is_temporary_table(r) && !crate::sql::temporary_tables::is_temporary(name))
+        }) || SYSTEM_TABLES.contains(&name)
             || crate::sql::pg_schema::PG_TABLES.contains(&name)
     }
 }

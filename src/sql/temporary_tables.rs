@@ -3,26 +3,30 @@
 //! `CREATE TEMP TABLE`).
 //!
 //! The table is a catalog table like any other, under a name of its own,
-//! `pg_temp_<n>_<name>` ([`PREFIX`]; Postgres keeps its temporary tables in a `pg_temp_<n>`
-//! schema), so the engine (sources, sinks, state, epochs) needs nothing of its own for it. The
-//! session knows it by the name it was given ([`TemporaryTables`]):
-//! - a statement the session reads with (`SELECT`, a cursor's, `SHOW`, `SHOW CREATE TABLE`,
-//!   `DESCRIBE`, psql's `\d`) plans against the catalog with the table added under that name
-//!   ([`TemporaryTables::overlay`]), in place of a permanent relation of the name, as Postgres's
-//!   `pg_temp` schema comes first in the search path and Flink's temporary objects shadow
-//!   permanent ones;
-//! - a statement that writes, starts a job or changes the catalog (`INSERT`, `UPDATE`,
-//!   `DELETE`, `COPY`, `CREATE MATERIALIZED VIEW`, `CREATE TEMPORARY VIEW`, `ALTER TABLE`,
-//!   `DROP TABLE`, `SUBSCRIBE`, and `EXPLAIN` of them) names the catalog table instead ([`TemporaryTables::rename`];
-//!   a renamed `FROM src` keeps `src` as its alias, so `src.col` still reads).
+//! `pg_temp_<n>_<name>` ([`PREFIX`]; `n` the session's number, as Postgres keeps a backend's
+//! temporary tables in a `pg_temp_<n>` schema), so the engine (sources, sinks, state, epochs)
+//! needs nothing of its own for it. The session knows it by the name it was given
+//! ([`TemporaryTables`]):
+//! - every statement of the session names it by its catalog name: its name alone (or
+//!   `pg_temp.name`) is renamed where a relation is read or written, before a permanent
+//!   relation of the name, as Postgres's `pg_temp` schema comes first in the search path and
+//!   Flink's temporary objects shadow permanent ones ([`TemporaryTables::rename`]; a renamed
+//!   `FROM src` keeps `src` as its alias, so `src.col` still reads). `public.name` is the
+//!   permanent relation. A temporary view is stored renamed, so it reads what its names meant
+//!   when it was created;
+//! - `SHOW TABLES` and psql's `\d` list it under its name ([`TemporaryTables::overlay`], where
+//!   no relation has the name), `SHOW CREATE TABLE` and `DESCRIBE` show it so
+//!   ([`TemporaryTables::shown`]).
 //!
 //! Other sessions do not see it: listings leave out every name with [`PREFIX`]
-//! ([`is_temporary`]). When the session ends (or `DISCARD TEMP`), its temporary tables are
-//! dropped, but those a materialized view or an `INSERT INTO` job reads: as in Flink, a job
-//! submitted from a session over its temporary tables runs on after the session, with the
-//! definitions it was created with. Such a table goes when the last job reading it is dropped
-//! ([`drop_orphans`], also at every start of the server). A permanent (plain) view cannot read
-//! a temporary table: it would break when the session ends.
+//! ([`is_temporary`]), and a statement naming another open session's table by its catalog name
+//! gets Postgres's 0A000 ([`TemporaryTables::check_access`]). When the session ends (or
+//! `DISCARD TEMP`), its temporary tables are dropped, but those a materialized view or an
+//! `INSERT INTO` job reads: as in Flink, a job submitted from a session over its temporary
+//! tables runs on after the session, with the definitions it was created with. Such a table
+//! goes when the last job reading it is dropped ([`drop_orphans`], also at every start of the
+//! server). A permanent (plain) view cannot read a temporary table: it would break when the
+//! session ends.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
@@ -44,6 +48,17 @@ pub const PREFIX: &str = "pg_temp_";
 /// only, under the name it was given).
 pub fn is_temporary(name: &str) -> bool {
     name.starts_with(PREFIX)
+}
+
+/// Whether `rel` is a temporary table (its definition says `CREATE TEMP[ORARY] TABLE` or
+/// `CREATE TABLE pg_temp.`), under its catalog name or, in its session's listings, under its
+/// own.
+pub fn is_temporary_table(rel: &weir_catalog::Relation) -> bool {
+    let words: Vec<String> = rel.definition.split_whitespace().take(3).map(str::to_ascii_uppercase).collect();
+    let word = |i: usize| words.get(i).map_or("", String::as_str);
+    rel.kind == RelationKind::Table
+        && word(0) == "CREATE"
+        && (matches!(word(1), "TEMP" | "TEMPORARY") || (word(1) == "TABLE" && word(2).starts_with("PG_TEMP.")))
 }
 
 /// A session number no table of `catalog` has and none given before in this process.
@@ -139,7 +154,7 @@ impl TemporaryTables {
     }
 
     /// `catalog` with the session's temporary tables added under the names they were given,
-    /// where no relation has the name: so `SHOW TABLES` and psql's `\\d` list them so. Statements
+    /// where no relation has the name: so `SHOW TABLES` and psql's `\d` list them so. Statements
     /// name them by their catalog names ([`Self::rename`]); a permanent relation of the name
     /// stays what `public.t` reads. `catalog` itself when there are none.
     pub fn overlay(&self, catalog: &Arc<Catalog>) -> Arc<Catalog> {
@@ -210,7 +225,7 @@ impl TemporaryTables {
 
     /// [`Self::rename`] over each statement `stmt` holds: its queries, `ALTER TABLE`'s and
     /// `SUBSCRIBE`'s relation. `DROP` resolves its names itself (it also forgets them), and
-    /// `SHOW CREATE` and `DESCRIBE` read the session's catalog ([`Self::overlay`]).
+    /// `SHOW CREATE` and `DESCRIBE` show the session's table of the name ([`Self::shown`]).
     pub fn rename_statement(&self, stmt: &mut WeirStatement) {
         if self.names.is_empty() {
             return;
@@ -229,6 +244,12 @@ impl TemporaryTables {
             WeirStatement::Explain(inner) => self.rename_statement(inner),
             _ => {}
         }
+    }
+
+    /// `error` naming the session's temporary tables as the session does, not by their
+    /// catalog names (`column "x" of t`, not `of pg_temp_1_t`).
+    pub fn given_names(&self, error: crate::error::WeirError) -> crate::error::WeirError {
+        self.names.iter().fold(error, |e, (name, internal)| e.replace_name(internal, name))
     }
 
     /// `name` as the catalog knows it: the catalog name of the session's temporary table

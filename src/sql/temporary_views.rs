@@ -111,6 +111,22 @@ impl TemporaryViews {
         Ok(())
     }
 
+    /// The session's temporary views that read one of `names` (catalog names, or temporary
+    /// views'), directly or through other temporary views, in creation order.
+    pub fn readers_of(&self, names: &[String]) -> Vec<String> {
+        let mut going: BTreeSet<String> = names.iter().cloned().collect();
+        // Until no view is added: a replaced view may read one created after it.
+        loop {
+            let more: Vec<&Relation> =
+                self.0.iter().filter(|v| !going.contains(&v.name) && v.depends_on.iter().any(|d| going.contains(d))).collect();
+            if more.is_empty() {
+                break;
+            }
+            going.extend(more.into_iter().map(|v| v.name.clone()));
+        }
+        self.0.iter().filter(|v| going.contains(&v.name) && !names.contains(&v.name)).map(|v| v.name.clone()).collect()
+    }
+
     /// Drops temporary view `name`; whether there was one.
     pub fn drop_view(&mut self, name: &str) -> bool {
         let before = self.0.len();

@@ -79,18 +79,31 @@ fn list_of(element: &DataType) -> DataType {
 }
 
 /// Whether `x` goes into a list of `element`s: the same type, NULL, a number into numbers, a
-/// string into strings.
+/// string into strings, an array or ROW whose elements or fields do.
 fn fits(x: &DataType, element: &DataType) -> bool {
     let string = |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
-    x.equals_datatype(element) || *x == DataType::Null || (x.is_numeric() && element.is_numeric()) || (string(x) && string(element))
+    let nested = match (x, element) {
+        (DataType::Struct(a), DataType::Struct(b)) => a.len() == b.len() && a.iter().zip(b.iter()).all(|(a, b)| fits(a.data_type(), b.data_type())),
+        _ => matches!((self::element(x), self::element(element)), (Some(a), Some(b)) if fits(a, b)),
+    };
+    x.equals_datatype(element) || *x == DataType::Null || (x.is_numeric() && element.is_numeric()) || (string(x) && string(element)) || nested
 }
 
 impl FlinkArray {
-    /// `(array, x)` coerced: the array a `List` of its element type (or of `x`'s, for an
-    /// untyped NULL array), `x` cast to the element type.
+    /// `(array, x)` coerced: the array a `List` of the common type of its elements and `x` (of
+    /// `x`'s, for an untyped NULL array), `x` cast to it.
     fn array_and_element(&self, usage: &str, array: &DataType, x: &DataType) -> Result<Vec<DataType>> {
+        let common = |e: &DataType| match x {
+            DataType::Null => Some(e.clone()),
+            _ => datafusion::logical_expr::type_coercion::binary::type_union_resolution(&[e.clone(), x.clone()]),
+        };
         match (element(array), array) {
-            (Some(e), _) if fits(x, e) => Ok(vec![list_of(e), e.clone()]),
+            // Both widened to their common type (Flink's ArrayElementArgumentTypeStrategy): an
+            // element is never narrowed to the array's type, nor the array's to the element's.
+            (Some(e), _) if fits(x, e) => match common(e) {
+                Some(c) => Ok(vec![list_of(&c), c]),
+                None => plan_err!("{usage}: {x} does not go into an array of {e}"),
+            },
             (Some(e), _) => plan_err!("{usage}: {x} does not go into an array of {e}"),
             (None, DataType::Null) => Ok(vec![list_of(x), x.clone()]),
             (None, other) => plan_err!("{usage}: the first argument must be an ARRAY, got {other}"),

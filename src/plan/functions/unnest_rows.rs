@@ -56,8 +56,8 @@ enum Shape {
 }
 
 /// The shapes of arguments of `types` for `n` columns (with the ordinality column, if any,
-/// already taken out), and the columns' types.
-fn shapes(types: &[DataType], n: usize) -> Result<(Vec<Shape>, Vec<DataType>)> {
+/// already taken out: `ordinality` says, for the error's counts), and the columns' types.
+fn shapes(types: &[DataType], n: usize, ordinality: bool) -> Result<(Vec<Shape>, Vec<DataType>)> {
     let plain = |t: &DataType| -> Result<(Shape, Vec<DataType>)> {
         match t {
             DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => Ok((Shape::Elements, vec![f.data_type().clone()])),
@@ -96,11 +96,17 @@ fn shapes(types: &[DataType], n: usize) -> Result<(Vec<Shape>, Vec<DataType>)> {
     if expanded.len() == n {
         return Ok((shapes, expanded));
     }
+    let extra = usize::from(ordinality);
     let gives = match expanded.len() == columns.len() {
-        true => format!("{}", columns.len()),
-        false => format!("{} (or {}, the fields of its ROWs)", columns.len(), expanded.len()),
+        true => format!("{}", columns.len() + extra),
+        false => format!("{} (or {}, the fields of its ROWs)", columns.len() + extra, expanded.len() + extra),
     };
-    plan_err!("UNNEST(..) AS t (..) names {n} columns, but its input gives {gives}: name as many (a MAP gives its key and value)")
+    let what = match (ordinality, shapes.contains(&Shape::Entries)) {
+        (true, _) => ", the position last",
+        (false, true) => ", a MAP its key and value",
+        (false, false) => "",
+    };
+    plan_err!("UNNEST(..) AS t (..) names {} columns, but its input gives {gives}: name as many{what}", n + extra)
 }
 
 /// The literal `n` and `ordinality` of a call.
@@ -147,7 +153,7 @@ impl ScalarUDFImpl for UnnestRows {
             (true, n) => n - 1,
             (false, n) => n,
         };
-        let (_, mut columns) = shapes(&types, wanted)?;
+        let (_, mut columns) = shapes(&types, wanted, ordinality)?;
         if ordinality {
             columns.push(DataType::Int64);
         }
@@ -166,7 +172,7 @@ impl ScalarUDFImpl for UnnestRows {
         let (n, ordinality) = spec(&scalars.iter().map(Option::as_ref).collect::<Vec<_>>())?;
         let inputs = args.args[2..].iter().map(|a| a.to_array(rows)).collect::<Result<Vec<ArrayRef>>>()?;
         let types: Vec<DataType> = inputs.iter().map(|a| a.data_type().clone()).collect();
-        let (shapes, _) = shapes(&types, n - usize::from(ordinality))?;
+        let (shapes, _) = shapes(&types, n - usize::from(ordinality), ordinality)?;
         // Each argument's values (one child array per column it gives) and its per-row ranges.
         let mut sources: Vec<(Vec<ArrayRef>, Vec<(usize, usize)>)> = Vec::with_capacity(inputs.len());
         for (input, shape) in inputs.iter().zip(&shapes) {
@@ -286,14 +292,14 @@ mod tests {
             )),
             false,
         );
-        assert_eq!(shapes(&[ints.clone()], 1).unwrap().0, [Shape::Elements]);
-        assert_eq!(shapes(&[rows.clone()], 1).unwrap().0, [Shape::Elements]);
-        assert_eq!(shapes(&[rows.clone()], 2).unwrap(), (vec![Shape::Fields(2)], vec![DataType::Int32, DataType::Utf8]));
-        assert_eq!(shapes(&[map.clone()], 2).unwrap(), (vec![Shape::Entries], vec![DataType::Utf8, DataType::Int64]));
-        assert_eq!(shapes(&[ints.clone(), map.clone()], 3).unwrap().0, [Shape::Elements, Shape::Entries]);
-        let error = shapes(&[map], 1).unwrap_err().to_string();
+        assert_eq!(shapes(&[ints.clone()], 1, false).unwrap().0, [Shape::Elements]);
+        assert_eq!(shapes(&[rows.clone()], 1, false).unwrap().0, [Shape::Elements]);
+        assert_eq!(shapes(&[rows.clone()], 2, false).unwrap(), (vec![Shape::Fields(2)], vec![DataType::Int32, DataType::Utf8]));
+        assert_eq!(shapes(&[map.clone()], 2, false).unwrap(), (vec![Shape::Entries], vec![DataType::Utf8, DataType::Int64]));
+        assert_eq!(shapes(&[ints.clone(), map.clone()], 3, false).unwrap().0, [Shape::Elements, Shape::Entries]);
+        let error = shapes(&[map], 1, false).unwrap_err().to_string();
         assert!(error.contains("names 1 columns, but its input gives 2"), "{error}");
-        let error = shapes(&[rows], 3).unwrap_err().to_string();
+        let error = shapes(&[rows], 3, false).unwrap_err().to_string();
         assert!(error.contains("gives 1 (or 2, the fields of its ROWs)"), "{error}");
     }
 }
