@@ -954,20 +954,24 @@ impl Database {
                 }
                 // The session's temporary views that read what goes: refused, as Postgres
                 // refuses to orphan a dependant, or dropped too with CASCADE.
-                let going: Vec<String> = permanent
-                    .iter()
-                    .chain(temporary_views.iter())
-                    .cloned()
-                    .chain(temporary_tables.iter().map(|(_, internal)| internal.clone()))
-                    .collect();
-                let readers: Vec<String> =
-                    session.temporary_views.readers_of(&going).into_iter().filter(|v| !temporary_views.contains(v)).collect();
+                let going: Vec<String> =
+                    permanent.iter().cloned().chain(temporary_tables.iter().map(|(_, internal)| internal.clone())).collect();
+                let readers = session.temporary_views.readers_of(&temporary_views, &going);
                 if !readers.is_empty() && !cascade {
-                    let what = names_of_kind(kind);
+                    // With the catalog's dependants, as the engine's refusal names them.
+                    let catalog = Arc::clone(&self.last_commit().catalog);
+                    let mut dependants: Vec<String> = catalog
+                        .relations
+                        .values()
+                        .filter(|r| r.depends_on.iter().any(|d| going.contains(d)) && !going.contains(&r.name))
+                        .map(|r| format!("{} {}", r.kind.sql_name(), r.name))
+                        .collect();
+                    dependants.extend(readers.iter().map(|v| format!("temporary view {v}")));
                     return Err(WeirError::new(crate::error::ErrorKind::DependentObjects(format!(
-                        "cannot drop {what} {} because other objects depend on it: temporary view {}; use DROP ... CASCADE to drop them too",
-                        going.first().map(|g| crate::sql::temporary_tables::given_name(g)).unwrap_or_default(),
-                        readers.join(", temporary view ")
+                        "cannot drop {} {} because other objects depend on it: {}; use DROP ... CASCADE to drop them too",
+                        names_of_kind(kind),
+                        temporary_views.first().or(going.first()).map(|g| crate::sql::temporary_tables::given_name(g)).unwrap_or_default(),
+                        dependants.join(", ")
                     ))));
                 }
                 for view in temporary_views.iter().chain(readers.iter()) {

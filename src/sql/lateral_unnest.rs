@@ -253,39 +253,35 @@ impl VisitorMut for Requalify {
     type Break = ();
 
     fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        // `t.x[1]`, `t.x.f`: the alias, then the column.
-        if let Expr::CompoundFieldAccess { root, access_chain } = expr {
-            if let (Expr::Identifier(first), Some(sqlparser::ast::AccessExpr::Dot(Expr::Identifier(second)))) =
-                (root.as_mut(), access_chain.first())
-            {
-                if let Some(rename) = self.renames.iter().find(|r| same_name(&r.alias, first)) {
-                    if !rename.columns.iter().any(|c| same_name(c, second)) {
-                        let columns = rename.columns.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
-                        self.error = Some(WeirError::new(crate::error::ErrorKind::UnknownColumn(format!(
-                            "column {first}.{second} does not exist: UNNEST(..) AS {} ({columns}) has the columns {columns}",
-                            rename.alias
-                        ))));
-                        return ControlFlow::Break(());
-                    }
-                    *first = rename.relation.clone();
-                }
-            }
+        match expr {
+            // `t.x[1]`, `t.x.f`: the alias, then the column.
+            Expr::CompoundFieldAccess { root, access_chain } => match (root.as_mut(), access_chain.first()) {
+                (Expr::Identifier(first), Some(sqlparser::ast::AccessExpr::Dot(Expr::Identifier(second)))) => self.requalify(first, second),
+                _ => ControlFlow::Continue(()),
+            },
+            Expr::CompoundIdentifier(parts) => match parts.as_mut_slice() {
+                [first, second, ..] => self.requalify(first, &second.clone()),
+                _ => ControlFlow::Continue(()),
+            },
+            _ => ControlFlow::Continue(()),
         }
-        if let Expr::CompoundIdentifier(parts) = expr {
-            if let [first, second, ..] = parts.as_mut_slice() {
-                if let Some(rename) = self.renames.iter().find(|r| same_name(&r.alias, first)) {
-                    if !rename.columns.iter().any(|c| same_name(c, second)) {
-                        let columns = rename.columns.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
-                        self.error = Some(WeirError::new(crate::error::ErrorKind::UnknownColumn(format!(
-                            "column {first}.{second} does not exist: UNNEST(..) AS {} ({columns}) has the columns {columns}",
-                            rename.alias
-                        ))));
-                        return ControlFlow::Break(());
-                    }
-                    *first = rename.relation.clone();
-                }
-            }
+    }
+}
+
+impl Requalify {
+    /// `first.second` read as `relation.second` when `first` is an UNNEST's alias; an error
+    /// (and a break) when `second` is none of its columns.
+    fn requalify(&mut self, first: &mut Ident, second: &Ident) -> ControlFlow<()> {
+        let Some(rename) = self.renames.iter().find(|r| same_name(&r.alias, first)) else { return ControlFlow::Continue(()) };
+        if !rename.columns.iter().any(|c| same_name(c, second)) {
+            let columns = rename.columns.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+            self.error = Some(WeirError::new(crate::error::ErrorKind::UnknownColumn(format!(
+                "column {first}.{second} does not exist: UNNEST(..) AS {} ({columns}) has the columns {columns}",
+                rename.alias
+            ))));
+            return ControlFlow::Break(());
         }
+        *first = rename.relation.clone();
         ControlFlow::Continue(())
     }
 }

@@ -40,6 +40,16 @@ fn rewrite(message: &str) -> Option<String> {
         let name = crate::error::missing_column(message)?;
         let after = &message[at + "No field named ".len()..];
         let rest = after.split_once(". ").map(|(_, rest)| rest).unwrap_or("");
+        // A plain table's scan for UPDATE and DELETE carries its rows' keys: not a column.
+        let listed: Vec<&str> = rest
+            .trim_end_matches('.')
+            .split(", ")
+            .filter(|item| item.rsplit('.').next() != Some(crate::runtime::table::KEY_COLUMN))
+            .collect();
+        let rest = match rest.ends_with('.') {
+            true => format!("{}.", listed.join(", ")),
+            false => listed.join(", "),
+        };
         return Some(if rest.is_empty() { format!("column \"{name}\" does not exist") } else { format!("column \"{name}\" does not exist. {rest}") });
     }
     // A call no version of the function takes, as `crate::error` words it: "function

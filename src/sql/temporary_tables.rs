@@ -187,9 +187,13 @@ impl TemporaryTables {
     /// # Errors
     /// `Unsupported` (0A000) naming the table.
     pub fn check_access(&self, stmt: &WeirStatement, live: &Live) -> crate::error::Result<()> {
+        let live = live.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if live.len() == self.names.len() {
+            // No other session holds one.
+            return Ok(());
+        }
         let mut names = Vec::new();
         statement_names(stmt, &mut names);
-        let live = live.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let own: BTreeSet<&String> = self.names.values().collect();
         match names.iter().find(|n| is_temporary(n) && live.contains(*n) && !own.contains(n)) {
             Some(n) => Err(crate::error::WeirError::unsupported(format!(

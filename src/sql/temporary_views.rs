@@ -111,20 +111,27 @@ impl TemporaryViews {
         Ok(())
     }
 
-    /// The session's temporary views that read one of `names` (catalog names, or temporary
-    /// views'), directly or through other temporary views, in creation order.
-    pub fn readers_of(&self, names: &[String]) -> Vec<String> {
-        let mut going: BTreeSet<String> = names.iter().cloned().collect();
-        // Until no view is added: a replaced view may read one created after it.
-        loop {
-            let more: Vec<&Relation> =
-                self.0.iter().filter(|v| !going.contains(&v.name) && v.depends_on.iter().any(|d| going.contains(d))).collect();
-            if more.is_empty() {
-                break;
+    /// The session's temporary views, other than `views`, that read one of `views` (the
+    /// session's temporary views) or `relations` (catalog names), directly or through other
+    /// temporary views, in creation order. A view reads the temporary view of a name if one was
+    /// created before it (it took the name's place), else the catalog's relation.
+    pub fn readers_of(&self, views: &[String], relations: &[String]) -> Vec<String> {
+        let mut going: BTreeSet<&str> = views.iter().map(String::as_str).collect();
+        let mut readers = Vec::new();
+        for (i, view) in self.0.iter().enumerate() {
+            if going.contains(view.name.as_str()) {
+                continue;
             }
-            going.extend(more.into_iter().map(|v| v.name.clone()));
+            let reads_going = view.depends_on.iter().any(|d| match self.0[..i].iter().any(|w| &w.name == d) {
+                true => going.contains(d.as_str()),
+                false => relations.contains(d),
+            });
+            if reads_going {
+                going.insert(&view.name);
+                readers.push(view.name.clone());
+            }
         }
-        self.0.iter().filter(|v| going.contains(&v.name) && !names.contains(&v.name)).map(|v| v.name.clone()).collect()
+        readers
     }
 
     /// Drops temporary view `name`; whether there was one.
