@@ -35,7 +35,7 @@ pub struct ColumnSpec {
 pub struct CreateTable {
     pub name: String,
     pub if_not_exists: bool,
-    /// `CREATE TEMPORARY TABLE` (or `TEMP`): the session's only
+    /// `CREATE TEMPORARY TABLE` (or `TEMP`, or `CREATE TABLE pg_temp.t`): the session's only
     /// ([`crate::sql::temporary_tables`]).
     pub temporary: bool,
     pub columns: Vec<ColumnSpec>,
