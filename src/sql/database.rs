@@ -1024,7 +1024,7 @@ impl Database {
                     parser::ShowList::Jobs => Some(self.system_state().await.0),
                     _ => None,
                 };
-                show::show_list(&catalog, &functions, list, jobs.as_deref())
+                show::show_list(&catalog, &functions, list, like.as_ref(), jobs.as_deref())
             }
             WeirStatement::ShowCreate(name) => show::show_create(&self.shown_catalog(session, &name), &name),
             WeirStatement::Describe(name) => show::describe(&self.shown_catalog(session, &name), &name),

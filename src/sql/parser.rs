@@ -59,7 +59,8 @@ pub enum ShowList {
     UserFunctions,
 }
 
-/// `[NOT] LIKE | ILIKE 'pattern'` after `SHOW [USER] FUNCTIONS` (Flink's filter).
+/// `[NOT] LIKE | ILIKE 'pattern'` after `SHOW [USER] FUNCTIONS`, `SHOW TABLES`, `SHOW VIEWS` or
+/// `SHOW MATERIALIZED VIEWS` (Flink's filter).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShowLike {
     pub not: bool,
@@ -157,7 +158,7 @@ pub enum WeirStatement {
     CreateMaterializedView { name: String, if_not_exists: bool, query: Box<Query>, emit_on_window_close: bool },
     Drop { kind: DropKind, names: Vec<String>, if_exists: bool, cascade: bool },
     Flush,
-    /// `SHOW ...`, with `SHOW [USER] FUNCTIONS`' optional LIKE filter.
+    /// `SHOW ...`, with a list's optional LIKE filter (not `SHOW JOBS`').
     Show(ShowList, Option<ShowLike>),
     ShowCreate(String),
     Describe(String),
@@ -565,7 +566,7 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
                 p.next_token();
             }
             let mut like = None;
-            if matches!(list, ShowList::Functions | ShowList::UserFunctions) {
+            if list != ShowList::Jobs {
                 let not = p.parse_keyword(Keyword::NOT);
                 let ilike = p.parse_keyword(Keyword::ILIKE);
                 if ilike || p.parse_keyword(Keyword::LIKE) {

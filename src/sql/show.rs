@@ -59,6 +59,7 @@ pub fn show_list(
     catalog: &Catalog,
     functions: &[String],
     list: ShowList,
+    like: Option<&crate::sql::parser::ShowLike>,
     jobs: Option<&crate::engine::SystemState>,
 ) -> Result<StatementResult> {
     let status: std::collections::BTreeMap<&str, &crate::engine::system::JobRow> =
@@ -72,6 +73,7 @@ pub fn show_list(
             .relations
             .values()
             .filter(|r| r.kind == kind && crate::sql::temporary_tables::listed(r))
+            .filter(|r| like.is_none_or(|l| l.accepts(&r.name)))
             .map(|r| vec![Some(r.name.clone())])
             .collect()
     };
