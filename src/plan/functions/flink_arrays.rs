@@ -15,7 +15,10 @@
 //! - `MAP_UNION(map1, map2, ..)`: one map of all entries, a later map's value winning for a
 //!   key in several; the later map's entries come first (Flink's order). NULL if any map is.
 //!
-//! Equality is Arrow's ordering of the element type (nested types too): NaN equals NaN.
+//! The element and the array's elements are taken in their common type (Flink's
+//! `ArrayElementArgumentTypeStrategy`: neither is narrowed), so `ARRAY_CONTAINS(ARRAY[1, 2],
+//! 1.5)` is FALSE and `ARRAY_REMOVE` of an ARRAY<INT> and a BIGINT is an ARRAY<BIGINT>.
+//! Equality is Arrow's ordering of that type (nested types too): NaN equals NaN.
 
 use std::sync::Arc;
 
