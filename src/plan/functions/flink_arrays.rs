@@ -15,9 +15,11 @@
 //! - `MAP_UNION(map1, map2, ..)`: one map of all entries, a later map's value winning for a
 //!   key in several; the later map's entries come first (Flink's order). NULL if any map is.
 //!
-//! The element and the array's elements are taken in their common type (Flink's
-//! `ArrayElementArgumentTypeStrategy`: neither is narrowed), so `ARRAY_CONTAINS(ARRAY[1, 2],
-//! 1.5)` is FALSE and `ARRAY_REMOVE` of an ARRAY<INT> and a BIGINT is an ARRAY<BIGINT>.
+//! The element and the array's elements are taken in their common type, so
+//! `ARRAY_CONTAINS(ARRAY[1, 2], 1.5)` is FALSE and `ARRAY_REMOVE` of an ARRAY<INT> and a BIGINT
+//! is an ARRAY<BIGINT>. (Flink's `ArrayElementArgumentTypeStrategy` takes an element only by an
+//! implicit cast to the array's element type and refuses the others; Weir answers them
+//! instead, never by narrowing the element.)
 //! Equality is Arrow's ordering of that type (nested types too): NaN equals NaN.
 
 use std::sync::Arc;
@@ -101,8 +103,8 @@ impl FlinkArray {
             _ => datafusion::logical_expr::type_coercion::binary::type_union_resolution(&[e.clone(), x.clone()]),
         };
         match (element(array), array) {
-            // Both widened to their common type (Flink's ArrayElementArgumentTypeStrategy): an
-            // element is never narrowed to the array's type, nor the array's to the element's.
+            // Both widened to their common type: an element is never narrowed to the array's
+            // element type, nor those to the element's.
             (Some(e), _) if fits(x, e) => match common(e) {
                 Some(c) => Ok(vec![list_of(&c), c]),
                 None => plan_err!("{usage}: {x} does not go into an array of {e}"),
