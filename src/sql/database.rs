@@ -974,9 +974,6 @@ impl Database {
                         dependants.join(", ")
                     ))));
                 }
-                for view in temporary_views.iter().chain(readers.iter()) {
-                    session.temporary_views.drop_view(view);
-                }
                 let mut engine = self.write_engine().await?;
                 if !temporary_tables.is_empty() {
                     // DROP TEMPORARY TABLE of one a job reads leaves it to the job (Flink's: a
@@ -995,6 +992,10 @@ impl Database {
                 }
                 if !permanent.is_empty() {
                     engine.drop_relations(relation_kind, &permanent, if_exists, cascade)?;
+                }
+                // Last, so a DROP the engine refuses leaves the session's views as they were.
+                for view in temporary_views.iter().chain(readers.iter()) {
+                    session.temporary_views.drop_view(view);
                 }
                 // A temporary table of an ended session goes with the last job reading it.
                 crate::sql::temporary_tables::drop_orphans(&mut engine, &self.temporary_tables);
