@@ -97,6 +97,12 @@ struct Rename {
 /// Folds each lateral UNNEST of `from` into the relation on its left; `renames` gets each
 /// UNNEST's alias.
 fn rewrite_from(from: &mut Vec<TableWithJoins>, renames: &mut Vec<Rename>) -> Result<()> {
+    // `FROM UNNEST(..) ..`: no relation on its left.
+    if let Some(first) = from.first_mut() {
+        if let Some(unnest) = as_unnest(&first.relation, false)? {
+            standalone(&mut first.relation, unnest)?;
+        }
+    }
     let mut i = 0;
     while i < from.len() {
         // `FROM a, UNNEST(..)`: the next item of the list, alone.
@@ -200,25 +206,13 @@ fn fold(relation: &mut TableFactor, unnest: Unnest, renames: &mut Vec<Rename>) -
         }
         // The rows of `weir_unnest_rows`, each field a column.
         true => {
-            if named.is_empty() {
-                return Err(WeirError::plan(
-                    "UNNEST of several arrays or WITH ORDINALITY gives several columns: name them, AS t (a, b, ..)",
-                ));
-            }
-            if let Some(c) = named.iter().enumerate().find_map(|(i, c)| named[..i].iter().any(|d| same_name(c, d)).then_some(c)) {
-                return Err(WeirError::new(crate::error::ErrorKind::DuplicateColumn(format!(
-                    "column \"{}\" specified more than once in UNNEST(..) AS t (..)",
-                    c.value
-                ))));
-            }
-            let rows = crate::plan::functions::unnest_rows::NAME;
+            check_names(&named)?;
             let fields = named.iter().enumerate().map(|(i, c)| format!("{name}.{ROWS}['c{}'] AS {c}", i + 1)).collect::<Vec<_>>();
             let text = format!(
-                "SELECT * FROM (SELECT {name}.* EXCLUDE ({ROWS}), {} FROM (SELECT {name}.*, {function}({rows}({}, {}, {arrays})) AS {ROWS} \
+                "SELECT * FROM (SELECT {name}.* EXCLUDE ({ROWS}), {} FROM (SELECT {name}.*, {function}({}) AS {ROWS} \
                  FROM {relation}) AS {name}) AS {name}",
                 fields.join(", "),
-                named.len(),
-                unnest.ordinality,
+                rows_call(&unnest, named.len()),
             );
             (named, text)
         }
@@ -226,17 +220,64 @@ fn fold(relation: &mut TableFactor, unnest: Unnest, renames: &mut Vec<Rename>) -
     if let Some(alias) = &unnest.alias {
         renames.push(Rename { alias: alias.name.clone(), relation: name.clone(), columns: columns.clone() });
     }
-    let parsed = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, &text)
-        .map_err(|e| WeirError::internal(format!("rewriting a lateral UNNEST as {text}: {e}")))?;
-    let derived = match parsed.into_iter().next() {
-        Some(Statement::Query(q)) => match *q.body {
-            SetExpr::Select(mut s) if s.from.len() == 1 => s.from.remove(0).relation,
-            _ => return Err(WeirError::internal(format!("rewriting a lateral UNNEST as {text}"))),
-        },
-        _ => return Err(WeirError::internal(format!("rewriting a lateral UNNEST as {text}"))),
-    };
-    *relation = derived;
+    *relation = derived(&text)?;
     Ok(())
+}
+
+/// A standalone UNNEST with several columns (`FROM UNNEST(a, b) WITH ORDINALITY AS t (x, y,
+/// n)`), which DataFusion does not take, as the derived table of `weir_unnest_rows`' rows'
+/// fields, named by its alias; any other UNNEST stays DataFusion's.
+fn standalone(relation: &mut TableFactor, unnest: Unnest) -> Result<()> {
+    let named: Vec<Ident> = unnest.alias.as_ref().map(|a| a.columns.iter().map(|c| c.name.clone()).collect()).unwrap_or_default();
+    if !(unnest.arrays.len() > 1 || unnest.ordinality || named.len() > 1) {
+        return Ok(());
+    }
+    check_names(&named)?;
+    let alias = unnest.alias.as_ref().map_or_else(|| Ident::new("unnest"), |a| a.name.clone());
+    let fields = named.iter().enumerate().map(|(i, c)| format!("{ROWS}['c{}'] AS {c}", i + 1)).collect::<Vec<_>>();
+    let text = format!(
+        "SELECT * FROM (SELECT {} FROM (SELECT UNNEST({}) AS {ROWS}) AS {ROWS}) AS {alias}",
+        fields.join(", "),
+        rows_call(&unnest, named.len())
+    );
+    *relation = derived(&text)?;
+    Ok(())
+}
+
+/// The column names of an UNNEST that gives several columns: some, each once.
+///
+/// # Errors
+/// `Plan` for none, `DuplicateColumn` (42701) for a name given twice.
+fn check_names(named: &[Ident]) -> Result<()> {
+    if named.is_empty() {
+        return Err(WeirError::plan("UNNEST of several arrays or WITH ORDINALITY gives several columns: name them, AS t (a, b, ..)"));
+    }
+    match named.iter().enumerate().find_map(|(i, c)| named[..i].iter().any(|d| same_name(c, d)).then_some(c)) {
+        Some(c) => Err(WeirError::new(crate::error::ErrorKind::DuplicateColumn(format!(
+            "column \"{}\" specified more than once in UNNEST(..) AS t (..)",
+            c.value
+        )))),
+        None => Ok(()),
+    }
+}
+
+/// `weir_unnest_rows(n, ordinality, arrays..)` of `unnest` for `n` named columns.
+fn rows_call(unnest: &Unnest, n: usize) -> String {
+    let arrays = unnest.arrays.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+    format!("{}({n}, {}, {arrays})", crate::plan::functions::unnest_rows::NAME, unnest.ordinality)
+}
+
+/// The derived table of `text`, `SELECT * FROM (..) AS name`.
+fn derived(text: &str) -> Result<TableFactor> {
+    let parsed = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, text)
+        .map_err(|e| WeirError::internal(format!("rewriting an UNNEST as {text}: {e}")))?;
+    match parsed.into_iter().next() {
+        Some(Statement::Query(q)) => match *q.body {
+            SetExpr::Select(mut s) if s.from.len() == 1 => Ok(s.from.remove(0).relation),
+            _ => Err(WeirError::internal(format!("rewriting an UNNEST as {text}"))),
+        },
+        _ => Err(WeirError::internal(format!("rewriting an UNNEST as {text}"))),
+    }
 }
 
 /// The column of a lateral UNNEST's rows (`weir_unnest_rows`) in the subquery it becomes.
