@@ -728,14 +728,7 @@ impl Database {
                     },
                 }
             }
-            WeirStatement::Sql(s) if returning_of(s).is_some() => {
-                let (table, alias, items) = returning_of(s).expect("checked");
-                let catalog = Arc::clone(&self.read_snapshot().catalog);
-                let (store, _) = crate::engine::table_store(&catalog, &table)?;
-                let schema = dml::nullable(store.schema());
-                let none = dml::Applied { count: 0, rows: vec![], schema };
-                Ok(Some(dml::returning(&table, alias.as_ref(), &none, items).await?.0))
-            }
+            WeirStatement::Sql(s) if returning_of(s).is_some() => returning_schema(&self.read_snapshot().catalog, s).await,
             WeirStatement::Fetch { name, .. } => Ok(Some(session.cursors.schema(&name).await?)),
             WeirStatement::Subscribe(sub) if sub.query.is_some() => {
                 let query = sub.query.as_ref().expect("checked").to_string();
@@ -819,11 +812,7 @@ impl Database {
     /// Plans a write's `RETURNING` list over no rows, so that one naming what is not there
     /// fails before the write is applied, as in Postgres, which plans it with the statement.
     async fn check_returning(&self, session: &Session, stmt: &Statement) -> Result<()> {
-        let Some((table, alias, items)) = returning_of(stmt) else { return Ok(()) };
-        let catalog = Arc::clone(&self.session_snapshot(session).catalog);
-        let (store, _) = crate::engine::table_store(&catalog, &table)?;
-        let none = dml::Applied { count: 0, rows: vec![], schema: dml::nullable(store.schema()) };
-        dml::returning(&table, alias.as_ref(), &none, items).await.map(|_| ())
+        returning_schema(&self.session_snapshot(session).catalog, stmt).await.map(|_| ())
     }
 
     /// The catalog `SHOW CREATE` and `DESCRIBE` of `name` read: the session's, with its
@@ -1622,6 +1611,18 @@ impl Database {
             None => Ok(StatementResult::Command { tag: tag.into(), rows: Some(written.count) }),
         }
     }
+}
+
+/// The schema of a write statement's `RETURNING` rows over `catalog` (`None` without one),
+/// planned over no rows: for Describe, and to fail before the write.
+///
+/// # Errors
+/// The planning errors of the items (an unknown column, say).
+async fn returning_schema(catalog: &weir_catalog::Catalog, stmt: &Statement) -> Result<Option<SchemaRef>> {
+    let Some((table, alias, items)) = returning_of(stmt) else { return Ok(None) };
+    let (store, _) = crate::engine::table_store(catalog, &table)?;
+    let none = dml::Applied { count: 0, rows: vec![], schema: dml::nullable(store.schema()) };
+    Ok(Some(dml::returning(&table, alias.as_ref(), &none, items).await?.0))
 }
 
 /// The table, alias and `RETURNING` items of a write statement that has them.

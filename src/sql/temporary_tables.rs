@@ -327,16 +327,11 @@ pub fn drop_orphans(engine: &mut Engine, live: &Live) {
 
 /// The relation names `stmt` names (as the catalog knows them, after [`TemporaryTables::rename`]).
 fn statement_names(stmt: &WeirStatement, out: &mut Vec<String>) {
-    let mut relations = |visit: &dyn Fn(&mut dyn FnMut(&ObjectName) -> ControlFlow<()>)| {
-        visit(&mut |r: &ObjectName| {
-            out.push(object_name(r));
-            ControlFlow::Continue(())
-        })
-    };
     match stmt {
         WeirStatement::Sql(s) => {
-            relations(&|f| {
-                let _ = sqlparser::ast::visit_relations(&**s, f);
+            let _ = sqlparser::ast::visit_relations(&**s, |r| {
+                out.push(object_name(r));
+                ControlFlow::<()>::Continue(())
             });
             if let sqlparser::ast::Statement::Copy { source: sqlparser::ast::CopySource::Table { table_name, .. }, .. } = &**s {
                 out.push(object_name(table_name));
