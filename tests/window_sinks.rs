@@ -303,3 +303,66 @@ async fn a_window_aggregation_over_a_plain_table_is_final_and_upsert_keys_are_ma
         );
     }
 }
+
+/// Flink's `CREATE TABLE .. WITH (connector) AS query`: the table takes the query's columns and
+/// the job `INSERT INTO` it starts writes the query's rows, here a window aggregation's final
+/// rows, once per window. A CTAS whose job cannot start (an updating query into the append-only
+/// `filesystem` sink) leaves no table behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_table_as_a_connector_table_starts_the_job_writing_into_it() {
+    let dir = common::scratch_dir("window-ctas-sink");
+    let (out, refused) = (dir.join("out"), dir.join("refused"));
+    let server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE wc_e (k STRING, amount INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts);
+             CREATE TABLE wc_out WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json') AS
+                 SELECT window_start, k, COUNT(*) AS n, SUM(amount) AS total
+                 FROM TABLE(TUMBLE(TABLE wc_e, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+                 GROUP BY window_start, window_end, k;",
+            out.display()
+        ))
+        .await
+        .expect("a CTAS into a filesystem sink");
+    let described: Vec<(String, String)> =
+        client.query("DESCRIBE wc_out", &[]).await.expect("describe").iter().map(|r| (r.get(0), r.get(1))).collect();
+    let expected: Vec<(String, String)> =
+        [("window_start", "TIMESTAMP(3)"), ("k", "STRING"), ("n", "BIGINT"), ("total", "BIGINT")]
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect();
+    assert_eq!(described, expected);
+    // Window [00:00, 00:10): a 1 + 2, b 5; the row at 00:12 closes it, its own stays open.
+    client
+        .batch_execute(
+            "INSERT INTO wc_e VALUES ('a', 1, TIMESTAMP '2024-01-01 00:00:01'), ('a', 2, TIMESTAMP '2024-01-01 00:00:02'),
+                 ('b', 5, TIMESTAMP '2024-01-01 00:00:05'), ('a', 7, TIMESTAMP '2024-01-01 00:00:12');
+             FLUSH;",
+        )
+        .await
+        .expect("rows");
+    let lines: Vec<String> = lines_in(&out).iter().map(|l| normalized(l)).collect();
+    let expected: Vec<String> = [
+        r#"{"window_start":"2024-01-01T00:00:00","k":"a","n":2,"total":3}"#,
+        r#"{"window_start":"2024-01-01T00:00:00","k":"b","n":1,"total":5}"#,
+    ]
+    .iter()
+    .map(|l| normalized(l))
+    .collect();
+    assert_eq!(lines, expected);
+    let jobs: Vec<String> = client.query("SHOW JOBS", &[]).await.expect("jobs").iter().map(|r| r.get("definition")).collect();
+    assert!(jobs.len() == 1 && jobs[0].starts_with("CREATE TABLE wc_out WITH"), "{jobs:?}");
+
+    let err = client
+        .batch_execute(&format!(
+            "CREATE TABLE wc_refused WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json') AS
+                 SELECT k, COUNT(*) AS n FROM wc_e GROUP BY k",
+            refused.display()
+        ))
+        .await
+        .expect_err("an updating query into an append-only sink");
+    assert!(err.as_db_error().is_some_and(|e| e.message().contains("append-only")), "{err:?}");
+    let tables: Vec<String> = client.query("SHOW TABLES", &[]).await.expect("tables").iter().map(|r| r.get(0)).collect();
+    assert_eq!(tables, ["wc_e", "wc_out"]);
+}

@@ -701,28 +701,10 @@ impl Database {
         session.temporary_tables.rename_statement(&mut stmt);
         match &stmt {
             WeirStatement::Sql(s) if matches!(s.as_ref(), Statement::Query(_)) => {
-                let snapshot = self.session_snapshot(session);
-                let catalog = Arc::clone(&snapshot.catalog);
-                let mut stmt = s.as_ref().clone();
-                let planned: Result<SchemaRef> = async {
-                    let names = crate::sql::pg_compat::output_names(&stmt);
-                    crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, session.pid, &session.user)?;
-                    let ctx = session_context(snapshot);
-                    let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
-                    // The types after the analyzer's rules (a DOUBLE meeting a DECIMAL is a
-                    // DOUBLE), as the statement's rows have them.
-                    let plan = ctx.state().optimize(&plan)?;
-                    let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
-                    match names {
-                        Some(names) => Ok(crate::sql::pg_compat::rename(&schema, vec![], &names)?.0),
-                        None => Ok(schema),
-                    }
-                }
-                .await;
-                match planned {
+                match self.query_schema(session, s).await {
                     Ok(schema) => Ok(Some(schema)),
                     // psql's catalog queries DataFusion cannot plan (`pg_catalog`).
-                    Err(e) => match crate::sql::pg_catalog::answer(&catalog, sql)? {
+                    Err(e) => match crate::sql::pg_catalog::answer(&self.session_snapshot(session).catalog, sql)? {
                         Some(StatementResult::Rows { schema, .. }) => Ok(Some(schema)),
                         _ => Err(e.locate_name(|name| parser::position_of_name(sql, name))),
                     },
@@ -755,6 +737,77 @@ impl Database {
                 }
             }
             _ => Ok(None),
+        }
+    }
+
+    /// The result schema of query `stmt` (its relations renamed as the session names them),
+    /// planned against the session's snapshot without running it: its columns named as
+    /// Postgres names them (`?column?`, `count`), typed as its rows will be.
+    async fn query_schema(&self, session: &Session, stmt: &Statement) -> Result<SchemaRef> {
+        let snapshot = self.session_snapshot(session);
+        let mut stmt = stmt.clone();
+        let names = crate::sql::pg_compat::output_names(&stmt);
+        crate::sql::pg_compat::rewrite(&mut stmt, &snapshot.catalog, session.pid, &session.user)?;
+        let ctx = session_context(snapshot);
+        let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?;
+        // The types after the analyzer's rules (a DOUBLE meeting a DECIMAL is a DOUBLE), as
+        // the statement's rows have them.
+        let plan = ctx.state().optimize(&plan)?;
+        let schema: SchemaRef = Arc::new(plan.schema().as_arrow().clone());
+        match names {
+            Some(names) => Ok(crate::sql::pg_compat::rename(&schema, vec![], &names)?.0),
+            None => Ok(schema),
+        }
+    }
+
+    /// `CREATE TABLE .. AS query` ([`crate::sql::create_table_as`]): the table `CREATE TABLE`
+    /// of the query's columns makes, then, unless `WITH NO DATA`, its rows: a plain table gets
+    /// them once, as `INSERT INTO t query` would write them (Postgres's; tagged `SELECT n`), a
+    /// connector table the job of that `INSERT` (Flink's; `SHOW JOBS` shows the CTAS). If they
+    /// fail, the table is dropped again.
+    async fn create_table_as(&self, session: &mut Session, ctas: parser::CreateTableAs, sql: &str) -> Result<StatementResult> {
+        let name = ctas.table.name.clone();
+        let exists = match ctas.table.temporary {
+            true => session.temporary_tables.get(&name).is_some() || session.temporary_views.get(&name).is_some(),
+            false => self.last_commit().catalog.get(&name).is_some(),
+        };
+        // Postgres: an existing table is not written, and its query not even planned.
+        if exists && ctas.table.if_not_exists {
+            return Ok(command("CREATE TABLE AS"));
+        }
+        if exists {
+            return Err(crate::error::ErrorKind::DuplicateTable(name).into());
+        }
+        let schema = self.query_schema(session, &Statement::Query(ctas.query.clone())).await?;
+        let definition = crate::sql::create_table_as::table_definition(&ctas, &schema)?;
+        let created = parser::parse_statement(&definition)?;
+        Box::pin(self.execute_renamed(session, created, &definition)).await?;
+        if !ctas.with_data {
+            return Ok(command("CREATE TABLE AS"));
+        }
+        // The query is renamed already, so the INSERT runs as it is, into the table made.
+        let target = match ctas.table.temporary {
+            true => session.temporary_tables.resolve(&name),
+            false => name.clone(),
+        };
+        let into = format!("INSERT INTO \"{}\" SELECT 1", target.replace('"', "\"\""));
+        let WeirStatement::Sql(insert) = parser::parse_statement(&into)? else {
+            return Err(WeirError::internal("an INSERT parses as a statement"));
+        };
+        let Statement::Insert(mut insert) = *insert else { return Err(WeirError::internal("an INSERT parses as one")) };
+        insert.source = Some(ctas.query);
+        let plain = self.last_commit().catalog.get(&target).is_some_and(|r| crate::runtime::relation::connector_of(r) == "table");
+        match Box::pin(self.execute_sql(session, Statement::Insert(insert), sql)).await {
+            Ok(StatementResult::Command { rows, .. }) if plain => Ok(StatementResult::Command { tag: "SELECT".into(), rows }),
+            Ok(_) => Ok(command("CREATE TABLE")),
+            Err(e) => {
+                let kind = if ctas.table.temporary { DropKind::TemporaryTable } else { DropKind::Table };
+                let drop = WeirStatement::Drop { kind, names: vec![name], if_exists: true, cascade: false };
+                if let Err(dropped) = Box::pin(self.execute_renamed(session, drop, sql)).await {
+                    tracing::warn!(error = %dropped, "could not drop the table of a CREATE TABLE AS that failed");
+                }
+                Err(e)
+            }
         }
     }
 
@@ -897,6 +950,7 @@ impl Database {
                 ddl::create_table(&mut *self.write_engine().await?, &t, sql).await?;
                 Ok(command("CREATE TABLE"))
             }
+            WeirStatement::CreateTableAs(ctas) => self.create_table_as(session, *ctas, sql).await,
             WeirStatement::CreateMaterializedView { name, if_not_exists, query, emit_on_window_close } => {
                 let mut engine = self.write_engine().await?.interruptible(&session.interrupt);
                 let temporary = session.temporary_views.read_by(&query);
@@ -1671,6 +1725,7 @@ fn delete_alias(delete: &sqlparser::ast::Delete) -> Option<sqlparser::ast::Ident
 fn not_in_a_block(stmt: &WeirStatement) -> Option<&'static str> {
     Some(match stmt {
         WeirStatement::CreateTable(_) => "CREATE TABLE",
+        WeirStatement::CreateTableAs(_) => "CREATE TABLE AS",
         WeirStatement::AlterTableOptions { .. } => "ALTER TABLE",
         WeirStatement::CreateMaterializedView { .. } => "CREATE MATERIALIZED VIEW",
         WeirStatement::Drop { .. } => "DROP",
@@ -1709,6 +1764,7 @@ fn writes(stmt: &WeirStatement) -> bool {
         | WeirStatement::ExplainAnalyze(_)
         | WeirStatement::Flush => false,
         WeirStatement::CreateTable(_)
+        | WeirStatement::CreateTableAs(_)
         | WeirStatement::AlterTableOptions { .. }
         | WeirStatement::CreateMaterializedView { .. }
         | WeirStatement::Drop { .. }

@@ -331,7 +331,7 @@ fn jobs_using(catalog: &weir_catalog::Catalog, table: &str) -> Vec<String> {
 
 /// `definition` (a `CREATE TABLE` as the user wrote it) with its `WITH` clause, which starts at
 /// byte `options_at` (the end when `None`), written anew from `options`.
-fn with_options(definition: &str, options_at: Option<usize>, options: &BTreeMap<String, String>) -> String {
+pub(crate) fn with_options(definition: &str, options_at: Option<usize>, options: &BTreeMap<String, String>) -> String {
     let head = options_at.and_then(|at| definition.get(..at)).unwrap_or(definition).trim_end().trim_end_matches(';').trim_end();
     let quote = |s: &str| format!("'{}'", s.replace('\'', "''"));
     let list: Vec<String> = options.iter().map(|(k, v)| format!("{} = {}", quote(k), quote(v))).collect();

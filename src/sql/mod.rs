@@ -2,6 +2,7 @@
 //! plans and engine commands ([`crate::engine`] runs them).
 pub mod comparisons;
 pub mod copy;
+pub mod create_table_as;
 pub mod database;
 pub mod ddl;
 pub mod dml;

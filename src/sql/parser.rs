@@ -46,6 +46,21 @@ pub struct CreateTable {
     pub options: BTreeMap<String, String>,
 }
 
+/// `CREATE TABLE .. AS query`: Flink's CTAS (a connector table and the job that writes the
+/// query's rows into it) and Postgres's (a plain table filled once with them); executed by
+/// [`crate::sql::create_table_as`].
+#[derive(Debug, Clone)]
+pub struct CreateTableAs {
+    /// Its name, `IF NOT EXISTS`, `TEMPORARY`, the `PRIMARY KEY` and `WATERMARK` declared before
+    /// `AS` (Flink's), and the `WITH` options; no columns: they are the query's.
+    pub table: CreateTable,
+    /// Postgres's `CREATE TABLE t (a, b) AS ..`: new names for the query's first columns.
+    pub column_names: Vec<String>,
+    pub query: Box<Query>,
+    /// `false` after Postgres's `WITH NO DATA`: the table is created empty, and no job starts.
+    pub with_data: bool,
+}
+
 /// What `SHOW` lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShowList {
@@ -152,6 +167,7 @@ pub enum WeirStatement {
     /// `CLOSE name` or `CLOSE ALL` (none).
     CloseCursor(Option<String>),
     CreateTable(Box<CreateTable>),
+    CreateTableAs(Box<CreateTableAs>),
     /// `ALTER TABLE [IF EXISTS] name SET ('k' = 'v', ...)` or `RESET ('k', ...)` (Flink's):
     /// a connector table's options ([`crate::sql::ddl::alter_table_options`]).
     AlterTableOptions { name: String, if_exists: bool, set: BTreeMap<String, String>, reset: Vec<String> },
@@ -483,7 +499,7 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         if temporary {
             p.next_token();
         }
-        return parse_create_table(p, sql).map(|t| WeirStatement::CreateTable(Box::new(CreateTable { temporary: temporary || t.temporary, ..t })));
+        return parse_create_table(p, sql, temporary);
     }
     if is_word(p, 0, "ALTER") && is_word(p, 1, "TABLE") && alters_options(p) {
         p.next_token();
@@ -733,28 +749,57 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         let savepoint = p.parse_keywords(&[Keyword::WITH, Keyword::SAVEPOINT]);
         return Ok(WeirStatement::StopJob { id, savepoint });
     }
-    let stmt = p.parse_statement().map_err(err)?;
+    let mut stmt = p.parse_statement().map_err(err)?;
+    // Postgres's `SELECT .. INTO [TEMP] t FROM ..`: `CREATE TABLE t AS` the query.
+    if let Statement::Query(query) = &mut stmt {
+        if let sqlparser::ast::SetExpr::Select(select) = query.body.as_mut() {
+            if let Some(into) = select.into.take() {
+                let table = CreateTable {
+                    name: object_name(&into.name),
+                    if_not_exists: false,
+                    temporary: into.temporary || in_pg_temp(&into.name),
+                    columns: Vec::new(),
+                    primary_key: Vec::new(),
+                    watermark: None,
+                    options: BTreeMap::new(),
+                };
+                let query = query.clone();
+                return Ok(WeirStatement::CreateTableAs(Box::new(CreateTableAs { table, column_names: Vec::new(), query, with_data: true })));
+            }
+        }
+    }
     Ok(WeirStatement::Sql(Box::new(stmt)))
 }
 
-fn parse_create_table(p: &mut Parser<'_>, sql: &str) -> Result<CreateTable> {
+/// Whether `name` is `pg_temp.t`: Postgres's spelling of a temporary table.
+fn in_pg_temp(name: &ObjectName) -> bool {
+    name.0.len() == 2 && name.0[0].as_ident().is_some_and(|s| ident(s) == "pg_temp")
+}
+
+/// `CREATE TABLE` after its first words: Flink's form, or `.. AS query` (with no columns, or
+/// Postgres's column names, or Flink's primary key and watermark).
+fn parse_create_table(p: &mut Parser<'_>, sql: &str, temporary: bool) -> Result<WeirStatement> {
     let err = |e| syntax_error(sql, e);
     let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
     let qualified = p.parse_object_name(false).map_err(err)?;
     let name = object_name(&qualified);
-    // `CREATE TABLE pg_temp.t`: Postgres's spelling of a temporary table.
-    let in_pg_temp = qualified.0.len() == 2 && qualified.0[0].as_ident().is_some_and(|s| ident(s) == "pg_temp");
-    p.expect_token(&Token::LParen).map_err(err)?;
     let mut table = CreateTable {
         name,
         if_not_exists,
-        temporary: in_pg_temp,
+        temporary: temporary || in_pg_temp(&qualified),
         columns: Vec::new(),
         primary_key: Vec::new(),
         watermark: None,
         options: BTreeMap::new(),
     };
-    loop {
+    // `CREATE TABLE t (a, b) AS ..`: names without types.
+    let mut column_names = Vec::new();
+    // `CREATE TABLE t AS ..` and `CREATE TABLE t WITH (..) AS ..` have no column list.
+    let listed = p.consume_token(&Token::LParen);
+    if !listed && !is_word(p, 0, "WITH") && !is_word(p, 0, "AS") {
+        p.expect_token(&Token::LParen).map_err(err)?;
+    }
+    while listed {
         if is_word(p, 0, "WATERMARK") {
             p.next_token();
             p.expect_keyword_is(Keyword::FOR).map_err(err)?;
@@ -780,7 +825,9 @@ fn parse_create_table(p: &mut Parser<'_>, sql: &str) -> Result<CreateTable> {
             parse_not_enforced(p, sql)?;
         } else {
             let name = ident(&p.parse_identifier().map_err(err)?);
-            if p.parse_keyword(Keyword::AS) {
+            if matches!(p.peek_token().token, Token::Comma | Token::RParen) && table.columns.is_empty() {
+                column_names.push(name);
+            } else if p.parse_keyword(Keyword::AS) {
                 let expr = p.parse_expr().map_err(err)?;
                 table.columns.push(ColumnSpec { name, data_type: None, not_null: false, computed: Some(expr), metadata: None });
             } else {
@@ -817,7 +864,30 @@ fn parse_create_table(p: &mut Parser<'_>, sql: &str) -> Result<CreateTable> {
     if p.parse_keyword(Keyword::WITH) {
         table.options = parse_option_list(p, sql)?;
     }
-    Ok(table)
+    let at = p.peek_token().span.start;
+    let at = Some(offset_of(sql, at.line, at.column) + 1);
+    if !p.parse_keyword(Keyword::AS) {
+        if let Some(name) = column_names.first() {
+            return Err(WeirError::syntax(format!("column \"{name}\" needs a type (or the table an AS query)"), at));
+        }
+        return Ok(WeirStatement::CreateTable(Box::new(table)));
+    }
+    if let Some(column) = table.columns.first() {
+        return Err(WeirError::unsupported(format!(
+            "CREATE TABLE .. AS takes its columns and their types from the query (column \"{}\" is declared): name them \
+             in a list (CREATE TABLE t (a, b) AS ..) or in the query, and CAST in the query to choose a type",
+            column.name
+        )));
+    }
+    let query = p.parse_query().map_err(err)?;
+    // Postgres's `WITH [NO] DATA`.
+    let mut with_data = true;
+    if is_word(p, 0, "WITH") && (is_word(p, 1, "DATA") || is_word(p, 1, "NO") && is_word(p, 2, "DATA")) {
+        p.next_token();
+        with_data = !p.parse_keyword(Keyword::NO);
+        p.next_token();
+    }
+    Ok(WeirStatement::CreateTableAs(Box::new(CreateTableAs { table, column_names, query, with_data })))
 }
 
 /// `('k' = 'v', ...)`, as `CREATE TABLE ... WITH` and `ALTER TABLE ... SET` take it: keys

@@ -237,6 +237,7 @@ impl TemporaryTables {
         match stmt {
             WeirStatement::Sql(s) => self.rename(s),
             WeirStatement::CreateMaterializedView { query, .. } => self.rename_query(query),
+            WeirStatement::CreateTableAs(ctas) => self.rename_query(&mut ctas.query),
             WeirStatement::DeclareCursor { query: CursorQuery::Select(query), .. } => self.rename_query(query),
             WeirStatement::DeclareCursor { query: CursorQuery::Subscribe(sub), .. }
             | WeirStatement::Subscribe(sub)
@@ -340,6 +341,7 @@ fn statement_names(stmt: &WeirStatement, out: &mut Vec<String>) {
         WeirStatement::CreateMaterializedView { query, .. } | WeirStatement::DeclareCursor { query: CursorQuery::Select(query), .. } => {
             out.extend(crate::sql::ddl::relation_names(query));
         }
+        WeirStatement::CreateTableAs(ctas) => out.extend(crate::sql::ddl::relation_names(&ctas.query)),
         WeirStatement::DeclareCursor { query: CursorQuery::Subscribe(sub), .. }
         | WeirStatement::Subscribe(sub)
         | WeirStatement::CopySubscribe(sub) => match &sub.query {
