@@ -1350,6 +1350,18 @@ impl Database {
                 let written = self.write(session, "INSERT", WriteRequest::Insert(insert)).await?;
                 self.write_result("INSERT", &table, insert.table_alias.as_ref().map(|a| &a.alias), insert.returning.as_deref(), written).await
             }
+            // Postgres's TRUNCATE (Flink 2's TRUNCATE TABLE): each plain table emptied, as
+            // `DELETE FROM t` empties it (views over it follow); in a block, with the block.
+            Statement::Truncate(truncate) => {
+                for target in &truncate.table_names {
+                    let WeirStatement::Sql(delete) = parser::parse_statement(&format!("DELETE FROM {}", target.name))? else {
+                        return Err(WeirError::internal("a DELETE parses as a statement"));
+                    };
+                    let Statement::Delete(delete) = *delete else { return Err(WeirError::internal("a DELETE parses as one")) };
+                    self.write(session, "TRUNCATE", WriteRequest::Step(WriteStep::Delete(Box::new(delete)))).await?;
+                }
+                Ok(command("TRUNCATE TABLE"))
+            }
             Statement::Update(update) => {
                 let step = WriteStep::Update(Box::new(update.clone()));
                 let table = dml::write_table(&step)?;

@@ -425,7 +425,61 @@ pub fn parse_statement(sql: &str) -> Result<WeirStatement> {
         ));
     }
     reject_trailing_comma(sql)?;
+    fetch_as_limit(&mut stmt)?;
     Ok(stmt)
+}
+
+/// Every query of `stmt` with the SQL standard's `[OFFSET n ROWS] FETCH FIRST m ROWS ONLY`
+/// (Postgres's and Flink's) as `LIMIT m [OFFSET n]`, which the planners take.
+///
+/// # Errors
+/// `Unsupported` for `WITH TIES` and `PERCENT`; `Syntax` for a query with both `LIMIT` and
+/// `FETCH` (Postgres's refusal).
+fn fetch_as_limit(stmt: &mut WeirStatement) -> Result<()> {
+    use sqlparser::ast::{LimitClause, VisitMut, VisitorMut};
+    use std::ops::ControlFlow;
+    struct FetchAsLimit;
+    impl VisitorMut for FetchAsLimit {
+        type Break = WeirError;
+        fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<WeirError> {
+            let Some(fetch) = query.fetch.take() else { return ControlFlow::Continue(()) };
+            if fetch.with_ties || fetch.percent {
+                let what = if fetch.with_ties { "WITH TIES" } else { "PERCENT" };
+                return ControlFlow::Break(WeirError::unsupported(format!(
+                    "FETCH FIRST .. {what}: use FETCH FIRST n ROWS ONLY (or LIMIT n), or RANK() <= n for ties"
+                )));
+            }
+            // `FETCH FIRST ROW ONLY` is one row.
+            let quantity = fetch.quantity.unwrap_or_else(|| Expr::value(sqlparser::ast::Value::Number("1".into(), false)));
+            query.limit_clause = match query.limit_clause.take() {
+                None => Some(LimitClause::LimitOffset { limit: Some(quantity), offset: None, limit_by: vec![] }),
+                Some(LimitClause::LimitOffset { limit: None, offset, limit_by }) => {
+                    Some(LimitClause::LimitOffset { limit: Some(quantity), offset, limit_by })
+                }
+                Some(_) => return ControlFlow::Break(WeirError::syntax("a query takes LIMIT or FETCH FIRST, not both", None)),
+            };
+            ControlFlow::Continue(())
+        }
+    }
+    let visited = match stmt {
+        WeirStatement::Sql(s) => s.visit(&mut FetchAsLimit),
+        WeirStatement::CreateMaterializedView { query, .. } | WeirStatement::DeclareCursor { query: CursorQuery::Select(query), .. } => {
+            query.visit(&mut FetchAsLimit)
+        }
+        WeirStatement::CreateTableAs(ctas) => ctas.query.visit(&mut FetchAsLimit),
+        WeirStatement::Subscribe(sub) | WeirStatement::CopySubscribe(sub) | WeirStatement::DeclareCursor { query: CursorQuery::Subscribe(sub), .. } => {
+            match &mut sub.query {
+                Some(query) => query.visit(&mut FetchAsLimit),
+                None => ControlFlow::Continue(()),
+            }
+        }
+        WeirStatement::Explain(inner) => return fetch_as_limit(inner),
+        _ => ControlFlow::Continue(()),
+    };
+    match visited {
+        ControlFlow::Break(e) => Err(e),
+        ControlFlow::Continue(()) => Ok(()),
+    }
 }
 
 /// Refuses a comma that ends a select list (`SELECT id, FROM t`, `SELECT 1,`), which

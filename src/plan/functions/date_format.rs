@@ -45,16 +45,30 @@ use datafusion::logical_expr::{
 
 use super::args::{as_string_type, literal_str, num_rows, StrArg};
 
-/// `DATE_FORMAT`.
+/// `DATE_FORMAT` (Java patterns), or Postgres's `TO_CHAR` of a timestamp (its templates,
+/// [`super::pg_to_char`]), which read their first argument alike.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(super) struct DateFormat {
     signature: Signature,
+    /// `TO_CHAR`.
+    postgres: bool,
 }
 
 impl DateFormat {
     pub(super) fn new() -> Self {
-        Self { signature: Signature::user_defined(Volatility::Immutable) }
+        Self { signature: Signature::user_defined(Volatility::Immutable), postgres: false }
     }
+
+    /// Postgres's `TO_CHAR(timestamp | timestamptz | date, template)`.
+    pub(super) fn to_char() -> Self {
+        Self { signature: Signature::user_defined(Volatility::Immutable), postgres: true }
+    }
+}
+
+/// A parsed format.
+enum Format {
+    Java(Vec<Item>),
+    Postgres(Vec<super::pg_to_char::Piece>),
 }
 
 /// The string form Flink parses, `yyyy-MM-dd HH:mm:ss`.
@@ -64,7 +78,11 @@ const VALID_LETTERS: &str = "y M L d D E a H k h K m s S";
 
 impl ScalarUDFImpl for DateFormat {
     fn name(&self) -> &str {
-        "date_format"
+        if self.postgres {
+            "to_char"
+        } else {
+            "date_format"
+        }
     }
 
     fn signature(&self) -> &Signature {
@@ -72,13 +90,19 @@ impl ScalarUDFImpl for DateFormat {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        let usage = "DATE_FORMAT(timestamp, format)";
+        let usage = if self.postgres { "TO_CHAR(timestamp, template)" } else { "DATE_FORMAT(timestamp, format)" };
         let [ts, format] = arg_types else {
             return plan_err!("{usage} takes 2 arguments, got {}", arg_types.len());
         };
         let ts = match ts {
             DataType::Timestamp(..) => ts.clone(),
             DataType::Date32 | DataType::Date64 | DataType::Null => DataType::Timestamp(TimeUnit::Millisecond, None),
+            other if self.postgres => {
+                return plan_err!(
+                    "{usage}: the first argument must be a TIMESTAMP, a TIMESTAMP_LTZ or a DATE, got {other} (a number: \
+                     CAST(x AS STRING) or PRINTF('%.2f', x))"
+                )
+            }
             other => match as_string_type(other) {
                 Some(s) => s,
                 None => {
@@ -99,7 +123,7 @@ impl ScalarUDFImpl for DateFormat {
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
-        if let Some(format) = literal_str(args.scalar_arguments, 1) {
+        if let Some(format) = literal_str(args.scalar_arguments, 1).filter(|_| !self.postgres) {
             if let Err(e) = parse_pattern(format) {
                 return plan_err!("DATE_FORMAT: the format '{format}' is invalid: {e}");
             }
@@ -111,7 +135,9 @@ impl ScalarUDFImpl for DateFormat {
         let n = num_rows(&args.args);
         let times = Times::new(&args.args[0])?;
         let formats = StrArg::new(&args.args[1])?;
-        let mut last: Option<(&str, Option<Vec<Item>>)> = None;
+        // A TIMESTAMP_LTZ's zone, as Postgres's `TZ` shows it (the session's is UTC).
+        let zone = times.zoned().then_some("UTC");
+        let mut last: Option<(&str, Option<Format>)> = None;
         let mut out = StringBuilder::with_capacity(n, 0);
         for i in 0..n {
             let (Some(t), Some(format)) = (times.get(i), formats.get(i)) else {
@@ -119,17 +145,24 @@ impl ScalarUDFImpl for DateFormat {
                 continue;
             };
             if last.as_ref().is_none_or(|(f, _)| *f != format) {
-                last = Some((format, parse_pattern(format).ok()));
+                let parsed = match self.postgres {
+                    true => Some(Format::Postgres(super::pg_to_char::parse_template(format))),
+                    false => parse_pattern(format).ok().map(Format::Java),
+                };
+                last = Some((format, parsed));
             }
-            match last.as_ref().and_then(|(_, items)| items.as_ref()) {
-                Some(items) => {
-                    if write_items(&mut out, items, &t).is_err() {
-                        return exec_err!("DATE_FORMAT could not write '{t}' as '{format}'");
-                    }
-                    out.append_value("");
+            let written = match last.as_ref().and_then(|(_, parsed)| parsed.as_ref()) {
+                Some(Format::Java(items)) => write_items(&mut out, items, &t),
+                Some(Format::Postgres(pieces)) => super::pg_to_char::write_template(&mut out, pieces, &t, zone),
+                None => {
+                    out.append_null();
+                    continue;
                 }
-                None => out.append_null(),
+            };
+            if written.is_err() {
+                return exec_err!("{} could not write '{t}' as '{format}'", self.name().to_uppercase());
             }
+            out.append_value("");
         }
         Ok(ColumnarValue::Array(Arc::new(out.finish())))
     }
@@ -163,6 +196,11 @@ impl<'a> Times<'a> {
             return internal_err!("DATE_FORMAT: cast to microseconds gave {}", micros.data_type());
         };
         Ok(Self::Micros(micros.clone(), tz))
+    }
+
+    /// Whether the times are a TIMESTAMP_LTZ's.
+    fn zoned(&self) -> bool {
+        matches!(self, Self::Micros(_, Some(_)))
     }
 
     fn get(&self, i: usize) -> Option<NaiveDateTime> {

@@ -12,6 +12,7 @@
 //! | `REGEXP_EXTRACT(str, regex [, idx])` | `regexp_extract.rs` | STRING |
 //! | `SPLIT_INDEX(str, sep, idx)` | `split_index.rs` | STRING |
 //! | `DATE_FORMAT(ts, format)` | `date_format.rs` | STRING |
+//! | `TO_CHAR(ts, template)` (Postgres's templates; replaces DataFusion's) | `date_format.rs`, `pg_to_char.rs` | STRING |
 //! | `AVG(x)` (replaces DataFusion's) | `avg.rs` | x's type for integers |
 //! | `IF(condition, a, b)` (rewritten into CASE) | `flink_if.rs` | the type a and b widen to |
 //! | `JSON_VALUE(json, path)` | `json_value.rs` | STRING |
@@ -73,6 +74,7 @@ mod json_value;
 mod modulo;
 mod current_watermark;
 mod parse_url;
+mod pg_to_char;
 mod printf;
 mod proctime;
 mod regexp_extract;

@@ -33,7 +33,7 @@ use super::unnest_rows::UnnestRows;
 /// chrono patterns) by Flink's Java patterns, `to_timestamp`, `from_unixtime` and `to_date` by
 /// Flink's (Java patterns, Flink's types), `now` (and `current_timestamp`) by Flink's
 /// TIMESTAMP_LTZ(3), `sha224`, `sha256`, `sha384` and `sha512` by Flink's (hexadecimal text of a
-/// string; Postgres's bytes of BYTES); `to_char` stays DataFusion's. `variance` is added as
+/// string; Postgres's bytes of BYTES), `to_char` by Postgres's templates. `variance` is added as
 /// a name of `var_samp`, `every` as one of `bool_and` (Postgres); Flink's `STARTSWITH`,
 /// `ENDSWITH` and `MAP_FROM_ARRAYS` as names of `starts_with`, `ends_with` and `map`.
 pub fn register(ctx: &SessionContext) {
@@ -64,6 +64,7 @@ pub fn register(ctx: &SessionContext) {
         ctx.register_udf(ScalarUDF::new_from_impl(function));
     }
     ctx.register_udf(ScalarUDF::new_from_impl(DateFormat::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(DateFormat::to_char()));
     ctx.register_udaf(AggregateUDF::new_from_impl(FlinkAvg::new()));
     // Postgres's name for VAR_SAMP, which DataFusion does not know.
     let var_samp = datafusion::functions_aggregate::variance::var_samp_udaf();
