@@ -214,3 +214,29 @@ fn psql_points_at_the_error() -> TestResult {
     }
     Ok(())
 }
+
+/// Output columns as Postgres names them where two share a name (a wildcard beside a column of
+/// it, an alias another column's name takes), and the command tags of `CREATE TABLE .. AS`
+/// (`SELECT n`, Postgres's) and `TRUNCATE`, as psql shows them.
+#[test]
+fn psql_shows_repeated_column_names_and_ctas_tags() -> TestResult {
+    let dir = common::scratch_dir("psql-names");
+    let server = common::Server::start(&dir.join("data"));
+    let port = server.port;
+    psql_ok(port, "CREATE TABLE t (id INT, a INT)")?;
+    psql_ok(port, "INSERT INTO t VALUES (1, 10), (2, 5)")?;
+    let out = psql_ok(port, "SELECT *, id FROM t ORDER BY 1")?;
+    assert_lines("SELECT *, id", &out, &["id|a|id", "1|10|1", "2|5|2", "(2 rows)"]);
+    let out = psql_ok(port, "SELECT id, a AS id FROM t ORDER BY 1")?;
+    assert_lines("SELECT id, a AS id", &out, &["id|id", "1|10", "2|5", "(2 rows)"]);
+    // `ORDER BY` the alias: by a * 2, 10 before 20.
+    let out = psql_ok(port, "SELECT *, a * 2 AS \"Dbl\" FROM t ORDER BY \"Dbl\"")?;
+    assert_lines("SELECT *, a * 2 AS \"Dbl\"", &out, &["id|a|Dbl", "2|5|10", "1|10|20", "(2 rows)"]);
+    let out = psql_ok(port, "CREATE TABLE c AS SELECT * FROM t")?;
+    assert_lines("CREATE TABLE c AS", &out, &["SELECT 2"]);
+    let out = psql_ok(port, "CREATE TABLE IF NOT EXISTS c AS SELECT * FROM t")?;
+    assert_lines("CREATE TABLE IF NOT EXISTS c AS", &out, &["CREATE TABLE AS"]);
+    let out = psql_ok(port, "TRUNCATE c")?;
+    assert_lines("TRUNCATE c", &out, &["TRUNCATE TABLE"]);
+    Ok(())
+}

@@ -373,6 +373,7 @@ pub fn rewrite(stmt: &mut Statement, catalog: &Catalog, pid: i32, user: &str) ->
         name_nested_columns(query);
         crate::sql::query_rewrites::first_last_value_ignore_nulls(query);
         alias_repeated_items(query.body.as_mut());
+        alias_output_collisions(query);
     }
     alias_nested_repeats(stmt, true);
     match rewriter.error {
@@ -389,6 +390,70 @@ pub fn rewrite(stmt: &mut Statement, catalog: &Catalog, pid: i32, user: &str) ->
 /// the statement before this, and [`rename`] applies its names), so the alias never shows.
 fn alias_repeated_items(body: &mut SetExpr) {
     alias_items(body, true);
+}
+
+/// Gives the items of a statement's own select list that name an output column another item
+/// may name too an alias of its own (`weir_column_<n>`), as Postgres allows two output columns
+/// of one name and DataFusion's projections do not: an alias an earlier item's name takes
+/// (`SELECT id, a AS id`), and beside a wildcard every column and alias (`SELECT *, id`,
+/// `SELECT *, a AS id`: the wildcard's names are not known here). [`output_names`] gives them
+/// their names back. `ORDER BY` an alias renamed so reads the new alias. Each select of a
+/// `UNION` likewise; the first names the output.
+fn alias_output_collisions(query: &mut Query) {
+    let renamed = alias_collisions_in(query.body.as_mut());
+    let Some(sqlparser::ast::OrderBy { kind: sqlparser::ast::OrderByKind::Expressions(items), .. }) = &mut query.order_by else { return };
+    for item in items {
+        if let Expr::Identifier(id) = &item.expr {
+            if let Some((_, alias)) = renamed.iter().find(|(name, _)| *name == crate::sql::parser::ident(id)) {
+                item.expr = Expr::Identifier(alias.clone());
+            }
+        }
+    }
+}
+
+/// [`alias_output_collisions`] of a query's body: the aliases of its first select renamed, and
+/// their new names.
+fn alias_collisions_in(body: &mut SetExpr) -> Vec<(String, Ident)> {
+    let select = match body {
+        SetExpr::Select(select) => select,
+        SetExpr::SetOperation { left, right, .. } => {
+            alias_collisions_in(right);
+            return alias_collisions_in(left);
+        }
+        SetExpr::Query(q) => return alias_collisions_in(q.body.as_mut()),
+        _ => return Vec::new(),
+    };
+    let wildcards = select.projection.iter().filter(|i| matches!(i, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..))).count();
+    // Names of several wildcards are not given back ([`output_names`]).
+    if wildcards > 1 {
+        return Vec::new();
+    }
+    let mut names: Vec<String> = Vec::new();
+    let mut renamed: Vec<(String, Ident)> = Vec::new();
+    for (i, item) in select.projection.iter_mut().enumerate() {
+        let (name, expr, aliased) = match &*item {
+            SelectItem::ExprWithAlias { expr, alias } => (crate::sql::parser::ident(alias), expr.clone(), true),
+            SelectItem::UnnamedExpr(e) => match e {
+                Expr::Identifier(i) => (crate::sql::parser::ident(i), e.clone(), false),
+                Expr::CompoundIdentifier(parts) => match parts.last() {
+                    Some(last) => (crate::sql::parser::ident(last), e.clone(), false),
+                    None => continue,
+                },
+                _ => continue,
+            },
+            _ => continue,
+        };
+        let collides = wildcards == 1 || names.contains(&name);
+        if collides && !name.starts_with("weir_column_") {
+            let alias = Ident::with_quote('"', format!("weir_column_{}", i + 1));
+            if aliased {
+                renamed.push((name.clone(), alias.clone()));
+            }
+            *item = SelectItem::ExprWithAlias { expr, alias };
+        }
+        names.push(name);
+    }
+    renamed
 }
 
 /// Gives each select item that repeats an earlier one of its list an alias of its own, in every
@@ -989,7 +1054,8 @@ pub fn output_names(stmt: &Statement) -> Option<Vec<Option<String>>> {
     for item in &select.projection {
         names.push(match item {
             SelectItem::UnnamedExpr(e) => Some(expr_name(e)),
-            SelectItem::ExprWithAlias { .. } => None,
+            // As DataFusion names it, whatever alias [`alias_output_collisions`] gives it.
+            SelectItem::ExprWithAlias { alias, .. } => Some(crate::sql::parser::ident(alias)),
             SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => Some(WILDCARD.to_string()),
             _ => return None,
         });
@@ -1179,7 +1245,7 @@ mod tests {
         assert_eq!(names("SELECT r['b'], xs[1], xs[2]['sku'], m['k'] FROM t"), some(&["b", "xs", "sku", "k"]));
         assert_eq!(names("SELECT 1::int, x::text, CAST(x AS BIGINT) FROM t"), some(&["int4", "x", "x"]));
         assert_eq!(names("SELECT CASE WHEN x THEN 1 END FROM t"), some(&["case"]));
-        assert_eq!(names("SELECT x AS a, 2 FROM t"), Some(vec![None, Some("?column?".into())]));
+        assert_eq!(names("SELECT x AS a, 2, y AS \"B\" FROM t"), some(&["a", "?column?", "B"]));
         let wildcard = Some(WILDCARD.to_string());
         assert_eq!(names("SELECT * FROM t"), Some(vec![wildcard.clone()]));
         assert_eq!(names("SELECT 'x', t.* FROM t"), Some(vec![Some("?column?".into()), wildcard]));
