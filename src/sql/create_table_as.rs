@@ -113,7 +113,7 @@ const RESERVED: &[&str] = &[
 
 /// `name` as it reads back in SQL: bare if it is a lower-case word and not reserved, else in
 /// double quotes.
-fn identifier(name: &str) -> String {
+pub(crate) fn identifier(name: &str) -> String {
     let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     match plain && !RESERVED.contains(&name) {

@@ -811,6 +811,35 @@ impl Database {
         }
     }
 
+    /// `CREATE TABLE .. LIKE source` ([`crate::sql::create_table_like`]) as the `CREATE TABLE`
+    /// it makes, and that statement's text (the table's definition). `source` is a table as the
+    /// session names it (its temporary table first).
+    ///
+    /// # Errors
+    /// `UnknownTable`; `WrongObjectType` for a view; the merge's.
+    fn merge_like(&self, session: &Session, t: &parser::CreateTable) -> Result<(parser::CreateTable, String)> {
+        let like = t.like.as_ref().ok_or_else(|| WeirError::internal("a CREATE TABLE without LIKE"))?;
+        let catalog = Arc::clone(&self.last_commit().catalog);
+        let rel = catalog.get(&session.temporary_tables.resolve(&like.source)).ok_or_else(|| WeirError::unknown_table(&like.source))?;
+        if rel.kind != weir_catalog::RelationKind::Table {
+            return Err(crate::error::ErrorKind::WrongObjectType(format!(
+                "\"{}\" is a {}: CREATE TABLE .. LIKE takes a table",
+                like.source,
+                rel.kind.sql_name()
+            ))
+            .into());
+        }
+        let WeirStatement::CreateTable(source) = parser::parse_statement(&rel.definition)? else {
+            return Err(WeirError::internal(format!("table {}'s definition is no CREATE TABLE", like.source)));
+        };
+        let merged = crate::sql::create_table_like::merged(t, like, &source)?;
+        let definition = crate::sql::create_table_like::definition(&merged);
+        match parser::parse_statement(&definition)? {
+            WeirStatement::CreateTable(table) => Ok((parser::CreateTable { if_not_exists: t.if_not_exists, ..*table }, definition)),
+            _ => Err(WeirError::internal("a merged CREATE TABLE parses as one")),
+        }
+    }
+
     /// The types of a statement's parameters `$1..$n` as the planner infers them from their
     /// context (`id = $1`, `INSERT ... VALUES ($1)`); `None` where it cannot tell.
     pub async fn parameter_types(&self, sql: &str) -> Result<Vec<Option<arrow::datatypes::DataType>>> {
@@ -934,6 +963,10 @@ impl Database {
             WeirStatement::AlterTableOptions { name, if_exists, set, reset } => {
                 ddl::alter_table_options(&mut *self.write_engine().await?, &name, if_exists, &set, &reset).await?;
                 Ok(command("ALTER TABLE"))
+            }
+            WeirStatement::CreateTable(t) if t.like.is_some() => {
+                let (table, definition) = self.merge_like(session, &t)?;
+                Box::pin(self.execute_renamed(session, WeirStatement::CreateTable(Box::new(table)), &definition)).await
             }
             WeirStatement::CreateTable(t) if t.temporary => {
                 self.create_temporary_table(session, &t, sql).await?;

@@ -645,7 +645,7 @@ async fn expr_type(name: &str, schema: &Arc<Schema>, expr: &str) -> Result<DataT
 
 /// A declared type as DESCRIBE shows it: as written, but nested types in Flink's spelling
 /// (`ROW<\`a\` INT>`, `MAP<K, V>`), which [`crate::sql::types::rewrite_nested_types`] rewrote.
-fn declared_type_name(sql_type: &sqlparser::ast::DataType, arrow_type: &arrow::datatypes::DataType) -> String {
+pub(crate) fn declared_type_name(sql_type: &sqlparser::ast::DataType, arrow_type: &arrow::datatypes::DataType) -> String {
     if crate::sql::row_cast::holds_row(arrow_type) {
         crate::sql::show::sql_type_name(arrow_type)
     } else {

@@ -3,6 +3,7 @@
 pub mod comparisons;
 pub mod copy;
 pub mod create_table_as;
+pub mod create_table_like;
 pub mod database;
 pub mod ddl;
 pub mod dml;

@@ -44,6 +44,21 @@ pub struct CreateTable {
     pub watermark: Option<(String, Expr)>,
     /// `WITH ('k' = 'v', ...)`.
     pub options: BTreeMap<String, String>,
+    /// `LIKE source ..`: the columns (and more) of another table ([`crate::sql::create_table_like`]).
+    pub like: Option<TableLike>,
+}
+
+/// `LIKE source` of `CREATE TABLE`: Flink's, after the column list and `WITH` (`LIKE orders
+/// (EXCLUDING OPTIONS)`), or Postgres's, in the column list (`(LIKE orders INCLUDING ALL, x INT)`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableLike {
+    pub source: String,
+    /// Postgres's form: where in the column list its columns go (the number of columns before
+    /// it); `None` for Flink's.
+    pub at: Option<usize>,
+    /// The like options in order, each a strategy (`INCLUDING`, `EXCLUDING`, `OVERWRITING`) and
+    /// a feature (`ALL`, `OPTIONS`, `INDEXES`, ...), in capitals.
+    pub options: Vec<(String, String)>,
 }
 
 /// `CREATE TABLE .. AS query`: Flink's CTAS (a connector table and the job that writes the
@@ -816,6 +831,7 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
                     primary_key: Vec::new(),
                     watermark: None,
                     options: BTreeMap::new(),
+                    like: None,
                 };
                 let query = query.clone();
                 return Ok(WeirStatement::CreateTableAs(Box::new(CreateTableAs { table, column_names: Vec::new(), query, with_data: true })));
@@ -845,16 +861,31 @@ fn parse_create_table(p: &mut Parser<'_>, sql: &str, temporary: bool) -> Result<
         primary_key: Vec::new(),
         watermark: None,
         options: BTreeMap::new(),
+        like: None,
     };
     // `CREATE TABLE t (a, b) AS ..`: names without types.
     let mut column_names = Vec::new();
     // `CREATE TABLE t AS ..` and `CREATE TABLE t WITH (..) AS ..` have no column list.
     let listed = p.consume_token(&Token::LParen);
-    if !listed && !is_word(p, 0, "WITH") && !is_word(p, 0, "AS") {
+    if !listed && !is_word(p, 0, "WITH") && !is_word(p, 0, "AS") && !is_word(p, 0, "LIKE") {
         p.expect_token(&Token::LParen).map_err(err)?;
     }
     while listed {
-        if is_word(p, 0, "WATERMARK") {
+        if is_word(p, 0, "LIKE") {
+            // Postgres's `LIKE source [INCLUDING | EXCLUDING feature] ..`.
+            p.next_token();
+            let source = object_name(&p.parse_object_name(false).map_err(err)?);
+            let mut options = Vec::new();
+            while is_word(p, 0, "INCLUDING") || is_word(p, 0, "EXCLUDING") {
+                let strategy = p.next_token().to_string().to_uppercase();
+                let feature = ident(&p.parse_identifier().map_err(err)?).to_uppercase();
+                options.push((strategy, feature));
+            }
+            if table.like.is_some() {
+                return Err(unexpected_prev(p, sql, "one LIKE"));
+            }
+            table.like = Some(TableLike { source, at: Some(table.columns.len()), options });
+        } else if is_word(p, 0, "WATERMARK") {
             p.next_token();
             p.expect_keyword_is(Keyword::FOR).map_err(err)?;
             let column = ident(&p.parse_identifier().map_err(err)?);
@@ -918,6 +949,24 @@ fn parse_create_table(p: &mut Parser<'_>, sql: &str, temporary: bool) -> Result<
     if p.parse_keyword(Keyword::WITH) {
         table.options = parse_option_list(p, sql)?;
     }
+    if is_word(p, 0, "LIKE") {
+        // Flink's `LIKE source [(INCLUDING | EXCLUDING | OVERWRITING feature ..)]`.
+        p.next_token();
+        let source = object_name(&p.parse_object_name(false).map_err(err)?);
+        let mut options = Vec::new();
+        if p.consume_token(&Token::LParen) {
+            while !p.consume_token(&Token::RParen) {
+                let strategy = ident(&p.parse_identifier().map_err(err)?).to_uppercase();
+                let feature = ident(&p.parse_identifier().map_err(err)?).to_uppercase();
+                options.push((strategy, feature));
+                let _ = p.consume_token(&Token::Comma);
+            }
+        }
+        if table.like.is_some() {
+            return Err(unexpected_prev(p, sql, "one LIKE"));
+        }
+        table.like = Some(TableLike { source, at: None, options });
+    }
     let at = p.peek_token().span.start;
     let at = Some(offset_of(sql, at.line, at.column) + 1);
     if !p.parse_keyword(Keyword::AS) {
@@ -925,6 +974,12 @@ fn parse_create_table(p: &mut Parser<'_>, sql: &str, temporary: bool) -> Result<
             return Err(WeirError::syntax(format!("column \"{name}\" needs a type (or the table an AS query)"), at));
         }
         return Ok(WeirStatement::CreateTable(Box::new(table)));
+    }
+    if let Some(like) = &table.like {
+        return Err(WeirError::unsupported(format!(
+            "CREATE TABLE .. LIKE {} .. AS: a table takes its columns from its query or from another table, not both",
+            like.source
+        )));
     }
     if let Some(column) = table.columns.first() {
         return Err(WeirError::unsupported(format!(

@@ -235,7 +235,11 @@ pub fn describe(catalog: &Catalog, name: &str) -> Result<StatementResult> {
         types.push(if c.computed.is_some() { sql_type_name(&parse_type(&c.arrow_type)) } else { c.sql_type.clone() });
         nulls.push(c.nullable);
         keys.push(rel.primary_key.contains(&c.name).then(|| format!("PRI({})", rel.primary_key.join(", "))));
-        extras.push(c.computed.as_ref().map(|e| format!("AS {e}")));
+        // Flink's: `AS expr` of a computed column, `METADATA FROM 'key'` of a metadata one.
+        extras.push(c.computed.as_ref().map(|e| match crate::source::metadata_key(e) {
+            Some(_) => e.clone(),
+            None => format!("AS {e}"),
+        }));
         watermarks.push(
             rel.watermark.as_ref().filter(|w| w.column == c.name).map(|w| w.expr.clone()),
         );

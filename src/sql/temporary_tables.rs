@@ -342,6 +342,7 @@ fn statement_names(stmt: &WeirStatement, out: &mut Vec<String>) {
             out.extend(crate::sql::ddl::relation_names(query));
         }
         WeirStatement::CreateTableAs(ctas) => out.extend(crate::sql::ddl::relation_names(&ctas.query)),
+        WeirStatement::CreateTable(t) => out.extend(t.like.iter().map(|like| like.source.clone())),
         WeirStatement::DeclareCursor { query: CursorQuery::Subscribe(sub), .. }
         | WeirStatement::Subscribe(sub)
         | WeirStatement::CopySubscribe(sub) => match &sub.query {
