@@ -11,6 +11,7 @@ pub mod slicing;
 pub mod stream_plan;
 pub mod temporal;
 pub mod ttl;
+pub mod type_names;
 pub mod window;
 
 pub use planner::{plan_stream, updating_operator, SourceCatalog, SourceInfo};

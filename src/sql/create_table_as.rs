@@ -4,7 +4,8 @@
 //! - with a connector (`WITH ('connector' = 'kafka', ..)`), Flink's CTAS: the table is created
 //!   and the continuous job `INSERT INTO t query` starts writing into it (`SHOW JOBS` shows the
 //!   CTAS as its statement). Flink's primary key and watermark may be declared before `AS`
-//!   (`CREATE TABLE t (PRIMARY KEY (id) NOT ENFORCED) WITH (..) AS ..`), as in Flink 2.
+//!   (`CREATE TABLE t (PRIMARY KEY (id) NOT ENFORCED) WITH (..) AS ..`), as in Flink 2. An
+//!   unnamed expression's column is `EXPR$<position>`, as Flink names it.
 //! - a plain table, Postgres's CTAS: the table is filled once with the query's rows at the
 //!   last committed epoch, tagged `SELECT n`; `CREATE TABLE t (a, b) AS ..` renames the
 //!   query's first columns, and `WITH NO DATA` creates it empty.
@@ -41,12 +42,20 @@ pub fn table_definition(ctas: &CreateTableAs, schema: &Schema) -> Result<String>
             None,
         ));
     }
-    let names: Vec<&str> = schema
+    // Flink names a connector table's unnamed expressions `EXPR$<position>`; Postgres's
+    // `?column?` is kept for a plain table (two of them are refused, as Postgres refuses them).
+    let flink = t.options.contains_key("connector");
+    let names: Vec<String> = schema
         .fields()
         .iter()
         .enumerate()
-        .map(|(i, f)| ctas.column_names.get(i).map(String::as_str).unwrap_or(f.name()))
+        .map(|(i, f)| match ctas.column_names.get(i) {
+            Some(name) => name.clone(),
+            None if flink && f.name() == "?column?" => format!("EXPR${i}"),
+            None => f.name().clone(),
+        })
         .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     for (i, name) in names.iter().enumerate() {
         if names[..i].contains(name) {
             return Err(WeirError::new(ErrorKind::DuplicateColumn(format!(

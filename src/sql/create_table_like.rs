@@ -25,10 +25,11 @@
 //!   replaces it with `OVERWRITING OPTIONS` (the default) and is refused with `INCLUDING`.
 //!
 //! Postgres's, in the column list (`CREATE TABLE staging (LIKE orders INCLUDING ALL, note
-//! TEXT)`): the source's physical and metadata columns with their types and `NOT NULL`, where
-//! the `LIKE` stands; its computed columns with `INCLUDING GENERATED` or `ALL`, its primary key
-//! with `INCLUDING INDEXES` or `ALL` (Postgres keeps a primary key as an index); never its
-//! options or watermark. Postgres's other features (`DEFAULTS`, `COMMENTS`, ..) have nothing to
+//! TEXT)`): the source's columns where the `LIKE` stands, with their types and `NOT NULL` (a
+//! primary key's columns are NOT NULL); a metadata column as a column of its type, a computed
+//! one as a column of its type too unless `INCLUDING GENERATED` or `ALL` copies it computed; its
+//! primary key with `INCLUDING INDEXES` or `ALL` (Postgres keeps a primary key as an index);
+//! never its options or watermark. Postgres's other features (`DEFAULTS`, `COMMENTS`, ..) have nothing to
 //! copy here.
 //!
 //! The table created is the `CREATE TABLE` the merge gives ([`definition`]): `SHOW CREATE TABLE`
@@ -118,9 +119,12 @@ fn flink_strategies(options: &[(String, String)]) -> Result<Strategies> {
 /// # Errors
 /// `Syntax` for a like option that is none; `Plan` with Flink's message for what its rules
 /// refuse; `DuplicateColumn` (42701) for two columns of a name in Postgres's form.
-pub fn merged(t: &CreateTable, like: &TableLike, source: &CreateTable) -> Result<CreateTable> {
+///
+/// `computed_types` are the types of `source`'s computed columns (as SQL text), which
+/// Postgres's form copies as columns of that type without `INCLUDING GENERATED`.
+pub fn merged(t: &CreateTable, like: &TableLike, source: &CreateTable, computed_types: &BTreeMap<String, String>) -> Result<CreateTable> {
     match like.at {
-        Some(at) => postgres_merged(t, like, at, source),
+        Some(at) => postgres_merged(t, like, at, source, computed_types),
         None => flink_merged(t, like, source),
     }
 }
@@ -214,7 +218,13 @@ fn flink_merged(t: &CreateTable, like: &TableLike, source: &CreateTable) -> Resu
     Ok(CreateTable { columns, primary_key, watermark, options, like: None, ..t.clone() })
 }
 
-fn postgres_merged(t: &CreateTable, like: &TableLike, at: usize, source: &CreateTable) -> Result<CreateTable> {
+fn postgres_merged(
+    t: &CreateTable,
+    like: &TableLike,
+    at: usize,
+    source: &CreateTable,
+    computed_types: &BTreeMap<String, String>,
+) -> Result<CreateTable> {
     let (mut generated, mut indexes) = (false, false);
     for (strategy, feature) in &like.options {
         let including = strategy == "INCLUDING";
@@ -234,11 +244,24 @@ fn postgres_merged(t: &CreateTable, like: &TableLike, at: usize, source: &Create
             }
         }
     }
-    let copied = source.columns.iter().filter(|c| generated || c.computed.is_none()).map(|c| match &c.computed {
-        // A metadata column's value is data of its type here.
-        None => ColumnSpec { metadata: None, ..c.clone() },
-        Some(_) => c.clone(),
-    });
+    let mut copied = Vec::new();
+    for c in &source.columns {
+        // A primary key's columns are NOT NULL, which Postgres copies.
+        let not_null = c.not_null || source.primary_key.contains(&c.name);
+        copied.push(match &c.computed {
+            // A metadata column's value is data of its type here.
+            None => ColumnSpec { metadata: None, is_virtual: false, not_null, ..c.clone() },
+            Some(_) if generated => c.clone(),
+            // Without GENERATED, Postgres copies a generated column as a column of its type.
+            Some(_) => {
+                let Some(text) = computed_types.get(&c.name) else {
+                    return Err(WeirError::internal(format!("no type of computed column {} of {}", c.name, like.source)));
+                };
+                let data_type = Some(crate::sql::parser::parse_data_type(text)?);
+                ColumnSpec { data_type, computed: None, metadata: None, is_virtual: false, not_null: false, ..c.clone() }
+            }
+        });
+    }
     let at = at.min(t.columns.len());
     let columns: Vec<ColumnSpec> = t.columns[..at].iter().cloned().chain(copied).chain(t.columns[at..].iter().cloned()).collect();
     for (i, c) in columns.iter().enumerate() {
@@ -275,6 +298,9 @@ pub fn definition(t: &CreateTable) -> String {
                     }
                     if let Some(key) = &c.metadata {
                         item.push_str(&format!(" METADATA FROM '{}'", key.replace('\'', "''")));
+                        if c.is_virtual {
+                            item.push_str(" VIRTUAL");
+                        }
                     }
                     item
                 }
@@ -328,7 +354,8 @@ mod tests {
     fn merge(sql: &str) -> Result<String> {
         let t = table(sql);
         let like = t.like.clone().expect("a LIKE");
-        merged(&t, &like, &table(ORDERS)).map(|m| definition(&m))
+        let computed_types = BTreeMap::from([("day".to_string(), "DATE".to_string())]);
+        merged(&t, &like, &table(ORDERS), &computed_types).map(|m| definition(&m))
     }
 
     // Flink's documentation example: a watermark added, an option overwritten; every other
@@ -373,11 +400,12 @@ mod tests {
     fn postgres_like_copies_columns_where_it_stands() -> Result<()> {
         assert_eq!(
             merge("CREATE TEMP TABLE s (note TEXT, LIKE orders, n INT)")?,
-            "CREATE TEMPORARY TABLE s (note TEXT, id BIGINT NOT NULL, amount DECIMAL(10,2), ts TIMESTAMP(3), part INT, n INT)"
+            "CREATE TEMPORARY TABLE s (note TEXT, id BIGINT NOT NULL, amount DECIMAL(10,2), ts TIMESTAMP(3), part INT, day DATE, n INT)"
         );
         assert_eq!(
             merge("CREATE TABLE s (LIKE orders INCLUDING ALL EXCLUDING GENERATED)")?,
-            "CREATE TABLE s (id BIGINT NOT NULL, amount DECIMAL(10,2), ts TIMESTAMP(3), part INT, PRIMARY KEY (id) NOT ENFORCED)"
+            "CREATE TABLE s (id BIGINT NOT NULL, amount DECIMAL(10,2), ts TIMESTAMP(3), part INT, day DATE, PRIMARY KEY (id) NOT \
+             ENFORCED)"
         );
         assert_eq!(merge("CREATE TABLE s (LIKE orders, id INT)").unwrap_err().sqlstate(), "42701");
         Ok(())

@@ -726,7 +726,8 @@ impl Database {
             }
             WeirStatement::Show(..)
             | WeirStatement::ShowCreate(_)
-            | WeirStatement::Describe(_)
+            | WeirStatement::Describe(..)
+            | WeirStatement::Use { .. }
             | WeirStatement::ShowVariable(_)
             | WeirStatement::Explain(_)
             | WeirStatement::ExplainAnalyze(_) => {
@@ -811,6 +812,54 @@ impl Database {
         }
     }
 
+    /// Postgres's `TRUNCATE` (Flink 2's `TRUNCATE TABLE`): each plain table emptied, as
+    /// `DELETE FROM t` empties it (views follow); in a block, with the block. Every table is
+    /// checked first, and several go in one epoch (a block of their own outside one), so a
+    /// TRUNCATE that fails empties none (Postgres's).
+    ///
+    /// # Errors
+    /// `UnknownTable`; `WrongObjectType` (42809) for what is not a plain table; the writes'.
+    async fn truncate(&self, session: &mut Session, truncate: &sqlparser::ast::Truncate) -> Result<StatementResult> {
+        let catalog = Arc::clone(&self.session_snapshot(session).catalog);
+        let mut deletes = Vec::new();
+        for target in &truncate.table_names {
+            let name = object_name(&target.name);
+            let rel = catalog.get(&name).ok_or_else(|| WeirError::unknown_table(&name))?;
+            if rel.kind != weir_catalog::RelationKind::Table || crate::runtime::relation::connector_of(rel) != "table" {
+                let what = match rel.kind {
+                    weir_catalog::RelationKind::Table => "connector table, which stores no rows".to_string(),
+                    kind => kind.sql_name().to_string(),
+                };
+                return Err(crate::error::ErrorKind::WrongObjectType(format!(
+                    "\"{}\" is not a plain table (it is a {what}): TRUNCATE empties plain tables",
+                    crate::sql::temporary_tables::given_name(&name)
+                ))
+                .into());
+            }
+            let WeirStatement::Sql(delete) = parser::parse_statement(&format!("DELETE FROM {}", target.name))? else {
+                return Err(WeirError::internal("a DELETE parses as a statement"));
+            };
+            let Statement::Delete(delete) = *delete else { return Err(WeirError::internal("a DELETE parses as one")) };
+            deletes.push(delete);
+        }
+        let block = session.txn.is_none() && deletes.len() > 1;
+        if block {
+            Box::pin(self.execute_parsed(session, parser::parse_statement("BEGIN")?, "BEGIN")).await?;
+        }
+        for delete in deletes {
+            if let Err(e) = self.write(session, "TRUNCATE", WriteRequest::Step(WriteStep::Delete(Box::new(delete)))).await {
+                if block {
+                    Box::pin(self.execute_parsed(session, parser::parse_statement("ROLLBACK")?, "ROLLBACK")).await?;
+                }
+                return Err(e);
+            }
+        }
+        if block {
+            Box::pin(self.execute_parsed(session, parser::parse_statement("COMMIT")?, "COMMIT")).await?;
+        }
+        Ok(command("TRUNCATE TABLE"))
+    }
+
     /// `CREATE TABLE .. LIKE source` ([`crate::sql::create_table_like`]) as the `CREATE TABLE`
     /// it makes, and that statement's text (the table's definition). `source` is a table as the
     /// session names it (its temporary table first).
@@ -832,7 +881,17 @@ impl Database {
         let WeirStatement::CreateTable(source) = parser::parse_statement(&rel.definition)? else {
             return Err(WeirError::internal(format!("table {}'s definition is no CREATE TABLE", like.source)));
         };
-        let merged = crate::sql::create_table_like::merged(t, like, &source)?;
+        // The types of its computed columns, which Postgres's form may copy as plain columns.
+        let computed_types: std::collections::BTreeMap<String, String> = rel
+            .columns
+            .iter()
+            .filter(|c| c.computed.as_deref().is_some_and(|e| crate::source::metadata_key(e).is_none()))
+            .filter_map(|c| {
+                let arrow: arrow::datatypes::DataType = c.arrow_type.parse().ok()?;
+                Some((c.name.clone(), crate::sql::show::sql_type_name(&arrow)))
+            })
+            .collect();
+        let merged = crate::sql::create_table_like::merged(t, like, &source, &computed_types)?;
         let definition = crate::sql::create_table_like::definition(&merged);
         match parser::parse_statement(&definition)? {
             WeirStatement::CreateTable(table) => Ok((parser::CreateTable { if_not_exists: t.if_not_exists, ..*table }, definition)),
@@ -983,7 +1042,8 @@ impl Database {
                 ddl::create_table(&mut *self.write_engine().await?, &t, sql).await?;
                 Ok(command("CREATE TABLE"))
             }
-            WeirStatement::CreateTableAs(ctas) => self.create_table_as(session, *ctas, sql).await,
+            // Boxed, as the other large branches: the statement future stays small.
+            WeirStatement::CreateTableAs(ctas) => Box::pin(self.create_table_as(session, *ctas, sql)).await,
             WeirStatement::CreateMaterializedView { name, if_not_exists, query, emit_on_window_close } => {
                 let mut engine = self.write_engine().await?.interruptible(&session.interrupt);
                 let temporary = session.temporary_views.read_by(&query);
@@ -1104,7 +1164,18 @@ impl Database {
                 show::show_list(&catalog, &functions, list, like.as_ref(), jobs.as_deref())
             }
             WeirStatement::ShowCreate(name) => show::show_create(&self.shown_catalog(session, &name), &name),
-            WeirStatement::Describe(name) => show::describe(&self.shown_catalog(session, &name), &name),
+            WeirStatement::Describe(name, like) => show::describe(&self.shown_catalog(session, &name), &name, like.as_ref()),
+            WeirStatement::Use { .. } => Ok(command("USE")),
+            WeirStatement::Rename { view, name, if_exists, to } => {
+                if session.temporary_tables.get(&name).is_some() || session.temporary_views.get(&name).is_some() {
+                    return Err(WeirError::unsupported(format!(
+                        "renaming temporary {} {name}: create it again under the new name",
+                        if session.temporary_views.get(&name).is_some() { "view" } else { "table" }
+                    )));
+                }
+                ddl::rename_relation(&mut *self.write_engine().await?, view, &name, if_exists, &to)?;
+                Ok(command(if view { "ALTER VIEW" } else { "ALTER TABLE" }))
+            }
             // `SET x TO DEFAULT` is `RESET x`, as in Postgres.
             WeirStatement::Set { key, value } if value.eq_ignore_ascii_case("default") => {
                 session.settings.remove(&key.to_lowercase());
@@ -1385,16 +1456,7 @@ impl Database {
             }
             // Postgres's TRUNCATE (Flink 2's TRUNCATE TABLE): each plain table emptied, as
             // `DELETE FROM t` empties it (views over it follow); in a block, with the block.
-            Statement::Truncate(truncate) => {
-                for target in &truncate.table_names {
-                    let WeirStatement::Sql(delete) = parser::parse_statement(&format!("DELETE FROM {}", target.name))? else {
-                        return Err(WeirError::internal("a DELETE parses as a statement"));
-                    };
-                    let Statement::Delete(delete) = *delete else { return Err(WeirError::internal("a DELETE parses as one")) };
-                    self.write(session, "TRUNCATE", WriteRequest::Step(WriteStep::Delete(Box::new(delete)))).await?;
-                }
-                Ok(command("TRUNCATE TABLE"))
-            }
+            Statement::Truncate(truncate) => Box::pin(self.truncate(session, truncate)).await,
             Statement::Update(update) => {
                 let step = WriteStep::Update(Box::new(update.clone()));
                 let table = dml::write_table(&step)?;
@@ -1772,6 +1834,8 @@ fn not_in_a_block(stmt: &WeirStatement) -> Option<&'static str> {
         WeirStatement::CreateTable(_) => "CREATE TABLE",
         WeirStatement::CreateTableAs(_) => "CREATE TABLE AS",
         WeirStatement::AlterTableOptions { .. } => "ALTER TABLE",
+        WeirStatement::Rename { view: true, .. } => "ALTER VIEW",
+        WeirStatement::Rename { view: false, .. } => "ALTER TABLE",
         WeirStatement::CreateMaterializedView { .. } => "CREATE MATERIALIZED VIEW",
         WeirStatement::Drop { .. } => "DROP",
         WeirStatement::Flush => "FLUSH",
@@ -1801,7 +1865,8 @@ fn writes(stmt: &WeirStatement) -> bool {
         | WeirStatement::CloseCursor(_)
         | WeirStatement::Show(..)
         | WeirStatement::ShowCreate(_)
-        | WeirStatement::Describe(_)
+        | WeirStatement::Describe(..)
+        | WeirStatement::Use { .. }
         | WeirStatement::Set { .. }
         | WeirStatement::ShowVariable(_)
         | WeirStatement::Reset(_)
@@ -1810,6 +1875,7 @@ fn writes(stmt: &WeirStatement) -> bool {
         | WeirStatement::Flush => false,
         WeirStatement::CreateTable(_)
         | WeirStatement::CreateTableAs(_)
+        | WeirStatement::Rename { .. }
         | WeirStatement::AlterTableOptions { .. }
         | WeirStatement::CreateMaterializedView { .. }
         | WeirStatement::Drop { .. }

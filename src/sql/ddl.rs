@@ -306,6 +306,72 @@ pub async fn alter_table_options(
     Ok(())
 }
 
+/// `ALTER TABLE | VIEW name RENAME TO to` (Flink's and Postgres's): the table or view `name`
+/// is named `to` from this epoch on; its rows (a plain table's state), options and columns stay,
+/// and its definition (`SHOW CREATE`) names it anew. `view` is `ALTER VIEW`, which renames
+/// only a view; `ALTER TABLE` renames a table or a view, as Postgres's does.
+///
+/// Refused (2BP01) while a view, materialized view or job reads or writes it: they name it in
+/// their queries, which Weir keeps as text. A materialized view is not renamed (its job runs
+/// under its name).
+///
+/// # Errors
+/// `UnknownTable` (unless `if_exists`); `WrongObjectType`; `DuplicateTable` for a name taken;
+/// `DependentObjects`; `Unsupported` for a materialized view; the commit's.
+pub fn rename_relation(engine: &mut Engine, view: bool, name: &str, if_exists: bool, to: &str) -> Result<()> {
+    let Some(rel) = engine.catalog.get(name).cloned() else {
+        return match if_exists {
+            true => Ok(()),
+            false => Err(WeirError::unknown_table(name)),
+        };
+    };
+    match rel.kind {
+        RelationKind::View => {}
+        RelationKind::Table if !view => {}
+        RelationKind::MaterializedView => {
+            return Err(WeirError::unsupported(format!(
+                "renaming materialized view {name}: its job runs under its name; create it again under the new one and drop it"
+            )))
+        }
+        other => return Err(ErrorKind::WrongObjectType(format!("\"{name}\" is not a view (it is a {})", other.sql_name())).into()),
+    }
+    if crate::sql::temporary_tables::is_temporary(to) {
+        return Err(WeirError::plan(format!(
+            "table name \"{to}\" is taken: names starting with {} are those of temporary tables",
+            crate::sql::temporary_tables::PREFIX
+        )));
+    }
+    if engine.catalog.get(to).is_some() {
+        return Err(ErrorKind::DuplicateTable(to.to_string()).into());
+    }
+    let mut readers: Vec<String> = engine
+        .catalog
+        .relations
+        .values()
+        .filter(|r| r.name != name && r.depends_on.iter().any(|d| d == name))
+        .map(|r| match r.kind {
+            RelationKind::SinkJob => format!("job {}", r.name),
+            kind => format!("{} {}", kind.sql_name(), r.name),
+        })
+        .collect();
+    readers.sort();
+    if !readers.is_empty() {
+        return Err(ErrorKind::DependentObjects(format!(
+            "cannot rename {} {name} because other objects name it: {}; drop them first (their queries name it)",
+            rel.kind.sql_name(),
+            readers.join(", ")
+        ))
+        .into());
+    }
+    let mut renamed = rel.clone();
+    renamed.name = to.to_string();
+    renamed.definition = crate::sql::parser::with_created_name(&rel.definition, to)?;
+    let mut catalog = (*engine.catalog).clone();
+    catalog.relations.remove(name);
+    catalog.relations.insert(to.to_string(), renamed);
+    engine.commit(EpochWrites::default(), Some(catalog))
+}
+
 /// The jobs that read table `table` (directly or through plain views) or write it.
 fn jobs_using(catalog: &weir_catalog::Catalog, table: &str) -> Vec<String> {
     fn reads(catalog: &weir_catalog::Catalog, rel: &Relation, table: &str, depth: usize) -> bool {

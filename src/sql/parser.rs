@@ -28,6 +28,8 @@ pub struct ColumnSpec {
     pub computed: Option<Expr>,
     /// `METADATA [FROM 'key'] [VIRTUAL]`: the metadata key (the column name if not given).
     pub metadata: Option<String>,
+    /// `VIRTUAL` after `METADATA`: read, never written (Flink's; Weir writes no metadata column).
+    pub is_virtual: bool,
 }
 
 /// `CREATE TABLE` in Flink's form.
@@ -87,6 +89,32 @@ pub enum ShowList {
     Functions,
     /// `SHOW USER FUNCTIONS` (Flink): the user-defined ones, of which Weir has none.
     UserFunctions,
+    /// `SHOW CATALOGS` (Flink): Weir's one, [`DEFAULT_CATALOG`].
+    Catalogs,
+    /// `SHOW DATABASES` (Flink): Weir's one, [`DEFAULT_DATABASE`].
+    Databases,
+    /// `SHOW CURRENT CATALOG`.
+    CurrentCatalog,
+    /// `SHOW CURRENT DATABASE`.
+    CurrentDatabase,
+}
+
+/// The name of Weir's one catalog as Flink's statements see it (`SHOW CATALOGS`, `USE CATALOG`):
+/// Flink's default catalog's.
+pub const DEFAULT_CATALOG: &str = "default_catalog";
+
+/// The name of Weir's one database as Flink's statements see it (`SHOW DATABASES`, `USE`):
+/// Flink's default database's. Postgres's schema `public` names it too.
+pub const DEFAULT_DATABASE: &str = "default_database";
+
+/// Whether `name` (`[catalog.]database`, as written) names Weir's one database.
+fn is_default_database(name: &ObjectName) -> bool {
+    let parts: Vec<String> = name.0.iter().filter_map(|p| p.as_ident()).map(ident).collect();
+    match parts.as_slice() {
+        [db] => db == DEFAULT_DATABASE || db == "public",
+        [catalog, db] => catalog == DEFAULT_CATALOG && (db == DEFAULT_DATABASE || db == "public"),
+        _ => false,
+    }
 }
 
 /// `[NOT] LIKE | ILIKE 'pattern'` after `SHOW [USER] FUNCTIONS`, `SHOW TABLES`, `SHOW VIEWS` or
@@ -192,7 +220,14 @@ pub enum WeirStatement {
     /// `SHOW ...`, with a list's optional LIKE filter (not `SHOW JOBS`').
     Show(ShowList, Option<ShowLike>),
     ShowCreate(String),
-    Describe(String),
+    /// `DESCRIBE t`, or Flink's `SHOW COLUMNS FROM t [[NOT] LIKE 'p']` (its rows filtered by
+    /// column name).
+    Describe(String, Option<ShowLike>),
+    /// Flink's `USE CATALOG c` (`catalog`) or `USE db`: Weir's one catalog and database only.
+    Use { catalog: bool, name: String },
+    /// `ALTER TABLE | VIEW [IF EXISTS] name RENAME TO to` (Flink's and Postgres's;
+    /// [`crate::sql::ddl::rename_relation`]): `view` for ALTER VIEW.
+    Rename { view: bool, name: String, if_exists: bool, to: String },
     /// `SET key = value`; the value as text.
     Set { key: String, value: String },
     /// `SHOW key`.
@@ -570,6 +605,16 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         }
         return parse_create_table(p, sql, temporary);
     }
+    if is_word(p, 0, "ALTER") && (is_word(p, 1, "TABLE") || is_word(p, 1, "VIEW")) && renames(p) {
+        p.next_token();
+        let view = p.next_token().to_string().eq_ignore_ascii_case("VIEW");
+        let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+        let name = object_name(&p.parse_object_name(false).map_err(err)?);
+        p.next_token();
+        p.next_token();
+        let to = object_name(&p.parse_object_name(false).map_err(err)?);
+        return Ok(WeirStatement::Rename { view, name, if_exists, to });
+    }
     if is_word(p, 0, "ALTER") && is_word(p, 1, "TABLE") && alters_options(p) {
         p.next_token();
         p.next_token();
@@ -630,6 +675,63 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         p.next_token();
         return Ok(WeirStatement::Flush);
     }
+    if is_word(p, 0, "EXPLAIN") && is_word(p, 1, "PLAN") && is_word(p, 2, "FOR") {
+        // Flink's `EXPLAIN PLAN FOR stmt`: `EXPLAIN stmt`.
+        for _ in 0..3 {
+            p.next_token();
+        }
+        return Ok(WeirStatement::Explain(Box::new(parse_weir(p, sql)?)));
+    }
+    if is_word(p, 0, "USE") {
+        p.next_token();
+        let catalog = is_word(p, 0, "CATALOG");
+        if catalog {
+            p.next_token();
+        }
+        let name = p.parse_object_name(false).map_err(err)?;
+        let known = match catalog {
+            true => name.0.len() == 1 && object_name(&name) == DEFAULT_CATALOG,
+            false => is_default_database(&name),
+        };
+        if !known {
+            // Flink's messages.
+            return Err(WeirError::plan(match catalog {
+                true => format!("A catalog with name [{name}] does not exist (Weir has one: {DEFAULT_CATALOG})."),
+                false => format!(
+                    "A database with name [{name}] does not exist in the catalog: [{DEFAULT_CATALOG}] (Weir has one: {DEFAULT_DATABASE})."
+                ),
+            }));
+        }
+        return Ok(WeirStatement::Use { catalog, name: object_name(&name) });
+    }
+    if is_word(p, 0, "SHOW") && is_word(p, 1, "COLUMNS") {
+        // Flink's `SHOW COLUMNS FROM | IN t [[NOT] LIKE 'p']`.
+        p.next_token();
+        p.next_token();
+        if !(p.parse_keyword(Keyword::FROM) || p.parse_keyword(Keyword::IN)) {
+            return Err(unexpected(p, sql, "FROM or IN"));
+        }
+        let name = object_name(&p.parse_object_name(false).map_err(err)?);
+        let like = parse_show_like(p, sql)?;
+        return Ok(WeirStatement::Describe(name, like));
+    }
+    if is_word(p, 0, "SHOW") && is_word(p, 1, "CATALOGS") || is_word(p, 1, "DATABASES") || is_word(p, 1, "CURRENT") && (is_word(p, 2, "CATALOG") || is_word(p, 2, "DATABASE")) {
+        let list = match (is_word(p, 1, "CURRENT"), is_word(p, 1, "CATALOGS") || is_word(p, 2, "CATALOG")) {
+            (false, true) => ShowList::Catalogs,
+            (false, false) => ShowList::Databases,
+            (true, true) => ShowList::CurrentCatalog,
+            (true, false) => ShowList::CurrentDatabase,
+        };
+        let words = if list == ShowList::Catalogs || list == ShowList::Databases { 2 } else { 3 };
+        for _ in 0..words {
+            p.next_token();
+        }
+        let like = match words {
+            2 => parse_show_like(p, sql)?,
+            _ => None,
+        };
+        return Ok(WeirStatement::Show(list, like));
+    }
     if is_word(p, 0, "SHOW") {
         let list = if is_word(p, 1, "TABLES") {
             Some((ShowList::Tables, 2))
@@ -652,13 +754,18 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
             }
             let mut like = None;
             if list != ShowList::Jobs {
-                let not = p.parse_keyword(Keyword::NOT);
-                let ilike = p.parse_keyword(Keyword::ILIKE);
-                if ilike || p.parse_keyword(Keyword::LIKE) {
-                    like = Some(ShowLike { not, ilike, pattern: p.parse_literal_string().map_err(err)? });
-                } else if not {
-                    return Err(unexpected(p, sql, "LIKE or ILIKE"));
+                // Flink's `SHOW TABLES FROM | IN [catalog.]database`: Weir's one database.
+                if matches!(list, ShowList::Tables | ShowList::Views | ShowList::MaterializedViews)
+                    && (p.parse_keyword(Keyword::FROM) || p.parse_keyword(Keyword::IN))
+                {
+                    let database = p.parse_object_name(false).map_err(err)?;
+                    if !is_default_database(&database) {
+                        return Err(WeirError::plan(format!(
+                            "Database '{database}' does not exist (Weir has one: {DEFAULT_CATALOG}.{DEFAULT_DATABASE})."
+                        )));
+                    }
                 }
+                like = parse_show_like(p, sql)?;
             }
             return Ok(WeirStatement::Show(list, like));
         }
@@ -770,7 +877,7 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
     if is_word(p, 0, "DESCRIBE") || is_word(p, 0, "DESC") {
         p.next_token();
         let name = object_name(&p.parse_object_name(false).map_err(err)?);
-        return Ok(WeirStatement::Describe(name));
+        return Ok(WeirStatement::Describe(name, None));
     }
     if is_word(p, 0, "SET") && !is_word(p, 1, "TRANSACTION") && !is_word(p, 1, "SESSION") && !is_word(p, 1, "LOCAL") {
         p.next_token();
@@ -809,6 +916,14 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
             p.next_token();
             return Ok(WeirStatement::Resume(name));
         }
+        if is_word(p, 0, "RENAME") {
+            return Err(WeirError::unsupported(format!(
+                "renaming materialized view {}: its job runs under its name; create it again under the new one and drop it",
+                match &name {
+                    JobRef::View(v) | JobRef::Id(v) => v,
+                }
+            )));
+        }
         return Err(unexpected(p, sql, "SUSPEND or RESUME"));
     }
     if is_word(p, 0, "STOP") && is_word(p, 1, "JOB") {
@@ -841,9 +956,33 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
     Ok(WeirStatement::Sql(Box::new(stmt)))
 }
 
+/// A type as SQL text (`TIMESTAMP_LTZ(3)`, `ROW<a INT>`), parsed as `CREATE TABLE` reads it.
+///
+/// # Errors
+/// `Syntax` for text that is no type.
+pub fn parse_data_type(text: &str) -> Result<DataType> {
+    let body = crate::sql::types::rewrite_nested_types(text)?;
+    let dialect = GenericDialect {};
+    let mut p = Parser::new(&dialect).try_with_sql(&body).map_err(|e| syntax_error(text, e))?;
+    p.parse_data_type().map_err(|e| syntax_error(text, e))
+}
+
 /// Whether `name` is `pg_temp.t`: Postgres's spelling of a temporary table.
 fn in_pg_temp(name: &ObjectName) -> bool {
     name.0.len() == 2 && name.0[0].as_ident().is_some_and(|s| ident(s) == "pg_temp")
+}
+
+/// `[NOT] LIKE | ILIKE 'pattern'` ending a `SHOW`, if there is one.
+fn parse_show_like(p: &mut Parser<'_>, sql: &str) -> Result<Option<ShowLike>> {
+    let not = p.parse_keyword(Keyword::NOT);
+    let ilike = p.parse_keyword(Keyword::ILIKE);
+    if ilike || p.parse_keyword(Keyword::LIKE) {
+        return Ok(Some(ShowLike { not, ilike, pattern: p.parse_literal_string().map_err(|e| syntax_error(sql, e))? }));
+    }
+    if not {
+        return Err(unexpected(p, sql, "LIKE or ILIKE"));
+    }
+    Ok(None)
 }
 
 /// `CREATE TABLE` after its first words: Flink's form, or `.. AS query` (with no columns, or
@@ -914,10 +1053,18 @@ fn parse_create_table(p: &mut Parser<'_>, sql: &str, temporary: bool) -> Result<
                 column_names.push(name);
             } else if p.parse_keyword(Keyword::AS) {
                 let expr = p.parse_expr().map_err(err)?;
-                table.columns.push(ColumnSpec { name, data_type: None, not_null: false, computed: Some(expr), metadata: None });
+                table.columns.push(ColumnSpec {
+                    name,
+                    data_type: None,
+                    not_null: false,
+                    computed: Some(expr),
+                    metadata: None,
+                    is_virtual: false,
+                });
             } else {
                 let data_type = p.parse_data_type().map_err(err)?;
-                let mut col = ColumnSpec { name, data_type: Some(data_type), not_null: false, computed: None, metadata: None };
+                let mut col =
+                    ColumnSpec { name, data_type: Some(data_type), not_null: false, computed: None, metadata: None, is_virtual: false };
                 loop {
                     if p.parse_keywords(&[Keyword::NOT, Keyword::NULL]) {
                         col.not_null = true;
@@ -931,7 +1078,7 @@ fn parse_create_table(p: &mut Parser<'_>, sql: &str, temporary: bool) -> Result<
                         } else {
                             col.name.clone()
                         };
-                        let _ = p.parse_keyword(Keyword::VIRTUAL);
+                        col.is_virtual = p.parse_keyword(Keyword::VIRTUAL);
                         col.metadata = Some(key);
                     } else {
                         break;
@@ -1174,6 +1321,18 @@ fn parse_setting_value(p: &mut Parser<'_>, sql: &str) -> Result<String> {
 /// Whether an `ALTER TABLE [IF EXISTS] name` goes on with `SET (` or `RESET (` (Flink's option
 /// forms; Postgres's `SET SCHEMA`, `SET NOT NULL` and the rest are sqlparser's).
 fn alters_options(p: &Parser<'_>) -> bool {
+    let n = after_altered_name(p);
+    (is_word(p, n, "SET") || is_word(p, n, "RESET")) && p.peek_nth_token(n + 1).token == Token::LParen
+}
+
+/// Whether an `ALTER TABLE | VIEW` is `.. name RENAME TO ..`.
+fn renames(p: &Parser<'_>) -> bool {
+    let n = after_altered_name(p);
+    is_word(p, n, "RENAME") && is_word(p, n + 1, "TO")
+}
+
+/// The token after `ALTER TABLE [IF EXISTS] name`.
+fn after_altered_name(p: &Parser<'_>) -> usize {
     let mut n = 2;
     if is_word(p, n, "IF") && is_word(p, n + 1, "EXISTS") {
         n += 2;
@@ -1183,7 +1342,43 @@ fn alters_options(p: &Parser<'_>) -> bool {
     while p.peek_nth_token(n).token == Token::Period {
         n += 2;
     }
-    (is_word(p, n, "SET") || is_word(p, n, "RESET")) && p.peek_nth_token(n + 1).token == Token::LParen
+    n
+}
+
+/// `definition` (a stored `CREATE TABLE | VIEW | MATERIALIZED VIEW` text) with the name it
+/// creates replaced by `to` (quoted where it needs quotes); the rest as written.
+///
+/// # Errors
+/// `Syntax` when the text cannot be tokenized; `Internal` when it creates nothing.
+pub fn with_created_name(definition: &str, to: &str) -> Result<String> {
+    let (tokens, starts) = located_tokens(definition)?;
+    // The tokens that are not white space, with their places.
+    let words: Vec<(usize, &Token)> =
+        tokens.iter().enumerate().filter(|(_, t)| !matches!(t.token, Token::Whitespace(_))).map(|(i, t)| (i, &t.token)).collect();
+    let is = |at: usize, word: &str| matches!(words.get(at), Some((_, Token::Word(w))) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
+    // CREATE [OR REPLACE] [TEMPORARY | TEMP] [MATERIALIZED] TABLE | VIEW [IF NOT EXISTS] name
+    let mut at = 1;
+    for optional in [&["OR", "REPLACE"][..], &["TEMPORARY"], &["TEMP"], &["MATERIALIZED"]] {
+        if optional.iter().enumerate().all(|(k, w)| is(at + k, w)) {
+            at += optional.len();
+        }
+    }
+    let missing = || WeirError::internal(format!("no name in the definition {definition}"));
+    if !is(0, "CREATE") || !(is(at, "TABLE") || is(at, "VIEW")) {
+        return Err(missing());
+    }
+    at += 1;
+    if is(at, "IF") && is(at + 1, "NOT") && is(at + 2, "EXISTS") {
+        at += 3;
+    }
+    // The name: words joined by dots.
+    let first = at;
+    while matches!(words.get(at + 1), Some((_, Token::Period))) && matches!(words.get(at + 2), Some((_, Token::Word(_)))) {
+        at += 2;
+    }
+    let (Some((first, Token::Word(_))), Some((last, _))) = (words.get(first), words.get(at)) else { return Err(missing()) };
+    let (start, end) = (starts[*first], starts.get(last + 1).copied().unwrap_or(definition.len()));
+    Ok(format!("{}{}{}", &definition[..start], crate::sql::create_table_as::identifier(to), &definition[end..]))
 }
 
 fn is_word(p: &Parser<'_>, n: usize, word: &str) -> bool {

@@ -673,6 +673,8 @@ fn item_key(e: &Expr) -> String {
     match e {
         Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.clone()).unwrap_or_default(),
         Expr::Cast { expr, .. } | Expr::Nested(expr) => item_key(expr),
+        // DataFusion names every scalar subquery alike.
+        Expr::Subquery(_) => "(<subquery>)".to_string(),
         other => {
             let mut bare = other.clone();
             let _ = bare.visit(&mut Bare);

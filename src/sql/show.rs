@@ -3,12 +3,13 @@
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BooleanArray, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use arrow::datatypes::{DataType, Field, Schema};
 use weir_catalog::{Catalog, RelationKind};
 
 use crate::error::{Result, WeirError};
 use crate::sql::database::StatementResult;
 use crate::sql::parser::ShowList;
+pub use crate::plan::type_names::sql_type_name;
 
 /// Settings with a default, shown by `SHOW name` until a session sets them. Weir's own
 /// (Flink's names) first, then the Postgres parameters drivers ask for.
@@ -81,6 +82,23 @@ pub fn show_list(
         // Flink's column name.
         ShowList::Functions => text_rows(&["function name"], functions.iter().map(|f| vec![Some(f.clone())]).collect()),
         ShowList::UserFunctions => text_rows(&["function name"], Vec::new()),
+        // Flink's column names.
+        ShowList::Catalogs | ShowList::CurrentCatalog => {
+            let name = crate::sql::parser::DEFAULT_CATALOG;
+            let rows = match like.is_none_or(|l| l.accepts(name)) {
+                true => vec![vec![Some(name.to_string())]],
+                false => vec![],
+            };
+            text_rows(&[if list == ShowList::Catalogs { "catalog name" } else { "current catalog name" }], rows)
+        }
+        ShowList::Databases | ShowList::CurrentDatabase => {
+            let name = crate::sql::parser::DEFAULT_DATABASE;
+            let rows = match like.is_none_or(|l| l.accepts(name)) {
+                true => vec![vec![Some(name.to_string())]],
+                false => vec![],
+            };
+            text_rows(&[if list == ShowList::Databases { "database name" } else { "current database name" }], rows)
+        }
         ShowList::Tables => text_rows(&["table_name"], of_kind(RelationKind::Table)),
         ShowList::Views => text_rows(&["view_name"], of_kind(RelationKind::View)),
         ShowList::MaterializedViews => text_rows(&["materialized_view_name"], of_kind(RelationKind::MaterializedView)),
@@ -213,8 +231,8 @@ fn analyze_line(state: &crate::engine::SystemState, job: &str, o: &crate::runtim
 }
 
 /// `DESCRIBE name`: one row per column (Flink's columns: name, type, null, key, extras,
-/// watermark).
-pub fn describe(catalog: &Catalog, name: &str) -> Result<StatementResult> {
+/// watermark); `SHOW COLUMNS FROM name LIKE ..` those whose name `like` accepts.
+pub fn describe(catalog: &Catalog, name: &str, like: Option<&crate::sql::parser::ShowLike>) -> Result<StatementResult> {
     let rel = catalog.get(name).ok_or_else(|| WeirError::unknown_table(name))?;
     let schema = Arc::new(Schema::new(vec![
         Field::new("name", DataType::Utf8, false),
@@ -230,7 +248,7 @@ pub fn describe(catalog: &Catalog, name: &str) -> Result<StatementResult> {
     let mut keys = Vec::new();
     let mut extras = Vec::new();
     let mut watermarks = Vec::new();
-    for c in &rel.columns {
+    for c in rel.columns.iter().filter(|c| like.is_none_or(|l| l.accepts(&c.name))) {
         names.push(c.name.clone());
         types.push(if c.computed.is_some() { sql_type_name(&parse_type(&c.arrow_type)) } else { c.sql_type.clone() });
         nulls.push(c.nullable);
@@ -267,50 +285,6 @@ fn parse_type(s: &str) -> DataType {
 pub fn show_create(catalog: &Catalog, name: &str) -> Result<StatementResult> {
     let rel = catalog.get(name).ok_or_else(|| WeirError::unknown_table(name))?;
     text_rows(&["name", "create_statement"], vec![vec![Some(rel.name.clone()), Some(rel.definition.clone())]])
-}
-
-/// The SQL name of an Arrow type, in Flink's spelling.
-pub fn sql_type_name(t: &DataType) -> String {
-    let precision = |u: &TimeUnit| match u {
-        TimeUnit::Second => 0,
-        TimeUnit::Millisecond => 3,
-        TimeUnit::Microsecond => 6,
-        TimeUnit::Nanosecond => 9,
-    };
-    match t {
-        DataType::Boolean => "BOOLEAN".into(),
-        DataType::Int8 => "TINYINT".into(),
-        DataType::Int16 => "SMALLINT".into(),
-        DataType::Int32 => "INT".into(),
-        DataType::Int64 => "BIGINT".into(),
-        // Flink has no unsigned types; these are the types the wire sends them as
-        // ([`crate::sql::types::pg_type`]): ROW_NUMBER, RANK and DENSE_RANK are BIGINT, as in Flink.
-        DataType::UInt8 => "SMALLINT".into(),
-        DataType::UInt16 => "INT".into(),
-        DataType::UInt32 | DataType::UInt64 => "BIGINT".into(),
-        DataType::Float32 => "FLOAT".into(),
-        DataType::Float64 => "DOUBLE".into(),
-        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => format!("DECIMAL({p}, {s})"),
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "STRING".into(),
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => "BYTES".into(),
-        DataType::Date32 | DataType::Date64 => "DATE".into(),
-        DataType::Time32(_) | DataType::Time64(_) => "TIME".into(),
-        DataType::Timestamp(u, None) => format!("TIMESTAMP({})", precision(u)),
-        DataType::Timestamp(u, Some(_)) => format!("TIMESTAMP_LTZ({})", precision(u)),
-        DataType::Interval(_) => "INTERVAL".into(),
-        DataType::List(f) | DataType::LargeList(f) => format!("ARRAY<{}>", sql_type_name(f.data_type())),
-        DataType::Struct(fields) => {
-            let fields: Vec<String> = fields.iter().map(|f| format!("`{}` {}", f.name(), sql_type_name(f.data_type()))).collect();
-            format!("ROW<{}>", fields.join(", "))
-        }
-        DataType::Map(entries, _) => match entries.data_type() {
-            DataType::Struct(kv) if kv.len() == 2 => {
-                format!("MAP<{}, {}>", sql_type_name(kv[0].data_type()), sql_type_name(kv[1].data_type()))
-            }
-            other => other.to_string(),
-        },
-        other => other.to_string(),
-    }
 }
 
 #[cfg(test)]

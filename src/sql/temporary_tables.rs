@@ -343,13 +343,14 @@ fn statement_names(stmt: &WeirStatement, out: &mut Vec<String>) {
         }
         WeirStatement::CreateTableAs(ctas) => out.extend(crate::sql::ddl::relation_names(&ctas.query)),
         WeirStatement::CreateTable(t) => out.extend(t.like.iter().map(|like| like.source.clone())),
+        WeirStatement::Rename { name, .. } => out.push(name.clone()),
         WeirStatement::DeclareCursor { query: CursorQuery::Subscribe(sub), .. }
         | WeirStatement::Subscribe(sub)
         | WeirStatement::CopySubscribe(sub) => match &sub.query {
             Some(query) => out.extend(crate::sql::ddl::relation_names(query)),
             None => out.push(sub.relation.clone()),
         },
-        WeirStatement::AlterTableOptions { name, .. } | WeirStatement::ShowCreate(name) | WeirStatement::Describe(name) => {
+        WeirStatement::AlterTableOptions { name, .. } | WeirStatement::ShowCreate(name) | WeirStatement::Describe(name, _) => {
             out.push(name.clone())
         }
         WeirStatement::Drop { names, .. } => out.extend(names.iter().cloned()),

@@ -140,7 +140,8 @@ impl ScalarUDFImpl for DateFormat {
         let mut last: Option<(&str, Option<Format>)> = None;
         let mut out = StringBuilder::with_capacity(n, 0);
         for i in 0..n {
-            let (Some(t), Some(format)) = (times.get(i), formats.get(i)) else {
+            // Postgres: an empty template gives NULL.
+            let (Some(t), Some(format)) = (times.get(i), formats.get(i).filter(|f| !(self.postgres && f.is_empty()))) else {
                 out.append_null();
                 continue;
             };

@@ -12,6 +12,7 @@
 //! | `REGEXP_EXTRACT(str, regex [, idx])` | `regexp_extract.rs` | STRING |
 //! | `SPLIT_INDEX(str, sep, idx)` | `split_index.rs` | STRING |
 //! | `DATE_FORMAT(ts, format)` | `date_format.rs` | STRING |
+//! | `TYPEOF(x)` | `type_of.rs` | STRING |
 //! | `TO_CHAR(ts, template)` (Postgres's templates; replaces DataFusion's) | `date_format.rs`, `pg_to_char.rs` | STRING |
 //! | `AVG(x)` (replaces DataFusion's) | `avg.rs` | x's type for integers |
 //! | `IF(condition, a, b)` (rewritten into CASE) | `flink_if.rs` | the type a and b widen to |
@@ -84,6 +85,7 @@ mod time_part;
 mod time_units;
 mod to_timestamp;
 mod truncate;
+mod type_of;
 mod unix_timestamp;
 pub mod unnest_rows;
 

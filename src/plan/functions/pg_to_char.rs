@@ -30,11 +30,12 @@
 //! | `Q` | quarter |
 //! | `RM`, `rm` | month in Roman numerals |
 //! | `TZ`, `tz` | zone abbreviation: `UTC` for a TIMESTAMP_LTZ (the session's zone), empty for a TIMESTAMP |
-//! | `OF` | the zone's offset from UTC: `+00` |
+//! | `OF`, `TZH`, `TZM` | the zone's offset from UTC: `+00`; its hours (`+00`) and minutes (`00`) |
 //!
 //! Modifiers: `FM` before a pattern drops its zero padding and blank padding, `TH` / `th` after
-//! a number adds its ordinal suffix (`DDth` is `05th`), `FX` and `TM` are accepted and change
-//! nothing (output is always English). Text in double quotes is copied (`\"` is a quote); a
+//! a number adds its ordinal suffix (`DDth` is `05th`), `TM` before a name drops its padding
+//! (the names are always English), `SP` after a number and `FX` are accepted and change
+//! nothing, as in Postgres. An empty template gives NULL (Postgres's). Text in double quotes is copied (`\"` is a quote); a
 //! backslash before a double quote outside of them copies the quote; any other character is
 //! copied. No template is an error: what is not a pattern is text.
 
@@ -95,6 +96,8 @@ pub(super) enum Pattern {
     Quarter,
     RomanMonth(Case),
     Zone(Case),
+    ZoneHours,
+    ZoneMinutes,
     Offset,
 }
 
@@ -114,6 +117,8 @@ const PATTERNS: &[(&str, Pattern)] = &[
     ("IYYY", Pattern::IsoYear(4)),
     ("IDDD", Pattern::IsoDayOfYear),
     ("SSSS", Pattern::SecondsOfDay),
+    ("TZH", Pattern::ZoneHours),
+    ("TZM", Pattern::ZoneMinutes),
     ("YYYY", Pattern::Year(4)),
     ("IYY", Pattern::IsoYear(3)),
     ("YYY", Pattern::Year(3)),
@@ -191,7 +196,7 @@ pub(super) fn parse_template(template: &str) -> Vec<Piece> {
     let mut pieces = Vec::new();
     let mut text = String::new();
     let mut rest = template;
-    let mut fill = false;
+    let (mut fill, mut translated) = (false, false);
     while let Some(c) = rest.chars().next() {
         if c == '"' {
             // Quoted text, `\"` a quote in it.
@@ -222,6 +227,7 @@ pub(super) fn parse_template(template: &str) -> Vec<Piece> {
         let modifier = rest.get(..2).map(str::to_ascii_uppercase);
         if matches!(modifier.as_deref(), Some("FM" | "FX" | "TM")) && pattern_at(&rest[2..]).is_some() {
             fill |= modifier.as_deref() == Some("FM");
+            translated |= modifier.as_deref() == Some("TM");
             rest = &rest[2..];
             continue;
         }
@@ -239,7 +245,13 @@ pub(super) fn parse_template(template: &str) -> Vec<Piece> {
                 if ordinal.is_some() {
                     rest = &rest[2..];
                 }
-                pieces.push(Piece::Field { pattern, fill: std::mem::take(&mut fill), ordinal });
+                if matches!(rest.get(..2), Some("SP" | "sp")) {
+                    rest = &rest[2..];
+                }
+                // `TM` names are not padded.
+                let name = matches!(pattern, Pattern::MonthName { .. } | Pattern::DayName { .. });
+                let fill = std::mem::take(&mut fill) | (std::mem::take(&mut translated) && name);
+                pieces.push(Piece::Field { pattern, fill, ordinal });
             }
             None => {
                 text.push(c);
@@ -373,7 +385,8 @@ pub(super) fn write_template(out: &mut impl Write, pieces: &[Piece], t: &NaiveDa
             Pattern::RomanMonth(case) => text(cased(ROMAN[t.month0() as usize], case), 4),
             Pattern::Zone(case) => text(cased(zone.unwrap_or(""), case), 0),
             // The session's zone is UTC; Postgres shows its offset for a TIMESTAMP too.
-            Pattern::Offset => text("+00".into(), 0),
+            Pattern::Offset | Pattern::ZoneHours => text("+00".into(), 0),
+            Pattern::ZoneMinutes => text("00".into(), 0),
         };
         match value {
             Some(n) => {
@@ -437,5 +450,8 @@ mod tests {
         assert_eq!(format(t, "at %H! TZ"), "at %H! ");
         assert_eq!(format("2015-07-02 00:00:00", "FMDDth FMDDth"), "2nd 2nd");
         assert_eq!(format("2015-07-11 00:00:00", "FMDDth"), "11th");
+        // The ISO 8601 offset; TM names unpadded; SP ignored.
+        assert_eq!(format(t, "HH24:MI:SSTZH:TZM"), "09:04:03+00:00");
+        assert_eq!(format(t, "TMMonth|TMDay|DDSP"), "July|Sunday|05");
     }
 }

@@ -25,6 +25,7 @@ use super::json_construct::JsonConstruct;
 use super::time_units::{TimeRound, TimestampAdd, TimestampDiff};
 use super::to_timestamp::TimeConversion;
 use super::truncate::Truncate;
+use super::type_of::TypeOf;
 use super::unix_timestamp::{LocalTime, LocalTimestamp, UnixTimestamp};
 use super::unnest_rows::UnnestRows;
 
@@ -65,6 +66,7 @@ pub fn register(ctx: &SessionContext) {
     }
     ctx.register_udf(ScalarUDF::new_from_impl(DateFormat::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(DateFormat::to_char()));
+    ctx.register_udf(ScalarUDF::new_from_impl(TypeOf::new()));
     ctx.register_udaf(AggregateUDF::new_from_impl(FlinkAvg::new()));
     // Postgres's name for VAR_SAMP, which DataFusion does not know.
     let var_samp = datafusion::functions_aggregate::variance::var_samp_udaf();
