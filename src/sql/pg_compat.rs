@@ -372,6 +372,7 @@ pub fn rewrite(stmt: &mut Statement, catalog: &Catalog, pid: i32, user: &str) ->
     if let Statement::Query(query) = stmt {
         name_nested_columns(query);
         crate::sql::query_rewrites::first_last_value_ignore_nulls(query);
+        check_order_by_names(query)?;
         alias_repeated_items(query.body.as_mut());
         alias_output_collisions(query);
     }
@@ -390,6 +391,38 @@ pub fn rewrite(stmt: &mut Statement, catalog: &Catalog, pid: i32, user: &str) ->
 /// the statement before this, and [`rename`] applies its names), so the alias never shows.
 fn alias_repeated_items(body: &mut SetExpr) {
     alias_items(body, true);
+}
+
+/// Refuses `ORDER BY name` where two output columns of the select list are `name` and differ
+/// (`SELECT id, a AS id .. ORDER BY id`): Postgres's 42702, `ORDER BY "id" is ambiguous`. The
+/// same column twice (`SELECT id, t.id`) is not. A wildcard's names are not known here.
+fn check_order_by_names(query: &Query) -> Result<()> {
+    let Some(sqlparser::ast::OrderBy { kind: sqlparser::ast::OrderByKind::Expressions(items), .. }) = &query.order_by else {
+        return Ok(());
+    };
+    let Some(select) = leftmost_select(query) else { return Ok(()) };
+    let named: Vec<(String, &Expr)> = select
+        .projection
+        .iter()
+        .filter_map(|item| match item {
+            SelectItem::ExprWithAlias { expr, alias } => Some((crate::sql::parser::ident(alias), expr)),
+            SelectItem::UnnamedExpr(e @ Expr::Identifier(i)) => Some((crate::sql::parser::ident(i), e)),
+            SelectItem::UnnamedExpr(e @ Expr::CompoundIdentifier(parts)) => parts.last().map(|i| (crate::sql::parser::ident(i), e)),
+            SelectItem::UnnamedExpr(e) => Some((expr_name(e), e)),
+            _ => None,
+        })
+        .collect();
+    for item in items {
+        let Expr::Identifier(id) = &item.expr else { continue };
+        let name = crate::sql::parser::ident(id);
+        let mut same = named.iter().filter(|(n, _)| *n == name).map(|(_, e)| item_key(e));
+        if let Some(first) = same.next() {
+            if same.any(|k| k != first) {
+                return Err(WeirError::new(crate::error::ErrorKind::AmbiguousColumn(format!("ORDER BY \"{name}\" is ambiguous"))));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Gives the items of a statement's own select list that name an output column another item
