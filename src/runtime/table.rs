@@ -153,7 +153,7 @@ impl TableStore {
     pub fn decode_rows(&self, values: &[Vec<u8>]) -> Result<RecordBatch> {
         let mut decoder = self.row_codec.decoder(values.len());
         for v in values {
-            decoder.append(v)?;
+            decoder.append_row(v)?;
         }
         Ok(RecordBatch::try_new_with_options(
             Arc::clone(&self.schema),
@@ -237,7 +237,7 @@ impl TableStore {
         }
         let mut decoder = self.row_codec.decoder(old_values.len());
         for v in old_values {
-            decoder.append(v)?;
+            decoder.append_row(v)?;
         }
         let old_cols = decoder.finish()?;
         let indices: Vec<(usize, usize)> = plan
@@ -296,7 +296,7 @@ pub fn scan_rows(
     store.scan_table(id, &mut |k, v| {
         match layout {
             RowLayout::Rows => {
-                decoder.append(v)?;
+                decoder.append_row(v)?;
                 rows += 1;
                 if with_key {
                     keys.push(k.to_vec());

@@ -133,8 +133,6 @@ pub(crate) fn identifier(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use arrow::datatypes::{Field, TimeUnit};
 
     use super::*;

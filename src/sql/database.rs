@@ -1559,9 +1559,49 @@ impl Database {
                 Ok(command("RELEASE"))
             }
             Statement::Set(_) => Ok(command("SET")),
+            Statement::AlterTable(alter) if alter.operations.iter().all(|o| matches!(o, sqlparser::ast::AlterTableOperation::AddColumn { .. })) => {
+                let mut added = Vec::new();
+                for operation in &alter.operations {
+                    let sqlparser::ast::AlterTableOperation::AddColumn { if_not_exists, column_def, column_position, .. } = operation else {
+                        continue;
+                    };
+                    let name = parser::ident(&column_def.name);
+                    if column_position.is_some() {
+                        return Err(WeirError::unsupported(format!(
+                            "ALTER TABLE .. ADD {name} FIRST | AFTER: a new column goes after the others"
+                        )));
+                    }
+                    let mut not_null = false;
+                    for option in &column_def.options {
+                        match &option.option {
+                            sqlparser::ast::ColumnOption::Null => {}
+                            sqlparser::ast::ColumnOption::NotNull => not_null = true,
+                            other => {
+                                return Err(WeirError::unsupported(format!(
+                                    "ALTER TABLE .. ADD {name} .. {other}: a new column takes a type and NULL or NOT NULL; \
+                                     fill it with UPDATE"
+                                )))
+                            }
+                        }
+                    }
+                    let column = parser::ColumnSpec {
+                        name,
+                        data_type: Some(column_def.data_type.clone()),
+                        not_null,
+                        computed: None,
+                        metadata: None,
+                        is_virtual: false,
+                    };
+                    added.push((column, *if_not_exists));
+                }
+                let table = object_name(&alter.name);
+                ddl::add_columns(&mut *self.write_engine().await?, &table, alter.if_exists, &added).await?;
+                Ok(command("ALTER TABLE"))
+            }
             Statement::AlterTable(alter) => Err(WeirError::unsupported(format!(
-                "ALTER TABLE {}: only SET ('k' = 'v', ...) and RESET ('k', ...) of a connector table's options; to change \
-                 its columns, watermark or name, drop it (and the jobs over it) and create it again",
+                "ALTER TABLE {}: only SET ('k' = 'v', ...) and RESET ('k', ...) of a connector table's options, ADD \
+                 [COLUMN] and RENAME TO; to change its other columns or watermark, drop it (and the jobs over it) and create \
+                 it again",
                 alter.name
             ))),
             // Prepared statements live in the wire protocol's store, where a client's Parse

@@ -18,7 +18,7 @@ use weir_catalog::{Column, Relation, RelationKind, Watermark};
 use crate::engine::Engine;
 use crate::error::{ErrorKind, Result, WeirError};
 use crate::runtime::relation::connector_of;
-use crate::sql::parser::{CreateTable, WeirStatement};
+use crate::sql::parser::{ColumnSpec, CreateTable, WeirStatement};
 use crate::sql::planning::{plan_job, JobKind, PlanningBase};
 use crate::sql::relations::{session_context, Snapshot};
 use crate::state::EpochWrites;
@@ -344,31 +344,98 @@ pub fn rename_relation(engine: &mut Engine, view: bool, name: &str, if_exists: b
     if engine.catalog.get(to).is_some() {
         return Err(ErrorKind::DuplicateTable(to.to_string()).into());
     }
-    let mut readers: Vec<String> = engine
-        .catalog
-        .relations
-        .values()
-        .filter(|r| r.name != name && r.depends_on.iter().any(|d| d == name))
-        .map(|r| match r.kind {
-            RelationKind::SinkJob => format!("job {}", r.name),
-            kind => format!("{} {}", kind.sql_name(), r.name),
-        })
-        .collect();
-    readers.sort();
-    if !readers.is_empty() {
-        return Err(ErrorKind::DependentObjects(format!(
-            "cannot rename {} {name} because other objects name it: {}; drop them first (their queries name it)",
-            rel.kind.sql_name(),
-            readers.join(", ")
-        ))
-        .into());
-    }
+    refuse_readers(&engine.catalog, &rel, "rename")?;
     let mut renamed = rel.clone();
     renamed.name = to.to_string();
     renamed.definition = crate::sql::parser::with_created_name(&rel.definition, to)?;
     let mut catalog = (*engine.catalog).clone();
     catalog.relations.remove(name);
     catalog.relations.insert(to.to_string(), renamed);
+    engine.commit(EpochWrites::default(), Some(catalog))
+}
+
+/// Refuses to `what` (rename, add a column to) relation `rel` while a view, materialized view
+/// or job names it: they keep their queries as text, planned against its columns and name.
+///
+/// # Errors
+/// `DependentObjects` (2BP01) naming them.
+fn refuse_readers(catalog: &weir_catalog::Catalog, rel: &Relation, what: &str) -> Result<()> {
+    let mut readers: Vec<String> = catalog
+        .relations
+        .values()
+        .filter(|r| r.name != rel.name && r.depends_on.iter().any(|d| *d == rel.name))
+        .map(|r| match r.kind {
+            RelationKind::SinkJob => format!("job {}", r.name),
+            kind => format!("{} {}", kind.sql_name(), crate::sql::create_table_as::identifier(&r.name)),
+        })
+        .collect();
+    readers.sort();
+    match readers.is_empty() {
+        true => Ok(()),
+        false => Err(ErrorKind::DependentObjects(format!(
+            "cannot {what} {} {} because other objects name it: {}; drop them first (their queries name it)",
+            rel.kind.sql_name(),
+            rel.name,
+            readers.join(", ")
+        ))
+        .into()),
+    }
+}
+
+/// `ALTER TABLE t ADD [COLUMN] [IF NOT EXISTS] c type [NULL], ..` (Postgres's; Flink's `ADD c
+/// type`): nullable columns after the table's others. A plain table's rows are not rewritten:
+/// each reads NULL for them ([`crate::state::RowCodec`]'s `append_row`), as Postgres adds a
+/// column without a default. Refused while a view or job names the table, for a column that
+/// is NOT NULL, has a DEFAULT or another constraint, or goes FIRST or AFTER another, and on a
+/// table with a late-rows side table (its columns are the table's).
+///
+/// # Errors
+/// `UnknownTable` (unless `if_exists`); `WrongObjectType`; `DuplicateColumn` (42701) for a
+/// name taken (unless the column's `IF NOT EXISTS`); `DependentObjects`; `Unsupported`; the
+/// checks of `CREATE TABLE`.
+pub async fn add_columns(engine: &mut Engine, name: &str, if_exists: bool, added: &[(ColumnSpec, bool)]) -> Result<()> {
+    let Some(rel) = engine.catalog.get(name).cloned() else {
+        return match if_exists {
+            true => Ok(()),
+            false => Err(WeirError::unknown_table(name)),
+        };
+    };
+    if rel.kind != RelationKind::Table {
+        return Err(ErrorKind::WrongObjectType(format!("\"{name}\" is not a table (it is a {})", rel.kind.sql_name())).into());
+    }
+    refuse_readers(&engine.catalog, &rel, "add a column to")?;
+    if rel.options.contains_key(crate::engine::LATE_ROWS_TABLE) {
+        return Err(WeirError::unsupported(format!(
+            "ALTER TABLE {name} ADD: its late-rows side table has its columns; create both again"
+        )));
+    }
+    let WeirStatement::CreateTable(mut table) = crate::sql::parser::parse_statement(&rel.definition)? else {
+        return Err(WeirError::internal(format!("the definition of table {name} is not a CREATE TABLE")));
+    };
+    let plain = connector_of(&rel) == "table";
+    for (column, if_not_exists) in added {
+        if table.columns.iter().any(|c| c.name == column.name) {
+            if *if_not_exists {
+                continue;
+            }
+            return Err(ErrorKind::DuplicateColumn(format!("column \"{}\" of relation \"{name}\" already exists", column.name)).into());
+        }
+        if column.not_null && plain {
+            return Err(WeirError::unsupported(format!(
+                "ALTER TABLE {name} ADD {} .. NOT NULL: the table's rows would hold NULL in it; add it nullable",
+                column.name
+            )));
+        }
+        table.columns.push(column.clone());
+    }
+    table.if_not_exists = false;
+    // A temporary table's definition names it as its session does: the catalog's name stays.
+    let definition = crate::sql::create_table_like::definition(&table);
+    table.name = name.to_string();
+    let mut altered = table_relation(&table, &definition).await?;
+    altered.state_table = rel.state_table;
+    let mut catalog = (*engine.catalog).clone();
+    catalog.relations.insert(name.to_string(), altered);
     engine.commit(EpochWrites::default(), Some(catalog))
 }
 

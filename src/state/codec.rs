@@ -287,6 +287,25 @@ impl RowDecoder<'_> {
         Ok(pos)
     }
 
+    /// Decodes one stored row, all of `bytes`: its fields, then NULL for each field it does not
+    /// have. A column added to a plain table (`ALTER TABLE .. ADD COLUMN`) is NULL in the rows
+    /// written before it: no row is rewritten, as Postgres rewrites none for a column without a
+    /// default.
+    ///
+    /// # Errors
+    /// `Storage` when a field's bytes end early or a flag byte is invalid (corrupt state).
+    pub fn append_row(&mut self, bytes: &[u8]) -> Result<()> {
+        let mut pos = 0;
+        for builder in &mut self.builders {
+            if pos == bytes.len() {
+                append_null(builder);
+            } else {
+                pos += decode_value(builder, &bytes[pos..])?;
+            }
+        }
+        Ok(())
+    }
+
     /// Appends a row of NULLs (the fields of a NULL struct).
     fn append_nulls(&mut self) {
         for builder in &mut self.builders {
@@ -648,6 +667,27 @@ mod tests {
         for (a, b) in back.iter().zip(&cols) {
             assert_eq!(a.as_ref(), b.as_ref());
         }
+        Ok(())
+    }
+
+    /// A row written before a column was added reads with NULL for it.
+    #[test]
+    fn a_row_without_an_added_column_reads_it_as_null() -> Result<()> {
+        let before = RowCodec::try_new(vec![DataType::Int32, DataType::Utf8])?;
+        let after = RowCodec::try_new(vec![DataType::Int32, DataType::Utf8, DataType::Float64])?;
+        let old: Vec<ArrayRef> = vec![Arc::new(Int32Array::from(vec![7])), Arc::new(StringArray::from(vec!["x"]))];
+        let new: Vec<ArrayRef> = vec![
+            Arc::new(Int32Array::from(vec![8])),
+            Arc::new(StringArray::from(vec!["y"])),
+            Arc::new(Float64Array::from(vec![2.5])),
+        ];
+        let mut dec = after.decoder(2);
+        dec.append_row(&before.encode_rows(&old, 1)?[0])?;
+        dec.append_row(&after.encode_rows(&new, 1)?[0])?;
+        let back = dec.finish()?;
+        assert_eq!(back[0].as_ref(), &Int32Array::from(vec![7, 8]) as &dyn Array);
+        assert_eq!(back[1].as_ref(), &StringArray::from(vec!["x", "y"]) as &dyn Array);
+        assert_eq!(back[2].as_ref(), &Float64Array::from(vec![None, Some(2.5)]) as &dyn Array);
         Ok(())
     }
 
