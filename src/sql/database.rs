@@ -1598,10 +1598,18 @@ impl Database {
                 ddl::add_columns(&mut *self.write_engine().await?, &table, alter.if_exists, &added).await?;
                 Ok(command("ALTER TABLE"))
             }
+            Statement::AlterTable(alter) if alter.operations.len() == 1 && matches!(alter.operations[0], sqlparser::ast::AlterTableOperation::RenameColumn { .. }) => {
+                let sqlparser::ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } = &alter.operations[0] else {
+                    return Err(WeirError::internal("a RENAME COLUMN is one"));
+                };
+                let (from, to) = (parser::ident(old_column_name), parser::ident(new_column_name));
+                ddl::rename_column(&mut *self.write_engine().await?, &object_name(&alter.name), alter.if_exists, &from, &to).await?;
+                Ok(command("ALTER TABLE"))
+            }
             Statement::AlterTable(alter) => Err(WeirError::unsupported(format!(
                 "ALTER TABLE {}: only SET ('k' = 'v', ...) and RESET ('k', ...) of a connector table's options, ADD \
-                 [COLUMN] and RENAME TO; to change its other columns or watermark, drop it (and the jobs over it) and create \
-                 it again",
+                 [COLUMN], RENAME [COLUMN] and RENAME TO; to change its other columns or watermark, drop it (and the jobs \
+                 over it) and create it again",
                 alter.name
             ))),
             // Prepared statements live in the wire protocol's store, where a client's Parse

@@ -439,6 +439,81 @@ pub async fn add_columns(engine: &mut Engine, name: &str, if_exists: bool, added
     engine.commit(EpochWrites::default(), Some(catalog))
 }
 
+/// `ALTER TABLE t RENAME [COLUMN] c TO d` (Postgres's; Flink's `RENAME c TO d`): the column,
+/// and every mention of it in the table's primary key, watermark and computed columns, is
+/// named anew; rows stay as they are (they hold values by position). Refused while a view or
+/// job names the table, and on a table with a late-rows side table.
+///
+/// # Errors
+/// `UnknownTable` (unless `if_exists`); `WrongObjectType`; `UnknownColumn` (42703)
+/// for no column `from`; `DuplicateColumn` (42701) for a column `to`; `DependentObjects`.
+pub async fn rename_column(engine: &mut Engine, name: &str, if_exists: bool, from: &str, to: &str) -> Result<()> {
+    use sqlparser::ast::{Expr, Ident};
+    let Some(rel) = engine.catalog.get(name).cloned() else {
+        return match if_exists {
+            true => Ok(()),
+            false => Err(WeirError::unknown_table(name)),
+        };
+    };
+    if rel.kind != RelationKind::Table {
+        return Err(ErrorKind::WrongObjectType(format!("\"{name}\" is not a table (it is a {})", rel.kind.sql_name())).into());
+    }
+    refuse_readers(&engine.catalog, &rel, "rename a column of")?;
+    if rel.options.contains_key(crate::engine::LATE_ROWS_TABLE) {
+        return Err(WeirError::unsupported(format!(
+            "ALTER TABLE {name} RENAME: its late-rows side table has its columns; create both again"
+        )));
+    }
+    let WeirStatement::CreateTable(mut table) = crate::sql::parser::parse_statement(&rel.definition)? else {
+        return Err(WeirError::internal(format!("the definition of table {name} is not a CREATE TABLE")));
+    };
+    if !table.columns.iter().any(|c| c.name == from) {
+        return Err(WeirError::new(ErrorKind::UnknownColumn(format!("column \"{from}\" does not exist"))));
+    }
+    if table.columns.iter().any(|c| c.name == to) {
+        return Err(ErrorKind::DuplicateColumn(format!("column \"{to}\" of relation \"{name}\" already exists")).into());
+    }
+    let rename = |s: &mut String| {
+        if s == from {
+            *s = to.to_string();
+        }
+    };
+    // The column in the table's expressions (computed columns, the watermark).
+    let rename_in = |expr: &mut Expr| {
+        let _ = sqlparser::ast::visit_expressions_mut(expr, |e| {
+            if let Expr::Identifier(i) = e {
+                if crate::sql::parser::ident(i) == from {
+                    // Quoted only where the name needs it.
+                    *i = match crate::sql::create_table_as::identifier(to) == to {
+                        true => Ident::new(to),
+                        false => Ident::with_quote('"', to),
+                    };
+                }
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+    };
+    for c in &mut table.columns {
+        rename(&mut c.name);
+        if let Some(expr) = &mut c.computed {
+            rename_in(expr);
+        }
+    }
+    table.primary_key.iter_mut().for_each(rename);
+    if let Some((column, expr)) = &mut table.watermark {
+        rename(column);
+        rename_in(expr);
+    }
+    table.if_not_exists = false;
+    let definition = crate::sql::create_table_like::definition(&table);
+    table.name = name.to_string();
+    let mut altered = table_relation(&table, &definition).await?;
+    altered.state_table = rel.state_table;
+    let mut catalog = (*engine.catalog).clone();
+    catalog.relations.insert(name.to_string(), altered);
+    engine.commit(EpochWrites::default(), Some(catalog))
+}
+
 /// The jobs that read table `table` (directly or through plain views) or write it.
 fn jobs_using(catalog: &weir_catalog::Catalog, table: &str) -> Vec<String> {
     fn reads(catalog: &weir_catalog::Catalog, rel: &Relation, table: &str, depth: usize) -> bool {
