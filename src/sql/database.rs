@@ -1167,6 +1167,7 @@ impl Database {
             WeirStatement::Describe(name, like) => show::describe(&self.shown_catalog(session, &name), &name, like.as_ref()),
             WeirStatement::Use { .. } => Ok(command("USE")),
             WeirStatement::Rename { view, name, if_exists, to } => {
+                refuse_temporary_readers(session, &name, "rename")?;
                 if session.temporary_tables.get(&name).is_some() || session.temporary_views.get(&name).is_some() {
                     return Err(WeirError::unsupported(format!(
                         "renaming temporary {} {name}: create it again under the new name",
@@ -1595,6 +1596,7 @@ impl Database {
                     added.push((column, *if_not_exists));
                 }
                 let table = object_name(&alter.name);
+                refuse_temporary_readers(session, &table, "add a column to")?;
                 ddl::add_columns(&mut *self.write_engine().await?, &table, alter.if_exists, &added).await?;
                 Ok(command("ALTER TABLE"))
             }
@@ -1603,6 +1605,7 @@ impl Database {
                     return Err(WeirError::internal("a RENAME COLUMN is one"));
                 };
                 let (from, to) = (parser::ident(old_column_name), parser::ident(new_column_name));
+                refuse_temporary_readers(session, &object_name(&alter.name), "rename a column of")?;
                 ddl::rename_column(&mut *self.write_engine().await?, &object_name(&alter.name), alter.if_exists, &from, &to).await?;
                 Ok(command("ALTER TABLE"))
             }
@@ -1873,6 +1876,23 @@ fn delete_alias(delete: &sqlparser::ast::Delete) -> Option<sqlparser::ast::Ident
     match &tables.first()?.relation {
         sqlparser::ast::TableFactor::Table { alias, .. } => alias.as_ref().map(|a| a.name.clone()),
         _ => None,
+    }
+}
+
+/// Refuses to `what` (rename, add a column to) relation `name` while a temporary view of the
+/// session reads it, as a permanent view refuses it ([`ddl::rename_relation`]).
+///
+/// # Errors
+/// `DependentObjects` (2BP01) naming the views.
+fn refuse_temporary_readers(session: &Session, name: &str, what: &str) -> Result<()> {
+    let readers = session.temporary_views.readers_of(&[], &[name.to_string()]);
+    match readers.is_empty() {
+        true => Ok(()),
+        false => Err(WeirError::new(crate::error::ErrorKind::DependentObjects(format!(
+            "cannot {what} {} because other objects name it: {}; drop them first (their queries name it)",
+            crate::sql::temporary_tables::given_name(name),
+            readers.iter().map(|v| format!("temporary view {v}")).collect::<Vec<_>>().join(", ")
+        )))),
     }
 }
 

@@ -25,6 +25,9 @@ use crate::state::EpochWrites;
 
 /// `CREATE TABLE`.
 pub async fn create_table(engine: &mut Engine, t: &CreateTable, definition: &str) -> Result<()> {
+    if t.name.is_empty() {
+        return Err(WeirError::syntax("zero-length delimited identifier: a table needs a name", None));
+    }
     if engine.catalog.get(&t.name).is_some() {
         if t.if_not_exists {
             return Ok(());
@@ -335,6 +338,9 @@ pub fn rename_relation(engine: &mut Engine, view: bool, name: &str, if_exists: b
         }
         other => return Err(ErrorKind::WrongObjectType(format!("\"{name}\" is not a view (it is a {})", other.sql_name())).into()),
     }
+    if to.is_empty() {
+        return Err(WeirError::syntax("zero-length delimited identifier: a table or view needs a name", None));
+    }
     if crate::sql::temporary_tables::is_temporary(to) {
         return Err(WeirError::plan(format!(
             "table name \"{to}\" is taken: names starting with {} are those of temporary tables",
@@ -402,6 +408,10 @@ pub async fn add_columns(engine: &mut Engine, name: &str, if_exists: bool, added
     };
     if rel.kind != RelationKind::Table {
         return Err(ErrorKind::WrongObjectType(format!("\"{name}\" is not a table (it is a {})", rel.kind.sql_name())).into());
+    }
+    // Only IF NOT EXISTS of columns it has: nothing to do (Postgres's notice).
+    if added.iter().all(|(c, if_not_exists)| *if_not_exists && rel.columns.iter().any(|r| r.name == c.name)) {
+        return Ok(());
     }
     refuse_readers(&engine.catalog, &rel, "add a column to")?;
     if rel.options.contains_key(crate::engine::LATE_ROWS_TABLE) {

@@ -612,7 +612,15 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         let name = object_name(&p.parse_object_name(false).map_err(err)?);
         p.next_token();
         p.next_token();
-        let to = object_name(&p.parse_object_name(false).map_err(err)?);
+        let target = p.parse_object_name(false).map_err(err)?;
+        // `db.t2`: only Weir's one database (Postgres refuses a schema there; Flink's has to be
+        // the table's).
+        if target.0.len() > 1 && !is_default_database(&ObjectName(target.0[..target.0.len() - 1].to_vec())) {
+            return Err(WeirError::plan(format!(
+                "RENAME TO {target}: a table stays in its database ({DEFAULT_CATALOG}.{DEFAULT_DATABASE})"
+            )));
+        }
+        let to = object_name(&target);
         return Ok(WeirStatement::Rename { view, name, if_exists, to });
     }
     if is_word(p, 0, "ALTER") && is_word(p, 1, "TABLE") && alters_options(p) {

@@ -393,14 +393,41 @@ fn alias_repeated_items(body: &mut SetExpr) {
     alias_items(body, true);
 }
 
-/// Refuses `ORDER BY name` where two output columns of the select list are `name` and differ
-/// (`SELECT id, a AS id .. ORDER BY id`): Postgres's 42702, `ORDER BY "id" is ambiguous`. The
-/// same column twice (`SELECT id, t.id`) is not. A wildcard's names are not known here.
-fn check_order_by_names(query: &Query) -> Result<()> {
-    let Some(sqlparser::ast::OrderBy { kind: sqlparser::ast::OrderByKind::Expressions(items), .. }) = &query.order_by else {
+/// `ORDER BY name` as Postgres reads it: an output column's name first. Refused where two
+/// output columns of the select list are `name` and differ (`SELECT id, a AS id .. ORDER BY
+/// id`): Postgres's 42702, `ORDER BY "id" is ambiguous`; the same column twice (`SELECT id,
+/// t.id`) is not. The name Postgres gives an unaliased expression (`ORDER BY count` after
+/// `SELECT count(*)`) becomes its position, which DataFusion reads. A wildcard's names are not
+/// known here.
+fn check_order_by_names(query: &mut Query) -> Result<()> {
+    let Some(select) = leftmost_select(query) else { return Ok(()) };
+    // Positions count only while no wildcard comes before.
+    let positions: Vec<Option<usize>> = select
+        .projection
+        .iter()
+        .scan(true, |countable, item| {
+            *countable &= !matches!(item, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..));
+            Some(countable.then_some(()))
+        })
+        .enumerate()
+        .map(|(i, countable)| countable.map(|_| i + 1))
+        .collect();
+    let by_position: Vec<(String, usize)> = select
+        .projection
+        .iter()
+        .zip(&positions)
+        .filter_map(|(item, at)| match item {
+            SelectItem::UnnamedExpr(e) if !matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) => {
+                at.map(|at| (expr_name(e), at))
+            }
+            _ => None,
+        })
+        .collect();
+    let query_ref: &Query = query;
+    let Some(sqlparser::ast::OrderBy { kind: sqlparser::ast::OrderByKind::Expressions(items), .. }) = &query_ref.order_by else {
         return Ok(());
     };
-    let Some(select) = leftmost_select(query) else { return Ok(()) };
+    let Some(select) = leftmost_select(query_ref) else { return Ok(()) };
     let named: Vec<(String, &Expr)> = select
         .projection
         .iter()
@@ -412,7 +439,8 @@ fn check_order_by_names(query: &Query) -> Result<()> {
             _ => None,
         })
         .collect();
-    for item in items {
+    let mut positional = Vec::new();
+    for (i, item) in items.iter().enumerate() {
         let Expr::Identifier(id) = &item.expr else { continue };
         let name = crate::sql::parser::ident(id);
         let mut same = named.iter().filter(|(n, _)| *n == name).map(|(_, e)| item_key(e));
@@ -420,6 +448,17 @@ fn check_order_by_names(query: &Query) -> Result<()> {
             if same.any(|k| k != first) {
                 return Err(WeirError::new(crate::error::ErrorKind::AmbiguousColumn(format!("ORDER BY \"{name}\" is ambiguous"))));
             }
+        }
+        // Only an expression's name: a column or an alias DataFusion finds itself.
+        let other_names = named.iter().any(|(n, e)| *n == name && matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)))
+            || select.projection.iter().any(|p| matches!(p, SelectItem::ExprWithAlias { alias, .. } if crate::sql::parser::ident(alias) == name));
+        if let (Some((_, at)), false) = (by_position.iter().find(|(n, _)| *n == name), other_names) {
+            positional.push((i, *at));
+        }
+    }
+    if let Some(sqlparser::ast::OrderBy { kind: sqlparser::ast::OrderByKind::Expressions(items), .. }) = &mut query.order_by {
+        for (i, at) in positional {
+            items[i].expr = Expr::value(Value::Number(at.to_string(), false));
         }
     }
     Ok(())
