@@ -1455,8 +1455,6 @@ impl Database {
                 let written = self.write(session, "INSERT", WriteRequest::Insert(insert)).await?;
                 self.write_result("INSERT", &table, insert.table_alias.as_ref().map(|a| &a.alias), insert.returning.as_deref(), written).await
             }
-            // Postgres's TRUNCATE (Flink 2's TRUNCATE TABLE): each plain table emptied, as
-            // `DELETE FROM t` empties it (views over it follow); in a block, with the block.
             Statement::Truncate(truncate) => Box::pin(self.truncate(session, truncate)).await,
             Statement::Update(update) => {
                 let step = WriteStep::Update(Box::new(update.clone()));
@@ -1561,43 +1559,10 @@ impl Database {
             }
             Statement::Set(_) => Ok(command("SET")),
             Statement::AlterTable(alter) if alter.operations.iter().all(|o| matches!(o, sqlparser::ast::AlterTableOperation::AddColumn { .. })) => {
-                let mut added = Vec::new();
-                for operation in &alter.operations {
-                    let sqlparser::ast::AlterTableOperation::AddColumn { if_not_exists, column_def, column_position, .. } = operation else {
-                        continue;
-                    };
-                    let name = parser::ident(&column_def.name);
-                    if column_position.is_some() {
-                        return Err(WeirError::unsupported(format!(
-                            "ALTER TABLE .. ADD {name} FIRST | AFTER: a new column goes after the others"
-                        )));
-                    }
-                    let mut not_null = false;
-                    for option in &column_def.options {
-                        match &option.option {
-                            sqlparser::ast::ColumnOption::Null => {}
-                            sqlparser::ast::ColumnOption::NotNull => not_null = true,
-                            other => {
-                                return Err(WeirError::unsupported(format!(
-                                    "ALTER TABLE .. ADD {name} .. {other}: a new column takes a type and NULL or NOT NULL; \
-                                     fill it with UPDATE"
-                                )))
-                            }
-                        }
-                    }
-                    let column = parser::ColumnSpec {
-                        name,
-                        data_type: Some(column_def.data_type.clone()),
-                        not_null,
-                        computed: None,
-                        metadata: None,
-                        is_virtual: false,
-                    };
-                    added.push((column, *if_not_exists));
-                }
+                let added = alter.operations.iter().map(ddl::added_column).collect::<Result<Vec<_>>>()?;
                 let table = object_name(&alter.name);
                 refuse_temporary_readers(session, &table, "add a column to")?;
-                ddl::add_columns(&mut *self.write_engine().await?, &table, alter.if_exists, &added).await?;
+                Box::pin(ddl::add_columns(&mut *self.write_engine().await?, &table, alter.if_exists, &added)).await?;
                 Ok(command("ALTER TABLE"))
             }
             Statement::AlterTable(alter) if alter.operations.len() == 1 && matches!(alter.operations[0], sqlparser::ast::AlterTableOperation::RenameColumn { .. }) => {
@@ -1606,7 +1571,8 @@ impl Database {
                 };
                 let (from, to) = (parser::ident(old_column_name), parser::ident(new_column_name));
                 refuse_temporary_readers(session, &object_name(&alter.name), "rename a column of")?;
-                ddl::rename_column(&mut *self.write_engine().await?, &object_name(&alter.name), alter.if_exists, &from, &to).await?;
+                Box::pin(ddl::rename_column(&mut *self.write_engine().await?, &object_name(&alter.name), alter.if_exists, &from, &to))
+                    .await?;
                 Ok(command("ALTER TABLE"))
             }
             Statement::AlterTable(alter) => Err(WeirError::unsupported(format!(

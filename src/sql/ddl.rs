@@ -388,6 +388,36 @@ fn refuse_readers(catalog: &weir_catalog::Catalog, rel: &Relation, what: &str) -
     }
 }
 
+/// The column an `ALTER TABLE .. ADD [COLUMN] [IF NOT EXISTS] c type [NULL | NOT NULL]` adds,
+/// and its `IF NOT EXISTS`.
+///
+/// # Errors
+/// `Unsupported` for `FIRST` / `AFTER` and a column option but NULL and NOT NULL (`DEFAULT`:
+/// fill the column with UPDATE); `Internal` for another operation.
+pub fn added_column(operation: &sqlparser::ast::AlterTableOperation) -> Result<(ColumnSpec, bool)> {
+    let sqlparser::ast::AlterTableOperation::AddColumn { if_not_exists, column_def, column_position, .. } = operation else {
+        return Err(WeirError::internal(format!("{operation} adds no column")));
+    };
+    let name = crate::sql::parser::ident(&column_def.name);
+    if column_position.is_some() {
+        return Err(WeirError::unsupported(format!("ALTER TABLE .. ADD {name} FIRST | AFTER: a new column goes after the others")));
+    }
+    let mut not_null = false;
+    for option in &column_def.options {
+        match &option.option {
+            sqlparser::ast::ColumnOption::Null => {}
+            sqlparser::ast::ColumnOption::NotNull => not_null = true,
+            other => {
+                return Err(WeirError::unsupported(format!(
+                    "ALTER TABLE .. ADD {name} .. {other}: a new column takes a type and NULL or NOT NULL; fill it with UPDATE"
+                )))
+            }
+        }
+    }
+    let data_type = Some(column_def.data_type.clone());
+    Ok((ColumnSpec { name, data_type, not_null, computed: None, metadata: None, is_virtual: false }, *if_not_exists))
+}
+
 /// `ALTER TABLE t ADD [COLUMN] [IF NOT EXISTS] c type [NULL], ..` (Postgres's; Flink's `ADD c
 /// type`): nullable columns after the table's others. A plain table's rows are not rewritten:
 /// each reads NULL for them ([`crate::state::RowCodec`]'s `append_row`), as Postgres adds a
@@ -406,22 +436,11 @@ pub async fn add_columns(engine: &mut Engine, name: &str, if_exists: bool, added
             false => Err(WeirError::unknown_table(name)),
         };
     };
-    if rel.kind != RelationKind::Table {
-        return Err(ErrorKind::WrongObjectType(format!("\"{name}\" is not a table (it is a {})", rel.kind.sql_name())).into());
-    }
     // Only IF NOT EXISTS of columns it has: nothing to do (Postgres's notice).
     if added.iter().all(|(c, if_not_exists)| *if_not_exists && rel.columns.iter().any(|r| r.name == c.name)) {
         return Ok(());
     }
-    refuse_readers(&engine.catalog, &rel, "add a column to")?;
-    if rel.options.contains_key(crate::engine::LATE_ROWS_TABLE) {
-        return Err(WeirError::unsupported(format!(
-            "ALTER TABLE {name} ADD: its late-rows side table has its columns; create both again"
-        )));
-    }
-    let WeirStatement::CreateTable(mut table) = crate::sql::parser::parse_statement(&rel.definition)? else {
-        return Err(WeirError::internal(format!("the definition of table {name} is not a CREATE TABLE")));
-    };
+    let mut table = alterable_table(&engine.catalog, &rel, "add a column to")?;
     let plain = connector_of(&rel) == "table";
     for (column, if_not_exists) in added {
         if table.columns.iter().any(|c| c.name == column.name) {
@@ -438,15 +457,7 @@ pub async fn add_columns(engine: &mut Engine, name: &str, if_exists: bool, added
         }
         table.columns.push(column.clone());
     }
-    table.if_not_exists = false;
-    // A temporary table's definition names it as its session does: the catalog's name stays.
-    let definition = crate::sql::create_table_like::definition(&table);
-    table.name = name.to_string();
-    let mut altered = table_relation(&table, &definition).await?;
-    altered.state_table = rel.state_table;
-    let mut catalog = (*engine.catalog).clone();
-    catalog.relations.insert(name.to_string(), altered);
-    engine.commit(EpochWrites::default(), Some(catalog))
+    replace_table(engine, &rel, table).await
 }
 
 /// `ALTER TABLE t RENAME [COLUMN] c TO d` (Postgres's; Flink's `RENAME c TO d`): the column,
@@ -465,18 +476,7 @@ pub async fn rename_column(engine: &mut Engine, name: &str, if_exists: bool, fro
             false => Err(WeirError::unknown_table(name)),
         };
     };
-    if rel.kind != RelationKind::Table {
-        return Err(ErrorKind::WrongObjectType(format!("\"{name}\" is not a table (it is a {})", rel.kind.sql_name())).into());
-    }
-    refuse_readers(&engine.catalog, &rel, "rename a column of")?;
-    if rel.options.contains_key(crate::engine::LATE_ROWS_TABLE) {
-        return Err(WeirError::unsupported(format!(
-            "ALTER TABLE {name} RENAME: its late-rows side table has its columns; create both again"
-        )));
-    }
-    let WeirStatement::CreateTable(mut table) = crate::sql::parser::parse_statement(&rel.definition)? else {
-        return Err(WeirError::internal(format!("the definition of table {name} is not a CREATE TABLE")));
-    };
+    let mut table = alterable_table(&engine.catalog, &rel, "rename a column of")?;
     if !table.columns.iter().any(|c| c.name == from) {
         return Err(WeirError::new(ErrorKind::UnknownColumn(format!("column \"{from}\" does not exist"))));
     }
@@ -514,13 +514,42 @@ pub async fn rename_column(engine: &mut Engine, name: &str, if_exists: bool, fro
         rename(column);
         rename_in(expr);
     }
+    replace_table(engine, &rel, table).await
+}
+
+/// The `CREATE TABLE` of table `rel` whose columns `what` (add a column to, rename a column
+/// of) changes: refused for what is not a table, while a view or job names it, and for a table
+/// with a late-rows side table (whose columns are the table's).
+///
+/// # Errors
+/// `WrongObjectType`; `DependentObjects`; `Unsupported`.
+fn alterable_table(catalog: &weir_catalog::Catalog, rel: &Relation, what: &str) -> Result<CreateTable> {
+    let name = &rel.name;
+    if rel.kind != RelationKind::Table {
+        return Err(ErrorKind::WrongObjectType(format!("\"{name}\" is not a table (it is a {})", rel.kind.sql_name())).into());
+    }
+    refuse_readers(catalog, rel, what)?;
+    if rel.options.contains_key(crate::engine::LATE_ROWS_TABLE) {
+        return Err(WeirError::unsupported(format!(
+            "cannot {what} table {name}: its late-rows side table has its columns; create both again"
+        )));
+    }
+    match crate::sql::parser::parse_statement(&rel.definition)? {
+        WeirStatement::CreateTable(table) => Ok(*table),
+        _ => Err(WeirError::internal(format!("the definition of table {name} is not a CREATE TABLE"))),
+    }
+}
+
+/// Table `rel` as `table` (its columns changed) declares it, with its rows (its state table).
+/// A temporary table's definition names it as its session does: the catalog's name stays.
+async fn replace_table(engine: &mut Engine, rel: &Relation, mut table: CreateTable) -> Result<()> {
     table.if_not_exists = false;
     let definition = crate::sql::create_table_like::definition(&table);
-    table.name = name.to_string();
+    table.name = rel.name.clone();
     let mut altered = table_relation(&table, &definition).await?;
     altered.state_table = rel.state_table;
     let mut catalog = (*engine.catalog).clone();
-    catalog.relations.insert(name.to_string(), altered);
+    catalog.relations.insert(rel.name.clone(), altered);
     engine.commit(EpochWrites::default(), Some(catalog))
 }
 

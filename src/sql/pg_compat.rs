@@ -400,68 +400,53 @@ fn alias_repeated_items(body: &mut SetExpr) {
 /// `SELECT count(*)`) becomes its position, which DataFusion reads. A wildcard's names are not
 /// known here.
 fn check_order_by_names(query: &mut Query) -> Result<()> {
-    let Some(select) = leftmost_select(query) else { return Ok(()) };
-    // Positions count only while no wildcard comes before.
-    let positions: Vec<Option<usize>> = select
-        .projection
-        .iter()
-        .scan(true, |countable, item| {
-            *countable &= !matches!(item, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..));
-            Some(countable.then_some(()))
-        })
-        .enumerate()
-        .map(|(i, countable)| countable.map(|_| i + 1))
-        .collect();
-    let by_position: Vec<(String, usize)> = select
-        .projection
-        .iter()
-        .zip(&positions)
-        .filter_map(|(item, at)| match item {
-            SelectItem::UnnamedExpr(e) if !matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) => {
-                at.map(|at| (expr_name(e), at))
-            }
-            _ => None,
-        })
-        .collect();
-    let query_ref: &Query = query;
-    let Some(sqlparser::ast::OrderBy { kind: sqlparser::ast::OrderByKind::Expressions(items), .. }) = &query_ref.order_by else {
-        return Ok(());
-    };
-    let Some(select) = leftmost_select(query_ref) else { return Ok(()) };
-    let named: Vec<(String, &Expr)> = select
-        .projection
-        .iter()
-        .filter_map(|item| match item {
-            SelectItem::ExprWithAlias { expr, alias } => Some((crate::sql::parser::ident(alias), expr)),
-            SelectItem::UnnamedExpr(e @ Expr::Identifier(i)) => Some((crate::sql::parser::ident(i), e)),
-            SelectItem::UnnamedExpr(e @ Expr::CompoundIdentifier(parts)) => parts.last().map(|i| (crate::sql::parser::ident(i), e)),
-            SelectItem::UnnamedExpr(e) => Some((expr_name(e), e)),
-            _ => None,
-        })
-        .collect();
-    let mut positional = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let Expr::Identifier(id) = &item.expr else { continue };
-        let name = crate::sql::parser::ident(id);
-        let mut same = named.iter().filter(|(n, _)| *n == name).map(|(_, e)| item_key(e));
-        if let Some(first) = same.next() {
-            if same.any(|k| k != first) {
-                return Err(WeirError::new(crate::error::ErrorKind::AmbiguousColumn(format!("ORDER BY \"{name}\" is ambiguous"))));
-            }
-        }
-        // Only an expression's name: a column or an alias DataFusion finds itself.
-        let other_names = named.iter().any(|(n, e)| *n == name && matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)))
-            || select.projection.iter().any(|p| matches!(p, SelectItem::ExprWithAlias { alias, .. } if crate::sql::parser::ident(alias) == name));
-        if let (Some((_, at)), false) = (by_position.iter().find(|(n, _)| *n == name), other_names) {
-            positional.push((i, *at));
-        }
-    }
+    let positional = order_by_positions(query)?;
     if let Some(sqlparser::ast::OrderBy { kind: sqlparser::ast::OrderByKind::Expressions(items), .. }) = &mut query.order_by {
         for (i, at) in positional {
             items[i].expr = Expr::value(Value::Number(at.to_string(), false));
         }
     }
     Ok(())
+}
+
+/// [`check_order_by_names`]'s reading: the `ORDER BY` items (by index) that name an unaliased
+/// expression of the select list, with its position.
+fn order_by_positions(query: &Query) -> Result<Vec<(usize, usize)>> {
+    let (Some(sqlparser::ast::OrderBy { kind: sqlparser::ast::OrderByKind::Expressions(items), .. }), Some(select)) =
+        (&query.order_by, leftmost_select(query))
+    else {
+        return Ok(Vec::new());
+    };
+    // Each item's output name and expression, and its position while no wildcard comes before.
+    let mut countable = true;
+    let mut named: Vec<(String, &Expr, Option<usize>)> = Vec::new();
+    for (i, item) in select.projection.iter().enumerate() {
+        countable &= !matches!(item, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..));
+        let at = countable.then_some(i + 1);
+        match item {
+            SelectItem::ExprWithAlias { expr, alias } => named.push((crate::sql::parser::ident(alias), expr, None)),
+            SelectItem::UnnamedExpr(e @ Expr::Identifier(i)) => named.push((crate::sql::parser::ident(i), e, None)),
+            SelectItem::UnnamedExpr(e @ Expr::CompoundIdentifier(parts)) => {
+                named.extend(parts.last().map(|i| (crate::sql::parser::ident(i), e, None)))
+            }
+            // Only an unaliased expression's name is not one DataFusion finds itself.
+            SelectItem::UnnamedExpr(e) => named.push((expr_name(e), e, at)),
+            _ => {}
+        }
+    }
+    let mut positional = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let Expr::Identifier(id) = &item.expr else { continue };
+        let name = crate::sql::parser::ident(id);
+        let same: Vec<&(String, &Expr, Option<usize>)> = named.iter().filter(|(n, _, _)| *n == name).collect();
+        if same.iter().any(|(_, e, _)| item_key(e) != item_key(same[0].1)) {
+            return Err(WeirError::new(crate::error::ErrorKind::AmbiguousColumn(format!("ORDER BY \"{name}\" is ambiguous"))));
+        }
+        if let (Some((_, _, Some(at))), true) = (same.first(), same.iter().all(|(_, _, at)| at.is_some())) {
+            positional.push((i, *at));
+        }
+    }
+    Ok(positional)
 }
 
 /// Gives the items of a statement's own select list that name an output column another item

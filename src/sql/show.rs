@@ -83,21 +83,18 @@ pub fn show_list(
         ShowList::Functions => text_rows(&["function name"], functions.iter().map(|f| vec![Some(f.clone())]).collect()),
         ShowList::UserFunctions => text_rows(&["function name"], Vec::new()),
         // Flink's column names.
-        ShowList::Catalogs | ShowList::CurrentCatalog => {
-            let name = crate::sql::parser::DEFAULT_CATALOG;
+        ShowList::Catalogs | ShowList::CurrentCatalog | ShowList::Databases | ShowList::CurrentDatabase => {
+            let (column, name) = match list {
+                ShowList::Catalogs => ("catalog name", crate::sql::parser::DEFAULT_CATALOG),
+                ShowList::CurrentCatalog => ("current catalog name", crate::sql::parser::DEFAULT_CATALOG),
+                ShowList::Databases => ("database name", crate::sql::parser::DEFAULT_DATABASE),
+                _ => ("current database name", crate::sql::parser::DEFAULT_DATABASE),
+            };
             let rows = match like.is_none_or(|l| l.accepts(name)) {
                 true => vec![vec![Some(name.to_string())]],
                 false => vec![],
             };
-            text_rows(&[if list == ShowList::Catalogs { "catalog name" } else { "current catalog name" }], rows)
-        }
-        ShowList::Databases | ShowList::CurrentDatabase => {
-            let name = crate::sql::parser::DEFAULT_DATABASE;
-            let rows = match like.is_none_or(|l| l.accepts(name)) {
-                true => vec![vec![Some(name.to_string())]],
-                false => vec![],
-            };
-            text_rows(&[if list == ShowList::Databases { "database name" } else { "current database name" }], rows)
+            text_rows(&[column], rows)
         }
         ShowList::Tables => text_rows(&["table_name"], of_kind(RelationKind::Table)),
         ShowList::Views => text_rows(&["view_name"], of_kind(RelationKind::View)),

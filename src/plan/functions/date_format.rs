@@ -294,7 +294,8 @@ pub(super) fn parse_pattern(format: &str) -> std::result::Result<Vec<Item>, Stri
     Ok(items)
 }
 
-const MONTHS: [&str; 12] = [
+/// The months' English names, January first.
+pub(super) const MONTHS: [&str; 12] = [
     "January",
     "February",
     "March",

@@ -43,6 +43,8 @@ use std::fmt::Write;
 
 use chrono::{Datelike, NaiveDateTime, Timelike};
 
+use super::date_format::MONTHS;
+
 /// One piece of a parsed template.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Piece {
@@ -265,20 +267,6 @@ pub(super) fn parse_template(template: &str) -> Vec<Piece> {
     pieces
 }
 
-const MONTHS: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
 const DAYS: [&str; 7] = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 const ROMAN: [&str; 12] = ["I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII"];
 
