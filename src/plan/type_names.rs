@@ -2,14 +2,18 @@
 
 use arrow::datatypes::{DataType, TimeUnit};
 
-/// The SQL name of an Arrow type, in Flink's spelling.
-pub fn sql_type_name(t: &DataType) -> String {
-    let precision = |u: &TimeUnit| match u {
+/// The fractional-second digits of a time unit: `TIMESTAMP(p)`'s `p`.
+pub fn precision(unit: &TimeUnit) -> u8 {
+    match unit {
         TimeUnit::Second => 0,
         TimeUnit::Millisecond => 3,
         TimeUnit::Microsecond => 6,
         TimeUnit::Nanosecond => 9,
-    };
+    }
+}
+
+/// The SQL name of an Arrow type, in Flink's spelling.
+pub fn sql_type_name(t: &DataType) -> String {
     match t {
         DataType::Boolean => "BOOLEAN".into(),
         DataType::Int8 => "TINYINT".into(),

@@ -72,29 +72,15 @@ pub fn table_definition(ctas: &CreateTableAs, schema: &Schema) -> Result<String>
     for column in &t.primary_key {
         declared(column, "primary key")?;
     }
-    let mut items: Vec<String> = names
+    if let Some((column, _)) = &t.watermark {
+        declared(column, "watermark")?;
+    }
+    let columns: Vec<String> = names
         .iter()
         .zip(schema.fields())
         .map(|(name, f)| format!("{} {}", identifier(name), column_type(f.data_type())))
         .collect();
-    if !t.primary_key.is_empty() {
-        let key: Vec<String> = t.primary_key.iter().map(|c| identifier(c)).collect();
-        items.push(format!("PRIMARY KEY ({}) NOT ENFORCED", key.join(", ")));
-    }
-    if let Some((column, expr)) = &t.watermark {
-        declared(column, "watermark")?;
-        items.push(format!("WATERMARK FOR {} AS {expr}", identifier(column)));
-    }
-    let head = format!(
-        "CREATE {}TABLE {} ({})",
-        if t.temporary { "TEMPORARY " } else { "" },
-        identifier(&t.name),
-        items.join(", ")
-    );
-    Ok(match t.options.is_empty() {
-        true => head,
-        false => crate::sql::ddl::with_options(&head, None, &t.options),
-    })
+    Ok(crate::sql::create_table_like::create_table_text(t, columns))
 }
 
 /// The type a column of Arrow type `t` is declared with: Flink's name of it

@@ -284,7 +284,7 @@ fn postgres_merged(
 
 /// The `CREATE TABLE` text of `t` (without `IF NOT EXISTS`, which was decided), as it reads back.
 pub fn definition(t: &CreateTable) -> String {
-    let mut items: Vec<String> = t
+    let columns: Vec<String> = t
         .columns
         .iter()
         .map(|c| {
@@ -307,6 +307,12 @@ pub fn definition(t: &CreateTable) -> String {
             }
         })
         .collect();
+    create_table_text(t, columns)
+}
+
+/// `CREATE [TEMPORARY] TABLE name (columns, PRIMARY KEY (..) NOT ENFORCED, WATERMARK FOR c AS
+/// expr) [WITH (..)]` of `t`'s name, key, watermark and options, with `columns` already written.
+pub(crate) fn create_table_text(t: &CreateTable, mut items: Vec<String>) -> String {
     if !t.primary_key.is_empty() {
         let key: Vec<String> = t.primary_key.iter().map(|c| identifier(c)).collect();
         items.push(format!("PRIMARY KEY ({}) NOT ENFORCED", key.join(", ")));

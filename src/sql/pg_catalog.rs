@@ -172,12 +172,7 @@ pub fn relation_oid(name: &str) -> u32 {
 
 /// `format_type`'s spelling of the Postgres type a column of Arrow type `t` has on the wire.
 pub fn format_type(t: &DataType) -> String {
-    let precision = |u: &TimeUnit| match u {
-        TimeUnit::Second => 0,
-        TimeUnit::Millisecond => 3,
-        TimeUnit::Microsecond => 6,
-        TimeUnit::Nanosecond => 9,
-    };
+    use crate::plan::type_names::precision;
     match t {
         DataType::Boolean => "boolean".into(),
         DataType::Int8 | DataType::Int16 | DataType::UInt8 => "smallint".into(),
