@@ -117,3 +117,35 @@ async fn copy_in_and_out_through_psql_and_a_driver() {
     let count: i64 = client.query_one("SELECT COUNT(*) FROM cp", &[]).await.expect("count").get(0);
     assert_eq!(count, N + 2, "the failed COPY inserted nothing");
 }
+
+/// The session time zone over the wire: COPY FROM reads a TIMESTAMP_LTZ's text without an
+/// offset as a wall-clock time in it, COPY TO and text results write it there with its offset
+/// (Postgres's `timestamptz`), a binary result is the instant. Worked out by hand: 10:00 in
+/// Asia/Shanghai (+08) is 02:00 UTC, 1704074400 s since 1970.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_time_zone_reads_and_writes_wall_clock_times() {
+    let dir = common::scratch_dir("copy-tz");
+    let server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    client
+        .batch_execute("CREATE TABLE tz (id BIGINT, ts TIMESTAMP_LTZ(3)); SET TIME ZONE 'Asia/Shanghai';")
+        .await
+        .expect("schema");
+    let sink = client.copy_in("COPY tz FROM STDIN").await.expect("copy in");
+    futures::pin_mut!(sink);
+    sink.send(bytes::Bytes::from_static(b"1\t2024-01-01 10:00:00\n2\t2024-01-01 10:00:00+00\n")).await.expect("send");
+    assert_eq!(sink.finish().await.expect("finish"), 2);
+    let stream = client.copy_out("COPY (SELECT id, ts FROM tz ORDER BY id) TO STDOUT").await.expect("copy out");
+    let chunks: Vec<_> = stream.collect().await;
+    let text: Vec<u8> = chunks.into_iter().flat_map(|c| c.expect("chunk").to_vec()).collect();
+    assert_eq!(String::from_utf8(text).expect("utf-8"), "1\t2024-01-01 10:00:00+08\n2\t2024-01-01 18:00:00+08\n");
+    // Binary results carry the instant: microseconds since 2000-01-01 UTC.
+    let row = client.query_one("SELECT ts FROM tz WHERE id = 1", &[]).await.expect("binary");
+    let at: std::time::SystemTime = row.get(0);
+    let seconds = at.duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_secs();
+    assert_eq!(seconds, 1_704_074_400);
+    // psql shows the session's zone, and another session's is UTC.
+    let script = "SET TIME ZONE 'Asia/Kolkata';\nSELECT ts FROM tz WHERE id = 1;\n";
+    assert_eq!(psql(server.port, None, script), "SET\n2024-01-01 07:30:00+05:30\n");
+    assert_eq!(psql(server.port, Some("SELECT ts FROM tz WHERE id = 1"), ""), "2024-01-01 02:00:00+00\n");
+}

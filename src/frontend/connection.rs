@@ -249,12 +249,14 @@ impl Connection {
         for statement in &statements {
             let offset = char_offset(query, statement, &mut searched);
             let mut in_flight = InFlight::start(self, statement);
+            let zone = time_zone(&session);
             let execution = AssertUnwindSafe(self.shared.db.execute(&mut session, statement)).catch_unwind();
             let result = match execution.await.map_err(|panic| panicked(&*panic)) {
                 Ok(Ok(result)) => Ok(result),
                 Ok(Err(e)) => Err(FrontendError::from(e)),
                 Err(e) => Err(e),
             };
+            report_time_zone(client, &zone, &session).await?;
             let sent = match result {
                 Ok(StatementResult::Subscribe(subscription)) => {
                     stream_rows(client, &self.peer, *subscription, &Format::UnifiedText, true).await?
@@ -683,7 +685,7 @@ impl ExtendedQueryHandler for Connection {
 
     async fn do_query<C>(
         &self,
-        _client: &mut C,
+        client: &mut C,
         portal: &Portal<Self::Statement>,
         _max_rows: usize,
     ) -> PgWireResult<Response>
@@ -696,9 +698,10 @@ impl ExtendedQueryHandler for Connection {
         // pgwire keeps the rows in the portal and hands out `max_rows` per Execute.
         let sql = bound_sql(portal)?;
         let mut session = self.session.lock().await;
-        Ok(self
-            .run(&mut session, &sql, &portal.result_column_format)
-            .await?)
+        let zone = time_zone(&session);
+        let response = self.run(&mut session, &sql, &portal.result_column_format).await;
+        report_time_zone(client, &zone, &session).await?;
+        Ok(response?)
     }
 }
 
@@ -841,6 +844,26 @@ fn bound_sql(portal: &Portal<Prepared>) -> Result<String> {
         &portal.parameters,
         &portal.parameter_format,
     )
+}
+
+/// The session's time zone, as its `TimeZone` ParameterStatus names it.
+fn time_zone(session: &Session) -> String {
+    crate::sql::settings::session_zone(&session.settings).name()
+}
+
+/// A ParameterStatus of `TimeZone` when the statement changed the session's from `before`, as
+/// Postgres reports a change of it (a `GUC_REPORT` setting) and drivers read it.
+async fn report_time_zone<C>(client: &mut C, before: &str, session: &Session) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let now = time_zone(session);
+    if now != before {
+        let status = pgwire::messages::startup::ParameterStatus::new("TimeZone".into(), now);
+        client.feed(PgWireBackendMessage::ParameterStatus(status)).await?;
+    }
+    Ok(())
 }
 
 /// [`Database::split_statements`], a panic turned into an error.

@@ -15,7 +15,7 @@
 //! | Date32, Date64                          | `date`                                     |
 //! | Time32, Time64                          | `time`                                     |
 //! | Timestamp(_, None)                      | `timestamp`                                |
-//! | Timestamp(_, Some(tz))                  | `timestamptz` (shown in UTC)               |
+//! | Timestamp(_, Some(tz))                  | `timestamptz` (shown in the zone its type names: the session time zone, `StatementResult::shown_in`) |
 //! | Interval, Duration                      | `interval`                                 |
 //! | List, LargeList, FixedSizeList of one of the above | its array type (`int8[]`, ...)  |
 //! | Dictionary(_, v)                        | as `v`                                     |
@@ -57,6 +57,7 @@ use pgwire::messages::data::DataRow;
 
 use super::error::{FrontendError, Result};
 pub use crate::sql::types::pg_type;
+use crate::plan::time_zone::Zone;
 use crate::sql::types::array_type;
 use text::StackBuf;
 
@@ -212,11 +213,12 @@ enum Values<'a> {
     Date32(&'a [i32]),
     /// Milliseconds since 1970-01-01.
     Date64(&'a [i64]),
-    /// Since 1970-01-01 00:00:00 UTC in `unit`; `with_time_zone` for `timestamptz`.
+    /// Since 1970-01-01 00:00:00 UTC in `unit`; for a `timestamptz`, the zone it is shown in
+    /// (the session time zone the column's type names).
     Timestamp {
         values: &'a [i64],
         unit: TimeUnit,
-        with_time_zone: bool,
+        zone: Option<Zone>,
     },
     /// Since midnight in `unit`.
     Time32(&'a [i32], TimeUnit),
@@ -305,7 +307,7 @@ impl<'a> Encoder<'a> {
                     }
                 },
                 unit: *unit,
-                with_time_zone: tz.is_some(),
+                zone: tz.as_deref().map(|tz| Zone::session(tz).unwrap_or_default()),
             },
             DataType::Time32(unit @ TimeUnit::Second) => {
                 Values::Time32(array.as_primitive::<Time32SecondType>().values(), *unit)
@@ -447,10 +449,11 @@ impl<'a> Encoder<'a> {
             Values::Timestamp {
                 values,
                 unit,
-                with_time_zone,
+                zone,
             } => {
                 let (seconds, nanos) = split_seconds(values[row], *unit);
-                text::write_timestamp(seconds, nanos, *with_time_zone, out)
+                let offset = zone.map(|z| z.offset_at_seconds(seconds));
+                text::write_timestamp(seconds, nanos, offset, out)
                     .ok_or_else(|| out_of_range("timestamp", values[row], *unit))?
             }
             Values::Time32(values, unit) => {

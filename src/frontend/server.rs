@@ -172,6 +172,8 @@ impl Shared {
         let mut parameters = DefaultServerParameterProvider::default();
         parameters.server_version = SERVER_VERSION.to_owned();
         parameters.date_style = "ISO, MDY".to_owned();
+        // The session time zone a session starts in (`SET TIME ZONE` changes it).
+        parameters.time_zone = "UTC".to_owned();
         Self {
             cancel: Arc::new(CancelRequests { connections: Arc::clone(&connections), db: Arc::clone(&db) }),
             db,

@@ -10,6 +10,7 @@ pub mod reduce_agg;
 pub mod slicing;
 pub mod stream_plan;
 pub mod temporal;
+pub mod time_zone;
 pub mod ttl;
 pub mod type_names;
 pub mod window;

@@ -307,7 +307,7 @@ impl SourceTask {
             .collect();
         let physical = Arc::new(arrow::datatypes::Schema::new(physical_fields));
         let ctx = SessionContext::new();
-        crate::plan::functions::register(&ctx);
+        crate::plan::functions::register(&ctx, crate::plan::time_zone::Zone::utc());
         let physical_df = DFSchema::try_from(physical.as_ref().clone())?;
         let computed = rel
             .columns

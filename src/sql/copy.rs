@@ -18,7 +18,7 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, RecordBatch, StringBuilder};
-use arrow::compute::{cast_with_options, CastOptions};
+use arrow::compute::CastOptions;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use sqlparser::ast::{CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget, Statement};
 
@@ -205,7 +205,8 @@ pub fn parse_rows(data: &[u8], format: &CopyFormat, schema: &SchemaRef) -> Resul
         let converted = match field.data_type() {
             DataType::Utf8 => Arc::clone(&strings),
             DataType::Boolean => bools(&strings)?,
-            t => cast_with_options(&strings, t, &lenient)
+            // A TIMESTAMP_LTZ's text without an offset is a wall-clock time in the session's zone.
+            t => crate::plan::functions::zone_cast::cast_in_zone(&strings, t, crate::sql::settings::planning_zone(), lenient.safe)
                 .map_err(|e| WeirError::invalid_text(format!("COPY column {}: {e}", field.name())))?,
         };
         if converted.null_count() != strings.null_count() {

@@ -97,6 +97,39 @@ pub enum StatementResult {
     CopySubscribe(Box<Subscription>),
 }
 
+impl StatementResult {
+    /// The result with its TIMESTAMP_LTZ columns shown in `zone`, the session time zone
+    /// ([`crate::plan::time_zone::batch_shown_in`]); the same in UTC.
+    ///
+    /// # Errors
+    /// Arrow's, for rows that are not what their schema says.
+    pub fn shown_in(self, zone: crate::plan::time_zone::Zone) -> Result<Self> {
+        use crate::plan::time_zone::{batch_shown_in, schema_shown_in};
+        if zone.is_utc() {
+            return Ok(self);
+        }
+        let shown = |batches: Vec<RecordBatch>| batches.iter().map(|b| batch_shown_in(b, zone)).collect::<std::result::Result<Vec<_>, _>>();
+        Ok(match self {
+            StatementResult::Rows { schema, batches } => StatementResult::Rows { schema: schema_shown_in(&schema, zone), batches: shown(batches)? },
+            StatementResult::Returned { tag, schema, batches } => {
+                StatementResult::Returned { tag, schema: schema_shown_in(&schema, zone), batches: shown(batches)? }
+            }
+            StatementResult::CopyOut { schema, batches, format } => {
+                StatementResult::CopyOut { schema: schema_shown_in(&schema, zone), batches: shown(batches)?, format }
+            }
+            StatementResult::Subscribe(mut s) => {
+                s.show_in(zone);
+                StatementResult::Subscribe(s)
+            }
+            StatementResult::CopySubscribe(mut s) => {
+                s.show_in(zone);
+                StatementResult::CopySubscribe(s)
+            }
+            other => other,
+        })
+    }
+}
+
 /// How long a look at the system tables (a `SELECT` of one, `SHOW JOBS`, `/metrics`, the web
 /// page) waits for the engine, which a write statement holds while it runs, before it takes the
 /// figures of the last look instead.
@@ -518,19 +551,25 @@ impl Database {
         if let Some(result) = self.statement_set(session, sql).await {
             return result.map_err(crate::sql::messages::in_sql_terms);
         }
-        let run = async {
-            match parser::parse_statement(sql) {
-                Ok(stmt) => self.execute_parsed(session, stmt, sql).await,
-                Err(e) => Err(e),
-            }
-        };
+        // Planned in the session's time zone as it was when the statement began.
+        let settings = session.settings.clone();
+        let run = crate::sql::settings::in_session_zone(
+            &settings,
+            Box::pin(async {
+                match parser::parse_statement(sql) {
+                    Ok(stmt) => self.execute_parsed(session, stmt, sql).await,
+                    Err(e) => Err(e),
+                }
+            }),
+        );
         let result = match limit {
             Some(limit) => tokio::time::timeout(limit, run)
                 .await
                 .unwrap_or_else(|_| Err(WeirError::new(crate::error::ErrorKind::StatementTimeout))),
             None => run.await,
         }
-        .map_err(|e| crate::sql::messages::in_sql_terms(e.locate_name(|name| parser::position_of_name(sql, name))));
+        .map_err(|e| crate::sql::messages::in_sql_terms(e.locate_name(|name| parser::position_of_name(sql, name))))
+        .and_then(|r| r.shown_in(crate::sql::settings::session_zone(&settings)));
         if result.is_err() {
             if let Some(txn) = session.txn.as_mut() {
                 txn.failed = true;
@@ -650,7 +689,8 @@ impl Database {
         format: &crate::sql::copy::CopyFormat,
         data: &[u8],
     ) -> Result<usize> {
-        let result = self.copy_rows(session, table, columns, format, data).await;
+        let settings = session.settings.clone();
+        let result = crate::sql::settings::in_session_zone(&settings, self.copy_rows(session, table, columns, format, data)).await;
         if result.is_err() {
             if let Some(txn) = session.txn.as_mut() {
                 txn.failed = true;
@@ -1179,19 +1219,20 @@ impl Database {
             }
             // `SET x TO DEFAULT` is `RESET x`, as in Postgres.
             WeirStatement::Set { key, value } if value.eq_ignore_ascii_case("default") => {
-                session.settings.remove(&key.to_lowercase());
+                session.settings.remove(crate::sql::settings::canonical_key(&key.to_lowercase()));
                 Ok(command("SET"))
             }
             WeirStatement::Set { key, value } => {
-                crate::sql::settings::validate(&key.to_lowercase(), &value)?;
-                session.settings.insert(key.to_lowercase(), value);
+                let key = key.to_lowercase();
+                let value = crate::sql::settings::validate(&key, &value)?;
+                session.settings.insert(crate::sql::settings::canonical_key(&key).to_string(), value);
                 Ok(command("SET"))
             }
             WeirStatement::ShowVariable(key) => {
                 let key = key.to_lowercase();
                 let value = session
                     .settings
-                    .get(&key)
+                    .get(crate::sql::settings::canonical_key(&key))
                     .cloned()
                     .or_else(|| (key == crate::sql::settings::PARALLELISM).then(|| self.workers.to_string()))
                     .or_else(|| DEFAULT_SETTINGS.iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_string()));
@@ -1202,7 +1243,7 @@ impl Database {
                         DEFAULT_SETTINGS
                             .iter()
                             .map(|(k, v)| {
-                                let v = session.settings.get(*k).cloned().unwrap_or_else(|| v.to_string());
+                                let v = session.settings.get(crate::sql::settings::canonical_key(k)).cloned().unwrap_or_else(|| v.to_string());
                                 vec![Some(k.to_string()), Some(v)]
                             })
                             .collect(),
@@ -1217,7 +1258,7 @@ impl Database {
             WeirStatement::Reset(key) => {
                 match key {
                     Some(k) => {
-                        session.settings.remove(&k.to_lowercase());
+                        session.settings.remove(crate::sql::settings::canonical_key(&k.to_lowercase()));
                     }
                     None => session.settings.clear(),
                 }

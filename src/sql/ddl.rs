@@ -884,7 +884,7 @@ impl sqlparser::ast::Visitor for NamedRelations {
 /// The type of `expr` over a table `name` of `schema`.
 async fn expr_type(name: &str, schema: &Arc<Schema>, expr: &str) -> Result<DataType> {
     let ctx = SessionContext::new();
-    crate::plan::functions::register(&ctx);
+    crate::plan::functions::register(&ctx, crate::plan::time_zone::Zone::utc());
     ctx.register_table(name, Arc::new(MemTable::try_new(Arc::clone(schema), vec![vec![]])?))?;
     let plan = ctx.state().create_logical_plan(&format!("SELECT {expr} FROM {name}")).await?;
     Ok(plan.schema().field(0).data_type().clone())

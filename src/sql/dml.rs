@@ -528,7 +528,7 @@ fn quote(name: &str) -> String {
 /// returns the result's schema and rows.
 async fn query_over(name: &str, rows: RecordBatch, sql: &str) -> Result<(SchemaRef, Vec<RecordBatch>)> {
     let ctx = datafusion::prelude::SessionContext::new();
-    crate::plan::functions::register(&ctx);
+    crate::plan::functions::register(&ctx, crate::plan::time_zone::Zone::utc());
     let mem = datafusion::datasource::MemTable::try_new(rows.schema(), vec![vec![rows]])?;
     ctx.register_table(quote(name).as_str(), Arc::new(mem))?;
     let frame = ctx.sql(sql).await?;
@@ -577,7 +577,7 @@ async fn watermark_cuts(base: &WriteBase<'_>, changes: &TableChanges, table: &st
     // One partition: the values come back in the rows' order.
     let config = datafusion::prelude::SessionConfig::new().with_target_partitions(1);
     let ctx = datafusion::prelude::SessionContext::new_with_config(config);
-    crate::plan::functions::register(&ctx);
+    crate::plan::functions::register(&ctx, crate::plan::time_zone::Zone::utc());
     let mem = datafusion::datasource::MemTable::try_new(batch.schema(), vec![vec![batch.clone()]])?;
     ctx.register_table("t", Arc::new(mem))?;
     let ms = |e: &str| format!("CAST(CAST({e} AS TIMESTAMP(3)) AS BIGINT)");
@@ -723,7 +723,7 @@ async fn watermark_of_rows(catalog: &Catalog, table: &str, rows: &[RecordBatch])
         return Ok(None);
     }
     let ctx = datafusion::prelude::SessionContext::new();
-    crate::plan::functions::register(&ctx);
+    crate::plan::functions::register(&ctx, crate::plan::time_zone::Zone::utc());
     let mem = datafusion::datasource::MemTable::try_new(first.schema(), vec![rows.to_vec()])?;
     ctx.register_table("t", Arc::new(mem))?;
     let sql = format!("SELECT CAST(CAST(MAX({}) AS TIMESTAMP(3)) AS BIGINT) FROM t", wm.expr);
@@ -944,7 +944,8 @@ fn strict_cast(values: &ArrayRef, to: &arrow::datatypes::DataType) -> Result<Arr
         }
         _ => None,
     };
-    Ok(arrow::compute::cast_with_options(rounded.as_ref().unwrap_or(values), to, &options)?)
+    let zone = crate::sql::settings::planning_zone();
+    Ok(crate::plan::functions::zone_cast::cast_in_zone(rounded.as_ref().unwrap_or(values), to, zone, options.safe)?)
 }
 
 /// `schema` with every column nullable: the table's writer checks NOT NULL itself, with

@@ -887,6 +887,14 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         let name = object_name(&p.parse_object_name(false).map_err(err)?);
         return Ok(WeirStatement::Describe(name, None));
     }
+    if is_word(p, 0, "SET") && is_word(p, 1, "TIME") && is_word(p, 2, "ZONE") {
+        // Postgres's `SET TIME ZONE 'zone' | LOCAL | DEFAULT | hours`.
+        for _ in 0..3 {
+            p.next_token();
+        }
+        let value = parse_setting_value(p, sql)?;
+        return Ok(WeirStatement::Set { key: "timezone".into(), value });
+    }
     if is_word(p, 0, "SET") && !is_word(p, 1, "TRANSACTION") && !is_word(p, 1, "SESSION") && !is_word(p, 1, "LOCAL") {
         p.next_token();
         let key = parse_setting_name(p, sql)?;

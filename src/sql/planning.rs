@@ -43,6 +43,17 @@ pub async fn plan_job(
     options: &BTreeMap<String, String>,
     temporary: &[Relation],
 ) -> Result<StreamPlan> {
+    // In the session time zone the job was created in (Flink compiles it into the job).
+    crate::sql::settings::in_job_zone(options, Box::pin(plan_job_in_zone(base, query, kind, options, temporary))).await
+}
+
+async fn plan_job_in_zone(
+    base: &PlanningBase,
+    query: &str,
+    kind: JobKind,
+    options: &BTreeMap<String, String>,
+    temporary: &[Relation],
+) -> Result<StreamPlan> {
     let nulls = match options.get(NULL_COLLATION).map(String::as_str) {
         Some("low") => NullCollation::Low,
         _ => NullCollation::High,

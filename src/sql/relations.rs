@@ -406,7 +406,8 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
     analyzer_rules.insert(coercion + 1, Arc::new(crate::sql::comparisons::FloatDecimalComparisons));
     analyzer_rules.push(Arc::new(crate::sql::row_cast::PositionalRowCasts));
     // After it: a timestamp cast to text, written or added by the coercion, as Flink writes it.
-    analyzer_rules.push(Arc::new(crate::sql::text_casts::TimestampTextCasts));
+    let zone = crate::sql::settings::planning_zone();
+    analyzer_rules.push(Arc::new(crate::sql::text_casts::TimestampTextCasts { zone }));
     // `x IN (VALUES ...)` and kin planned as `(SELECT * FROM (VALUES ...))` (`values_subquery`).
     analyzer_rules.push(Arc::new(crate::sql::values_subquery::ValuesSubqueries));
     let state = SessionStateBuilder::new()
@@ -417,7 +418,7 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
         .with_type_planner(Arc::new(FlinkTypes))
         .build();
     let ctx = SessionContext::new_with_state(state);
-    crate::plan::functions::register(&ctx);
+    crate::plan::functions::register(&ctx, zone);
     if let Some(activities) = &snapshot.activities {
         crate::sql::pg_cancel::register(&ctx, Arc::clone(activities));
     }
@@ -432,7 +433,7 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
             None => futures::executor::block_on(table).ok().flatten(),
         }
     });
-    crate::sql::window_tvf::register(&ctx, Arc::clone(&lookup));
+    crate::sql::window_tvf::register(&ctx, Arc::clone(&lookup), zone);
     crate::sql::temporal::register(&ctx, lookup);
     crate::sql::pg_compat::register(&ctx, &schema.snapshot.catalog);
     if let Some(catalog) = ctx.catalog(CATALOG_NAME) {

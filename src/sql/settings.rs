@@ -5,13 +5,14 @@
 //! | `table.exec.emit.allow-lateness` | a duration | window views created afterwards keep a fired window open that long (Flink) |
 //! | `table.exec.state.ttl` | a duration | views and jobs created afterwards let the state of their unbounded operators expire that long after its last write ([`crate::plan::ttl`]) |
 //! | `parallelism.default` | 1 to 128 | views and jobs created afterwards run their keyed and stateless operators as that many parallel instances (Flink's key; default: the server's `--workers`, the number of cores) |
-//! | `table.local-time-zone` | `UTC` | the zone TIMESTAMP_LTZ values are shown in (Flink's key); Weir shows them in UTC, so only UTC (`UTC`, `Etc/UTC`, `GMT`, `Z`, `+00:00`) is accepted |
+//! | `table.local-time-zone`, `TimeZone` | `UTC` | the session time zone (Flink's key and Postgres's, one setting; `SET TIME ZONE 'zone'` too): where a TIMESTAMP_LTZ is shown and read as a wall-clock time ([`crate::plan::time_zone`]); a zone database name (`Asia/Shanghai`), `UTC` or `GMT+08:00` |
 //! | `execution.savepoint.path` | a suspended job's id or view's name | views and jobs created afterwards start each source they share with it at its positions (Flink's key, which names a savepoint directory there; see `crate::engine::suspend`) |
 //! | `statement_timeout` | a duration (a bare number: ms), 0 for none | Postgres's: a statement running longer is cancelled with 57014 ([`statement_timeout`]); a write or a `CREATE MATERIALIZED VIEW` rolls back whole ([`crate::engine::interrupt`]) |
 //!
-//! The first three are fixed when the view or `INSERT INTO` job is created: they are kept in its catalog
-//! options ([`job_options`]) and a later `SET` does not change a running job (Flink: they are
-//! compiled into the job).
+//! The first four are fixed when the view or `INSERT INTO` job is created: they are kept in its
+//! catalog options ([`job_options`]) and a later `SET` does not change a running job (Flink:
+//! they are compiled into the job). A statement runs in its session's time zone
+//! ([`in_session_zone`]); a job's planning in its own ([`in_job_zone`]).
 
 use std::collections::BTreeMap;
 
@@ -22,6 +23,7 @@ use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
 use crate::error::{Result, WeirError};
 use crate::plan::duration::parse_duration_ms;
+use crate::plan::time_zone::Zone;
 use crate::plan::ttl::StateTtl;
 pub use crate::runtime::relation::{parallelism_option, PARALLELISM};
 
@@ -68,7 +70,38 @@ pub fn job_options(settings: &BTreeMap<String, String>) -> Result<BTreeMap<Strin
         out.insert(PARALLELISM.to_string(), v.trim().to_string());
         parallelism_option(&out)?;
     }
+    let zone = session_zone(settings);
+    if !zone.is_utc() {
+        out.insert(LOCAL_TIME_ZONE.to_string(), zone.name());
+    }
     Ok(out)
+}
+
+tokio::task_local! {
+    /// The session time zone of the statement or job being planned.
+    static PLANNING_ZONE: Zone;
+}
+
+/// The session time zone of `settings` (UTC unless one is set).
+pub fn session_zone(settings: &BTreeMap<String, String>) -> Zone {
+    settings.get(LOCAL_TIME_ZONE).and_then(|z| Zone::session(z).ok()).unwrap_or_default()
+}
+
+/// The time zone in which what is planned now reads TIMESTAMP_LTZ values: the one
+/// [`in_session_zone`] or [`in_job_zone`] runs the planning in, else UTC.
+pub fn planning_zone() -> Zone {
+    PLANNING_ZONE.try_with(|z| *z).unwrap_or_default()
+}
+
+/// Runs `work` (a statement of a session with `settings`) in the session's time zone.
+pub async fn in_session_zone<T>(settings: &BTreeMap<String, String>, work: impl std::future::Future<Output = T>) -> T {
+    PLANNING_ZONE.scope(session_zone(settings), work).await
+}
+
+/// Runs `work` (the planning of a view or job with catalog `options`) in the time zone it was
+/// created in.
+pub async fn in_job_zone<T>(options: &BTreeMap<String, String>, work: impl std::future::Future<Output = T>) -> T {
+    PLANNING_ZONE.scope(session_zone(options), work).await
 }
 
 /// The state TTL of a view or job: its `table.exec.state.ttl` option and the `STATE_TTL`
@@ -130,27 +163,38 @@ fn parse_state_ttl_hints(text: &str) -> Result<Vec<(String, i64)>> {
     Ok(out)
 }
 
-/// The zone TIMESTAMP_LTZ values are shown in (Flink's key).
+/// The session time zone (Flink's key), the key under which it is kept.
 pub const LOCAL_TIME_ZONE: &str = "table.local-time-zone";
+/// Postgres's name of the session time zone, one setting with [`LOCAL_TIME_ZONE`].
+pub const TIME_ZONE: &str = "timezone";
 
-/// Checks a `SET` of a key Weir interprets.
+/// The key `key` (lower case) is kept under: [`LOCAL_TIME_ZONE`] for [`TIME_ZONE`], else
+/// itself.
+pub fn canonical_key(key: &str) -> &str {
+    if key == TIME_ZONE {
+        LOCAL_TIME_ZONE
+    } else {
+        key
+    }
+}
+
+/// Checks a `SET` of a key Weir interprets, returning the value to keep: the zone's name for
+/// the session time zone (`Asia/Shanghai` for `asia/shanghai`, `UTC` for `Z`), else `value`.
 ///
 /// # Errors
-/// `InvalidOption` for a duration that does not parse, a parallelism out of range, or a local
-/// time zone other than UTC.
-pub fn validate(key: &str, value: &str) -> Result<()> {
+/// `InvalidOption` for a duration that does not parse, a parallelism out of range, or a time
+/// zone that is not one (Flink's message).
+pub fn validate(key: &str, value: &str) -> Result<String> {
     if key == ALLOW_LATENESS || key == STATE_TTL || key == STATEMENT_TIMEOUT {
         parse_duration_ms(key, value)?;
     }
     if key == PARALLELISM {
         parallelism_option(&BTreeMap::from([(key.to_string(), value.to_string())]))?;
     }
-    if key == LOCAL_TIME_ZONE && !["utc", "etc/utc", "gmt", "z", "+00:00"].contains(&value.to_lowercase().as_str()) {
-        return Err(WeirError::option(format!(
-            "'{LOCAL_TIME_ZONE}' = '{value}' is not supported: Weir shows TIMESTAMP_LTZ values in UTC, so only 'UTC' is accepted"
-        )));
+    if key == LOCAL_TIME_ZONE || key == TIME_ZONE {
+        return Zone::session(value).map(|z| z.name()).map_err(WeirError::option);
     }
-    Ok(())
+    Ok(value.to_string())
 }
 
 #[cfg(test)]

@@ -58,6 +58,8 @@ pub struct Subscription {
     progress: bool,
     /// What lives as long as the subscription: a `SUBSCRIBE (query)`'s temporary view.
     owned: Option<Box<dyn Send + Sync>>,
+    /// The session time zone its TIMESTAMP_LTZ columns are shown in.
+    zone: crate::plan::time_zone::Zone,
 }
 
 impl std::fmt::Debug for Subscription {
@@ -72,7 +74,7 @@ impl Subscription {
     pub fn new(relation: &str, reader: FeedReader, epoch: u64, snapshot: Vec<RecordBatch>, progress: bool) -> Result<Self> {
         let schema = output_schema(reader.schema(), progress);
         let mut subscription =
-            Self { relation: relation.to_string(), schema, ready: VecDeque::new(), reader, after: epoch, progress, owned: None };
+            Self { relation: relation.to_string(), schema, ready: VecDeque::new(), reader, after: epoch, progress, owned: None, zone: Default::default() };
         let types: Vec<DataType> = subscription.reader.schema().fields().iter().skip(1).map(|f| f.data_type().clone()).collect();
         for batch in snapshot {
             let diffs = Int64Array::from(vec![1; batch.num_rows()]);
@@ -98,6 +100,12 @@ impl Subscription {
         &self.schema
     }
 
+    /// Shows its TIMESTAMP_LTZ columns in `zone` from now on (the schema too).
+    pub fn show_in(&mut self, zone: crate::plan::time_zone::Zone) {
+        self.zone = zone;
+        self.schema = crate::plan::time_zone::schema_shown_in(&self.schema, zone);
+    }
+
     /// The next batch of rows, waiting for one.
     ///
     /// # Errors
@@ -105,7 +113,7 @@ impl Subscription {
     pub async fn next(&mut self) -> Result<RecordBatch> {
         loop {
             if let Some(batch) = self.ready.pop_front() {
-                return Ok(batch);
+                return Ok(crate::plan::time_zone::batch_shown_in(&batch, self.zone)?);
             }
             let epoch = self.reader.next().await.map_err(|end| self.ended(end))?;
             if epoch.epoch <= self.after {

@@ -4,8 +4,7 @@
 //! writes `yyyy-MM-dd HH:mm:ss`, then a point and the fraction of the second with as many
 //! digits as the type's precision (more only for non-zero digits past it): a `TIMESTAMP(3)`
 //! of ten o'clock is `2024-01-01 10:00:00.000`, a `TIMESTAMP(0)` has no fraction. A
-//! `TIMESTAMP_LTZ` is written in the session's time zone, which in Weir is UTC, without an
-//! offset. A literal's precision is the digits it is written with, as Flink types
+//! `TIMESTAMP_LTZ` is written in the session time zone, without an offset. A literal's precision is the digits it is written with, as Flink types
 //! `TIMESTAMP '2024-01-01 10:00:00'` TIMESTAMP(0). Weir keeps TIMESTAMP(0) to TIMESTAMP(3) as
 //! milliseconds, so those columns are written with 3 digits. Arrow's cast kernel, which
 //! DataFusion's `CAST` calls, writes ISO 8601 instead (`2024-01-01T10:00:00`), so a key or a
@@ -13,7 +12,11 @@
 //!
 //! [`TimestampTextCasts`], an analyzer rule run after DataFusion's type coercion, turns each
 //! cast of a timestamp to a string type, written (`CAST`, `::`, `TRY_CAST`) or added by the
-//! coercion (`'at ' || ts`), into a call of [`TimestampToText`].
+//! coercion (`'at ' || ts`), into a call of [`TimestampToText`]. In a session time zone other
+//! than UTC it also turns each cast between a TIMESTAMP_LTZ and a wall-clock type (TIMESTAMP,
+//! DATE, TIME, a string), written or added by the coercion (a TIMESTAMP_LTZ compared with a
+//! TIMESTAMP or a string), into a call of [`ZoneCast`], which reads the wall-clock side in that
+//! zone as Flink and Postgres do ([`crate::plan::time_zone`]).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -33,9 +36,14 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 
-/// The analyzer rule; see the module docs.
+use crate::plan::functions::zone_cast::ZoneCast;
+use crate::plan::time_zone::{wall_clock, Zone};
+
+/// The analyzer rule, for a session in `zone`; see the module docs.
 #[derive(Debug, Default)]
-pub struct TimestampTextCasts;
+pub struct TimestampTextCasts {
+    pub zone: Zone,
+}
 
 impl AnalyzerRule for TimestampTextCasts {
     fn name(&self) -> &str {
@@ -44,26 +52,58 @@ impl AnalyzerRule for TimestampTextCasts {
 
     fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> DfResult<LogicalPlan> {
         crate::sql::row_cast::rewrite_typed_expressions(plan, |e, schema| {
+            if let Some(local) = self.field_in_zone(&e, schema) {
+                return Ok(Transformed::yes(local));
+            }
             let (inner, target) = match &e {
                 Expr::Cast(c) => (c.expr.as_ref(), c.field.data_type()),
                 Expr::TryCast(c) => (c.expr.as_ref(), c.field.data_type()),
                 _ => return Ok(Transformed::no(e)),
             };
-            let from = inner.get_type(schema);
-            if !is_text(target) || !from.is_ok_and(|t| matches!(t, DataType::Timestamp(..))) {
+            let Ok(from) = inner.get_type(schema) else { return Ok(Transformed::no(e)) };
+            let to_text = is_text(target) && matches!(from, DataType::Timestamp(..));
+            if !to_text && !(!self.zone.is_utc() && ZoneCast::applies(&from, target)) {
                 return Ok(Transformed::no(e));
             }
             let target = target.clone();
+            let lenient = matches!(e, Expr::TryCast(_));
             let inner = match e {
                 Expr::Cast(c) => *c.expr,
                 Expr::TryCast(c) => *c.expr,
                 _ => unreachable!("matched above"),
             };
+            if !to_text {
+                return Ok(Transformed::yes(ScalarUDF::new_from_impl(ZoneCast::new(target, self.zone, lenient)).call(vec![inner])));
+            }
             let digits = literal_digits(&inner);
-            let text = ScalarUDF::new_from_impl(TimestampToText::new(digits)).call(vec![inner]);
+            let text = ScalarUDF::new_from_impl(TimestampToText::new(digits, self.zone)).call(vec![inner]);
             // `Utf8View` or `LargeUtf8` as the cast asked.
             Ok(Transformed::yes(if target == DataType::Utf8 { text } else { text.cast_to(&target, schema)? }))
         })
+    }
+}
+
+impl TimestampTextCasts {
+    /// DataFusion's `date_part` (`EXTRACT`) and `date_trunc` of a TIMESTAMP_LTZ, read in the
+    /// session's zone when it is not UTC, as Postgres reads a `timestamptz`: the field of the
+    /// wall-clock time (but the `epoch`, an instant's), and the instant of the truncated
+    /// wall-clock time. `None` for any other expression.
+    fn field_in_zone(&self, e: &Expr, schema: &datafusion::common::DFSchema) -> Option<Expr> {
+        let Expr::ScalarFunction(f) = e else { return None };
+        let name = f.name();
+        if self.zone.is_utc() || !matches!(name, "date_part" | "date_trunc") || f.args.len() != 2 {
+            return None;
+        }
+        let Ok(DataType::Timestamp(unit, Some(tz))) = f.args[1].get_type(schema) else { return None };
+        if matches!(&f.args[0], Expr::Literal(ScalarValue::Utf8(Some(p)), _) if p.eq_ignore_ascii_case("epoch")) {
+            return None;
+        }
+        let zone_cast = |to: DataType, e: Expr| ScalarUDF::new_from_impl(ZoneCast::new(to, self.zone, false)).call(vec![e]);
+        let mut f = f.clone();
+        let t = f.args.pop()?;
+        f.args.push(zone_cast(DataType::Timestamp(unit, None), t));
+        let call = Expr::ScalarFunction(f);
+        Some(if name == "date_trunc" { zone_cast(DataType::Timestamp(unit, Some(tz)), call) } else { call })
     }
 }
 
@@ -91,16 +131,18 @@ fn literal_digits(e: &Expr) -> Option<usize> {
 }
 
 /// `ts` as Flink's `CAST(ts AS STRING)` writes it (module docs): `Timestamp(unit, _)` to
-/// `Utf8`, NULL for NULL. `digits`: the precision of a literal, else the unit's.
+/// `Utf8`, NULL for NULL, a TIMESTAMP_LTZ in `zone`. `digits`: the precision of a literal,
+/// else the unit's.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct TimestampToText {
     digits: Option<usize>,
+    zone: Zone,
     signature: Signature,
 }
 
 impl TimestampToText {
-    pub fn new(digits: Option<usize>) -> Self {
-        Self { digits, signature: Signature::any(1, Volatility::Immutable) }
+    pub fn new(digits: Option<usize>, zone: Zone) -> Self {
+        Self { digits, zone, signature: Signature::any(1, Volatility::Immutable) }
     }
 }
 
@@ -119,7 +161,7 @@ impl ScalarUDFImpl for TimestampToText {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        Ok(ColumnarValue::Array(timestamps_to_text(&arrays[0], self.digits)?))
+        Ok(ColumnarValue::Array(timestamps_to_text(&wall_clock(&arrays[0], self.zone)?, self.digits)?))
     }
 }
 

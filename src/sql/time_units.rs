@@ -9,8 +9,8 @@
 //! | `TIMESTAMPADD(MONTH, n, t)` | `TIMESTAMPADD('MONTH', n, t)` |
 //! | `FLOOR(t TO HOUR)` | `time_floor('HOUR', t)` |
 //! | `CEIL(t TO DAY)`, `CEILING(t TO DAY)` | `time_ceil('DAY', t)` |
-//! | `LOCALTIMESTAMP` | `localtimestamp()` (Flink: the current time as a TIMESTAMP(3) in the session time zone, UTC, read per row in a streaming job) |
-//! | `LOCALTIME` | `localtime()` (Flink: the time of day now as a TIME(0), in UTC) |
+//! | `LOCALTIMESTAMP` | `localtimestamp()` (Flink: the current time as a TIMESTAMP(3) in the session time zone, read per row in a streaming job) |
+//! | `LOCALTIME` | `localtime()` (Flink: the time of day now as a TIME(0), in the session time zone) |
 //! | `LISTAGG(x)`, `LISTAGG(x, sep)` | `STRING_AGG(x, ',')`, `STRING_AGG(x, sep)` (Flink: the separator defaults to `','`) |
 //!
 //! Text inside string literals and quoted names is left alone; `FLOOR(x)` without `TO` too.

@@ -17,6 +17,7 @@ use sqlparser::dialect::GenericDialect;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::error::{Result, WeirError};
+use crate::plan::time_zone::Zone;
 use crate::plan::window::{WindowKind, WindowSpec, WindowTable};
 
 const FUNCTIONS: &[(&str, WindowKind)] = &[
@@ -148,16 +149,18 @@ pub fn rewrite_window_tvfs(sql: &str) -> Result<String> {
     Ok(out)
 }
 
-/// Registers TUMBLE, HOP and CUMULATE; `lookup(name)` returns a relation's provider.
-pub fn register(ctx: &SessionContext, lookup: Arc<dyn Fn(&str) -> Option<Arc<dyn TableProvider>> + Send + Sync>) {
+/// Registers TUMBLE, HOP, CUMULATE and SESSION; `lookup(name)` returns a relation's provider;
+/// `zone` is the session time zone.
+pub fn register(ctx: &SessionContext, lookup: Arc<dyn Fn(&str) -> Option<Arc<dyn TableProvider>> + Send + Sync>, zone: Zone) {
     for (name, kind) in FUNCTIONS {
-        ctx.register_udtf(name, Arc::new(WindowFunction { kind: *kind, lookup: Arc::clone(&lookup) }));
+        ctx.register_udtf(name, Arc::new(WindowFunction { kind: *kind, lookup: Arc::clone(&lookup), zone }));
     }
 }
 
 struct WindowFunction {
     kind: WindowKind,
     lookup: Arc<dyn Fn(&str) -> Option<Arc<dyn TableProvider>> + Send + Sync>,
+    zone: Zone,
 }
 
 impl std::fmt::Debug for WindowFunction {
@@ -261,6 +264,20 @@ impl TableFunctionImpl for WindowFunction {
         let intervals = rest.iter().map(|e| interval_ms(e, func)).collect::<Result<Vec<_>>>().map_err(df_err)?;
         let column = schema.field(time_index).name().clone();
         let mut spec = WindowSpec::try_new(self.kind, table, column, time_index, &intervals).map_err(df_err)?;
+        // Flink aligns the windows of a TIMESTAMP_LTZ in the session time zone; Weir's align to
+        // the epoch in UTC, which is the same only when the zone's offsets are whole periods.
+        let ltz = matches!(schema.field(time_index).data_type(), arrow::datatypes::DataType::Timestamp(_, Some(_)));
+        let period = if self.kind == WindowKind::Hop { spec.slide_ms } else { spec.size_ms };
+        if ltz && self.kind != WindowKind::Session && !self.zone.aligns_with(period) {
+            return Err(df_err(WeirError::unsupported(format!(
+                "{func} over the TIMESTAMP_LTZ column {} in the session time zone '{}': Weir aligns its windows to \
+                 UTC, and this zone's offsets from UTC are not whole windows, so they would not start at the local \
+                 times Flink starts them at; SET 'table.local-time-zone' = 'UTC', or window a TIMESTAMP(3) time \
+                 attribute of local time",
+                spec.time_column,
+                self.zone.name()
+            ))));
+        }
         spec.partition_by = partition_by;
         Ok(Arc::new(WindowTable::new(spec, input)))
     }

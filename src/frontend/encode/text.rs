@@ -1,6 +1,6 @@
 //! Postgres text format: each value exactly as psql shows it (Postgres 16 defaults:
 //! `DateStyle = ISO`, `IntervalStyle = postgres`, `extra_float_digits = 1`,
-//! `bytea_output = hex`, `TimeZone = UTC`).
+//! `bytea_output = hex`; a `timestamptz` in the session's `TimeZone`).
 //!
 //! | value                 | text                                                        |
 //! |-----------------------|-------------------------------------------------------------|
@@ -207,23 +207,26 @@ pub(crate) fn write_date(date: NaiveDate, out: &mut BytesMut) {
 }
 
 /// A timestamp given as seconds and nanoseconds since 1970-01-01 00:00:00 UTC:
-/// `2015-07-15 00:00:05.5`, with `+00` after it for a `timestamptz` (sessions are in UTC).
+/// `2015-07-15 00:00:05.5`; a `timestamptz` is given the offset (seconds east of UTC) of the
+/// session time zone at that instant, and written as its wall-clock time there with the
+/// offset after it, as Postgres writes it (`2015-07-15 08:00:05.5+08`, `+05:30`).
 /// `None` when it is outside chrono's range (±262,000 years).
 pub(crate) fn write_timestamp(
     seconds: i64,
     nanos: u32,
-    with_time_zone: bool,
+    offset: Option<i32>,
     out: &mut BytesMut,
 ) -> Option<()> {
-    let datetime: NaiveDateTime = DateTime::from_timestamp(seconds, nanos)?.naive_utc();
+    let local = seconds.checked_add(i64::from(offset.unwrap_or(0)))?;
+    let datetime: NaiveDateTime = DateTime::from_timestamp(local, nanos)?.naive_utc();
     let bc = write_ymd(datetime.date(), out);
     out.put_u8(b' ');
     let time = datetime.time();
     let nanos_of_day = u128::from(time.num_seconds_from_midnight()) * NANOS_PER_SECOND
         + u128::from(time.nanosecond());
     write_clock(nanos_of_day, out);
-    if with_time_zone {
-        out.put_slice(b"+00");
+    if let Some(offset) = offset {
+        out.put_slice(crate::plan::time_zone::offset_text(offset).as_bytes());
     }
     if bc {
         out.put_slice(b" BC");
@@ -409,35 +412,38 @@ mod tests {
     fn timestamps_trim_the_fraction() {
         let ts = |seconds, nanos, tz| text(|o| write_timestamp(seconds, nanos, tz, o).unwrap());
         // 2015-07-15 00:00:01 UTC
-        assert_eq!(ts(1_436_918_401, 0, false), "2015-07-15 00:00:01");
+        assert_eq!(ts(1_436_918_401, 0, None), "2015-07-15 00:00:01");
         assert_eq!(
-            ts(1_436_918_405, 500_000_000, false),
+            ts(1_436_918_405, 500_000_000, None),
             "2015-07-15 00:00:05.5"
         );
         assert_eq!(
-            ts(1_436_918_404, 1_000_000, false),
+            ts(1_436_918_404, 1_000_000, None),
             "2015-07-15 00:00:04.001"
         );
         assert_eq!(
-            ts(1_436_918_404, 123_456_000, false),
+            ts(1_436_918_404, 123_456_000, None),
             "2015-07-15 00:00:04.123456"
         );
-        assert_eq!(ts(1_436_918_401, 0, true), "2015-07-15 00:00:01+00");
+        assert_eq!(ts(1_436_918_401, 0, Some(0)), "2015-07-15 00:00:01+00");
         assert_eq!(
-            ts(1_436_918_405, 500_000_000, true),
+            ts(1_436_918_405, 500_000_000, Some(0)),
             "2015-07-15 00:00:05.5+00"
         );
-        assert_eq!(ts(-1, 0, false), "1969-12-31 23:59:59");
+        assert_eq!(ts(-1, 0, None), "1969-12-31 23:59:59");
+        // In a zone 8 hours east (Asia/Shanghai), and 5.5 (Asia/Kolkata).
+        assert_eq!(ts(1_436_918_401, 0, Some(8 * 3600)), "2015-07-15 08:00:01+08");
+        assert_eq!(ts(1_436_918_401, 0, Some(-(5 * 3600 + 1800))), "2015-07-14 18:30:01-05:30");
         // 44 BC (year -43 in chrono's proleptic count)
         let bc = NaiveDate::from_ymd_opt(-43, 3, 15)
             .unwrap()
             .and_hms_opt(0, 0, 0)
             .unwrap();
         assert_eq!(
-            ts(bc.and_utc().timestamp(), 0, true),
+            ts(bc.and_utc().timestamp(), 0, Some(0)),
             "0044-03-15 00:00:00+00 BC"
         );
-        assert!(write_timestamp(i64::MAX, 0, false, &mut BytesMut::new()).is_none());
+        assert!(write_timestamp(i64::MAX, 0, None, &mut BytesMut::new()).is_none());
     }
 
     #[test]

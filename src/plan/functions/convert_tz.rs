@@ -21,11 +21,12 @@ use std::sync::Arc;
 
 use arrow::array::StringBuilder;
 use arrow::datatypes::DataType;
-use chrono::{FixedOffset, LocalResult, NaiveDateTime, Offset, TimeZone};
+use chrono::NaiveDateTime;
 use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use super::args::{all_strings, num_rows, StrArg};
+use crate::plan::time_zone::{Overlap, Zone};
 
 /// `CONVERT_TZ`.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -71,116 +72,6 @@ impl ScalarUDFImpl for ConvertTz {
     }
 }
 
-/// A time zone as Java's `TimeZone.getTimeZone` resolves a name.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Zone {
-    Region(chrono_tz::Tz),
-    Fixed(FixedOffset),
-}
-
-/// Java's three-letter zone IDs (`ZoneId.SHORT_IDS`, which `TimeZone` shares), but for `EST`,
-/// `MST` and `HST`, which are fixed offsets in Java and in the zone database alike.
-const SHORT_IDS: [(&str, &str); 25] = [
-    ("ACT", "Australia/Darwin"),
-    ("AET", "Australia/Sydney"),
-    ("AGT", "America/Argentina/Buenos_Aires"),
-    ("ART", "Africa/Cairo"),
-    ("AST", "America/Anchorage"),
-    ("BET", "America/Sao_Paulo"),
-    ("BST", "Asia/Dhaka"),
-    ("CAT", "Africa/Harare"),
-    ("CNT", "America/St_Johns"),
-    ("CST", "America/Chicago"),
-    ("CTT", "Asia/Shanghai"),
-    ("EAT", "Africa/Addis_Ababa"),
-    ("ECT", "Europe/Paris"),
-    ("IET", "America/Indiana/Indianapolis"),
-    ("IST", "Asia/Kolkata"),
-    ("JST", "Asia/Tokyo"),
-    ("MIT", "Pacific/Apia"),
-    ("NET", "Asia/Yerevan"),
-    ("NST", "Pacific/Auckland"),
-    ("PLT", "Asia/Karachi"),
-    ("PNT", "America/Phoenix"),
-    ("PRT", "America/Puerto_Rico"),
-    ("PST", "America/Los_Angeles"),
-    ("SST", "Pacific/Guadalcanal"),
-    ("VST", "Asia/Ho_Chi_Minh"),
-];
-
-impl Zone {
-    /// The zone Java names `name`; GMT for a name it does not know.
-    fn named(name: &str) -> Self {
-        let utc = Zone::Fixed(FixedOffset::east_opt(0).expect("zero is a valid offset"));
-        let fixed = |hours: i32| Zone::Fixed(FixedOffset::east_opt(hours * 3600).expect("a valid offset"));
-        match name {
-            "EST" => return fixed(-5),
-            "MST" => return fixed(-7),
-            "HST" => return fixed(-10),
-            _ => {}
-        }
-        if let Some((_, region)) = SHORT_IDS.iter().find(|(id, _)| *id == name) {
-            if let Ok(tz) = region.parse::<chrono_tz::Tz>() {
-                return Zone::Region(tz);
-            }
-        }
-        if let Some(custom) = name.strip_prefix("GMT").filter(|c| !c.is_empty()) {
-            return custom_offset(custom).map_or(utc, Zone::Fixed);
-        }
-        name.parse::<chrono_tz::Tz>().map_or(utc, Zone::Region)
-    }
-
-    /// The instant of wall-clock time `local` in this zone.
-    fn instant(&self, local: NaiveDateTime) -> Option<chrono::DateTime<chrono::Utc>> {
-        match self {
-            Zone::Fixed(offset) => offset.from_local_datetime(&local).single().map(|t| t.to_utc()),
-            Zone::Region(tz) => match tz.from_local_datetime(&local) {
-                LocalResult::Single(t) => Some(t.to_utc()),
-                // Java's calendar reads a repeated hour as standard time.
-                LocalResult::Ambiguous(_, standard) => Some(standard.to_utc()),
-                LocalResult::None => {
-                    // In a gap: the offset in force before it (an hour before is before any gap).
-                    let before = tz.from_local_datetime(&(local - chrono::Duration::hours(3))).earliest()?.offset().fix();
-                    before.from_local_datetime(&local).single().map(|t| t.to_utc())
-                }
-            },
-        }
-    }
-
-    /// Wall-clock time of `instant` in this zone.
-    fn local(&self, instant: chrono::DateTime<chrono::Utc>) -> NaiveDateTime {
-        match self {
-            Zone::Fixed(offset) => instant.with_timezone(offset).naive_local(),
-            Zone::Region(tz) => instant.with_timezone(tz).naive_local(),
-        }
-    }
-}
-
-/// Java's custom zone ID after `GMT`: `+h`, `+hh`, `+hh:mm`, `+hhmm` (hours up to 23).
-fn custom_offset(s: &str) -> Option<FixedOffset> {
-    let sign = match s.as_bytes().first()? {
-        b'+' => 1,
-        b'-' => -1,
-        _ => return None,
-    };
-    let digits = &s[1..];
-    let (hours, minutes) = match digits.split_once(':') {
-        Some((h, m)) if (1..=2).contains(&h.len()) && m.len() == 2 => (h, m),
-        Some(_) => return None,
-        None if (1..=2).contains(&digits.len()) => (digits, "0"),
-        None if digits.len() == 4 => (&digits[..2], &digits[2..]),
-        None => return None,
-    };
-    if !hours.chars().chain(minutes.chars()).all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    let (h, m): (i32, i32) = (hours.parse().ok()?, minutes.parse().ok()?);
-    if h > 23 || m > 59 {
-        return None;
-    }
-    FixedOffset::east_opt(sign * (h * 3600 + m * 60))
-}
-
 /// `text` (`yyyy-MM-dd HH:mm:ss`, anything after the seconds ignored) read leniently, as
 /// Java's `SimpleDateFormat`: each field a number of up to its width's digits or more, then
 /// rolled over from January 1st of the year (month 13 is the next January, day 0 the month's
@@ -202,7 +93,7 @@ fn lenient_local(text: &str) -> Option<NaiveDateTime> {
 
 /// `CONVERT_TZ` of one value.
 fn convert(time: &str, from: &Zone, to: &Zone) -> Option<String> {
-    let local = to.local(from.instant(lenient_local(time)?)?);
+    let local = to.local(from.instant(lenient_local(time)?, Overlap::Later)?);
     // Java writes the year's digits (10000, not chrono's +10000).
     Some(format!("{:04}-{}", chrono::Datelike::year(&local), local.format("%m-%d %H:%M:%S")))
 }
@@ -235,6 +126,5 @@ mod tests {
         assert_eq!(tz("2020-13-01 00:00:00", "UTC", "UTC").as_deref(), Some("2021-01-01 00:00:00"));
         assert_eq!(tz("2024-11-03 01:30:00", "America/Los_Angeles", "UTC").as_deref(), Some("2024-11-03 09:30:00"));
         assert_eq!(tz("9999-12-31 23:00:00", "UTC", "Asia/Tokyo").as_deref(), Some("10000-01-01 08:00:00"));
-        assert_eq!(custom_offset("+24"), None);
     }
 }

@@ -2,7 +2,8 @@
 //! Temporal Functions: "the format string is compatible with Java's SimpleDateFormat"; Flink
 //! formats a TIMESTAMP with `java.time.DateTimeFormatter` in `DateTimeUtils.formatTimestamp`).
 //!
-//! `ts` is a TIMESTAMP (a TIMESTAMP_LTZ is shown in its time zone, UTC in Weir), a DATE (at
+//! `ts` is a TIMESTAMP (a TIMESTAMP_LTZ is shown in the session time zone,
+//! [`crate::plan::time_zone`]), a DATE (at
 //! midnight), or a string `yyyy-MM-dd HH:mm:ss` (Flink's second form; anything after the
 //! seconds is ignored, and a string that does not parse gives NULL). NULL in, NULL out.
 //!
@@ -32,11 +33,10 @@
 use std::fmt::Write;
 use std::sync::Arc;
 
-use arrow::array::timezone::Tz;
 use arrow::array::{Array, AsArray, StringBuilder};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, FieldRef, TimeUnit, TimestampMicrosecondType};
-use chrono::{Datelike, NaiveDateTime, TimeZone, Timelike};
+use chrono::{Datelike, NaiveDateTime, Timelike};
 use datafusion::common::{exec_err, internal_err, plan_err};
 use datafusion::error::Result;
 use datafusion::logical_expr::{
@@ -44,6 +44,7 @@ use datafusion::logical_expr::{
 };
 
 use super::args::{as_string_type, literal_str, num_rows, StrArg};
+use crate::plan::time_zone::Zone;
 
 /// `DATE_FORMAT` (Java patterns), or Postgres's `TO_CHAR` of a timestamp (its templates,
 /// [`super::pg_to_char`]), which read their first argument alike.
@@ -52,16 +53,18 @@ pub(super) struct DateFormat {
     signature: Signature,
     /// `TO_CHAR`.
     postgres: bool,
+    /// The session time zone, in which a TIMESTAMP_LTZ is read.
+    zone: Zone,
 }
 
 impl DateFormat {
-    pub(super) fn new() -> Self {
-        Self { signature: Signature::user_defined(Volatility::Immutable), postgres: false }
+    pub(super) fn new(zone: Zone) -> Self {
+        Self { signature: Signature::user_defined(Volatility::Immutable), postgres: false, zone }
     }
 
     /// Postgres's `TO_CHAR(timestamp | timestamptz | date, template)`.
-    pub(super) fn to_char() -> Self {
-        Self { signature: Signature::user_defined(Volatility::Immutable), postgres: true }
+    pub(super) fn to_char(zone: Zone) -> Self {
+        Self { signature: Signature::user_defined(Volatility::Immutable), postgres: true, zone }
     }
 }
 
@@ -133,10 +136,8 @@ impl ScalarUDFImpl for DateFormat {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let n = num_rows(&args.args);
-        let times = Times::new(&args.args[0])?;
+        let times = Times::new(&args.args[0], self.zone)?;
         let formats = StrArg::new(&args.args[1])?;
-        // A TIMESTAMP_LTZ's zone, as Postgres's `TZ` shows it (the session's is UTC).
-        let zone = times.zoned().then_some("UTC");
         let mut last: Option<(&str, Option<Format>)> = None;
         let mut out = StringBuilder::with_capacity(n, 0);
         for i in 0..n {
@@ -154,7 +155,11 @@ impl ScalarUDFImpl for DateFormat {
             }
             let written = match last.as_ref().and_then(|(_, parsed)| parsed.as_ref()) {
                 Some(Format::Java(items)) => write_items(&mut out, items, &t),
-                Some(Format::Postgres(pieces)) => super::pg_to_char::write_template(&mut out, pieces, &t, zone),
+                Some(Format::Postgres(pieces)) => {
+                    // A TIMESTAMP_LTZ's zone as Postgres's `TZ` and `OF` show it.
+                    let zone = times.zone_at(i).map(|(zone, at)| (zone.abbreviation_at(at), zone.offset_at(at)));
+                    super::pg_to_char::write_template(&mut out, pieces, &t, zone.as_ref().map(|(a, o)| (a.as_str(), *o)))
+                }
                 None => {
                     out.append_null();
                     continue;
@@ -171,13 +176,13 @@ impl ScalarUDFImpl for DateFormat {
 
 /// The first argument, read as local date-times.
 enum Times<'a> {
-    /// Microseconds, shown in `tz` when there is one.
-    Micros(arrow::array::PrimitiveArray<TimestampMicrosecondType>, Option<Tz>),
+    /// Microseconds since 1970, UTC, shown in the zone when there is one (a TIMESTAMP_LTZ).
+    Micros(arrow::array::PrimitiveArray<TimestampMicrosecondType>, Option<Zone>),
     Strings(StrArg<'a>),
 }
 
 impl<'a> Times<'a> {
-    fn new(v: &'a ColumnarValue) -> Result<Self> {
+    fn new(v: &'a ColumnarValue, session: Zone) -> Result<Self> {
         let array = match v {
             ColumnarValue::Array(a) if matches!(a.data_type(), DataType::Utf8) => {
                 return Ok(Self::Strings(StrArg::new(v)?))
@@ -191,30 +196,32 @@ impl<'a> Times<'a> {
         let DataType::Timestamp(_, tz) = array.data_type() else {
             return internal_err!("DATE_FORMAT of {}", array.data_type());
         };
-        let tz = tz.as_deref().map(str::parse::<Tz>).transpose()?;
+        let zone = tz.is_some().then_some(session);
         let micros = cast(&array, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
         let Some(micros) = micros.as_primitive_opt::<TimestampMicrosecondType>() else {
             return internal_err!("DATE_FORMAT: cast to microseconds gave {}", micros.data_type());
         };
-        Ok(Self::Micros(micros.clone(), tz))
+        Ok(Self::Micros(micros.clone(), zone))
     }
 
-    /// Whether the times are a TIMESTAMP_LTZ's.
-    fn zoned(&self) -> bool {
-        matches!(self, Self::Micros(_, Some(_)))
+    /// A TIMESTAMP_LTZ's zone and row `i`'s instant.
+    fn zone_at(&self, i: usize) -> Option<(Zone, chrono::DateTime<chrono::Utc>)> {
+        let Self::Micros(a, Some(zone)) = self else { return None };
+        let a_i = if a.len() == 1 { 0 } else { i };
+        Some((*zone, chrono::DateTime::from_timestamp_micros(a.value(a_i))?))
     }
 
     fn get(&self, i: usize) -> Option<NaiveDateTime> {
         match self {
-            Self::Micros(a, tz) => {
+            Self::Micros(a, zone) => {
                 let a_i = if a.len() == 1 { 0 } else { i };
                 if a.is_null(a_i) {
                     return None;
                 }
-                let utc = chrono::DateTime::from_timestamp_micros(a.value(a_i))?.naive_utc();
-                match tz {
-                    Some(tz) => Some(tz.from_utc_datetime(&utc).naive_local()),
-                    None => Some(utc),
+                let utc = chrono::DateTime::from_timestamp_micros(a.value(a_i))?;
+                match zone {
+                    Some(zone) => Some(zone.local(utc)),
+                    None => Some(utc.naive_utc()),
                 }
             }
             Self::Strings(s) => {

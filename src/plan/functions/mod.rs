@@ -88,6 +88,7 @@ mod truncate;
 mod type_of;
 mod unix_timestamp;
 pub mod unnest_rows;
+pub mod zone_cast;
 
 pub use registry::register;
 

@@ -29,8 +29,8 @@
 //! | `J` | Julian day |
 //! | `Q` | quarter |
 //! | `RM`, `rm` | month in Roman numerals |
-//! | `TZ`, `tz` | zone abbreviation: `UTC` for a TIMESTAMP_LTZ (the session's zone), empty for a TIMESTAMP |
-//! | `OF`, `TZH`, `TZM` | the zone's offset from UTC: `+00`; its hours (`+00`) and minutes (`00`) |
+//! | `TZ`, `tz` | zone abbreviation of a TIMESTAMP_LTZ in the session time zone (`UTC`, `CST`, `PDT`; `+08` for a zone without one), empty for a TIMESTAMP |
+//! | `OF`, `TZH`, `TZM` | the zone's offset from UTC (`+00`, `+05:30`; a TIMESTAMP's is `+00`); its hours (`+05`) and minutes (`30`) |
 //!
 //! Modifiers: `FM` before a pattern drops its zero padding and blank padding, `TH` / `th` after
 //! a number adds its ordinal suffix (`DDth` is `05th`), `TM` before a name drops its padding
@@ -289,9 +289,10 @@ fn ordinal_suffix(n: i64) -> &'static str {
     }
 }
 
-/// Writes `t` as `pieces` (one row; the caller ends it). `zone` is the zone of a
-/// TIMESTAMP_LTZ (`None` for a TIMESTAMP).
-pub(super) fn write_template(out: &mut impl Write, pieces: &[Piece], t: &NaiveDateTime, zone: Option<&str>) -> std::fmt::Result {
+/// Writes `t` as `pieces` (one row; the caller ends it). `zone` is the abbreviation and
+/// offset (seconds east of UTC) of a TIMESTAMP_LTZ's zone at `t` (`None` for a TIMESTAMP).
+pub(super) fn write_template(out: &mut impl Write, pieces: &[Piece], t: &NaiveDateTime, zone: Option<(&str, i32)>) -> std::fmt::Result {
+    let offset = zone.map_or(0, |(_, o)| o);
     for piece in pieces {
         let (pattern, fill, ordinal) = match piece {
             Piece::Text(s) => {
@@ -371,10 +372,11 @@ pub(super) fn write_template(out: &mut impl Write, pieces: &[Piece], t: &NaiveDa
             Pattern::Julian => number(i64::from(t.date().num_days_from_ce()) + 1_721_425, 0),
             Pattern::Quarter => number(i64::from(t.month0() / 3 + 1), 1),
             Pattern::RomanMonth(case) => text(cased(ROMAN[t.month0() as usize], case), 4),
-            Pattern::Zone(case) => text(cased(zone.unwrap_or(""), case), 0),
-            // The session's zone is UTC; Postgres shows its offset for a TIMESTAMP too.
-            Pattern::Offset | Pattern::ZoneHours => text("+00".into(), 0),
-            Pattern::ZoneMinutes => text("00".into(), 0),
+            Pattern::Zone(case) => text(cased(zone.map_or("", |(a, _)| a), case), 0),
+            // A TIMESTAMP's is +00, as in Postgres.
+            Pattern::Offset => text(crate::plan::time_zone::offset_text(offset), 0),
+            Pattern::ZoneHours => text(format!("{}{:02}", if offset < 0 { '-' } else { '+' }, offset.unsigned_abs() / 3600), 0),
+            Pattern::ZoneMinutes => text(format!("{:02}", offset.unsigned_abs() % 3600 / 60), 0),
         };
         match value {
             Some(n) => {

@@ -26,7 +26,8 @@ use super::time_units::{TimeRound, TimestampAdd, TimestampDiff};
 use super::to_timestamp::TimeConversion;
 use super::truncate::Truncate;
 use super::type_of::TypeOf;
-use super::unix_timestamp::{LocalTime, LocalTimestamp, UnixTimestamp};
+use super::unix_timestamp::{CurrentDate, LocalTime, LocalTimestamp, UnixTimestamp};
+use crate::plan::time_zone::Zone;
 use super::unnest_rows::UnnestRows;
 
 /// Registers Weir's functions on `ctx`. Names DataFusion already uses are replaced: `avg` (and
@@ -36,13 +37,16 @@ use super::unnest_rows::UnnestRows;
 /// TIMESTAMP_LTZ(3), `sha224`, `sha256`, `sha384` and `sha512` by Flink's (hexadecimal text of a
 /// string; Postgres's bytes of BYTES), `to_char` by Postgres's templates. `variance` is added as
 /// a name of `var_samp`, `every` as one of `bool_and` (Postgres); Flink's `STARTSWITH`,
-/// `ENDSWITH` and `MAP_FROM_ARRAYS` as names of `starts_with`, `ends_with` and `map`.
-pub fn register(ctx: &SessionContext) {
+/// `ENDSWITH` and `MAP_FROM_ARRAYS` as names of `starts_with`, `ends_with` and `map`;
+/// `current_date` by one that reads `zone`. The functions that read a TIMESTAMP_LTZ as a
+/// wall-clock time, or a wall-clock time as an instant, do so in `zone`, the session time zone
+/// ([`crate::plan::time_zone`]).
+pub fn register(ctx: &SessionContext, zone: Zone) {
     ctx.register_udf(ScalarUDF::new_from_impl(ProcTime::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(CurrentTimestamp::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(CurrentWatermark::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(Mod::new()));
-    for part in TimePart::all() {
+    for part in TimePart::all(zone) {
         ctx.register_udf(ScalarUDF::new_from_impl(part));
     }
     ctx.register_udf(ScalarUDF::new_from_impl(RegexpExtract::new()));
@@ -52,7 +56,7 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(ConvertTz::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(Printf::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(IsJson::new()));
-    ctx.register_udf(ScalarUDF::new_from_impl(LocalTime::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(LocalTime::new(zone)));
     for function in FlinkMath::all() {
         ctx.register_udf(ScalarUDF::new_from_impl(function));
     }
@@ -64,8 +68,8 @@ pub fn register(ctx: &SessionContext) {
     for function in FlinkArray::all() {
         ctx.register_udf(ScalarUDF::new_from_impl(function));
     }
-    ctx.register_udf(ScalarUDF::new_from_impl(DateFormat::new()));
-    ctx.register_udf(ScalarUDF::new_from_impl(DateFormat::to_char()));
+    ctx.register_udf(ScalarUDF::new_from_impl(DateFormat::new(zone)));
+    ctx.register_udf(ScalarUDF::new_from_impl(DateFormat::to_char(zone)));
     ctx.register_udf(ScalarUDF::new_from_impl(TypeOf::new()));
     ctx.register_udaf(AggregateUDF::new_from_impl(FlinkAvg::new()));
     // Postgres's name for VAR_SAMP, which DataFusion does not know.
@@ -80,11 +84,12 @@ pub fn register(ctx: &SessionContext) {
     }
     ctx.register_udf(ScalarUDF::new_from_impl(TimestampDiff::new()));
     ctx.register_udf(ScalarUDF::new_from_impl(TimestampAdd::new()));
-    ctx.register_udf(ScalarUDF::new_from_impl(TimeRound::new(false)));
-    ctx.register_udf(ScalarUDF::new_from_impl(TimeRound::new(true)));
-    ctx.register_udf(ScalarUDF::new_from_impl(UnixTimestamp::new()));
-    ctx.register_udf(ScalarUDF::new_from_impl(LocalTimestamp::new()));
-    for conversion in TimeConversion::all() {
+    ctx.register_udf(ScalarUDF::new_from_impl(TimeRound::new(false, zone)));
+    ctx.register_udf(ScalarUDF::new_from_impl(TimeRound::new(true, zone)));
+    ctx.register_udf(ScalarUDF::new_from_impl(UnixTimestamp::new(zone)));
+    ctx.register_udf(ScalarUDF::new_from_impl(LocalTimestamp::new(zone)));
+    ctx.register_udf(ScalarUDF::new_from_impl(CurrentDate::new(zone)));
+    for conversion in TimeConversion::all(zone) {
         ctx.register_udf(ScalarUDF::new_from_impl(conversion));
     }
     ctx.register_udf(ScalarUDF::new_from_impl(Base64::new(false)));

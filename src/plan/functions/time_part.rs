@@ -6,8 +6,8 @@
 //! - `WEEK`: the ISO 8601 week, 1..53 (a week starts on Monday; week 1 holds January 4th).
 //! - `DAYOFWEEK`: 1 (Sunday) to 7 (Saturday). `DAYOFYEAR`: 1..366. `QUARTER`: 1..4.
 //! - `SECOND`: whole seconds, 0..59; the fraction is dropped.
-//! - A `TIMESTAMP_LTZ` is read in its time zone (UTC in Weir), as Flink reads it in the
-//!   session's. NULL in, NULL out.
+//! - A `TIMESTAMP_LTZ` is read in the session time zone, as in Flink
+//!   ([`crate::plan::time_zone`]). NULL in, NULL out.
 //!
 //! Computed with Arrow's `date_part` kernel on the whole column.
 
@@ -19,6 +19,8 @@ use datafusion::common::plan_err;
 use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
+use crate::plan::time_zone::{wall_clock, Zone};
+
 /// Which argument types a field can be taken from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Of {
@@ -28,7 +30,8 @@ enum Of {
     Time,
 }
 
-/// One of the functions, e.g. `HOUR(ts)`. Its name says which: equality and hash go by name.
+/// One of the functions, e.g. `HOUR(ts)`. Its name says which: equality and hash go by name
+/// and zone.
 #[derive(Debug)]
 pub(super) struct TimePart {
     /// The SQL name, lower case.
@@ -36,11 +39,13 @@ pub(super) struct TimePart {
     part: DatePart,
     of: Of,
     signature: Signature,
+    /// The session time zone, in which a TIMESTAMP_LTZ is read.
+    zone: Zone,
 }
 
 impl PartialEq for TimePart {
     fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
+        self.name == other.name && self.zone == other.zone
     }
 }
 
@@ -49,12 +54,13 @@ impl Eq for TimePart {}
 impl std::hash::Hash for TimePart {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.name.hash(state);
+        self.zone.hash(state);
     }
 }
 
 impl TimePart {
     /// Every function of the family.
-    pub(super) fn all() -> Vec<TimePart> {
+    pub(super) fn all(zone: Zone) -> Vec<TimePart> {
         [
             ("year", DatePart::Year, Of::Date),
             ("quarter", DatePart::Quarter, Of::Date),
@@ -68,7 +74,7 @@ impl TimePart {
             ("second", DatePart::Second, Of::Time),
         ]
         .into_iter()
-        .map(|(name, part, of)| TimePart { name, part, of, signature: Signature::user_defined(Volatility::Immutable) })
+        .map(|(name, part, of)| TimePart { name, part, of, signature: Signature::user_defined(Volatility::Immutable), zone })
         .collect()
     }
 }
@@ -110,7 +116,7 @@ impl ScalarUDFImpl for TimePart {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let arrays: Vec<ArrayRef> = ColumnarValue::values_to_arrays(&args.args)?;
-        let part = date_part(&arrays[0], self.part)?;
+        let part = date_part(&wall_clock(&arrays[0], self.zone)?, self.part)?;
         Ok(ColumnarValue::Array(cast(&part, &DataType::Int64)?))
     }
 }

@@ -17,8 +17,10 @@
 //!   for `DAY` and longer units and becomes a TIMESTAMP for shorter ones, as in Calcite.
 //! - `FLOOR(t TO unit)` is the start of the unit `t` falls in, `CEIL(t TO unit)` the start of
 //!   the next one unless `t` is a start already; both keep `t`'s type (a DATE stays a DATE).
-//! - Times are read in UTC (Weir's session time zone): a TIMESTAMP_LTZ's day starts at 00:00
-//!   UTC. Milliseconds are the finest unit kept, as in TIMESTAMP(3).
+//! - `FLOOR` and `CEIL` read a TIMESTAMP_LTZ in the session time zone
+//!   ([`crate::plan::time_zone`]): its day starts at local midnight, and the result is the
+//!   instant of the rounded wall-clock time. `TIMESTAMPDIFF` and `TIMESTAMPADD` count a
+//!   TIMESTAMP_LTZ's units in UTC. Milliseconds are the finest unit kept, as in TIMESTAMP(3).
 //! - NULL in, NULL out. An `n` or a result outside the timestamp range is an error.
 
 use std::sync::Arc;
@@ -32,6 +34,7 @@ use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use super::args::{as_integer_type, as_string_type, num_rows, IntArg, StrArg};
+use crate::plan::time_zone::{instants, wall_clock, Overlap, Zone};
 
 /// A unit of `TIMESTAMPDIFF`, `TIMESTAMPADD`, `FLOOR ... TO`, `CEIL ... TO`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -356,12 +359,14 @@ impl ScalarUDFImpl for TimestampAdd {
 pub(super) struct TimeRound {
     signature: Signature,
     ceil: bool,
+    /// The session time zone, in which a TIMESTAMP_LTZ is rounded.
+    zone: Zone,
 }
 
 impl TimeRound {
     /// `time_floor`, or `time_ceil` with `ceil`.
-    pub(super) fn new(ceil: bool) -> Self {
-        Self { signature: Signature::user_defined(Volatility::Immutable), ceil }
+    pub(super) fn new(ceil: bool, zone: Zone) -> Self {
+        Self { signature: Signature::user_defined(Volatility::Immutable), ceil, zone }
     }
 
     fn keyword(&self) -> &'static str {
@@ -417,7 +422,8 @@ impl ScalarUDFImpl for TimeRound {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let n = num_rows(&args.args);
         let unit = units(self.keyword(), &args.args[0])?;
-        let times = millis(&args.args[1], n)?;
+        let local = ColumnarValue::Array(wall_clock(&args.args[1].to_array(n)?, self.zone)?);
+        let times = millis(&local, n)?;
         let mut out = TimestampMillisecondBuilder::with_capacity(n);
         for i in 0..n {
             let (Some(unit), false) = (unit(i)?, times.is_null(i)) else {
@@ -434,7 +440,8 @@ impl ScalarUDFImpl for TimeRound {
         let out = out.finish();
         Ok(ColumnarValue::Array(match args.return_field.data_type() {
             DataType::Date32 => cast(&out, &DataType::Date32)?,
-            DataType::Timestamp(_, tz) => Arc::new(out.with_timezone_opt(tz.clone())),
+            DataType::Timestamp(_, None) => Arc::new(out),
+            DataType::Timestamp(_, Some(_)) => instants(&(Arc::new(out) as ArrayRef), self.zone, Overlap::Earlier)?,
             other => return exec_err!("{} returns {other}", self.keyword()),
         }))
     }

@@ -7,7 +7,7 @@
 //! | `TO_TIMESTAMP(string)` | TIMESTAMP(3): `yyyy-M[M]-d[d]`, optionally followed by ` H[H]:m[m]:s[s]` and a fraction of up to 9 digits (Flink's `DEFAULT_TIMESTAMP_FORMATTER`), the fraction cut to milliseconds |
 //! | `TO_TIMESTAMP(string, format)` | TIMESTAMP(3): `string` read in the Java pattern `format` (the letters of [`super::date_format`]); a string that does not match is read as above, as Flink falls back to `Timestamp.valueOf` |
 //! | `TO_TIMESTAMP_LTZ(numeric [, precision])` | TIMESTAMP_LTZ(3): epoch seconds (`precision` 0) or milliseconds (3, the default); a fractional number is cut toward zero; another precision is refused |
-//! | `TO_TIMESTAMP_LTZ(string [, format])` | TIMESTAMP_LTZ(3): the string read as `TO_TIMESTAMP` does, as a local time in the session time zone (UTC in Weir) |
+//! | `TO_TIMESTAMP_LTZ(string [, format])` | TIMESTAMP_LTZ(3): the string read as `TO_TIMESTAMP` does, as a local time in the session time zone ([`crate::plan::time_zone`]) |
 //! | `FROM_UNIXTIME(seconds [, format])` | STRING: epoch seconds written in the Java pattern `format` (default `yyyy-MM-dd HH:mm:ss`) in the session time zone |
 //! | `TO_DATE(string [, format])` | DATE: `yyyy[-M[M][-d[d]]]` before the first space (Flink's `parseDate`), or the string read in `format` |
 //!
@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, AsArray, StringBuilder, TimestampMillisecondBuilder};
-use arrow::datatypes::{DataType, Field, FieldRef, Float64Type, Int64Type, TimeUnit};
+use arrow::datatypes::{DataType, Field, FieldRef, Float64Type, Int64Type, TimeUnit, TimestampMillisecondType};
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 use datafusion::common::{exec_err, internal_err, plan_err, ScalarValue};
 use datafusion::error::Result;
@@ -28,6 +28,7 @@ use datafusion::logical_expr::{ColumnarValue, ReturnFieldArgs, ScalarFunctionArg
 use super::args::{as_integer_type, as_string_type, literal_str, num_rows, IntArg, StrArg};
 use super::date_format::{parse_pattern, write_items};
 use super::unix_timestamp::{chrono_format, Parser, Parsers};
+use crate::plan::time_zone::{instants, Overlap, Zone};
 
 /// `yyyy-MM-dd HH:mm:ss`, FROM_UNIXTIME's default pattern.
 const DEFAULT_PATTERN: &str = "yyyy-MM-dd HH:mm:ss";
@@ -51,15 +52,17 @@ pub(super) enum Conversion {
 pub(super) struct TimeConversion {
     conversion: Conversion,
     signature: Signature,
+    /// The session time zone: where TO_TIMESTAMP_LTZ reads a string and FROM_UNIXTIME writes.
+    zone: Zone,
 }
 
 impl TimeConversion {
-    pub(super) fn new(conversion: Conversion) -> Self {
-        Self { conversion, signature: Signature::user_defined(Volatility::Immutable) }
+    pub(super) fn new(conversion: Conversion, zone: Zone) -> Self {
+        Self { conversion, signature: Signature::user_defined(Volatility::Immutable), zone }
     }
 
-    pub(super) fn all() -> [Self; 4] {
-        [Conversion::ToTimestamp, Conversion::ToTimestampLtz, Conversion::FromUnixtime, Conversion::ToDate].map(Self::new)
+    pub(super) fn all(zone: Zone) -> [Self; 4] {
+        [Conversion::ToTimestamp, Conversion::ToTimestampLtz, Conversion::FromUnixtime, Conversion::ToDate].map(|c| Self::new(c, zone))
     }
 
     fn usage(&self) -> &'static str {
@@ -159,10 +162,16 @@ impl ScalarUDFImpl for TimeConversion {
         let out: arrow::array::ArrayRef = match self.conversion {
             Conversion::ToTimestamp => Arc::new(self.read_strings(&args.args, n, None)?),
             Conversion::ToTimestampLtz => match &args.args[0] {
-                v if v.data_type() == DataType::Utf8 => Arc::new(self.read_strings(&args.args, n, Some("UTC"))?),
+                v if v.data_type() == DataType::Utf8 => {
+                    // Text read with a pattern: an overlap's later instant (SimpleDateFormat).
+                    let local: arrow::array::ArrayRef = Arc::new(self.read_strings(&args.args, n, None)?);
+                    let ltz = instants(&local, self.zone, Overlap::Later)?;
+                    // The year range is the instant's, as Flink's.
+                    Arc::new(ltz.as_primitive::<TimestampMillisecondType>().iter().map(|v| v.filter(|ms| in_range(*ms))).collect::<arrow::array::TimestampMillisecondArray>().with_timezone("UTC"))
+                }
                 _ => Arc::new(epoch_numbers(&args.args, n)?),
             },
-            Conversion::FromUnixtime => Arc::new(from_unixtime(&args.args, n)?),
+            Conversion::FromUnixtime => Arc::new(from_unixtime(&args.args, n, self.zone)?),
             Conversion::ToDate => Arc::new(to_date(&args.args, n)?),
         };
         Ok(ColumnarValue::Array(out))
@@ -289,8 +298,8 @@ fn epoch_numbers(args: &[ColumnarValue], n: usize) -> Result<arrow::array::Times
     Ok(out.finish().with_timezone("UTC"))
 }
 
-/// FROM_UNIXTIME: seconds since 1970 written in a Java pattern, in UTC.
-fn from_unixtime(args: &[ColumnarValue], n: usize) -> Result<arrow::array::StringArray> {
+/// FROM_UNIXTIME: seconds since 1970 written in a Java pattern, in `zone`.
+fn from_unixtime(args: &[ColumnarValue], n: usize, zone: Zone) -> Result<arrow::array::StringArray> {
     let seconds = IntArg::new(&args[0])?;
     let formats = args.get(1).map(StrArg::new).transpose()?;
     let mut last: Option<(&str, Option<Vec<super::date_format::Item>>)> = None;
@@ -310,7 +319,7 @@ fn from_unixtime(args: &[ColumnarValue], n: usize) -> Result<arrow::array::Strin
         let t = s.checked_mul(1000).filter(|ms| in_range(*ms)).and_then(chrono::DateTime::from_timestamp_millis);
         match (last.as_ref().and_then(|(_, items)| items.as_ref()), t) {
             (Some(items), Some(t)) => {
-                if write_items(&mut out, items, &t.naive_utc()).is_err() {
+                if write_items(&mut out, items, &zone.local(t)).is_err() {
                     return exec_err!("FROM_UNIXTIME could not write {s} as '{format}'");
                 }
                 out.append_value("");

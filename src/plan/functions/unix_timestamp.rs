@@ -4,7 +4,8 @@
 //! - Without arguments: now, evaluated once per batch of rows (processing time).
 //! - With a string: the string read in the Java date pattern `format` (default `yyyy-MM-dd
 //!   HH:mm:ss`, the letters of [`super::date_format`]: `y`, `M`, `d`, `D`, `H`, `h`, `m`, `s`,
-//!   `S` (3, 6 or 9 of them), `a`, `E`), in the session time zone (UTC). A pattern without a
+//!   `S` (3, 6 or 9 of them), `a`, `E`), in the session time zone ([`crate::plan::time_zone`];
+//!   a time the clocks repeat is the later instant, as SimpleDateFormat reads it). A pattern without a
 //!   time of day reads a date at midnight; text after the pattern is ignored (SimpleDateFormat's
 //!   `parse`). Unlike SimpleDateFormat, an impossible date (February 30) does not parse.
 //! - A string that does not match the pattern gives `-9223372036854775808` (Java's
@@ -22,6 +23,7 @@ use datafusion::logical_expr::{ColumnarValue, ReturnFieldArgs, ScalarFunctionArg
 
 use super::args::{as_string_type, literal_str, num_rows, StrArg};
 use super::date_format::{parse_pattern, Item};
+use crate::plan::time_zone::{Overlap, Zone};
 
 /// Flink's default pattern.
 const DEFAULT_PATTERN: &str = "yyyy-MM-dd HH:mm:ss";
@@ -33,12 +35,14 @@ const UNPARSED: i64 = i64::MIN;
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(super) struct UnixTimestamp {
     signature: Signature,
+    /// The session time zone, in which a string is read.
+    zone: Zone,
 }
 
 impl UnixTimestamp {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(zone: Zone) -> Self {
         // Volatile: without arguments it reads the clock.
-        Self { signature: Signature::user_defined(Volatility::Volatile) }
+        Self { signature: Signature::user_defined(Volatility::Volatile), zone }
     }
 }
 
@@ -97,7 +101,7 @@ impl ScalarUDFImpl for UnixTimestamp {
                 out.append_null();
                 continue;
             };
-            let parsed = parsers.get(format).and_then(|p| p.seconds(s));
+            let parsed = parsers.get(format).and_then(|p| p.seconds(s, self.zone));
             out.append_value(parsed.unwrap_or(UNPARSED));
         }
         Ok(ColumnarValue::Array(Arc::new(out.finish())))
@@ -112,10 +116,11 @@ pub(super) struct Parser {
 }
 
 impl Parser {
-    /// Seconds since the Unix epoch of `s`, UTC; `None` when it does not match.
-    fn seconds(&self, s: &str) -> Option<i64> {
+    /// Seconds since the Unix epoch of `s`, a wall-clock time in `zone`; `None` when it does
+    /// not match.
+    fn seconds(&self, s: &str, zone: Zone) -> Option<i64> {
         // Text after the pattern is ignored, as SimpleDateFormat's `parse` does.
-        Some(self.datetime(s, false)?.and_utc().timestamp())
+        Some(zone.instant(self.datetime(s, false)?, Overlap::Later)?.timestamp())
     }
 
     /// `s` read in the pattern (a date without a time of day at midnight); with `whole`, only
@@ -187,16 +192,18 @@ pub(super) fn chrono_format(pattern: &str) -> std::result::Result<Parser, String
 }
 
 /// `LOCALTIMESTAMP` (rewritten into `localtimestamp()`, [`crate::sql::time_units`]): now as a
-/// TIMESTAMP(3) in UTC, the session time zone. Volatile, so a streaming job reads the clock
-/// for each batch of rows as Flink does per record, rather than once when it is planned.
+/// TIMESTAMP(3), the wall-clock time in the session time zone. Volatile, so a streaming job
+/// reads the clock for each batch of rows as Flink does per record, rather than once when it
+/// is planned.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(super) struct LocalTimestamp {
     signature: Signature,
+    zone: Zone,
 }
 
 impl LocalTimestamp {
-    pub(super) fn new() -> Self {
-        Self { signature: Signature::nullary(Volatility::Volatile) }
+    pub(super) fn new(zone: Zone) -> Self {
+        Self { signature: Signature::nullary(Volatility::Volatile), zone }
     }
 }
 
@@ -214,22 +221,23 @@ impl ScalarUDFImpl for LocalTimestamp {
     }
 
     fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let now = chrono::Utc::now().timestamp_millis();
+        let now = self.zone.local(chrono::Utc::now()).and_utc().timestamp_millis();
         Ok(ColumnarValue::Scalar(datafusion::common::ScalarValue::TimestampMillisecond(Some(now), None)))
     }
 }
 
-/// `LOCALTIME` (rewritten into `localtime()`, [`crate::sql::time_units`]): the time of day now,
-/// a TIME(0) in UTC, the session time zone (Flink: the current time in the local time zone,
+/// `LOCALTIME` (rewritten into `localtime()`, [`crate::sql::time_units`]): the time of day now
+/// in the session time zone, a TIME(0) (Flink: the current time in the local time zone,
 /// TIME(0)). Volatile, as [`LocalTimestamp`].
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(super) struct LocalTime {
     signature: Signature,
+    zone: Zone,
 }
 
 impl LocalTime {
-    pub(super) fn new() -> Self {
-        Self { signature: Signature::nullary(Volatility::Volatile) }
+    pub(super) fn new(zone: Zone) -> Self {
+        Self { signature: Signature::nullary(Volatility::Volatile), zone }
     }
 }
 
@@ -247,8 +255,41 @@ impl ScalarUDFImpl for LocalTime {
     }
 
     fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let seconds = chrono::Utc::now().timestamp().rem_euclid(86_400) as i32;
+        let seconds = self.zone.local(chrono::Utc::now()).and_utc().timestamp().rem_euclid(86_400) as i32;
         Ok(ColumnarValue::Scalar(datafusion::common::ScalarValue::Time32Second(Some(seconds))))
+    }
+}
+
+/// `CURRENT_DATE`: today's date in the session time zone (DataFusion's reads its own zone
+/// setting). Volatile, as [`LocalTimestamp`].
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(super) struct CurrentDate {
+    signature: Signature,
+    zone: Zone,
+}
+
+impl CurrentDate {
+    pub(super) fn new(zone: Zone) -> Self {
+        Self { signature: Signature::nullary(Volatility::Volatile), zone }
+    }
+}
+
+impl ScalarUDFImpl for CurrentDate {
+    fn name(&self) -> &str {
+        "current_date"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Date32)
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let days = self.zone.local(chrono::Utc::now()).and_utc().timestamp().div_euclid(86_400) as i32;
+        Ok(ColumnarValue::Scalar(datafusion::common::ScalarValue::Date32(Some(days))))
     }
 }
 
@@ -257,7 +298,7 @@ mod tests {
     use super::*;
 
     fn seconds(s: &str, pattern: &str) -> Option<i64> {
-        chrono_format(pattern).unwrap().seconds(s)
+        chrono_format(pattern).unwrap().seconds(s, Zone::utc())
     }
 
     #[test]
