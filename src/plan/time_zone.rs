@@ -206,6 +206,16 @@ impl Zone {
         }
     }
 
+    /// The one offset from UTC, in seconds east, the zone has had since 2000 and has until 2100
+    /// (read once a week): Asia/Shanghai's, Asia/Kolkata's, a fixed offset's; `None` for a
+    /// zone with daylight saving time.
+    pub fn steady_offset(&self) -> Option<i32> {
+        const WEEK: i64 = 7 * 86_400;
+        let (from, until) = (946_684_800 / WEEK, 4_102_444_800 / WEEK); // 2000-01-01, 2100-01-01
+        let first = self.offset_at_seconds(from * WEEK);
+        (from..=until).all(|week| self.offset_at_seconds(week * WEEK) == first).then_some(first)
+    }
+
     /// The offset, in seconds east, that turns wall-clock time `local` (seconds since 1970 as
     /// if UTC) into its instant: `instant = local - offset`. 0 out of chrono's range.
     pub fn offset_of_local_seconds(&self, local: i64, overlap: Overlap) -> i32 {
@@ -417,5 +427,7 @@ mod tests {
         assert!(shanghai.aligns_with(3_600_000) && shanghai.aligns_with(60_000));
         assert!(!shanghai.aligns_with(86_400_000));
         assert!(!india.aligns_with(3_600_000) && india.aligns_with(30 * 60_000));
+        assert_eq!((shanghai.steady_offset(), india.steady_offset()), (Some(8 * 3600), Some(19_800)));
+        assert_eq!(la.steady_offset(), None);
     }
 }

@@ -264,19 +264,25 @@ impl TableFunctionImpl for WindowFunction {
         let intervals = rest.iter().map(|e| interval_ms(e, func)).collect::<Result<Vec<_>>>().map_err(df_err)?;
         let column = schema.field(time_index).name().clone();
         let mut spec = WindowSpec::try_new(self.kind, table, column, time_index, &intervals).map_err(df_err)?;
-        // Flink aligns the windows of a TIMESTAMP_LTZ in the session time zone; Weir's align to
-        // the epoch in UTC, which is the same only when the zone's offsets are whole periods.
+        // Flink aligns the windows of a TIMESTAMP_LTZ to the wall-clock times of the session
+        // time zone: a day's start at local midnight. Weir aligns to the epoch in UTC, plus the
+        // window's offset: the same when the zone's offsets are whole periods, and the same
+        // with the offset moved back by the zone's when the zone keeps one offset.
         let ltz = matches!(schema.field(time_index).data_type(), arrow::datatypes::DataType::Timestamp(_, Some(_)));
         let period = if self.kind == WindowKind::Hop { spec.slide_ms } else { spec.size_ms };
         if ltz && self.kind != WindowKind::Session && !self.zone.aligns_with(period) {
-            return Err(df_err(WeirError::unsupported(format!(
-                "{func} over the TIMESTAMP_LTZ column {} in the session time zone '{}': Weir aligns its windows to \
-                 UTC, and this zone's offsets from UTC are not whole windows, so they would not start at the local \
-                 times Flink starts them at; SET 'table.local-time-zone' = 'UTC', or window a TIMESTAMP(3) time \
-                 attribute of local time",
-                spec.time_column,
-                self.zone.name()
-            ))));
+            let Some(offset) = self.zone.steady_offset() else {
+                return Err(df_err(WeirError::unsupported(format!(
+                    "{func} over the TIMESTAMP_LTZ column {} in the session time zone '{}': its windows would start at \
+                     local times (as in Flink) that move with the zone's daylight saving time, which Weir does not do yet; \
+                     use a window whose size divides the zone's offsets from UTC (an hour, in most zones), a zone \
+                     without daylight saving time or UTC (SET 'table.local-time-zone'), or window a TIMESTAMP(3) time \
+                     attribute of local time",
+                    spec.time_column,
+                    self.zone.name()
+                ))));
+            };
+            spec.offset_ms = (spec.offset_ms - i64::from(offset) * 1000).rem_euclid(period);
         }
         spec.partition_by = partition_by;
         Ok(Arc::new(WindowTable::new(spec, input)))
