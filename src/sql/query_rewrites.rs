@@ -16,6 +16,9 @@
 //!   first when ascending and last when descending unless `nulls_first` says (Flink's
 //!   `ArraySortFunction`). `ARRAY_SLICE(array, start)` (Flink's: to the end) as
 //!   `array_slice(array, start, -1)`, and a literal end of 0 as 1 (Flink's `ArraySliceFunction`).
+//! - `x op ANY(array)` (and `SOME`) with Postgres's NULLs: true when some element compares
+//!   true; else false for an empty array; else NULL when an element or `x` is NULL; else
+//!   false. DataFusion's reads only the non-NULL elements (`2 = ANY(ARRAY[1, NULL])` was false).
 
 use std::ops::ControlFlow;
 
@@ -34,6 +37,7 @@ pub fn rewrite(stmt: &mut Statement) -> Result<()> {
     crate::sql::lateral_unnest::rewrite(stmt)?;
     let _ = stmt.visit(&mut SizedStringCasts);
     let _ = stmt.visit(&mut ArrayArguments);
+    let _ = stmt.visit(&mut AnyWithNulls);
     let mut json = JsonConstructors { error: None };
     let _ = stmt.visit(&mut json);
     json.error.map_or(Ok(()), Err)
@@ -46,7 +50,8 @@ pub fn rewrite(stmt: &mut Statement) -> Result<()> {
 /// As [`rewrite`].
 pub fn rewrite_text(query: &str) -> Result<String> {
     let upper = query.to_ascii_uppercase();
-    if !upper.contains("UNNEST") && !upper.contains("CHAR") && !upper.contains("JSON_") && !upper.contains("ARRAY_S") {
+    let rewritten = ["UNNEST", "CHAR", "JSON_", "ARRAY_S", "ANY", "SOME"];
+    if !rewritten.iter().any(|w| upper.contains(w)) {
         return Ok(query.to_string());
     }
     let Ok(mut statements) = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, query) else {
@@ -56,6 +61,31 @@ pub fn rewrite_text(query: &str) -> Result<String> {
     let before = stmt.clone();
     rewrite(stmt)?;
     Ok(if *stmt == before { query.to_string() } else { stmt.to_string() })
+}
+
+/// `x op ANY(array)` with Postgres's NULLs (module docs), as a CASE around DataFusion's: not a
+/// subquery's (DataFusion's has them), a parameter's or a string's (`'{1,2}'`, which
+/// [`crate::sql::pg_compat`] reads as an array later).
+struct AnyWithNulls;
+
+impl VisitorMut for AnyWithNulls {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        let Expr::AnyOp { left, right, .. } = &*expr else { return ControlFlow::Continue(()) };
+        if matches!(right.as_ref(), Expr::Subquery(_) | Expr::Value(_)) {
+            return ControlFlow::Continue(());
+        }
+        let text = format!(
+            "CASE WHEN {expr} THEN TRUE WHEN cardinality({right}) = 0 THEN FALSE \
+             WHEN ({left}) IS NULL OR array_contains({right}, NULL) THEN NULL ELSE {expr} END"
+        );
+        let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {}).try_with_sql(&text).and_then(|mut p| p.parse_expr());
+        if let Ok(case) = parsed {
+            *expr = case;
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 /// Marks each `FIRST_VALUE(x)` and `LAST_VALUE(x)` aggregate call (not a window function's,
