@@ -69,11 +69,11 @@ pub fn show_list(
     for (job, _, _, _, n) in jobs.map(|j| j.late_rows.as_slice()).unwrap_or_default() {
         *late_rows.entry(job.as_str()).or_default() += n;
     }
-    let of_kind = |kind: RelationKind| -> Vec<Vec<Option<String>>> {
+    let of_kind = |kinds: &[RelationKind]| -> Vec<Vec<Option<String>>> {
         catalog
             .relations
             .values()
-            .filter(|r| r.kind == kind && crate::sql::temporary_tables::listed(r))
+            .filter(|r| kinds.contains(&r.kind) && crate::sql::temporary_tables::listed(r))
             .filter(|r| like.is_none_or(|l| l.accepts(&r.name)))
             .map(|r| vec![Some(r.name.clone())])
             .collect()
@@ -96,9 +96,13 @@ pub fn show_list(
             };
             text_rows(&[column], rows)
         }
-        ShowList::Tables => text_rows(&["table_name"], of_kind(RelationKind::Table)),
-        ShowList::Views => text_rows(&["view_name"], of_kind(RelationKind::View)),
-        ShowList::MaterializedViews => text_rows(&["materialized_view_name"], of_kind(RelationKind::MaterializedView)),
+        // Flink lists views with the tables (Hive's way, FLINK-17111), and a materialized view
+        // is a table there (a materialized table).
+        ShowList::Tables => {
+            text_rows(&["table_name"], of_kind(&[RelationKind::Table, RelationKind::View, RelationKind::MaterializedView]))
+        }
+        ShowList::Views => text_rows(&["view_name"], of_kind(&[RelationKind::View])),
+        ShowList::MaterializedViews => text_rows(&["materialized_view_name"], of_kind(&[RelationKind::MaterializedView])),
         ShowList::Jobs => text_rows(
             &["job_id", "job_name", "kind", "status", "late_rows", "definition", "error"],
             jobs_in_creation_order(catalog)
