@@ -148,4 +148,14 @@ async fn a_session_time_zone_reads_and_writes_wall_clock_times() {
     let script = "SET TIME ZONE 'Asia/Kolkata';\nSELECT ts FROM tz WHERE id = 1;\n";
     assert_eq!(psql(server.port, None, script), "SET\n2024-01-01 07:30:00+05:30\n");
     assert_eq!(psql(server.port, Some("SELECT ts FROM tz WHERE id = 1"), ""), "2024-01-01 02:00:00+00\n");
+    // A zone asked for at startup (libpq's PGTZ, PGOPTIONS) is the session's.
+    for (var, value, shown) in [("PGTZ", "Asia/Shanghai", "2024-01-01 10:00:00+08"), ("PGOPTIONS", "-c TimeZone=Asia/Kolkata", "2024-01-01 07:30:00+05:30")] {
+        let out = Command::new("psql")
+            .args(["-h", "127.0.0.1", "-p", &server.port.to_string(), "-U", "weir", "-d", "weir", "-X", "-A", "-t"])
+            .args(["-c", "SELECT ts FROM tz WHERE id = 1"])
+            .env(var, value)
+            .output()
+            .expect("psql runs");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{shown}\n"), "{var}: {}", String::from_utf8_lossy(&out.stderr));
+    }
 }

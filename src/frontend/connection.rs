@@ -35,7 +35,7 @@ use async_trait::async_trait;
 use futures::{future, stream, FutureExt, Sink, SinkExt, Stream, StreamExt};
 use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, AuthOutcome,
-    StartupHandler,
+    DefaultServerParameterProvider, ServerParameterProvider, StartupHandler,
 };
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::copy::{send_copy_both_response, send_copy_in_response, send_copy_out_response};
@@ -474,7 +474,14 @@ impl Connection {
             .session_extensions()
             .insert::<Arc<ConnectionHandle>>(Arc::clone(&handle));
         client.session_extensions().insert::<ConnectionGuard>(guard);
-        finish_authentication(client, &self.shared.parameters).await?;
+        // A session time zone the client asks for at startup (libpq's PGTZ or `options=-c
+        // TimeZone=..`, pgjdbc's TimeZone) is the session's, reported back, as in Postgres.
+        let zone = startup_time_zone(client.metadata());
+        let parameters = StartupParameters { base: &self.shared.parameters, time_zone: zone.map(|z| z.name()) };
+        finish_authentication(client, &parameters).await?;
+        if let Some(zone) = zone {
+            self.session.lock().await.settings.insert(crate::sql::settings::LOCAL_TIME_ZONE.to_string(), zone.name());
+        }
         let metadata = client.metadata();
         let user = metadata.get(METADATA_USER).cloned().unwrap_or_default();
         let now = now_ms();
@@ -844,6 +851,49 @@ fn bound_sql(portal: &Portal<Prepared>) -> Result<String> {
         &portal.parameters,
         &portal.parameter_format,
     )
+}
+
+/// The server parameters sent at startup, with the session time zone the client asked for.
+struct StartupParameters<'a> {
+    base: &'a DefaultServerParameterProvider,
+    time_zone: Option<String>,
+}
+
+impl ServerParameterProvider for StartupParameters<'_> {
+    fn server_parameters<C: ClientInfo>(&self, client: &C) -> Option<std::collections::HashMap<String, String>> {
+        let mut parameters = self.base.server_parameters(client)?;
+        if let Some(zone) = &self.time_zone {
+            parameters.insert("TimeZone".to_owned(), zone.clone());
+        }
+        Some(parameters)
+    }
+}
+
+/// The time zone a client's startup parameters ask for: `TimeZone` (any case), or `-c
+/// TimeZone=..` / `--TimeZone=..` in `options`; a zone database name or UTC only. `None` when
+/// they ask for none, or for one Weir does not read the same way: libpq and pgjdbc send a
+/// fixed offset as POSIX does (`GMT-08:00` is 8 hours east), Flink's `GMT-08:00` is west.
+fn startup_time_zone(metadata: &std::collections::HashMap<String, String>) -> Option<crate::plan::time_zone::Zone> {
+    let mut asked = metadata.iter().find(|(k, _)| k.eq_ignore_ascii_case("timezone")).map(|(_, v)| v.clone());
+    if let Some(options) = metadata.get("options") {
+        let mut words = options.split_whitespace();
+        while let Some(word) = words.next() {
+            let setting = match word {
+                "-c" => words.next().unwrap_or_default(),
+                w => w.strip_prefix("-c").or_else(|| w.strip_prefix("--")).unwrap_or_default(),
+            };
+            if let Some((key, value)) = setting.split_once('=') {
+                if key.eq_ignore_ascii_case("timezone") {
+                    asked = Some(value.to_string());
+                }
+            }
+        }
+    }
+    let asked = asked?;
+    if asked.contains(['+', '-']) && !asked.contains('/') {
+        return None;
+    }
+    crate::plan::time_zone::Zone::session(&asked).ok()
 }
 
 /// The session's time zone, as its `TimeZone` ParameterStatus names it.

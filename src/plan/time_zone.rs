@@ -22,10 +22,10 @@
 //! refused rather than read with the other sign.
 //!
 //! When a wall-clock time names no instant or two (the clocks move at a daylight-saving
-//! change), a cast reads it as `java.time` does (Flink's `CAST`): in a gap, with the offset
-//! before the gap (02:30 becomes 03:30 daylight time); in an overlap, the earlier instant. Text
-//! read with a pattern follows Java's `SimpleDateFormat`, as Flink: the later instant of an
-//! overlap ([`Overlap::Later`]).
+//! change), a cast reads it as `java.time` does (Flink's `CAST`, and `TO_TIMESTAMP_LTZ`): in a
+//! gap, with the offset before the gap (02:30 becomes 03:30 daylight time); in an overlap, the
+//! earlier instant. `UNIX_TIMESTAMP(string)` follows Java's `SimpleDateFormat`, as Flink's: the
+//! later instant of an overlap ([`Overlap::Later`]).
 //!
 //! [`Zone::named`] reads a zone as Java's `TimeZone.getTimeZone` does, which `CONVERT_TZ` takes:
 //! leniently, a name it does not know being GMT.

@@ -553,7 +553,7 @@ impl Database {
         }
         // Planned in the session's time zone as it was when the statement began.
         let settings = session.settings.clone();
-        let run = crate::sql::settings::in_session_zone(
+        let run = crate::sql::settings::in_session(
             &settings,
             Box::pin(async {
                 match parser::parse_statement(sql) {
@@ -690,7 +690,7 @@ impl Database {
         data: &[u8],
     ) -> Result<usize> {
         let settings = session.settings.clone();
-        let result = crate::sql::settings::in_session_zone(&settings, self.copy_rows(session, table, columns, format, data)).await;
+        let result = crate::sql::settings::in_session(&settings, self.copy_rows(session, table, columns, format, data)).await;
         if result.is_err() {
             if let Some(txn) = session.txn.as_mut() {
                 txn.failed = true;
@@ -1217,25 +1217,30 @@ impl Database {
                 ddl::rename_relation(&mut *self.write_engine().await?, view, &name, if_exists, &to)?;
                 Ok(command(if view { "ALTER VIEW" } else { "ALTER TABLE" }))
             }
-            // `SET x TO DEFAULT` is `RESET x`, as in Postgres.
-            WeirStatement::Set { key, value } if value.eq_ignore_ascii_case("default") => {
-                session.settings.remove(crate::sql::settings::canonical_key(&key.to_lowercase()));
-                Ok(command("SET"))
-            }
-            WeirStatement::Set { key, value } => {
+            WeirStatement::Set { key, value, local } => {
                 let key = key.to_lowercase();
-                let value = crate::sql::settings::validate(&key, &value)?;
-                session.settings.insert(crate::sql::settings::canonical_key(&key).to_string(), value);
+                let key = crate::sql::settings::canonical_key(&key).to_string();
+                // `SET x TO DEFAULT` is `RESET x`, as in Postgres.
+                let value = match value.eq_ignore_ascii_case("default") {
+                    true => None,
+                    false => Some(crate::sql::settings::validate(&key, &value)?),
+                };
+                // SET LOCAL lasts until the block ends; outside one it does nothing (Postgres
+                // warns).
+                if local {
+                    let Some(txn) = session.txn.as_mut() else { return Ok(command("SET")) };
+                    txn.local_settings.entry(key.clone()).or_insert_with(|| session.settings.get(&key).cloned());
+                }
+                match value {
+                    Some(value) => session.settings.insert(key, value),
+                    None => session.settings.remove(&key),
+                };
                 Ok(command("SET"))
             }
             WeirStatement::ShowVariable(key) => {
                 let key = key.to_lowercase();
-                let value = session
-                    .settings
-                    .get(crate::sql::settings::canonical_key(&key))
-                    .cloned()
-                    .or_else(|| (key == crate::sql::settings::PARALLELISM).then(|| self.workers.to_string()))
-                    .or_else(|| DEFAULT_SETTINGS.iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_string()));
+                let value = crate::sql::settings::shown_value(&session.settings, &key)
+                    .or_else(|| (key == crate::sql::settings::PARALLELISM).then(|| self.workers.to_string()));
                 match value {
                     Some(v) => text_rows(&[key.as_str()], vec![vec![Some(v)]]),
                     None if key == "all" => text_rows(
@@ -1555,7 +1560,7 @@ impl Database {
             Statement::StartTransaction { modes, begin, .. } => {
                 // A BEGIN inside a block keeps the block (Postgres warns and goes on).
                 if session.txn.is_none() {
-                    session.txn = Some(Transaction::new(read_only(modes)));
+                    session.txn = Some(Transaction::new(read_only(modes), &session.settings));
                 }
                 Ok(command(if *begin { "BEGIN" } else { "START TRANSACTION" }))
             }
@@ -1570,6 +1575,14 @@ impl Database {
                 if txn.is_some() {
                     session.cursors.end_block().await;
                 }
+                // A failed block rolls back, its SETs with it; a committed one keeps them but
+                // for SET LOCAL's.
+                if let Some(txn) = &txn {
+                    session.settings = match txn.failed {
+                        true => txn.settings_at_begin.clone(),
+                        false => txn.committed_settings(std::mem::take(&mut session.settings)),
+                    };
+                }
                 match txn {
                     // Outside a block Postgres warns "there is no transaction in progress".
                     None => Ok(command("COMMIT")),
@@ -1581,17 +1594,19 @@ impl Database {
                 }
             }
             Statement::Rollback { savepoint: None, .. } => {
-                if session.txn.take().is_some() {
+                if let Some(txn) = session.txn.take() {
                     session.cursors.end_block().await;
+                    session.settings = txn.settings_at_begin;
                 }
                 Ok(command("ROLLBACK"))
             }
             Statement::Rollback { savepoint: Some(name), .. } => {
-                in_block(session, "ROLLBACK TO SAVEPOINT")?.rollback_to(&parser::ident(name))?;
+                session.settings = in_block(session, "ROLLBACK TO SAVEPOINT")?.rollback_to(&parser::ident(name))?;
                 Ok(command("ROLLBACK"))
             }
             Statement::Savepoint { name } => {
-                in_block(session, "SAVEPOINT")?.savepoint(parser::ident(name));
+                let settings = session.settings.clone();
+                in_block(session, "SAVEPOINT")?.savepoint(parser::ident(name), &settings);
                 Ok(command("SAVEPOINT"))
             }
             Statement::ReleaseSavepoint { name } => {

@@ -228,8 +228,9 @@ pub enum WeirStatement {
     /// `ALTER TABLE | VIEW [IF EXISTS] name RENAME TO to` (Flink's and Postgres's;
     /// [`crate::sql::ddl::rename_relation`]): `view` for ALTER VIEW.
     Rename { view: bool, name: String, if_exists: bool, to: String },
-    /// `SET key = value`; the value as text.
-    Set { key: String, value: String },
+    /// `SET [SESSION | LOCAL] key = value`; the value as text; `local` for `SET LOCAL` (until
+    /// the transaction block ends, as in Postgres).
+    Set { key: String, value: String, local: bool },
     /// `SHOW key`.
     ShowVariable(String),
     /// `RESET [key]`; `None` resets everything.
@@ -887,22 +888,28 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         let name = object_name(&p.parse_object_name(false).map_err(err)?);
         return Ok(WeirStatement::Describe(name, None));
     }
-    if is_word(p, 0, "SET") && is_word(p, 1, "TIME") && is_word(p, 2, "ZONE") {
+    // Postgres's scopes: SESSION (the default) and LOCAL (until the block ends).
+    let scoped = usize::from(is_word(p, 0, "SET") && (is_word(p, 1, "SESSION") || is_word(p, 1, "LOCAL")));
+    let local = scoped == 1 && is_word(p, 1, "LOCAL");
+    if is_word(p, 0, "SET") && is_word(p, 1 + scoped, "TIME") && is_word(p, 2 + scoped, "ZONE") {
         // Postgres's `SET TIME ZONE 'zone' | LOCAL | DEFAULT | hours`.
-        for _ in 0..3 {
+        for _ in 0..3 + scoped {
             p.next_token();
         }
         let value = parse_setting_value(p, sql)?;
-        return Ok(WeirStatement::Set { key: "timezone".into(), value });
+        return Ok(WeirStatement::Set { key: "timezone".into(), value, local });
     }
-    if is_word(p, 0, "SET") && !is_word(p, 1, "TRANSACTION") && !is_word(p, 1, "SESSION") && !is_word(p, 1, "LOCAL") {
-        p.next_token();
+    let others = ["TRANSACTION", "CHARACTERISTICS", "AUTHORIZATION", "ROLE"];
+    if is_word(p, 0, "SET") && !others.iter().any(|w| is_word(p, 1 + scoped, w)) {
+        for _ in 0..1 + scoped {
+            p.next_token();
+        }
         let key = parse_setting_name(p, sql)?;
         if !(p.consume_token(&Token::Eq) || p.parse_keyword(Keyword::TO)) {
             return Err(unexpected(p, sql, "= or TO"));
         }
         let value = parse_setting_value(p, sql)?;
-        return Ok(WeirStatement::Set { key, value });
+        return Ok(WeirStatement::Set { key, value, local });
     }
     if is_word(p, 0, "RESET") {
         p.next_token();
@@ -1549,7 +1556,7 @@ mod tests {
         assert_eq!(statement_set_part("END TRANSACTION"), StatementSetPart::Other);
         assert_eq!(statement_set_part("INSERT INTO s SELECT 1"), StatementSetPart::Other);
         assert!(matches!(parse_statement("show user functions")?, WeirStatement::Show(ShowList::UserFunctions, None)));
-        let WeirStatement::Set { key, value } = parse_statement("SET 'table.exec.state.ttl' = '1 h'")? else { panic!() };
+        let WeirStatement::Set { key, value, local: false } = parse_statement("SET 'table.exec.state.ttl' = '1 h'")? else { panic!() };
         assert_eq!((key.as_str(), value.as_str()), ("table.exec.state.ttl", "1 h"));
         assert!(matches!(parse_statement("DROP MATERIALIZED VIEW IF EXISTS v CASCADE")?,
             WeirStatement::Drop { kind: DropKind::MaterializedView, if_exists: true, cascade: true, .. }));

@@ -23,6 +23,7 @@
 //! column it reads, else after the function it calls (`count(*)` is `count`), else
 //! `?column?`; DataFusion names it after the expression's text (`Int64(1)`, `count(*)`).
 
+use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
@@ -61,10 +62,11 @@ const EXTRA_SETTINGS: &[(&str, &str)] = &[
     ("session_authorization", "weir"),
 ];
 
-/// The value of setting `name` as `current_setting` returns it.
-fn setting(name: &str) -> Option<&'static str> {
+/// The value of setting `name` as `current_setting` returns it in a session with `settings`.
+fn setting(settings: &BTreeMap<String, String>, name: &str) -> Option<String> {
     let name = name.to_lowercase();
-    super::show::DEFAULT_SETTINGS.iter().chain(EXTRA_SETTINGS).find(|(k, _)| *k == name).map(|(_, v)| *v)
+    crate::sql::settings::shown_value(settings, &name)
+        .or_else(|| EXTRA_SETTINGS.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
 }
 
 /// A function of rows: the arguments as arrays and the row count give the result array.
@@ -240,6 +242,8 @@ fn type_of_oid(oid: i64) -> Option<pgwire::api::Type> {
 
 /// Registers this module's functions on `ctx`, for statements over `catalog`.
 pub fn register(ctx: &SessionContext, catalog: &Arc<Catalog>) {
+    // The settings of the session whose statement this plans.
+    let settings = crate::sql::settings::planning_settings();
     let any = |_min_args: usize| Signature::variadic_any(Volatility::Stable);
     let none = || Signature::nullary(Volatility::Stable);
     let mut functions: Vec<(&'static str, Signature, DataType, Body)> = vec![
@@ -261,7 +265,7 @@ pub fn register(ctx: &SessionContext, catalog: &Arc<Catalog>) {
         ("has_column_privilege", any(1), DataType::Boolean, truth(true)),
         ("pg_table_is_visible", any(1), DataType::Boolean, truth(true)),
         ("pg_type_is_visible", any(1), DataType::Boolean, truth(true)),
-        ("current_setting", any(1), DataType::Utf8, by_text(|name| setting(name).map(str::to_string))),
+        ("current_setting", any(1), DataType::Utf8, by_text(move |name| setting(&settings, name))),
         ("format_type", any(1), DataType::Utf8, format_type()),
         // The Postgres type of the argument, as a `regtype` prints (no precision).
         (

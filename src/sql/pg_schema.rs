@@ -559,13 +559,26 @@ pub fn pg_table(catalog: &Catalog, name: &str) -> Result<Option<Arc<dyn TablePro
                 vec![vec![s("weir"), owner(), V::B(true), V::B(true)]],
             )?
         }
-        "pg_settings" => table(
-            &[("name", TEXT), ("setting", TEXT), ("unit", TEXT), ("category", TEXT), ("short_desc", TEXT), ("context", TEXT), ("vartype", TEXT), ("source", TEXT)],
-            super::show::DEFAULT_SETTINGS
-                .iter()
-                .map(|(k, v)| vec![s(*k), s(*v), V::N, s("Weir"), V::N, s("user"), s("string"), s("default")])
-                .collect(),
-        )?,
+        "pg_settings" => {
+            // The session's values (the statement's planning settings), under Postgres's names.
+            let session = crate::sql::settings::planning_settings();
+            table(
+                &[("name", TEXT), ("setting", TEXT), ("unit", TEXT), ("category", TEXT), ("short_desc", TEXT), ("context", TEXT), ("vartype", TEXT), ("source", TEXT)],
+                super::show::DEFAULT_SETTINGS
+                    .iter()
+                    .map(|(k, v)| {
+                        let set = session.get(crate::sql::settings::canonical_key(k));
+                        let name = match *k {
+                            "timezone" => "TimeZone",
+                            "datestyle" => "DateStyle",
+                            other => other,
+                        };
+                        let source = if set.is_some() { "session" } else { "default" };
+                        vec![s(name), s(set.map_or(*v, String::as_str)), V::N, s("Weir"), V::N, s("user"), s("string"), s(source)]
+                    })
+                    .collect(),
+            )?
+        }
         "pg_am" => table(
             &[("oid", I64), ("amname", TEXT), ("amhandler", TEXT), ("amtype", TEXT)],
             vec![vec![V::I(2), s("heap"), s("heap_tableam_handler"), s("t")], vec![V::I(403), s("btree"), s("bthandler"), s("i")]],

@@ -44,7 +44,7 @@ pub async fn plan_job(
     temporary: &[Relation],
 ) -> Result<StreamPlan> {
     // In the session time zone the job was created in (Flink compiles it into the job).
-    crate::sql::settings::in_job_zone(options, Box::pin(plan_job_in_zone(base, query, kind, options, temporary))).await
+    crate::sql::settings::in_job(options, Box::pin(plan_job_in_zone(base, query, kind, options, temporary))).await
 }
 
 async fn plan_job_in_zone(

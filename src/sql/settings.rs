@@ -11,8 +11,8 @@
 //!
 //! The first four are fixed when the view or `INSERT INTO` job is created: they are kept in its
 //! catalog options ([`job_options`]) and a later `SET` does not change a running job (Flink:
-//! they are compiled into the job). A statement runs in its session's time zone
-//! ([`in_session_zone`]); a job's planning in its own ([`in_job_zone`]).
+//! they are compiled into the job). A statement is planned with its session's settings
+//! ([`in_session`]); a job with its own options ([`in_job`]).
 
 use std::collections::BTreeMap;
 
@@ -78,8 +78,9 @@ pub fn job_options(settings: &BTreeMap<String, String>) -> Result<BTreeMap<Strin
 }
 
 tokio::task_local! {
-    /// The session time zone of the statement or job being planned.
-    static PLANNING_ZONE: Zone;
+    /// The settings of the session whose statement is planned, or of the job being planned
+    /// (its catalog options).
+    static PLANNING: std::sync::Arc<BTreeMap<String, String>>;
 }
 
 /// The session time zone of `settings` (UTC unless one is set).
@@ -87,21 +88,38 @@ pub fn session_zone(settings: &BTreeMap<String, String>) -> Zone {
     settings.get(LOCAL_TIME_ZONE).and_then(|z| Zone::session(z).ok()).unwrap_or_default()
 }
 
-/// The time zone in which what is planned now reads TIMESTAMP_LTZ values: the one
-/// [`in_session_zone`] or [`in_job_zone`] runs the planning in, else UTC.
+/// The settings of what is planned now: those [`in_session`] or [`in_job`] runs the planning
+/// with, else none.
+pub fn planning_settings() -> std::sync::Arc<BTreeMap<String, String>> {
+    PLANNING.try_with(std::sync::Arc::clone).unwrap_or_default()
+}
+
+/// The time zone in which what is planned now reads TIMESTAMP_LTZ values (of
+/// [`planning_settings`]; UTC unless set).
 pub fn planning_zone() -> Zone {
-    PLANNING_ZONE.try_with(|z| *z).unwrap_or_default()
+    session_zone(&planning_settings())
 }
 
-/// Runs `work` (a statement of a session with `settings`) in the session's time zone.
-pub async fn in_session_zone<T>(settings: &BTreeMap<String, String>, work: impl std::future::Future<Output = T>) -> T {
-    PLANNING_ZONE.scope(session_zone(settings), work).await
+/// Runs `work`, a statement of a session with `settings`, with them: in its time zone, and
+/// `current_setting` reading them.
+pub async fn in_session<T>(settings: &BTreeMap<String, String>, work: impl std::future::Future<Output = T>) -> T {
+    PLANNING.scope(std::sync::Arc::new(settings.clone()), work).await
 }
 
-/// Runs `work` (the planning of a view or job with catalog `options`) in the time zone it was
-/// created in.
-pub async fn in_job_zone<T>(options: &BTreeMap<String, String>, work: impl std::future::Future<Output = T>) -> T {
-    PLANNING_ZONE.scope(session_zone(options), work).await
+/// Runs `work`, the planning of a view or job with catalog `options`, in the time zone it was
+/// created in (kept in them by [`job_options`]).
+pub async fn in_job<T>(options: &BTreeMap<String, String>, work: impl std::future::Future<Output = T>) -> T {
+    PLANNING.scope(std::sync::Arc::new(options.clone()), work).await
+}
+
+/// The value `SHOW key` (`key` lower case), `current_setting` and `pg_settings` give: the
+/// session's, else the default of [`crate::sql::show::DEFAULT_SETTINGS`] (`None` for a key
+/// that has neither).
+pub fn shown_value(settings: &BTreeMap<String, String>, key: &str) -> Option<String> {
+    settings
+        .get(canonical_key(key))
+        .cloned()
+        .or_else(|| crate::sql::show::DEFAULT_SETTINGS.iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_string()))
 }
 
 /// The state TTL of a view or job: its `table.exec.state.ttl` option and the `STATE_TTL`

@@ -98,6 +98,13 @@ impl TimestampTextCasts {
         if matches!(&f.args[0], Expr::Literal(ScalarValue::Utf8(Some(p)), _) if p.eq_ignore_ascii_case("epoch")) {
             return None;
         }
+        // date_trunc of a TIMESTAMP_LTZ(3) to a unit FLOOR knows is FLOOR, which keeps the
+        // input's offset in a repeated hour.
+        if let (Expr::Literal(ScalarValue::Utf8(Some(part)), _), "date_trunc", TimeUnit::Millisecond) = (&f.args[0], name, unit) {
+            if ["second", "minute", "hour", "day", "month", "quarter", "year"].contains(&part.to_ascii_lowercase().as_str()) {
+                return Some(crate::plan::functions::time_floor(self.zone).call(vec![f.args[0].clone(), f.args[1].clone()]));
+            }
+        }
         let zone_cast = |to: DataType, e: Expr| ScalarUDF::new_from_impl(ZoneCast::new(to, self.zone, false)).call(vec![e]);
         let mut f = f.clone();
         let t = f.args.pop()?;

@@ -20,6 +20,10 @@
 //! - `BEGIN READ ONLY` (or `SET TRANSACTION READ ONLY`) refuses writes with 25006.
 //! - `SAVEPOINT s`, `ROLLBACK TO [SAVEPOINT] s` (which keeps `s` and ends the abort),
 //!   `RELEASE [SAVEPOINT] s`; an unknown name is 3B001.
+//! - Settings, as in Postgres: a `SET` in a block that rolls back (to a savepoint set before
+//!   it) is undone; `SET LOCAL` lasts until the block ends.
+
+use std::collections::BTreeMap;
 
 use crate::engine::TableChanges;
 use crate::error::{ErrorKind, Result, WeirError};
@@ -38,6 +42,11 @@ pub struct Transaction {
     pub read_only: bool,
     /// The savepoints, oldest first.
     savepoints: Vec<Savepoint>,
+    /// The session's settings when the block began: a `ROLLBACK` puts them back, as Postgres
+    /// undoes a block's `SET`s.
+    pub settings_at_begin: BTreeMap<String, String>,
+    /// What `SET LOCAL` changed, with the value before (none: unset): `COMMIT` puts it back.
+    pub local_settings: BTreeMap<String, Option<String>>,
 }
 
 /// A savepoint: the block as it was when it was set.
@@ -46,12 +55,26 @@ struct Savepoint {
     name: String,
     steps: usize,
     preview: TableChanges,
+    /// The session's settings when it was set, which `ROLLBACK TO` puts back.
+    settings: BTreeMap<String, String>,
 }
 
 impl Transaction {
-    /// A new block; `read_only` refuses writes.
-    pub fn new(read_only: bool) -> Self {
-        Self { read_only, ..Self::default() }
+    /// A new block of a session whose settings are `settings`; `read_only` refuses writes.
+    pub fn new(read_only: bool, settings: &BTreeMap<String, String>) -> Self {
+        Self { read_only, settings_at_begin: settings.clone(), ..Self::default() }
+    }
+
+    /// The session's settings after the block ends with `COMMIT`: `settings` with what `SET
+    /// LOCAL` changed put back.
+    pub fn committed_settings(&self, mut settings: BTreeMap<String, String>) -> BTreeMap<String, String> {
+        for (key, before) in &self.local_settings {
+            match before {
+                Some(v) => settings.insert(key.clone(), v.clone()),
+                None => settings.remove(key),
+            };
+        }
+        settings
     }
 
     /// Refuses a write (`what`: "INSERT", ...) in a read-only block.
@@ -67,23 +90,24 @@ impl Transaction {
         Ok(())
     }
 
-    /// `SAVEPOINT name`.
-    pub fn savepoint(&mut self, name: String) {
-        self.savepoints.push(Savepoint { name, steps: self.steps.len(), preview: self.preview.clone() });
+    /// `SAVEPOINT name`, in a session whose settings are `settings`.
+    pub fn savepoint(&mut self, name: String, settings: &BTreeMap<String, String>) {
+        self.savepoints.push(Savepoint { name, steps: self.steps.len(), preview: self.preview.clone(), settings: settings.clone() });
     }
 
-    /// `ROLLBACK TO SAVEPOINT name`: drops what came after it (keeping it) and ends an abort.
+    /// `ROLLBACK TO SAVEPOINT name`: drops what came after it (keeping it) and ends an abort;
+    /// returns the session's settings as they were when it was set.
     ///
     /// # Errors
     /// `InvalidSavepoint` for a name the block has not set.
-    pub fn rollback_to(&mut self, name: &str) -> Result<()> {
+    pub fn rollback_to(&mut self, name: &str) -> Result<BTreeMap<String, String>> {
         let at = self.find(name)?;
         self.savepoints.truncate(at + 1);
         let point = &self.savepoints[at];
         self.steps.truncate(point.steps);
         self.preview = point.preview.clone();
         self.failed = false;
-        Ok(())
+        Ok(point.settings.clone())
     }
 
     /// `RELEASE SAVEPOINT name`: forgets it and the savepoints set after it.
@@ -120,11 +144,11 @@ mod tests {
     /// rollback to it works), releasing one forgets it and those after it.
     #[test]
     fn savepoints_keep_the_steps_before_them() -> Result<()> {
-        let mut t = Transaction::new(false);
+        let mut t = Transaction::new(false, &BTreeMap::new());
         t.steps.push(step("a"));
-        t.savepoint("s1".into());
+        t.savepoint("s1".into(), &BTreeMap::new());
         t.steps.push(step("b"));
-        t.savepoint("s2".into());
+        t.savepoint("s2".into(), &BTreeMap::new());
         t.steps.push(step("c"));
         t.failed = true;
         t.rollback_to("s2")?;
@@ -144,9 +168,9 @@ mod tests {
 
     #[test]
     fn a_read_only_block_refuses_writes() {
-        let err = Transaction::new(true).check_writable("INSERT").expect_err("read only");
+        let err = Transaction::new(true, &BTreeMap::new()).check_writable("INSERT").expect_err("read only");
         assert_eq!(err.sqlstate(), "25006");
         assert_eq!(err.to_string(), "cannot execute INSERT in a read-only transaction");
-        assert!(Transaction::new(false).check_writable("INSERT").is_ok());
+        assert!(Transaction::new(false, &BTreeMap::new()).check_writable("INSERT").is_ok());
     }
 }

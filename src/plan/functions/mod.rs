@@ -92,6 +92,13 @@ pub mod zone_cast;
 
 pub use registry::register;
 
+/// `FLOOR(t TO unit)` of a TIMESTAMP_LTZ in the session time zone `zone` as a function
+/// (`time_floor('unit', t)`): what Postgres's `date_trunc` of a `timestamptz` is
+/// ([`crate::sql::text_casts`]).
+pub fn time_floor(zone: crate::plan::time_zone::Zone) -> datafusion::logical_expr::ScalarUDF {
+    datafusion::logical_expr::ScalarUDF::new_from_impl(time_units::TimeRound::new(false, zone))
+}
+
 /// `PROCTIME()` as an expression (a connector table's computed column reports it as its
 /// default, so the planner knows the column for a processing-time attribute).
 pub fn proctime_expr() -> datafusion::logical_expr::Expr {

@@ -19,7 +19,9 @@
 //!   the next one unless `t` is a start already; both keep `t`'s type (a DATE stays a DATE).
 //! - `FLOOR` and `CEIL` read a TIMESTAMP_LTZ in the session time zone
 //!   ([`crate::plan::time_zone`]): its day starts at local midnight, and the result is the
-//!   instant of the rounded wall-clock time. `TIMESTAMPDIFF` and `TIMESTAMPADD` count a
+//!   instant of the rounded wall-clock time: at the input's offset from UTC when the zone shows
+//!   that instant as that time (so 01:30 of the second, standard-time pass of a fall-back hour
+//!   floors to its 01:00, as in Flink and Postgres), else as a cast reads it. `TIMESTAMPDIFF` and `TIMESTAMPADD` count a
 //!   TIMESTAMP_LTZ's units in UTC. Milliseconds are the finest unit kept, as in TIMESTAMP(3).
 //! - NULL in, NULL out. An `n` or a result outside the timestamp range is an error.
 
@@ -34,7 +36,7 @@ use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use super::args::{as_integer_type, as_string_type, num_rows, IntArg, StrArg};
-use crate::plan::time_zone::{instants, wall_clock, Overlap, Zone};
+use crate::plan::time_zone::{wall_clock, Overlap, Zone};
 
 /// A unit of `TIMESTAMPDIFF`, `TIMESTAMPADD`, `FLOOR ... TO`, `CEIL ... TO`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,6 +371,18 @@ impl TimeRound {
         Self { signature: Signature::user_defined(Volatility::Immutable), ceil, zone }
     }
 
+    /// The instant of wall-clock time `local_ms` in the zone, preferring offset `offset_ms`
+    /// (the input's) when the zone shows that instant as `local_ms` (module docs).
+    fn instant_of(&self, local_ms: i64, offset_ms: i64) -> Option<i64> {
+        let at = local_ms - offset_ms;
+        let shown = chrono::DateTime::from_timestamp_millis(at).map(|t| self.zone.local(t).and_utc().timestamp_millis());
+        if shown == Some(local_ms) {
+            return Some(at);
+        }
+        let local = chrono::DateTime::from_timestamp_millis(local_ms)?.naive_utc();
+        Some(self.zone.instant(local, Overlap::Earlier)?.timestamp_millis())
+    }
+
     fn keyword(&self) -> &'static str {
         if self.ceil {
             "CEIL"
@@ -422,8 +436,10 @@ impl ScalarUDFImpl for TimeRound {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let n = num_rows(&args.args);
         let unit = units(self.keyword(), &args.args[0])?;
-        let local = ColumnarValue::Array(wall_clock(&args.args[1].to_array(n)?, self.zone)?);
-        let times = millis(&local, n)?;
+        let input = args.args[1].to_array(n)?;
+        let zoned = matches!(input.data_type(), DataType::Timestamp(_, Some(_)));
+        let instants_ms = millis(&ColumnarValue::Array(Arc::clone(&input)), n)?;
+        let times = millis(&ColumnarValue::Array(wall_clock(&input, self.zone)?), n)?;
         let mut out = TimestampMillisecondBuilder::with_capacity(n);
         for i in 0..n {
             let (Some(unit), false) = (unit(i)?, times.is_null(i)) else {
@@ -431,7 +447,10 @@ impl ScalarUDFImpl for TimeRound {
                 continue;
             };
             let t = times.value(i);
-            let rounded = if self.ceil { ceil(unit, t) } else { floor(unit, t) };
+            let mut rounded = if self.ceil { ceil(unit, t) } else { floor(unit, t) };
+            if zoned {
+                rounded = rounded.and_then(|r| self.instant_of(r, t - instants_ms.value(i)));
+            }
             match rounded {
                 Some(v) => out.append_value(v),
                 None => return exec_err!("{}: the result is out of range", self.keyword()),
@@ -440,8 +459,7 @@ impl ScalarUDFImpl for TimeRound {
         let out = out.finish();
         Ok(ColumnarValue::Array(match args.return_field.data_type() {
             DataType::Date32 => cast(&out, &DataType::Date32)?,
-            DataType::Timestamp(_, None) => Arc::new(out),
-            DataType::Timestamp(_, Some(_)) => instants(&(Arc::new(out) as ArrayRef), self.zone, Overlap::Earlier)?,
+            DataType::Timestamp(_, tz) => Arc::new(out.with_timezone_opt(tz.clone())),
             other => return exec_err!("{} returns {other}", self.keyword()),
         }))
     }

@@ -7,7 +7,7 @@
 //! | `TO_TIMESTAMP(string)` | TIMESTAMP(3): `yyyy-M[M]-d[d]`, optionally followed by ` H[H]:m[m]:s[s]` and a fraction of up to 9 digits (Flink's `DEFAULT_TIMESTAMP_FORMATTER`), the fraction cut to milliseconds |
 //! | `TO_TIMESTAMP(string, format)` | TIMESTAMP(3): `string` read in the Java pattern `format` (the letters of [`super::date_format`]); a string that does not match is read as above, as Flink falls back to `Timestamp.valueOf` |
 //! | `TO_TIMESTAMP_LTZ(numeric [, precision])` | TIMESTAMP_LTZ(3): epoch seconds (`precision` 0) or milliseconds (3, the default); a fractional number is cut toward zero; another precision is refused |
-//! | `TO_TIMESTAMP_LTZ(string [, format])` | TIMESTAMP_LTZ(3): the string read as `TO_TIMESTAMP` does, as a local time in the session time zone ([`crate::plan::time_zone`]) |
+//! | `TO_TIMESTAMP_LTZ(string [, format])` | TIMESTAMP_LTZ(3): the string read as `TO_TIMESTAMP` does, as a local time in the session time zone ([`crate::plan::time_zone`]), as a cast reads one |
 //! | `FROM_UNIXTIME(seconds [, format])` | STRING: epoch seconds written in the Java pattern `format` (default `yyyy-MM-dd HH:mm:ss`) in the session time zone |
 //! | `TO_DATE(string [, format])` | DATE: `yyyy[-M[M][-d[d]]]` before the first space (Flink's `parseDate`), or the string read in `format` |
 //!
@@ -163,9 +163,10 @@ impl ScalarUDFImpl for TimeConversion {
             Conversion::ToTimestamp => Arc::new(self.read_strings(&args.args, n, None)?),
             Conversion::ToTimestampLtz => match &args.args[0] {
                 v if v.data_type() == DataType::Utf8 => {
-                    // Text read with a pattern: an overlap's later instant (SimpleDateFormat).
+                    // Flink reads the text as a TIMESTAMP and that in the zone as its CAST does
+                    // (`LocalDateTime.atZone`: an overlap's earlier instant).
                     let local: arrow::array::ArrayRef = Arc::new(self.read_strings(&args.args, n, None)?);
-                    let ltz = instants(&local, self.zone, Overlap::Later)?;
+                    let ltz = instants(&local, self.zone, Overlap::Earlier)?;
                     // The year range is the instant's, as Flink's.
                     Arc::new(ltz.as_primitive::<TimestampMillisecondType>().iter().map(|v| v.filter(|ms| in_range(*ms))).collect::<arrow::array::TimestampMillisecondArray>().with_timezone("UTC"))
                 }

@@ -226,8 +226,8 @@ impl ScalarUDFImpl for LocalTimestamp {
     }
 }
 
-/// `LOCALTIME` (rewritten into `localtime()`, [`crate::sql::time_units`]): the time of day now
-/// in the session time zone, a TIME(0) (Flink: the current time in the local time zone,
+/// `LOCALTIME` (rewritten into `localtime()`, [`crate::sql::time_units`]) and `CURRENT_TIME`:
+/// the time of day now in the session time zone, a TIME(0) (Flink: the current time in the local time zone,
 /// TIME(0)). Volatile, as [`LocalTimestamp`].
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(super) struct LocalTime {
@@ -244,6 +244,12 @@ impl LocalTime {
 impl ScalarUDFImpl for LocalTime {
     fn name(&self) -> &str {
         "localtime"
+    }
+
+    /// Flink's `CURRENT_TIME` is `LOCALTIME` (DataFusion's is UTC's, in nanoseconds).
+    fn aliases(&self) -> &[String] {
+        static ALIASES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| vec!["current_time".to_string()]);
+        &ALIASES
     }
 
     fn signature(&self) -> &Signature {

@@ -106,15 +106,12 @@ fn strings(input: &ArrayRef, to: &DataType, unit: TimeUnit, zone: Zone, options:
     arrow::compute::kernels::zip::zip(&keep, &zoned, &local)
 }
 
-/// Whether a time string ends in a zone or an offset: `Z`, `+08`, `-03:30`, `+0530`, `UTC`
-/// after the time of day.
+/// Whether a time string names its zone or offset after the time of day: `Z`, `+08`,
+/// `-03:30`, `+0530`, `UTC`, `Asia/Tokyo`.
 fn names_zone(s: &str) -> bool {
-    let s = s.trim_end();
-    let Some(colon) = s.find(':') else { return false };
-    let after = &s[colon..];
-    after.ends_with(['Z', 'z'])
-        || after.to_ascii_uppercase().ends_with("UTC")
-        || after.rfind(['+', '-']).is_some_and(|i| after[i + 1..].chars().all(|c| c.is_ascii_digit() || c == ':'))
+    static TIME: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\d:\d\d(:\d\d(\.\d*)?)?").expect("a valid regex"));
+    TIME.find(s).is_some_and(|m| !s[m.end()..].trim().is_empty())
 }
 
 #[cfg(test)]
@@ -131,6 +128,9 @@ mod tests {
         assert!(!names_zone("2024-01-01 10:00:00"));
         assert!(!names_zone("2024-01-01"));
         assert!(!names_zone("2024-01-01 10:00:00.123"));
+        assert!(names_zone("2024-01-01 10:00:00 Asia/Tokyo"));
+        assert!(names_zone("2024-01-01T10:00:00.5 UTC"));
+        assert!(!names_zone("2024-01-01T10:00"));
     }
 
     #[test]
