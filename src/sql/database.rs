@@ -1206,6 +1206,14 @@ impl Database {
             WeirStatement::ShowCreate(name) => show::show_create(&self.shown_catalog(session, &name), &name),
             WeirStatement::Describe(name, like) => show::describe(&self.shown_catalog(session, &name), &name, like.as_ref()),
             WeirStatement::Use { .. } => Ok(command("USE")),
+            WeirStatement::AlterSchema { name, if_exists, change } => {
+                refuse_temporary_readers(session, &name, "change the schema of")?;
+                if session.temporary_tables.get(&name).is_some() {
+                    return Err(WeirError::unsupported(format!("changing the schema of temporary table {name}: create it again")));
+                }
+                Box::pin(ddl::alter_schema(&mut *self.write_engine().await?, &name, if_exists, change)).await?;
+                Ok(command("ALTER TABLE"))
+            }
             WeirStatement::Rename { view, name, if_exists, to } => {
                 refuse_temporary_readers(session, &name, "rename")?;
                 if session.temporary_tables.get(&name).is_some() || session.temporary_views.get(&name).is_some() {
@@ -1633,8 +1641,8 @@ impl Database {
             }
             Statement::AlterTable(alter) => Err(WeirError::unsupported(format!(
                 "ALTER TABLE {}: only SET ('k' = 'v', ...) and RESET ('k', ...) of a connector table's options, ADD \
-                 [COLUMN], RENAME [COLUMN] and RENAME TO; to change its other columns or watermark, drop it (and the jobs \
-                 over it) and create it again",
+                 [COLUMN], Flink's ADD | MODIFY | DROP of columns, the primary key and the watermark, RENAME [COLUMN] and \
+                 RENAME TO; to change a column's type, drop the table (and the jobs over it) and create it again",
                 alter.name
             ))),
             // Prepared statements live in the wire protocol's store, where a client's Parse
@@ -1923,7 +1931,7 @@ fn not_in_a_block(stmt: &WeirStatement) -> Option<&'static str> {
     Some(match stmt {
         WeirStatement::CreateTable(_) => "CREATE TABLE",
         WeirStatement::CreateTableAs(_) => "CREATE TABLE AS",
-        WeirStatement::AlterTableOptions { .. } => "ALTER TABLE",
+        WeirStatement::AlterTableOptions { .. } | WeirStatement::AlterSchema { .. } => "ALTER TABLE",
         WeirStatement::Rename { view: true, .. } => "ALTER VIEW",
         WeirStatement::Rename { view: false, .. } => "ALTER TABLE",
         WeirStatement::CreateMaterializedView { .. } => "CREATE MATERIALIZED VIEW",
@@ -1967,6 +1975,7 @@ fn writes(stmt: &WeirStatement) -> bool {
         | WeirStatement::CreateTableAs(_)
         | WeirStatement::Rename { .. }
         | WeirStatement::AlterTableOptions { .. }
+        | WeirStatement::AlterSchema { .. }
         | WeirStatement::CreateMaterializedView { .. }
         | WeirStatement::Drop { .. }
         | WeirStatement::StopJob { .. }

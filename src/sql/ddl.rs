@@ -18,7 +18,7 @@ use weir_catalog::{Column, Relation, RelationKind, Watermark};
 use crate::engine::Engine;
 use crate::error::{ErrorKind, Result, WeirError};
 use crate::runtime::relation::connector_of;
-use crate::sql::parser::{ColumnSpec, CreateTable, WeirStatement};
+use crate::sql::parser::{ColumnSpec, CreateTable, SchemaChange, WeirStatement};
 use crate::sql::planning::{plan_job, JobKind, PlanningBase};
 use crate::sql::relations::{session_context, Snapshot};
 use crate::state::EpochWrites;
@@ -515,6 +515,149 @@ pub async fn rename_column(engine: &mut Engine, name: &str, if_exists: bool, fro
         rename_in(expr);
     }
     replace_table(engine, &rel, table).await
+}
+
+/// Flink's `ALTER TABLE t ADD | MODIFY | DROP ..` of a table's schema (Flink 1.17+; messages
+/// as Flink's `AlterSchemaConverter`): `ADD` columns (after the others, as [`add_columns`]), a
+/// primary key or a watermark the table does not have; `MODIFY` the primary key or watermark it
+/// has; `DROP` its watermark, primary key or columns. A plain table's rows are stored by
+/// position under their key, so it refuses a new or changed primary key and dropped columns;
+/// a column's type is not changed (MODIFY of a column). Refused while a view or job names the
+/// table.
+///
+/// # Errors
+/// `UnknownTable` (unless `if_exists`); `WrongObjectType`; `DependentObjects`; `DuplicateColumn`;
+/// `UnknownColumn`; `Plan` for what the table has or lacks, and for a dropped column another
+/// part of the schema names; `Unsupported`; the checks of `CREATE TABLE`.
+pub async fn alter_schema(engine: &mut Engine, name: &str, if_exists: bool, change: SchemaChange) -> Result<()> {
+    let Some(rel) = engine.catalog.get(name).cloned() else {
+        return match if_exists {
+            true => Ok(()),
+            false => Err(WeirError::unknown_table(name)),
+        };
+    };
+    let mut table = alterable_table(&engine.catalog, &rel, "change the schema of")?;
+    let plain = connector_of(&rel) == "table";
+    let rekeyed = || {
+        WeirError::unsupported(format!(
+            "ALTER TABLE {name}: a plain table's rows are stored under its primary key; create it again with the key it needs"
+        ))
+    };
+    match change {
+        SchemaChange::Add(declared) => {
+            for column in &declared.columns {
+                if table.columns.iter().any(|c| c.name == column.name) {
+                    return Err(ErrorKind::DuplicateColumn(format!("Try to add a column `{}` which already exists in the table.", column.name)).into());
+                }
+                if column.not_null && plain {
+                    return Err(WeirError::unsupported(format!(
+                        "ALTER TABLE {name} ADD {} .. NOT NULL: the table's rows would hold NULL in it; add it nullable",
+                        column.name
+                    )));
+                }
+                table.columns.push(column.clone());
+            }
+            if !declared.primary_key.is_empty() {
+                if !table.primary_key.is_empty() {
+                    return Err(WeirError::plan(format!(
+                        "The base table has already defined the primary key constraint [{}]. You might want to drop it before adding a new one.",
+                        quoted_list(&table.primary_key)
+                    )));
+                }
+                if plain {
+                    return Err(rekeyed());
+                }
+                table.primary_key = declared.primary_key.clone();
+            }
+            if let Some(watermark) = declared.watermark {
+                if let Some((column, expr)) = &table.watermark {
+                    return Err(WeirError::plan(format!(
+                        "The base table has already defined the watermark strategy `{column}` AS {expr}. You might want to drop it before adding a new one."
+                    )));
+                }
+                table.watermark = Some(watermark);
+            }
+        }
+        SchemaChange::Modify(declared) => {
+            if let Some(column) = declared.columns.first() {
+                return Err(WeirError::unsupported(format!(
+                    "ALTER TABLE {name} MODIFY {}: a column's type or definition does not change; drop the table (and the jobs over it) and create it again",
+                    column.name
+                )));
+            }
+            if !declared.primary_key.is_empty() {
+                if table.primary_key.is_empty() {
+                    return Err(WeirError::plan("The base table does not define any primary key constraint. You might want to add a new one."));
+                }
+                if plain {
+                    return Err(rekeyed());
+                }
+                table.primary_key = declared.primary_key.clone();
+            }
+            if let Some(watermark) = declared.watermark {
+                if table.watermark.is_none() {
+                    return Err(WeirError::plan("The base table does not define any watermark. You might want to add a new one."));
+                }
+                table.watermark = Some(watermark);
+            }
+        }
+        SchemaChange::DropWatermark => {
+            if table.watermark.take().is_none() {
+                return Err(WeirError::plan("The base table does not define any watermark strategy."));
+            }
+        }
+        SchemaChange::DropPrimaryKey => {
+            if table.primary_key.is_empty() {
+                return Err(WeirError::plan("The base table does not define any primary key."));
+            }
+            if plain {
+                return Err(rekeyed());
+            }
+            table.primary_key.clear();
+        }
+        SchemaChange::DropColumns(columns) => {
+            for column in &columns {
+                if !table.columns.iter().any(|c| &c.name == column) {
+                    return Err(WeirError::new(ErrorKind::UnknownColumn(format!("The column `{column}` does not exist in the base table."))));
+                }
+                if plain {
+                    return Err(WeirError::unsupported(format!(
+                        "ALTER TABLE {name} DROP {column}: a plain table's rows hold their values by position; create it again without it"
+                    )));
+                }
+                if table.primary_key.contains(column) {
+                    return Err(WeirError::plan(format!("The column `{column}` is used as the primary key.")));
+                }
+                if let Some((time, expr)) = &table.watermark {
+                    if time == column || names_column(expr, column) {
+                        return Err(WeirError::plan(format!("The column `{column}` is referenced by watermark expression `{time}` AS {expr}.")));
+                    }
+                }
+                if let Some(computed) = table.columns.iter().find(|c| !columns.contains(&c.name) && c.computed.as_ref().is_some_and(|e| names_column(e, column))) {
+                    return Err(WeirError::plan(format!("The column `{column}` is referenced by computed column `{}`.", computed.name)));
+                }
+            }
+            table.columns.retain(|c| !columns.contains(&c.name));
+            if table.columns.is_empty() {
+                return Err(WeirError::plan(format!("ALTER TABLE {name} DROP: a table keeps one column at least")));
+            }
+        }
+    }
+    replace_table(engine, &rel, table).await
+}
+
+/// `a`, `b` in backquotes, as Flink lists names.
+fn quoted_list(names: &[String]) -> String {
+    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+}
+
+/// Whether `expr` names column `column`.
+fn names_column(expr: &sqlparser::ast::Expr, column: &str) -> bool {
+    let found = sqlparser::ast::visit_expressions(expr, |e| match e {
+        sqlparser::ast::Expr::Identifier(i) if crate::sql::parser::ident(i) == column => std::ops::ControlFlow::Break(()),
+        _ => std::ops::ControlFlow::Continue(()),
+    });
+    found.is_break()
 }
 
 /// The `CREATE TABLE` of table `rel` whose columns `what` (add a column to, rename a column

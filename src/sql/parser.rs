@@ -50,6 +50,19 @@ pub struct CreateTable {
     pub like: Option<TableLike>,
 }
 
+/// A change of a table's schema by Flink's `ALTER TABLE` (Flink 1.17+'s grammar): what `ADD` or
+/// `MODIFY` declares is read as `CREATE TABLE` reads its column list (columns, `PRIMARY KEY
+/// (..) NOT ENFORCED`, `WATERMARK FOR c AS expr`), one item or a parenthesized list.
+#[derive(Debug, Clone)]
+pub enum SchemaChange {
+    Add(Box<CreateTable>),
+    Modify(Box<CreateTable>),
+    DropWatermark,
+    DropPrimaryKey,
+    /// `DROP c`, `DROP (c, d)`, Postgres's `DROP [COLUMN] c`.
+    DropColumns(Vec<String>),
+}
+
 /// `LIKE source` of `CREATE TABLE`: Flink's, after the column list and `WITH` (`LIKE orders
 /// (EXCLUDING OPTIONS)`), or Postgres's, in the column list (`(LIKE orders INCLUDING ALL, x INT)`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -228,6 +241,9 @@ pub enum WeirStatement {
     /// `ALTER TABLE | VIEW [IF EXISTS] name RENAME TO to` (Flink's and Postgres's;
     /// [`crate::sql::ddl::rename_relation`]): `view` for ALTER VIEW.
     Rename { view: bool, name: String, if_exists: bool, to: String },
+    /// Flink's `ALTER TABLE [IF EXISTS] name ADD | MODIFY | DROP ..` of its schema
+    /// ([`crate::sql::ddl::alter_schema`]).
+    AlterSchema { name: String, if_exists: bool, change: SchemaChange },
     /// `SET [SESSION | LOCAL] key = value`; the value as text; `local` for `SET LOCAL` (until
     /// the transaction block ends, as in Postgres).
     Set { key: String, value: String, local: bool },
@@ -623,6 +639,11 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         }
         let to = object_name(&target);
         return Ok(WeirStatement::Rename { view, name, if_exists, to });
+    }
+    if is_word(p, 0, "ALTER") && is_word(p, 1, "TABLE") && changes_schema(p) {
+        p.next_token();
+        p.next_token();
+        return parse_schema_change(p, sql);
     }
     if is_word(p, 0, "ALTER") && is_word(p, 1, "TABLE") && alters_options(p) {
         p.next_token();
@@ -1346,6 +1367,69 @@ fn parse_setting_value(p: &mut Parser<'_>, sql: &str) -> Result<String> {
 fn alters_options(p: &Parser<'_>) -> bool {
     let n = after_altered_name(p);
     (is_word(p, n, "SET") || is_word(p, n, "RESET")) && p.peek_nth_token(n + 1).token == Token::LParen
+}
+
+/// Whether an `ALTER TABLE [IF EXISTS] name` goes on with one of Flink's schema changes: `ADD
+/// (` / `ADD WATERMARK` / `ADD PRIMARY KEY`, `MODIFY`, `DROP WATERMARK | PRIMARY KEY | ( | c`
+/// (Postgres's `ADD [COLUMN] c T` and `DROP COLUMN c` too, but sqlparser reads the former).
+fn changes_schema(p: &Parser<'_>) -> bool {
+    let n = after_altered_name(p);
+    let add = is_word(p, n, "ADD")
+        && (p.peek_nth_token(n + 1).token == Token::LParen || ["WATERMARK", "PRIMARY", "CONSTRAINT"].iter().any(|w| is_word(p, n + 1, w)));
+    let drop = is_word(p, n, "DROP") && !["CONSTRAINT"].iter().any(|w| is_word(p, n + 1, w));
+    add || drop || is_word(p, n, "MODIFY")
+}
+
+/// After `ALTER TABLE`: Flink's schema change ([`changes_schema`]).
+fn parse_schema_change(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
+    let err = |e| syntax_error(sql, e);
+    let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+    let name = object_name(&p.parse_object_name(false).map_err(err)?);
+    let verb = p.next_token().to_string().to_ascii_uppercase();
+    if verb == "DROP" {
+        let change = if is_word(p, 0, "WATERMARK") {
+            p.next_token();
+            SchemaChange::DropWatermark
+        } else if p.parse_keywords(&[Keyword::PRIMARY, Keyword::KEY]) {
+            SchemaChange::DropPrimaryKey
+        } else if p.consume_token(&Token::LParen) {
+            let columns = p.parse_comma_separated(|p| p.parse_identifier()).map_err(err)?;
+            p.expect_token(&Token::RParen).map_err(err)?;
+            SchemaChange::DropColumns(columns.iter().map(ident).collect())
+        } else {
+            let _ = p.parse_keyword(Keyword::COLUMN);
+            SchemaChange::DropColumns(vec![ident(&p.parse_identifier().map_err(err)?)])
+        };
+        if p.peek_token().token != Token::EOF && p.peek_token().token != Token::SemiColon {
+            return Err(unexpected(p, sql, "the end of the statement"));
+        }
+        return Ok(WeirStatement::AlterSchema { name, if_exists, change });
+    }
+    // What ADD or MODIFY declares, read as a CREATE TABLE's column list.
+    let listed = p.consume_token(&Token::LParen);
+    let mut depth = 0usize;
+    let mut items = Vec::new();
+    loop {
+        let token = p.next_token().token;
+        match token {
+            Token::EOF | Token::SemiColon if !listed => break,
+            Token::EOF => return Err(unexpected(p, sql, ")")),
+            Token::RParen if listed && depth == 0 => break,
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        items.push(token.to_string());
+    }
+    if listed && p.peek_token().token != Token::EOF && p.peek_token().token != Token::SemiColon {
+        return Err(unexpected(p, sql, "the end of the statement"));
+    }
+    let declared = match parse_statement(&format!("CREATE TABLE weir_altered ({})", items.join(" ")))? {
+        WeirStatement::CreateTable(table) => table,
+        _ => return Err(WeirError::internal("a column list reads as a CREATE TABLE")),
+    };
+    let change = if verb == "ADD" { SchemaChange::Add(declared) } else { SchemaChange::Modify(declared) };
+    Ok(WeirStatement::AlterSchema { name, if_exists, change })
 }
 
 /// Whether an `ALTER TABLE | VIEW` is `.. name RENAME TO ..`.
