@@ -2,7 +2,7 @@
 //!
 //! Variants say whose fault an error is: the user's statement (`Syntax`, `UnknownTable`,
 //! `UnknownColumn`, `Unsupported`, `InvalidOption`, `Plan`, `Execution`, `DivisionByZero`, `UndefinedFunction`, `InvalidText`,
-//! `NumericOutOfRange`, `WrongObjectType`, `DuplicateColumn`, `AmbiguousColumn`, `StatementTimeout`, `Cancelled`, `AdminShutdown`, the
+//! `NumericOutOfRange`, `WrongObjectType`, `DuplicateColumn`, `AmbiguousColumn`, `InvalidTableDefinition`, `StatementTimeout`, `Cancelled`, `AdminShutdown`, the
 //! transaction-block states, `InsufficientPrivilege`), the environment
 //! (`Storage`, `Io`), or ours (`Internal`). The SQLSTATE of each is set in one place,
 //! [`WeirError::sqlstate`], an exhaustive match; the frontend turns it into a Postgres
@@ -144,6 +144,10 @@ pub enum ErrorKind {
     /// A column named twice in one CREATE TABLE (Postgres's duplicate_column).
     #[error("{0}")]
     DuplicateColumn(String),
+    /// A table's declaration that cannot hold: a second primary key, a key of a computed
+    /// column, a watermark of a processing-time attribute (Postgres's invalid_table_definition).
+    #[error("{0}")]
+    InvalidTableDefinition(String),
     /// An unqualified column name that two of the query's relations have (Postgres's
     /// ambiguous_column, `column reference "a" is ambiguous`).
     #[error("{0}")]
@@ -251,6 +255,7 @@ impl WeirError {
             ErrorKind::NumericOutOfRange(_) => "22003",
             ErrorKind::WrongObjectType(_) => "42809",
             ErrorKind::DuplicateColumn(_) => "42701",
+            ErrorKind::InvalidTableDefinition(_) => "42P16",
             ErrorKind::AmbiguousColumn(_) => "42702",
             ErrorKind::External(_) => "58000",
             ErrorKind::Storage(_) => "58030",
@@ -301,7 +306,7 @@ impl WeirError {
             | InvalidCursor(m) | InvalidConflictTarget(m) | CardinalityViolation(m) | InsufficientPrivilege(m)
             | NotNullViolation(m) | UndefinedObject(m) | ObjectNotInPrerequisiteState(m) | InsertColumnCount(m)
             | Grouping(m) | NumericOutOfRange(m) | WrongObjectType(m) | DuplicateColumn(m) | AmbiguousColumn(m)
-            | External(m) | Storage(m) | Internal(m) => m,
+            | InvalidTableDefinition(m) | External(m) | Storage(m) | Internal(m) => m,
             DivisionByZero | StatementTimeout | Cancelled | AdminShutdown | InFailedTransaction => return self,
         };
         if text.contains(from) {

@@ -158,4 +158,18 @@ async fn a_session_time_zone_reads_and_writes_wall_clock_times() {
             .expect("psql runs");
         assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{shown}\n"), "{var}: {}", String::from_utf8_lossy(&out.stderr));
     }
+    // At startup a fixed offset reads as Postgres and libpq read it (POSIX: GMT-8 is 8 hours
+    // east), RESET returns to it, and a zone that is none refuses the connection (FATAL).
+    let run = |env: (&str, &str), sql: &str| {
+        Command::new("psql")
+            .args(["-h", "127.0.0.1", "-p", &server.port.to_string(), "-U", "weir", "-d", "weir", "-X", "-A", "-t", "-c", sql])
+            .env(env.0, env.1)
+            .output()
+            .expect("psql runs")
+    };
+    let out = run(("PGTZ", "GMT-8"), "SET TIME ZONE 'UTC'; RESET timezone; SHOW timezone");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "SET\nRESET\nGMT+08:00\n", "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(("PGOPTIONS", "-c TimeZone=Bad/Zone"), "SELECT 1");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("FATAL:  invalid value for parameter \"TimeZone\": \"Bad/Zone\""));
 }

@@ -464,6 +464,16 @@ impl Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        // A session time zone the client asks for at startup (libpq's PGTZ or `options=-c
+        // TimeZone=..`, pgjdbc's TimeZone) is the session's, reported back, as in Postgres,
+        // which refuses the connection for one it does not know.
+        let zone = startup_time_zone(client.metadata()).map_err(|value| {
+            PgWireError::UserError(Box::new(pgwire::error::ErrorInfo::new(
+                "FATAL".to_owned(),
+                "22023".to_owned(),
+                format!("invalid value for parameter \"TimeZone\": \"{value}\""),
+            )))
+        })?;
         if let Some(message) = final_message {
             client.send(PgWireBackendMessage::Authentication(message)).await?;
         }
@@ -474,13 +484,13 @@ impl Connection {
             .session_extensions()
             .insert::<Arc<ConnectionHandle>>(Arc::clone(&handle));
         client.session_extensions().insert::<ConnectionGuard>(guard);
-        // A session time zone the client asks for at startup (libpq's PGTZ or `options=-c
-        // TimeZone=..`, pgjdbc's TimeZone) is the session's, reported back, as in Postgres.
-        let zone = startup_time_zone(client.metadata());
         let parameters = StartupParameters { base: &self.shared.parameters, time_zone: zone.map(|z| z.name()) };
         finish_authentication(client, &parameters).await?;
         if let Some(zone) = zone {
-            self.session.lock().await.settings.insert(crate::sql::settings::LOCAL_TIME_ZONE.to_string(), zone.name());
+            let mut session = self.session.lock().await;
+            session.settings.insert(crate::sql::settings::LOCAL_TIME_ZONE.to_string(), zone.name());
+            // What RESET returns to, as in Postgres.
+            session.startup_settings = session.settings.clone();
         }
         let metadata = client.metadata();
         let user = metadata.get(METADATA_USER).cloned().unwrap_or_default();
@@ -870,10 +880,11 @@ impl ServerParameterProvider for StartupParameters<'_> {
 }
 
 /// The time zone a client's startup parameters ask for: `TimeZone` (any case), or `-c
-/// TimeZone=..` / `--TimeZone=..` in `options`; a zone database name or UTC only. `None` when
-/// they ask for none, or for one Weir does not read the same way: libpq and pgjdbc send a
-/// fixed offset as POSIX does (`GMT-08:00` is 8 hours east), Flink's `GMT-08:00` is west.
-fn startup_time_zone(metadata: &std::collections::HashMap<String, String>) -> Option<crate::plan::time_zone::Zone> {
+/// TimeZone=..` / `--TimeZone=..` in `options`. A fixed offset is read as Postgres reads it
+/// there and as libpq and pgjdbc send it, POSIX's way (`GMT-08:00` is 8 hours east, where
+/// `SET TIME ZONE` reads Flink's `GMT-08:00`, 8 hours west). `Ok(None)` when they ask for
+/// none; the value asked for when it is no zone.
+fn startup_time_zone(metadata: &std::collections::HashMap<String, String>) -> std::result::Result<Option<crate::plan::time_zone::Zone>, String> {
     let mut asked = metadata.iter().find(|(k, _)| k.eq_ignore_ascii_case("timezone")).map(|(_, v)| v.clone());
     if let Some(options) = metadata.get("options") {
         let mut words = options.split_whitespace();
@@ -889,11 +900,18 @@ fn startup_time_zone(metadata: &std::collections::HashMap<String, String>) -> Op
             }
         }
     }
-    let asked = asked?;
-    if asked.contains(['+', '-']) && !asked.contains('/') {
-        return None;
-    }
-    crate::plan::time_zone::Zone::session(&asked).ok()
+    let Some(asked) = asked else { return Ok(None) };
+    let trimmed = asked.trim();
+    let posix = ["GMT", "UTC"].iter().find_map(|p| {
+        let rest = trimmed.get(..3).filter(|head| head.eq_ignore_ascii_case(p)).map(|_| &trimmed[3..])?;
+        let inverted = match rest.chars().next()? {
+            '+' => format!("GMT-{}", &rest[1..]),
+            '-' => format!("GMT+{}", &rest[1..]),
+            _ => return None,
+        };
+        Some(inverted)
+    });
+    crate::plan::time_zone::Zone::session(posix.as_deref().unwrap_or(trimmed)).map(Some).map_err(|_| asked.clone())
 }
 
 /// The session's time zone, as its `TimeZone` ParameterStatus names it.

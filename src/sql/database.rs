@@ -32,6 +32,8 @@ use crate::state::{ScanState, Store, StoreOptions};
 pub struct Session {
     /// Settings made with `SET 'key' = 'value'`, by key.
     pub settings: BTreeMap<String, String>,
+    /// The settings the client asked for at startup (its time zone): what `RESET` returns to.
+    pub startup_settings: BTreeMap<String, String>,
     /// The connection's process id (`pg_backend_pid()`, `pg_stat_activity.pid`); 0 outside
     /// a client connection.
     pub pid: i32,
@@ -1230,14 +1232,21 @@ impl Database {
                 let key = crate::sql::settings::canonical_key(&key).to_string();
                 // `SET x TO DEFAULT` is `RESET x`, as in Postgres.
                 let value = match value.eq_ignore_ascii_case("default") {
-                    true => None,
+                    true => session.startup_settings.get(&key).cloned(),
                     false => Some(crate::sql::settings::validate(&key, &value)?),
                 };
                 // SET LOCAL lasts until the block ends; outside one it does nothing (Postgres
                 // warns).
-                if local {
-                    let Some(txn) = session.txn.as_mut() else { return Ok(command("SET")) };
-                    txn.local_settings.entry(key.clone()).or_insert_with(|| session.settings.get(&key).cloned());
+                match (local, session.txn.as_mut()) {
+                    (true, None) => return Ok(command("SET")),
+                    (true, Some(txn)) => {
+                        txn.local_settings.entry(key.clone()).or_insert_with(|| session.settings.get(&key).cloned());
+                    }
+                    // A SET after a SET LOCAL of the key wins past the block (Postgres's guc.c).
+                    (false, Some(txn)) => {
+                        txn.local_settings.remove(&key);
+                    }
+                    (false, None) => {}
                 }
                 match value {
                     Some(value) => session.settings.insert(key, value),
@@ -1271,9 +1280,13 @@ impl Database {
             WeirStatement::Reset(key) => {
                 match key {
                     Some(k) => {
-                        session.settings.remove(crate::sql::settings::canonical_key(&k.to_lowercase()));
+                        let key = crate::sql::settings::canonical_key(&k.to_lowercase()).to_string();
+                        match session.startup_settings.get(&key) {
+                            Some(v) => session.settings.insert(key, v.clone()),
+                            None => session.settings.remove(&key),
+                        };
                     }
-                    None => session.settings.clear(),
+                    None => session.settings = session.startup_settings.clone(),
                 }
                 Ok(command("RESET"))
             }

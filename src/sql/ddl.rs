@@ -145,7 +145,20 @@ async fn table_relation(t: &CreateTable, definition: &str) -> Result<Relation> {
     }
     let all = Arc::new(Schema::new(fields));
     let valid = || columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
-    for k in &t.primary_key {
+    for (i, k) in t.primary_key.iter().enumerate() {
+        // Flink's rules (its `DefaultSchemaResolver`): each column once, a physical one.
+        if t.primary_key[..i].contains(k) {
+            return Err(ErrorKind::InvalidTableDefinition(format!(
+                "Invalid primary key. A primary key must not contain duplicate columns. Found: [{k}]"
+            ))
+            .into());
+        }
+        if t.columns.iter().any(|c| &c.name == k && (c.computed.is_some() || c.metadata.is_some())) {
+            return Err(ErrorKind::InvalidTableDefinition(format!(
+                "Could not create a PRIMARY KEY. Column '{k}' is not a physical column."
+            ))
+            .into());
+        }
         if all.index_of(k).is_err() {
             return Err(ErrorKind::UnknownColumn(format!(
                 "primary key column \"{k}\" does not exist in table {}; columns: {}",
@@ -166,6 +179,19 @@ async fn table_relation(t: &CreateTable, definition: &str) -> Result<Relation> {
                 ))
                 .into());
             };
+            let proctime = t.columns.iter().any(|c| {
+                &c.name == column
+                    && c.computed.as_ref().is_some_and(|e| {
+                        let text = e.to_string().to_ascii_uppercase();
+                        text == "PROCTIME()" || text == "CURRENT_ROW_TIMESTAMP()"
+                    })
+            });
+            if proctime {
+                return Err(ErrorKind::InvalidTableDefinition(format!(
+                    "WATERMARK FOR {column}: A watermark can not be defined for a processing-time attribute."
+                ))
+                .into());
+            }
             if !matches!(field.data_type(), DataType::Timestamp(..)) {
                 return Err(WeirError::plan(format!(
                     "WATERMARK FOR {column}: column {column} has type {}, but the event-time attribute of a watermark must be of type TIMESTAMP(3) or TIMESTAMP_LTZ(3)",
@@ -545,7 +571,10 @@ pub async fn alter_schema(engine: &mut Engine, name: &str, if_exists: bool, chan
     };
     match change {
         SchemaChange::Add(declared) => {
-            for column in &declared.columns {
+            for (i, column) in declared.columns.iter().enumerate() {
+                if declared.columns[..i].iter().any(|c| c.name == column.name) {
+                    return Err(ErrorKind::DuplicateColumn(format!("Encounter duplicate column `{}`.", column.name)).into());
+                }
                 if table.columns.iter().any(|c| c.name == column.name) {
                     return Err(ErrorKind::DuplicateColumn(format!("Try to add a column `{}` which already exists in the table.", column.name)).into());
                 }
@@ -559,10 +588,11 @@ pub async fn alter_schema(engine: &mut Engine, name: &str, if_exists: bool, chan
             }
             if !declared.primary_key.is_empty() {
                 if !table.primary_key.is_empty() {
-                    return Err(WeirError::plan(format!(
+                    return Err(ErrorKind::InvalidTableDefinition(format!(
                         "The base table has already defined the primary key constraint [{}]. You might want to drop it before adding a new one.",
                         quoted_list(&table.primary_key)
-                    )));
+                    ))
+                    .into());
                 }
                 if plain {
                     return Err(rekeyed());
@@ -571,9 +601,10 @@ pub async fn alter_schema(engine: &mut Engine, name: &str, if_exists: bool, chan
             }
             if let Some(watermark) = declared.watermark {
                 if let Some((column, expr)) = &table.watermark {
-                    return Err(WeirError::plan(format!(
+                    return Err(ErrorKind::InvalidTableDefinition(format!(
                         "The base table has already defined the watermark strategy `{column}` AS {expr}. You might want to drop it before adding a new one."
-                    )));
+                    ))
+                    .into());
                 }
                 table.watermark = Some(watermark);
             }
@@ -587,7 +618,10 @@ pub async fn alter_schema(engine: &mut Engine, name: &str, if_exists: bool, chan
             }
             if !declared.primary_key.is_empty() {
                 if table.primary_key.is_empty() {
-                    return Err(WeirError::plan("The base table does not define any primary key constraint. You might want to add a new one."));
+                    return Err(ErrorKind::UndefinedObject(
+                        "The base table does not define any primary key constraint. You might want to add a new one.".into(),
+                    )
+                    .into());
                 }
                 if plain {
                     return Err(rekeyed());
@@ -596,19 +630,19 @@ pub async fn alter_schema(engine: &mut Engine, name: &str, if_exists: bool, chan
             }
             if let Some(watermark) = declared.watermark {
                 if table.watermark.is_none() {
-                    return Err(WeirError::plan("The base table does not define any watermark. You might want to add a new one."));
+                    return Err(ErrorKind::UndefinedObject("The base table does not define any watermark. You might want to add a new one.".into()).into());
                 }
                 table.watermark = Some(watermark);
             }
         }
         SchemaChange::DropWatermark => {
             if table.watermark.take().is_none() {
-                return Err(WeirError::plan("The base table does not define any watermark strategy."));
+                return Err(ErrorKind::UndefinedObject("The base table does not define any watermark strategy.".into()).into());
             }
         }
         SchemaChange::DropPrimaryKey => {
             if table.primary_key.is_empty() {
-                return Err(WeirError::plan("The base table does not define any primary key."));
+                return Err(ErrorKind::UndefinedObject("The base table does not define any primary key.".into()).into());
             }
             if plain {
                 return Err(rekeyed());
@@ -616,6 +650,9 @@ pub async fn alter_schema(engine: &mut Engine, name: &str, if_exists: bool, chan
             table.primary_key.clear();
         }
         SchemaChange::DropColumns(columns) => {
+            if let Some(twice) = columns.iter().enumerate().find(|(i, c)| columns[..*i].contains(c)).map(|(_, c)| c) {
+                return Err(ErrorKind::DuplicateColumn(format!("Duplicate column `{twice}`.")).into());
+            }
             for column in &columns {
                 if !table.columns.iter().any(|c| &c.name == column) {
                     return Err(WeirError::new(ErrorKind::UnknownColumn(format!("The column `{column}` does not exist in the base table."))));
@@ -625,16 +662,17 @@ pub async fn alter_schema(engine: &mut Engine, name: &str, if_exists: bool, chan
                         "ALTER TABLE {name} DROP {column}: a plain table's rows hold their values by position; create it again without it"
                     )));
                 }
+                let depends = |m: String| -> WeirError { ErrorKind::DependentObjects(m).into() };
                 if table.primary_key.contains(column) {
-                    return Err(WeirError::plan(format!("The column `{column}` is used as the primary key.")));
+                    return Err(depends(format!("The column `{column}` is used as the primary key.")));
                 }
                 if let Some((time, expr)) = &table.watermark {
                     if time == column || names_column(expr, column) {
-                        return Err(WeirError::plan(format!("The column `{column}` is referenced by watermark expression `{time}` AS {expr}.")));
+                        return Err(depends(format!("The column `{column}` is referenced by watermark expression `{time}` AS {expr}.")));
                     }
                 }
                 if let Some(computed) = table.columns.iter().find(|c| !columns.contains(&c.name) && c.computed.as_ref().is_some_and(|e| names_column(e, column))) {
-                    return Err(WeirError::plan(format!("The column `{column}` is referenced by computed column `{}`.", computed.name)));
+                    return Err(depends(format!("The column `{column}` is referenced by computed column `{}`.", computed.name)));
                 }
             }
             table.columns.retain(|c| !columns.contains(&c.name));

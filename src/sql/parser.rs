@@ -153,12 +153,14 @@ impl ShowLike {
     }
 }
 
-/// SQL LIKE without an escape character: `%` matches any run of characters, `_` one.
+/// SQL LIKE with Flink's escape character, a backslash (`ShowLikeOperator`): `%` matches any
+/// run of characters, `_` one, `\%`, `\_` and `\\` themselves.
 fn like(text: &[char], pattern: &[char]) -> bool {
     match pattern.split_first() {
         None => text.is_empty(),
         Some(('%', rest)) => (0..=text.len()).any(|i| like(&text[i..], rest)),
         Some(('_', rest)) => !text.is_empty() && like(&text[1..], rest),
+        Some(('\\', [c, rest @ ..])) => text.first() == Some(c) && like(&text[1..], rest),
         Some((c, rest)) => text.first() == Some(c) && like(&text[1..], rest),
     }
 }

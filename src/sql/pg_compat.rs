@@ -907,9 +907,14 @@ impl VisitorMut for Rewriter<'_> {
                         let elem = items
                             .split(',')
                             .filter(|i| !i.trim().is_empty())
-                            .map(|i| Expr::value(Value::SingleQuotedString(i.trim().trim_matches('"').to_string())))
+                            // An unquoted NULL is a NULL element (Postgres's array input).
+                            .map(|i| match i.trim() {
+                                null if null.eq_ignore_ascii_case("null") => Expr::value(Value::Null),
+                                item => Expr::value(Value::SingleQuotedString(item.trim_matches('"').to_string())),
+                            })
                             .collect();
                         **right = Expr::Array(sqlparser::ast::Array { elem, named: true });
+                        crate::sql::query_rewrites::with_postgres_nulls(expr);
                     }
                 }
             }

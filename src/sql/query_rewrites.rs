@@ -72,19 +72,25 @@ impl VisitorMut for AnyWithNulls {
     type Break = ();
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        let Expr::AnyOp { left, right, .. } = &*expr else { return ControlFlow::Continue(()) };
-        if matches!(right.as_ref(), Expr::Subquery(_) | Expr::Value(_)) {
-            return ControlFlow::Continue(());
-        }
-        let text = format!(
-            "CASE WHEN {expr} THEN TRUE WHEN cardinality({right}) = 0 THEN FALSE \
-             WHEN ({left}) IS NULL OR array_contains({right}, NULL) THEN NULL ELSE {expr} END"
-        );
-        let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {}).try_with_sql(&text).and_then(|mut p| p.parse_expr());
-        if let Ok(case) = parsed {
-            *expr = case;
-        }
+        with_postgres_nulls(expr);
         ControlFlow::Continue(())
+    }
+}
+
+/// `expr`, when it is `x op ANY(array)` of an array expression, with Postgres's NULLs (module
+/// docs); [`crate::sql::pg_compat`] calls it for a string array it has read (`'{1,NULL}'`).
+pub fn with_postgres_nulls(expr: &mut Expr) {
+    let Expr::AnyOp { left, right, .. } = &*expr else { return };
+    if matches!(right.as_ref(), Expr::Subquery(_) | Expr::Value(_)) {
+        return;
+    }
+    let text = format!(
+        "CASE WHEN {expr} THEN TRUE WHEN cardinality({right}) = 0 THEN FALSE \
+         WHEN ({left}) IS NULL OR array_contains({right}, NULL) THEN NULL ELSE {expr} END"
+    );
+    let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {}).try_with_sql(&text).and_then(|mut p| p.parse_expr());
+    if let Ok(case) = parsed {
+        *expr = case;
     }
 }
 

@@ -55,8 +55,10 @@ struct Savepoint {
     name: String,
     steps: usize,
     preview: TableChanges,
-    /// The session's settings when it was set, which `ROLLBACK TO` puts back.
+    /// The session's settings when it was set, and what `SET LOCAL` had changed then, which
+    /// `ROLLBACK TO` puts back.
     settings: BTreeMap<String, String>,
+    local_settings: BTreeMap<String, Option<String>>,
 }
 
 impl Transaction {
@@ -92,7 +94,13 @@ impl Transaction {
 
     /// `SAVEPOINT name`, in a session whose settings are `settings`.
     pub fn savepoint(&mut self, name: String, settings: &BTreeMap<String, String>) {
-        self.savepoints.push(Savepoint { name, steps: self.steps.len(), preview: self.preview.clone(), settings: settings.clone() });
+        self.savepoints.push(Savepoint {
+            name,
+            steps: self.steps.len(),
+            preview: self.preview.clone(),
+            settings: settings.clone(),
+            local_settings: self.local_settings.clone(),
+        });
     }
 
     /// `ROLLBACK TO SAVEPOINT name`: drops what came after it (keeping it) and ends an abort;
@@ -106,6 +114,7 @@ impl Transaction {
         let point = &self.savepoints[at];
         self.steps.truncate(point.steps);
         self.preview = point.preview.clone();
+        self.local_settings = point.local_settings.clone();
         self.failed = false;
         Ok(point.settings.clone())
     }

@@ -268,14 +268,19 @@ impl TableFunctionImpl for WindowFunction {
         // time zone: a day's start at local midnight. Weir aligns to the epoch in UTC, plus the
         // window's offset: the same when the zone's offsets are whole periods, and the same
         // with the offset moved back by the zone's when the zone keeps one offset.
+        // A window whose length the zone's offsets are not whole multiples of would span
+        // another length of wall-clock time where the offset changes (a day's window over a
+        // daylight-saving change is 23 or 25 hours in Flink), so only a zone that keeps one
+        // offset takes it.
         let ltz = matches!(schema.field(time_index).data_type(), arrow::datatypes::DataType::Timestamp(_, Some(_)));
         let period = if self.kind == WindowKind::Hop { spec.slide_ms } else { spec.size_ms };
-        if ltz && self.kind != WindowKind::Session && !self.zone.aligns_with(period) {
+        let aligned = self.zone.aligns_with(period) && self.zone.aligns_with(spec.size_ms) && self.zone.aligns_with(spec.slide_ms);
+        if ltz && self.kind != WindowKind::Session && !aligned {
             let Some(offset) = self.zone.steady_offset() else {
                 return Err(df_err(WeirError::unsupported(format!(
                     "{func} over the TIMESTAMP_LTZ column {} in the session time zone '{}': its windows would start at \
                      local times (as in Flink) that move with the zone's daylight saving time, which Weir does not do yet; \
-                     use a window whose size divides the zone's offsets from UTC (an hour, in most zones), a zone \
+                     use a window whose size and slide divide the zone's offsets from UTC (an hour, in most zones), a zone \
                      without daylight saving time or UTC (SET 'table.local-time-zone'), or window a TIMESTAMP(3) time \
                      attribute of local time",
                     spec.time_column,
