@@ -225,10 +225,13 @@ pub struct SourceTask {
     /// The connector table read.
     pub table: String,
     reader: Box<dyn SourceReader>,
-    /// The table's full schema (physical then computed columns), as the job's plan sees it.
+    /// The table's full schema (its columns in declaration order), as the job's plan sees it.
     schema: SchemaRef,
     /// Computed columns, evaluated over the physical columns, in declaration order.
     computed: Vec<Arc<dyn PhysicalExpr>>,
+    /// Where each of the table's columns comes from among the physical ones then the
+    /// computed ones (a computed column may stand between physical ones, as declared).
+    order: Vec<usize>,
     /// The WATERMARK expression over the full schema, if the table has one.
     watermark_expr: Option<Arc<dyn PhysicalExpr>>,
     /// Progress so far (committed or not).
@@ -316,6 +319,16 @@ impl SourceTask {
             .filter_map(|c| c.computed.as_ref())
             .map(|sql| compile(&ctx, sql, &physical_df))
             .collect::<Result<Vec<_>>>()?;
+        let (physical_count, mut next) = (physical.fields().len(), [0, 0]);
+        let order = rel
+            .columns
+            .iter()
+            .map(|c| {
+                let (slot, base) = if is_physical(c) { (0, 0) } else { (1, physical_count) };
+                next[slot] += 1;
+                base + next[slot] - 1
+            })
+            .collect();
         let full_df = DFSchema::try_from(schema.as_ref().clone())?;
         let watermark_expr = rel.watermark.as_ref().map(|w| compile(&ctx, &w.expr, &full_df)).transpose()?;
         let positions: Option<Vec<u64>> = progress.as_ref().map(|p| p.partitions.iter().map(|p| p.position).collect());
@@ -343,6 +356,7 @@ impl SourceTask {
             reader,
             schema,
             computed,
+            order,
             watermark_expr,
             progress,
             dead_letters: Vec::new(),
@@ -527,14 +541,16 @@ impl SourceTask {
         self.progress.partitions.iter().all(|p| p.finished)
     }
 
-    /// `batch` (physical columns) with the computed columns appended, in the full schema.
+    /// `batch` (physical columns) with the computed columns, in the full schema.
     fn complete(&self, batch: &RecordBatch) -> Result<RecordBatch> {
         let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
         for expr in &self.computed {
             columns.push(expr.evaluate(batch)?.into_array(batch.num_rows())?);
         }
-        let columns = columns
-            .into_iter()
+        let columns = self
+            .order
+            .iter()
+            .map(|i| Arc::clone(&columns[*i]))
             .zip(self.schema.fields())
             .map(|(c, f)| {
                 if c.data_type() == f.data_type() {

@@ -212,6 +212,10 @@ async fn table_relation(t: &CreateTable, definition: &str) -> Result<Relation> {
         crate::state::RowCodec::try_new(all.fields().iter().map(|f| f.data_type().clone()).collect())?;
     }
     crate::source::fails_on_decode_error(&t.name, &t.options)?;
+    // In the order declared, as Flink keeps it (`SELECT *`, DESCRIBE): a computed column may
+    // stand between physical ones.
+    let declared = |name: &str| t.columns.iter().position(|c| c.name == name).unwrap_or(usize::MAX);
+    columns.sort_by_key(|c| declared(&c.name));
     let rel = Relation {
             name: t.name.clone(),
             kind: RelationKind::Table,
