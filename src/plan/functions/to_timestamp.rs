@@ -7,7 +7,7 @@
 //! | `TO_TIMESTAMP(string)` | TIMESTAMP(3): `yyyy-M[M]-d[d]`, optionally followed by ` H[H]:m[m]:s[s]` and a fraction of up to 9 digits (Flink's `DEFAULT_TIMESTAMP_FORMATTER`), the fraction cut to milliseconds |
 //! | `TO_TIMESTAMP(string, format)` | TIMESTAMP(3): `string` read in the Java pattern `format` (the letters of [`super::date_format`]); a string that does not match is read as above, as Flink falls back to `Timestamp.valueOf` |
 //! | `TO_TIMESTAMP_LTZ(numeric [, precision])` | TIMESTAMP_LTZ(3): epoch seconds (`precision` 0) or milliseconds (3, the default); a fractional number is cut toward zero; another precision is refused |
-//! | `TO_TIMESTAMP_LTZ(string [, format])` | TIMESTAMP_LTZ(3): the string read as `TO_TIMESTAMP` does, as a local time in the session time zone ([`crate::plan::time_zone`]), as a cast reads one |
+//! | `TO_TIMESTAMP_LTZ(string [, format [, zone]])` | TIMESTAMP_LTZ(3): the string read as `TO_TIMESTAMP` does, as a local time in the session time zone ([`crate::plan::time_zone`]), as a cast reads one, or in `zone` (Flink 2; NULL for a name that is no zone) |
 //! | `FROM_UNIXTIME(seconds [, format])` | STRING: epoch seconds written in the Java pattern `format` (default `yyyy-MM-dd HH:mm:ss`) in the session time zone |
 //! | `TO_DATE(string [, format])` | DATE: `yyyy[-M[M][-d[d]]]` before the first space (Flink's `parseDate`), or the string read in `format` |
 //!
@@ -68,7 +68,9 @@ impl TimeConversion {
     fn usage(&self) -> &'static str {
         match self.conversion {
             Conversion::ToTimestamp => "TO_TIMESTAMP(string [, format])",
-            Conversion::ToTimestampLtz => "TO_TIMESTAMP_LTZ(numeric [, precision]) or TO_TIMESTAMP_LTZ(string [, format])",
+            Conversion::ToTimestampLtz => {
+                "TO_TIMESTAMP_LTZ(numeric [, precision]) or TO_TIMESTAMP_LTZ(string [, format [, zone]])"
+            }
             Conversion::FromUnixtime => "FROM_UNIXTIME(seconds [, format])",
             Conversion::ToDate => "TO_DATE(string [, format])",
         }
@@ -94,6 +96,13 @@ impl ScalarUDFImpl for TimeConversion {
         let (first, second) = match arg_types {
             [first] => (first, None),
             [first, second] => (first, Some(second)),
+            // Flink 2's TO_TIMESTAMP_LTZ(string, format, zone) (FLINK-36862).
+            [first, format, zone] if self.conversion == Conversion::ToTimestampLtz => {
+                return match (as_string_type(first), as_string_type(format), as_string_type(zone)) {
+                    (Some(a), Some(b), Some(c)) => Ok(vec![a, b, c]),
+                    _ => plan_err!("{usage}: TO_TIMESTAMP_LTZ(string, format, zone) takes three strings"),
+                };
+            }
             _ => return plan_err!("{usage} takes 1 or 2 arguments, got {}", arg_types.len()),
         };
         let string = as_string_type(first);
@@ -165,8 +174,11 @@ impl ScalarUDFImpl for TimeConversion {
                 v if v.data_type() == DataType::Utf8 => {
                     // Flink reads the text as a TIMESTAMP and that in the zone as its CAST does
                     // (`LocalDateTime.atZone`: an overlap's earlier instant).
-                    let local: arrow::array::ArrayRef = Arc::new(self.read_strings(&args.args, n, None)?);
-                    let ltz = instants(&local, self.zone, Overlap::Earlier)?;
+                    let local: arrow::array::ArrayRef = Arc::new(self.read_strings(&args.args[..2.min(args.args.len())], n, None)?);
+                    let ltz = match args.args.get(2) {
+                        None => instants(&local, self.zone, Overlap::Earlier)?,
+                        Some(zones) => in_named_zones(&local, zones, n)?,
+                    };
                     // The year range is the instant's, as Flink's.
                     Arc::new(ltz.as_primitive::<TimestampMillisecondType>().iter().map(|v| v.filter(|ms| in_range(*ms))).collect::<arrow::array::TimestampMillisecondArray>().with_timezone("UTC"))
                 }
@@ -297,6 +309,24 @@ fn epoch_numbers(args: &[ColumnarValue], n: usize) -> Result<arrow::array::Times
         out.append_option(ms.filter(|ms| in_range(*ms)));
     }
     Ok(out.finish().with_timezone("UTC"))
+}
+
+/// Wall-clock times `local` (a TIMESTAMP(3) column) read each in the zone its row of `zones`
+/// names (`Zone::session`'s forms; NULL for a name that is none), as TO_TIMESTAMP_LTZ's third
+/// argument asks.
+fn in_named_zones(local: &arrow::array::ArrayRef, zones: &ColumnarValue, n: usize) -> Result<arrow::array::ArrayRef> {
+    let zones = StrArg::new(zones)?;
+    let local = local.as_primitive::<TimestampMillisecondType>();
+    let mut out = TimestampMillisecondBuilder::with_capacity(n);
+    for i in 0..n {
+        let instant = (|| {
+            let zone = Zone::session(zones.get(i)?).ok()?;
+            let t = chrono::DateTime::from_timestamp_millis(local.is_valid(i).then(|| local.value(i))?)?;
+            Some(zone.instant(t.naive_utc(), Overlap::Earlier)?.timestamp_millis())
+        })();
+        out.append_option(instant);
+    }
+    Ok(Arc::new(out.finish().with_timezone("UTC")))
 }
 
 /// FROM_UNIXTIME: seconds since 1970 written in a Java pattern, in `zone`.
