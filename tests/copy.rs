@@ -149,17 +149,6 @@ async fn a_session_time_zone_reads_and_writes_wall_clock_times() {
     assert_eq!(psql(server.port, None, script), "SET\n2024-01-01 07:30:00+05:30\n");
     assert_eq!(psql(server.port, Some("SELECT ts FROM tz WHERE id = 1"), ""), "2024-01-01 02:00:00+00\n");
     // A zone asked for at startup (libpq's PGTZ, PGOPTIONS) is the session's.
-    for (var, value, shown) in [("PGTZ", "Asia/Shanghai", "2024-01-01 10:00:00+08"), ("PGOPTIONS", "-c TimeZone=Asia/Kolkata", "2024-01-01 07:30:00+05:30")] {
-        let out = Command::new("psql")
-            .args(["-h", "127.0.0.1", "-p", &server.port.to_string(), "-U", "weir", "-d", "weir", "-X", "-A", "-t"])
-            .args(["-c", "SELECT ts FROM tz WHERE id = 1"])
-            .env(var, value)
-            .output()
-            .expect("psql runs");
-        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{shown}\n"), "{var}: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    // At startup a fixed offset reads as Postgres and libpq read it (POSIX: GMT-8 is 8 hours
-    // east), RESET returns to it, and a zone that is none refuses the connection (FATAL).
     let run = |env: (&str, &str), sql: &str| {
         Command::new("psql")
             .args(["-h", "127.0.0.1", "-p", &server.port.to_string(), "-U", "weir", "-d", "weir", "-X", "-A", "-t", "-c", sql])
@@ -167,6 +156,12 @@ async fn a_session_time_zone_reads_and_writes_wall_clock_times() {
             .output()
             .expect("psql runs")
     };
+    for (var, value, shown) in [("PGTZ", "Asia/Shanghai", "2024-01-01 10:00:00+08"), ("PGOPTIONS", "-c TimeZone=Asia/Kolkata", "2024-01-01 07:30:00+05:30")] {
+        let out = run((var, value), "SELECT ts FROM tz WHERE id = 1");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{shown}\n"), "{var}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // At startup a fixed offset reads as Postgres and libpq read it (POSIX: GMT-8 is 8 hours
+    // east), RESET returns to it, and a zone that is none refuses the connection (FATAL).
     let out = run(("PGTZ", "GMT-8"), "SET TIME ZONE 'UTC'; RESET timezone; SHOW timezone");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "SET\nRESET\nGMT+08:00\n", "{}", String::from_utf8_lossy(&out.stderr));
     let out = run(("PGOPTIONS", "-c TimeZone=Bad/Zone"), "SELECT 1");

@@ -914,9 +914,10 @@ fn startup_time_zone(metadata: &std::collections::HashMap<String, String>) -> st
     crate::plan::time_zone::Zone::session(posix.as_deref().unwrap_or(trimmed)).map(Some).map_err(|_| asked.clone())
 }
 
-/// The session's time zone, as its `TimeZone` ParameterStatus names it.
+/// The session's time zone, as its `TimeZone` ParameterStatus names it (a SET keeps the
+/// zone's name).
 fn time_zone(session: &Session) -> String {
-    crate::sql::settings::session_zone(&session.settings).name()
+    session.settings.get(crate::sql::settings::LOCAL_TIME_ZONE).cloned().unwrap_or_else(|| "UTC".to_owned())
 }
 
 /// A ParameterStatus of `TimeZone` when the statement changed the session's from `before`, as

@@ -95,10 +95,10 @@ impl Zone {
                 _ => Err(invalid(text)),
             };
         }
-        chrono_tz::TZ_VARIANTS
-            .iter()
-            .find(|tz| tz.name().eq_ignore_ascii_case(name))
-            .map(|tz| Zone::Region(*tz))
+        name.parse::<chrono_tz::Tz>()
+            .ok()
+            .or_else(|| chrono_tz::TZ_VARIANTS.iter().find(|tz| tz.name().eq_ignore_ascii_case(name)).copied())
+            .map(Zone::Region)
             .ok_or_else(|| invalid(text))
     }
 
@@ -198,11 +198,7 @@ impl Zone {
         let aligned = |offset: i32| period_ms > 0 && (i64::from(offset) * 1000) % period_ms == 0;
         match self {
             Zone::Fixed(o) => aligned(o.local_minus_utc()),
-            Zone::Region(_) => {
-                const WEEK: i64 = 7 * 86_400;
-                let until = 4_102_444_800; // 2100-01-01
-                (0..=until / WEEK).all(|week| aligned(self.offset_at_seconds(week * WEEK)))
-            }
+            Zone::Region(_) => self.weekly_offsets(0).all(aligned),
         }
     }
 
@@ -210,10 +206,15 @@ impl Zone {
     /// (read once a week): Asia/Shanghai's, Asia/Kolkata's, a fixed offset's; `None` for a
     /// zone with daylight saving time.
     pub fn steady_offset(&self) -> Option<i32> {
+        let first = self.offset_at_seconds(946_684_800); // 2000-01-01
+        self.weekly_offsets(946_684_800).all(|o| o == first).then_some(first)
+    }
+
+    /// The zone's offsets from UTC, seconds east, once a week from `from` (seconds since 1970)
+    /// until 2100.
+    fn weekly_offsets(&self, from: i64) -> impl Iterator<Item = i32> + '_ {
         const WEEK: i64 = 7 * 86_400;
-        let (from, until) = (946_684_800 / WEEK, 4_102_444_800 / WEEK); // 2000-01-01, 2100-01-01
-        let first = self.offset_at_seconds(from * WEEK);
-        (from..=until).all(|week| self.offset_at_seconds(week * WEEK) == first).then_some(first)
+        (from..=4_102_444_800).step_by(WEEK as usize).map(|at| self.offset_at_seconds(at))
     }
 
     /// The offset, in seconds east, that turns wall-clock time `local` (seconds since 1970 as
@@ -232,11 +233,7 @@ impl Zone {
 /// Arrow's, for a column that is not what its type says.
 pub fn wall_clock(array: &ArrayRef, zone: Zone) -> arrow::error::Result<ArrayRef> {
     let DataType::Timestamp(unit, Some(_)) = array.data_type() else { return Ok(Arc::clone(array)) };
-    let per_second = per_second(*unit);
-    let shift = |v: i64| v + i64::from(zone.offset_at_seconds(v.div_euclid(per_second))) * per_second;
-    let as_i64 = arrow::compute::cast(array, &DataType::Int64)?;
-    let shifted: Int64Array = as_i64.as_primitive::<Int64Type>().unary(shift);
-    arrow::compute::cast(&shifted, &DataType::Timestamp(*unit, None))
+    shifted(array, *unit, None, |seconds| zone.offset_at_seconds(seconds))
 }
 
 /// A TIMESTAMP column's wall-clock times in `zone` as the TIMESTAMP_LTZ column (tagged `UTC`)
@@ -247,11 +244,16 @@ pub fn wall_clock(array: &ArrayRef, zone: Zone) -> arrow::error::Result<ArrayRef
 /// Arrow's, for a column that is not what its type says.
 pub fn instants(array: &ArrayRef, zone: Zone, overlap: Overlap) -> arrow::error::Result<ArrayRef> {
     let DataType::Timestamp(unit, None) = array.data_type() else { return Ok(Arc::clone(array)) };
-    let per_second = per_second(*unit);
-    let shift = |v: i64| v - i64::from(zone.offset_of_local_seconds(v.div_euclid(per_second), overlap)) * per_second;
+    shifted(array, *unit, Some("UTC".into()), |seconds| -zone.offset_of_local_seconds(seconds, overlap))
+}
+
+/// Timestamps `array` (of `unit`) each moved by `offset(its whole seconds)` seconds, typed
+/// `Timestamp(unit, tz)`.
+fn shifted(array: &ArrayRef, unit: TimeUnit, tz: Option<Arc<str>>, offset: impl Fn(i64) -> i32) -> arrow::error::Result<ArrayRef> {
+    let per_second = per_second(unit);
     let as_i64 = arrow::compute::cast(array, &DataType::Int64)?;
-    let shifted: Int64Array = as_i64.as_primitive::<Int64Type>().unary(shift);
-    arrow::compute::cast(&shifted, &DataType::Timestamp(*unit, Some("UTC".into())))
+    let moved: Int64Array = as_i64.as_primitive::<Int64Type>().unary(|v| v + i64::from(offset(v.div_euclid(per_second))) * per_second);
+    arrow::compute::cast(&moved, &DataType::Timestamp(unit, tz))
 }
 
 /// `schema` with the type of each TIMESTAMP_LTZ column naming `zone` (its name), the zone the

@@ -274,7 +274,7 @@ impl TableFunctionImpl for WindowFunction {
         // offset takes it.
         let ltz = matches!(schema.field(time_index).data_type(), arrow::datatypes::DataType::Timestamp(_, Some(_)));
         let period = if self.kind == WindowKind::Hop { spec.slide_ms } else { spec.size_ms };
-        let aligned = self.zone.aligns_with(period) && self.zone.aligns_with(spec.size_ms) && self.zone.aligns_with(spec.slide_ms);
+        let aligned = self.zone.aligns_with(spec.size_ms) && self.zone.aligns_with(spec.slide_ms);
         if ltz && self.kind != WindowKind::Session && !aligned {
             let Some(offset) = self.zone.steady_offset() else {
                 return Err(df_err(WeirError::unsupported(format!(
