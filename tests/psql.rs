@@ -234,9 +234,42 @@ fn psql_shows_repeated_column_names_and_ctas_tags() -> TestResult {
     assert_lines("SELECT *, a * 2 AS \"Dbl\"", &out, &["id|a|Dbl", "2|5|10", "1|10|20", "(2 rows)"]);
     let out = psql_ok(port, "CREATE TABLE c AS SELECT * FROM t")?;
     assert_lines("CREATE TABLE c AS", &out, &["SELECT 2"]);
-    let out = psql_ok(port, "CREATE TABLE IF NOT EXISTS c AS SELECT * FROM t")?;
-    assert_lines("CREATE TABLE IF NOT EXISTS c AS", &out, &["CREATE TABLE AS"]);
+    let run = psql(port, "CREATE TABLE IF NOT EXISTS c AS SELECT * FROM t")?;
+    assert_lines("CREATE TABLE IF NOT EXISTS c AS", &run.stdout, &["CREATE TABLE AS"]);
+    assert_lines("CREATE TABLE IF NOT EXISTS c AS", &run.stderr, &[r#"NOTICE:  relation "c" already exists, skipping"#]);
     let out = psql_ok(port, "TRUNCATE c")?;
     assert_lines("TRUNCATE c", &out, &["TRUNCATE TABLE"]);
+    Ok(())
+}
+
+/// The notices and warnings Postgres sends beside a statement that skips its work, as psql
+/// prints them on stderr (`NOTICE:  table "x" does not exist, skipping`), each worded as
+/// Postgres words it (its `DROP TABLE IF EXISTS`, `CREATE TABLE IF NOT EXISTS`, `ALTER TABLE
+/// IF EXISTS`, `DROP COLUMN IF EXISTS`, `ADD COLUMN IF NOT EXISTS`, and `COMMIT`, `ROLLBACK`
+/// or `BEGIN` where no block or one already is open).
+#[test]
+fn psql_shows_notices_of_skipped_work() -> TestResult {
+    let dir = common::scratch_dir("psql_notices");
+    let server = common::Server::start(&dir.join("data"));
+    let port = server.port;
+    psql_ok(port, "CREATE TABLE kept (a INT, b INT) WITH ('connector' = 'datagen')")?;
+    let cases: [(&str, &[&str]); 9] = [
+        ("DROP TABLE IF EXISTS gone, kept_not", &[r#"NOTICE:  table "gone" does not exist, skipping"#, r#"NOTICE:  table "kept_not" does not exist, skipping"#]),
+        ("DROP MATERIALIZED VIEW IF EXISTS gone", &[r#"NOTICE:  materialized view "gone" does not exist, skipping"#]),
+        ("CREATE TABLE IF NOT EXISTS kept (x INT)", &[r#"NOTICE:  relation "kept" already exists, skipping"#]),
+        ("ALTER TABLE IF EXISTS gone ADD COLUMN x INT", &[r#"NOTICE:  relation "gone" does not exist, skipping"#]),
+        ("ALTER TABLE kept ADD COLUMN IF NOT EXISTS a INT", &[r#"NOTICE:  column "a" of relation "kept" already exists, skipping"#]),
+        ("ALTER TABLE kept DROP COLUMN IF EXISTS x, DROP COLUMN b", &[r#"NOTICE:  column "x" of relation "kept" does not exist, skipping"#]),
+        ("COMMIT", &["WARNING:  there is no transaction in progress"]),
+        ("ROLLBACK", &["WARNING:  there is no transaction in progress"]),
+        ("BEGIN; BEGIN; COMMIT", &["WARNING:  there is already a transaction in progress"]),
+    ];
+    for (sql, expected) in cases {
+        let run = psql(port, sql)?;
+        assert!(run.success, "{sql} failed: {}", run.stderr);
+        assert_lines(sql, &run.stderr, expected);
+    }
+    // The dropped column is gone; the kept one stays.
+    assert_lines("DESCRIBE", &psql_ok(port, "SELECT column_name FROM information_schema.columns WHERE table_name = 'kept'")?, &["column_name", "a", "(1 row)"]);
     Ok(())
 }

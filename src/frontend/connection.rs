@@ -257,6 +257,7 @@ impl Connection {
                 Err(e) => Err(e),
             };
             report_time_zone(client, &zone, &session).await?;
+            send_notices(client, &mut session).await?;
             let sent = match result {
                 Ok(StatementResult::Subscribe(subscription)) => {
                     stream_rows(client, &self.peer, *subscription, &Format::UnifiedText, true).await?
@@ -718,6 +719,7 @@ impl ExtendedQueryHandler for Connection {
         let zone = time_zone(&session);
         let response = self.run(&mut session, &sql, &portal.result_column_format).await;
         report_time_zone(client, &zone, &session).await?;
+        send_notices(client, &mut session).await?;
         Ok(response?)
     }
 }
@@ -931,6 +933,20 @@ where
     if now != before {
         let status = pgwire::messages::startup::ParameterStatus::new("TimeZone".into(), now);
         client.feed(PgWireBackendMessage::ParameterStatus(status)).await?;
+    }
+    Ok(())
+}
+
+/// Sends the notices and warnings the session's statements raised ([`crate::sql::notices`]) as
+/// NoticeResponse messages, before the statement's result, as Postgres sends them.
+async fn send_notices<C>(client: &mut C, session: &mut Session) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    for notice in std::mem::take(&mut session.notices) {
+        let info = pgwire::error::ErrorInfo::new(notice.severity.to_owned(), notice.code.to_owned(), notice.message);
+        client.feed(PgWireBackendMessage::NoticeResponse(info.into())).await?;
     }
     Ok(())
 }

@@ -14,7 +14,8 @@
 //! literal or a parameter is still coerced to the other side's type.
 //!
 //! [`FloatDecimalComparisons`], run right after it, takes a float meeting a DECIMAL as a
-//! DOUBLE (Postgres and Flink do; DataFusion casts the float to DECIMAL(30, 15)).
+//! DOUBLE (Postgres and Flink do; DataFusion casts the float to DECIMAL(30, 15)), and compares
+//! `x = ANY(array)` of two numeric types as their common type (DataFusion refuses it).
 
 use std::sync::Arc;
 
@@ -187,6 +188,10 @@ fn doubles_for_floats(e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>>
         Expr::ScalarFunction(f) if ["coalesce", "nullif", "greatest", "least"].contains(&f.func.name()) => {
             all(f.args.iter_mut().collect())
         }
+        Expr::ScalarFunction(f) if f.func.name() == "array_has" && f.args.len() == 2 => {
+            let (array, value) = f.args.split_at_mut(1);
+            array_and_value(&mut array[0], &mut value[0], schema)
+        }
         // `f IN (SELECT d ..)`: the subquery's column as a DOUBLE, or the value.
         Expr::InSubquery(InSubquery { expr, subquery, .. }) => {
             let inner = Arc::clone(&subquery.subquery);
@@ -211,6 +216,35 @@ fn doubles_for_floats(e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>>
         _ => false,
     };
     Ok(if changed { Transformed::yes(e) } else { Transformed::no(e) })
+}
+
+/// `x = ANY(array)` (DataFusion's `array_has(array, x)`) of two numeric types, `1 = ANY(ARRAY[1.0,
+/// 2.5])`, compared as their common type, as Postgres and Flink compare them: DataFusion's
+/// coercion of `array_has` refuses an INT beside a list of DECIMALs. The value, the array or
+/// both are cast; a float beside a DECIMAL meets it as a DOUBLE, as in the other comparisons.
+fn array_and_value(array: &mut Expr, value: &mut Expr, schema: &DFSchema) -> bool {
+    let (Ok(list), Ok(value_type)) = (array.get_type(schema), value.get_type(schema)) else { return false };
+    let DataType::List(item) = &list else { return false };
+    let element = item.data_type();
+    if element == &value_type || !element.is_numeric() || !value_type.is_numeric() {
+        return false;
+    }
+    let common = if element.is_floating() || value_type.is_floating() {
+        Some(DataType::Float64)
+    } else {
+        datafusion::logical_expr::type_coercion::binary::comparison_coercion(element, &value_type)
+    };
+    let Some(common) = common else { return false };
+    if &common != element {
+        let list = DataType::List(Arc::new(item.as_ref().clone().with_data_type(common.clone())));
+        let old = std::mem::replace(array, Expr::Literal(ScalarValue::Null, None));
+        *array = Expr::Cast(Cast::new(Box::new(old), list));
+    }
+    if common != value_type {
+        let old = std::mem::replace(value, Expr::Literal(ScalarValue::Null, None));
+        *value = Expr::Cast(Cast::new(Box::new(old), common));
+    }
+    true
 }
 
 /// Refuses `e` if it compares a string that is not a literal with a number.

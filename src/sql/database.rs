@@ -56,6 +56,9 @@ pub struct Session {
     /// deadline ([`crate::engine::interrupt`]): checked by the work a statement does without
     /// an await point (a write's rows and views, a backfill).
     pub interrupt: crate::engine::Interrupt,
+    /// The notices and warnings of the statements run since the connection last sent them
+    /// ([`crate::sql::notices`]).
+    pub notices: Vec<crate::sql::notices::Notice>,
 }
 
 impl Session {
@@ -564,12 +567,17 @@ impl Database {
                 }
             }),
         );
-        let result = match limit {
-            Some(limit) => tokio::time::timeout(limit, run)
-                .await
-                .unwrap_or_else(|_| Err(WeirError::new(crate::error::ErrorKind::StatementTimeout))),
-            None => run.await,
-        }
+        let timed = async {
+            match limit {
+                Some(limit) => tokio::time::timeout(limit, run)
+                    .await
+                    .unwrap_or_else(|_| Err(WeirError::new(crate::error::ErrorKind::StatementTimeout))),
+                None => run.await,
+            }
+        };
+        let (result, notices) = crate::sql::notices::collect(timed).await;
+        session.notices.extend(notices);
+        let result = result
         .map_err(|e| crate::sql::messages::in_sql_terms(e.locate_name(|name| parser::position_of_name(sql, name))))
         .and_then(|r| r.shown_in(crate::sql::settings::session_zone(&settings)));
         if result.is_err() {
@@ -816,6 +824,7 @@ impl Database {
         };
         // Postgres: an existing table is not written, and its query not even planned.
         if exists && ctas.table.if_not_exists {
+            crate::sql::notices::notice(format!("relation \"{name}\" already exists, skipping"));
             return Ok(command("CREATE TABLE AS"));
         }
         if exists {
@@ -1125,6 +1134,10 @@ impl Database {
                     let only_temporary = matches!(kind, DropKind::TemporaryView | DropKind::TemporaryTable);
                     if !temporary && only_temporary && !if_exists {
                         return Err(WeirError::unknown_table(&name));
+                    }
+                    let missing = !temporary && (only_temporary || self.last_commit().catalog.get(&name).is_none());
+                    if missing && if_exists {
+                        crate::sql::notices::notice(format!("{} \"{name}\" does not exist, skipping", names_of_kind(kind)));
                     }
                     if !temporary && !only_temporary {
                         permanent.push(name);
@@ -1580,8 +1593,9 @@ impl Database {
             }
             Statement::StartTransaction { modes, begin, .. } => {
                 // A BEGIN inside a block keeps the block (Postgres warns and goes on).
-                if session.txn.is_none() {
-                    session.txn = Some(Transaction::new(read_only(modes), &session.settings));
+                match session.txn {
+                    None => session.txn = Some(Transaction::new(read_only(modes), &session.settings)),
+                    Some(_) => crate::sql::notices::warning("25001", "there is already a transaction in progress"),
                 }
                 Ok(command(if *begin { "BEGIN" } else { "START TRANSACTION" }))
             }
@@ -1605,8 +1619,10 @@ impl Database {
                     };
                 }
                 match txn {
-                    // Outside a block Postgres warns "there is no transaction in progress".
-                    None => Ok(command("COMMIT")),
+                    None => {
+                        crate::sql::notices::warning("25P01", "there is no transaction in progress");
+                        Ok(command("COMMIT"))
+                    }
                     Some(txn) if txn.failed => Ok(command("ROLLBACK")),
                     Some(txn) => {
                         self.commit_block(txn, &session.interrupt).await?;
@@ -1615,9 +1631,12 @@ impl Database {
                 }
             }
             Statement::Rollback { savepoint: None, .. } => {
-                if let Some(txn) = session.txn.take() {
-                    session.cursors.end_block().await;
-                    session.settings = txn.settings_at_begin;
+                match session.txn.take() {
+                    Some(txn) => {
+                        session.cursors.end_block().await;
+                        session.settings = txn.settings_at_begin;
+                    }
+                    None => crate::sql::notices::warning("25P01", "there is no transaction in progress"),
                 }
                 Ok(command("ROLLBACK"))
             }
@@ -1747,6 +1766,7 @@ impl Database {
     /// without IF NOT EXISTS); `CREATE TABLE`'s.
     async fn create_temporary_table(&self, session: &mut Session, t: &parser::CreateTable, sql: &str) -> Result<()> {
         if session.temporary_tables.get(&t.name).is_some() && t.if_not_exists {
+            crate::sql::notices::notice(format!("relation \"{}\" already exists, skipping", t.name));
             return Ok(());
         }
         if session.temporary_tables.get(&t.name).is_some() || session.temporary_views.get(&t.name).is_some() {

@@ -30,6 +30,7 @@ pub async fn create_table(engine: &mut Engine, t: &CreateTable, definition: &str
     }
     if engine.catalog.get(&t.name).is_some() {
         if t.if_not_exists {
+            crate::sql::notices::notice(format!("relation \"{}\" already exists, skipping", t.name));
             return Ok(());
         }
         return Err(ErrorKind::DuplicateTable(t.name.clone()).into());
@@ -272,10 +273,7 @@ pub async fn alter_table_options(
     reset: &[String],
 ) -> Result<()> {
     let Some(rel) = engine.catalog.get(name).cloned() else {
-        return match if_exists {
-            true => Ok(()),
-            false => Err(WeirError::unknown_table(name)),
-        };
+        return skipped_if_exists(name, if_exists);
     };
     if rel.kind != RelationKind::Table {
         return Err(WeirError::plan(format!(
@@ -353,10 +351,7 @@ pub async fn alter_table_options(
 /// `DependentObjects`; `Unsupported` for a materialized view; the commit's.
 pub fn rename_relation(engine: &mut Engine, view: bool, name: &str, if_exists: bool, to: &str) -> Result<()> {
     let Some(rel) = engine.catalog.get(name).cloned() else {
-        return match if_exists {
-            true => Ok(()),
-            false => Err(WeirError::unknown_table(name)),
-        };
+        return skipped_if_exists(name, if_exists);
     };
     match rel.kind {
         RelationKind::View => {}
@@ -461,13 +456,13 @@ pub fn added_column(operation: &sqlparser::ast::AlterTableOperation) -> Result<(
 /// checks of `CREATE TABLE`.
 pub async fn add_columns(engine: &mut Engine, name: &str, if_exists: bool, added: &[(ColumnSpec, bool)]) -> Result<()> {
     let Some(rel) = engine.catalog.get(name).cloned() else {
-        return match if_exists {
-            true => Ok(()),
-            false => Err(WeirError::unknown_table(name)),
-        };
+        return skipped_if_exists(name, if_exists);
     };
     // Only IF NOT EXISTS of columns it has: nothing to do (Postgres's notice).
     if added.iter().all(|(c, if_not_exists)| *if_not_exists && rel.columns.iter().any(|r| r.name == c.name)) {
+        for (column, _) in added {
+            crate::sql::notices::notice(format!("column \"{}\" of relation \"{name}\" already exists, skipping", column.name));
+        }
         return Ok(());
     }
     let mut table = alterable_table(&engine.catalog, &rel, "add a column to")?;
@@ -475,6 +470,7 @@ pub async fn add_columns(engine: &mut Engine, name: &str, if_exists: bool, added
     for (column, if_not_exists) in added {
         if table.columns.iter().any(|c| c.name == column.name) {
             if *if_not_exists {
+                crate::sql::notices::notice(format!("column \"{}\" of relation \"{name}\" already exists, skipping", column.name));
                 continue;
             }
             return Err(ErrorKind::DuplicateColumn(format!("column \"{}\" of relation \"{name}\" already exists", column.name)).into());
@@ -501,10 +497,7 @@ pub async fn add_columns(engine: &mut Engine, name: &str, if_exists: bool, added
 pub async fn rename_column(engine: &mut Engine, name: &str, if_exists: bool, from: &str, to: &str) -> Result<()> {
     use sqlparser::ast::{Expr, Ident};
     let Some(rel) = engine.catalog.get(name).cloned() else {
-        return match if_exists {
-            true => Ok(()),
-            false => Err(WeirError::unknown_table(name)),
-        };
+        return skipped_if_exists(name, if_exists);
     };
     let mut table = alterable_table(&engine.catalog, &rel, "rename a column of")?;
     if !table.columns.iter().any(|c| c.name == from) {
@@ -561,10 +554,7 @@ pub async fn rename_column(engine: &mut Engine, name: &str, if_exists: bool, fro
 /// part of the schema names; `Unsupported`; the checks of `CREATE TABLE`.
 pub async fn alter_schema(engine: &mut Engine, name: &str, if_exists: bool, change: SchemaChange) -> Result<()> {
     let Some(rel) = engine.catalog.get(name).cloned() else {
-        return match if_exists {
-            true => Ok(()),
-            false => Err(WeirError::unknown_table(name)),
-        };
+        return skipped_if_exists(name, if_exists);
     };
     let mut table = alterable_table(&engine.catalog, &rel, "change the schema of")?;
     let plain = connector_of(&rel) == "table";
@@ -653,14 +643,25 @@ pub async fn alter_schema(engine: &mut Engine, name: &str, if_exists: bool, chan
             }
             table.primary_key.clear();
         }
-        SchemaChange::DropColumns(columns) => {
-            if let Some(twice) = columns.iter().enumerate().find(|(i, c)| columns[..*i].contains(c)).map(|(_, c)| c) {
-                return Err(ErrorKind::DuplicateColumn(format!("Duplicate column `{twice}`.")).into());
-            }
-            for column in &columns {
-                if !table.columns.iter().any(|c| &c.name == column) {
+        SchemaChange::DropColumns(dropped) => {
+            let mut columns = Vec::new();
+            for (column, if_exists) in dropped {
+                if columns.contains(&column) {
+                    return Err(ErrorKind::DuplicateColumn(format!("Duplicate column `{column}`.")).into());
+                }
+                if !table.columns.iter().any(|c| c.name == column) {
+                    if if_exists {
+                        crate::sql::notices::notice(format!("column \"{column}\" of relation \"{name}\" does not exist, skipping"));
+                        continue;
+                    }
                     return Err(WeirError::new(ErrorKind::UnknownColumn(format!("The column `{column}` does not exist in the base table."))));
                 }
+                columns.push(column);
+            }
+            if columns.is_empty() {
+                return Ok(());
+            }
+            for column in &columns {
                 if plain {
                     return Err(WeirError::unsupported(format!(
                         "ALTER TABLE {name} DROP {column}: a plain table's rows hold their values by position; create it again without it"
@@ -686,6 +687,16 @@ pub async fn alter_schema(engine: &mut Engine, name: &str, if_exists: bool, chan
         }
     }
     replace_table(engine, &rel, table).await
+}
+
+/// What an `ALTER .. IF EXISTS` of missing relation `name` does: nothing, with Postgres's
+/// NOTICE; without IF EXISTS `UnknownTable`.
+fn skipped_if_exists(name: &str, if_exists: bool) -> Result<()> {
+    if !if_exists {
+        return Err(WeirError::unknown_table(name));
+    }
+    crate::sql::notices::notice(format!("relation \"{name}\" does not exist, skipping"));
+    Ok(())
 }
 
 /// `a`, `b` in backquotes, as Flink lists names.
@@ -964,6 +975,7 @@ pub async fn create_materialized_view(
 ) -> Result<()> {
     if engine.catalog.get(name).is_some() {
         if if_not_exists {
+            crate::sql::notices::notice(format!("relation \"{name}\" already exists, skipping"));
             return Ok(());
         }
         return Err(ErrorKind::DuplicateTable(name.to_string()).into());

@@ -10,6 +10,7 @@ pub mod dml;
 pub mod json_clauses;
 pub mod lateral_unnest;
 pub mod messages;
+pub mod notices;
 pub mod parser;
 pub mod pg_cancel;
 pub mod pg_catalog;

@@ -59,8 +59,9 @@ pub enum SchemaChange {
     Modify(Box<CreateTable>),
     DropWatermark,
     DropPrimaryKey,
-    /// `DROP c`, `DROP (c, d)`, Postgres's `DROP [COLUMN] c`.
-    DropColumns(Vec<String>),
+    /// `DROP c`, `DROP (c, d)`, Postgres's `DROP [COLUMN] [IF EXISTS] c [, DROP ..]`: each
+    /// column, and whether its absence is skipped (`IF EXISTS`).
+    DropColumns(Vec<(String, bool)>),
 }
 
 /// `LIKE source` of `CREATE TABLE`: Flink's, after the column list and `WITH` (`LIKE orders
@@ -1397,10 +1398,26 @@ fn parse_schema_change(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         } else if p.consume_token(&Token::LParen) {
             let columns = p.parse_comma_separated(|p| p.parse_identifier()).map_err(err)?;
             p.expect_token(&Token::RParen).map_err(err)?;
-            SchemaChange::DropColumns(columns.iter().map(ident).collect())
+            SchemaChange::DropColumns(columns.iter().map(|c| (ident(c), false)).collect())
         } else {
-            let _ = p.parse_keyword(Keyword::COLUMN);
-            SchemaChange::DropColumns(vec![ident(&p.parse_identifier().map_err(err)?)])
+            // Postgres's actions: `DROP [COLUMN] [IF EXISTS] c [RESTRICT | CASCADE]`, comma
+            // separated.
+            let mut columns = Vec::new();
+            loop {
+                let _ = p.parse_keyword(Keyword::COLUMN);
+                let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+                columns.push((ident(&p.parse_identifier().map_err(err)?), if_exists));
+                if p.parse_keyword(Keyword::CASCADE) {
+                    return Err(WeirError::unsupported("ALTER TABLE .. DROP COLUMN .. CASCADE: drop the views and jobs that read the column first"));
+                }
+                let _ = p.parse_keyword(Keyword::RESTRICT);
+                if !(p.peek_token().token == Token::Comma && is_word(p, 1, "DROP")) {
+                    break;
+                }
+                p.next_token();
+                p.next_token();
+            }
+            SchemaChange::DropColumns(columns)
         };
         if p.peek_token().token != Token::EOF && p.peek_token().token != Token::SemiColon {
             return Err(unexpected(p, sql, "the end of the statement"));

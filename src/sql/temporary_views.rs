@@ -92,7 +92,10 @@ impl TemporaryViews {
     ) -> Result<()> {
         if self.get(name).is_some() && !or_replace {
             return match if_not_exists {
-                true => Ok(()),
+                true => {
+                    crate::sql::notices::notice(format!("relation \"{name}\" already exists, skipping"));
+                    Ok(())
+                }
                 false => Err(ErrorKind::DuplicateTable(name.to_string()).into()),
             };
         }
