@@ -74,7 +74,7 @@ use arrow::compute::cast;
 use arrow::datatypes::{DataType, SchemaRef};
 use datafusion::physical_expr::PhysicalExpr;
 
-use crate::error::{Result, WeirError};
+use crate::error::{ErrorKind, Result, WeirError};
 use crate::runtime::changelog::{Op, StreamChunk};
 use crate::runtime::operator::{OpContext, Operator};
 use crate::state::codec::{get_bytes, put_bytes, put_f64, put_i128, put_i64, put_list, put_null, put_u64};
@@ -658,13 +658,13 @@ impl Operator for GroupAggregate {
                     }
                     (Acc::SumInt(s, c), ArgCol::Int(a)) => {
                         if a.is_valid(row) {
-                            *s += sign as i128 * a.value(row) as i128;
+                            add_exact(s, sign as i128 * a.value(row) as i128)?;
                             *c += sign;
                         }
                     }
                     (Acc::SumInt(s, c), ArgCol::Dec(a)) => {
                         if a.is_valid(row) {
-                            *s += sign as i128 * a.value(row);
+                            add_exact(s, (sign as i128).saturating_mul(a.value(row)))?;
                             *c += sign;
                         }
                     }
@@ -760,11 +760,11 @@ impl Operator for GroupAggregate {
                     match (&mut state.accs[m], &args[m]) {
                         (Acc::Distinct(d), _) => *d += change,
                         (Acc::SumInt(s, c), ArgCol::Int(a)) => {
-                            *s += change as i128 * a.value(row) as i128;
+                            add_exact(s, change as i128 * a.value(row) as i128)?;
                             *c += change;
                         }
                         (Acc::SumInt(s, c), ArgCol::Dec(a)) => {
-                            *s += change as i128 * a.value(row);
+                            add_exact(s, (change as i128).saturating_mul(a.value(row)))?;
                             *c += change;
                         }
                         (Acc::SumFloat(s, c), ArgCol::Float(a)) => {
@@ -1025,14 +1025,24 @@ impl Number {
     }
 }
 
+/// Adds `v` to SUM's (and AVG's) exact accumulator `sum`.
+///
+/// # Errors
+/// `NumericOutOfRange` (22003) when the sum leaves the 128 bits a DECIMAL(38, s) holds, as
+/// Postgres refuses a numeric out of range (Flink's DECIMAL addition gives NULL there).
+fn add_exact(sum: &mut i128, v: i128) -> Result<()> {
+    *sum = sum.checked_add(v).ok_or_else(|| WeirError::new(ErrorKind::NumericOutOfRange("SUM: the sum is out of range of DECIMAL(38)".into())))?;
+    Ok(())
+}
+
 /// `v` (or the exact integer `exact`) as a value of `output_type`.
 ///
 /// # Errors
-/// `Execution` when the value is out of the type's range (or a DECIMAL result is not exact);
+/// `NumericOutOfRange` (22003) when the value is out of the type's range (or a DECIMAL result is not exact);
 /// `Internal` for a non-numeric output type.
 pub(crate) fn number(output_type: &DataType, v: f64, exact: Option<i128>) -> Result<Number> {
     use DataType::*;
-    let overflow = || WeirError::execution(format!("aggregate result out of range of {output_type}"));
+    let overflow = || WeirError::new(ErrorKind::NumericOutOfRange(format!("aggregate result out of range of {output_type}")));
     Ok(match output_type {
         Int8 | Int16 | Int32 | Int64 => {
             let i = exact.unwrap_or(v as i128);
@@ -1042,7 +1052,14 @@ pub(crate) fn number(output_type: &DataType, v: f64, exact: Option<i128>) -> Res
             let i = exact.unwrap_or(v as i128);
             Number::UInt(u64::try_from(i).map_err(|_| overflow())?)
         }
-        Decimal128(..) => Number::Decimal(exact.ok_or_else(overflow)?),
+        Decimal128(precision, _) => {
+            let exact = exact.ok_or_else(overflow)?;
+            let bound = 10i128.checked_pow(u32::from(*precision)).unwrap_or(i128::MAX);
+            if exact.checked_abs().is_none_or(|e| e >= bound) {
+                return Err(overflow());
+            }
+            Number::Decimal(exact)
+        }
         Float16 | Float32 | Float64 => Number::Float(exact.map(|e| e as f64).unwrap_or(v)),
         other => return Err(WeirError::internal(format!("aggregate output type {other}"))),
     })

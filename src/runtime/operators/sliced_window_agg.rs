@@ -695,11 +695,11 @@ fn apply(accs: &mut Accs, args: &[Arg], row: usize, sign: i64) {
             (Acc::Count(c), Arg::Star) => *c += sign,
             (Acc::Count(c), Arg::Valid(a)) if a.is_valid(row) => *c += sign,
             (Acc::SumInt(s, c), Arg::Int(a)) if a.is_valid(row) => {
-                *s += sign as i128 * a.value(row) as i128;
+                *s = s.wrapping_add(sign as i128 * a.value(row) as i128);
                 *c += sign;
             }
             (Acc::SumInt(s, c), Arg::Dec(a)) if a.is_valid(row) => {
-                *s += sign as i128 * a.value(row);
+                *s = s.wrapping_add((sign as i128).wrapping_mul(a.value(row)));
                 *c += sign;
             }
             (Acc::SumFloat(s, c), Arg::Float(a)) if a.is_valid(row) => {
@@ -798,14 +798,20 @@ impl AggColumn {
     /// The column as `output_type`; `codec` decodes MIN/MAX fields of `n` rows.
     ///
     /// # Errors
-    /// `Execution` for a result out of range of a narrower output type.
+    /// `NumericOutOfRange` (22003) for a result out of range of a narrower output type.
     fn finish(self, codec: Option<&RowCodec>, n: usize, output_type: &DataType) -> Result<ArrayRef> {
         let array: ArrayRef = match self {
             AggColumn::Int(mut b) => Arc::new(b.finish()),
             AggColumn::UInt(mut b) => Arc::new(b.finish()),
             AggColumn::Float(mut b) => Arc::new(b.finish()),
             AggColumn::Decimal(mut b) => match output_type {
-                DataType::Decimal128(p, s) => Arc::new(b.finish().with_precision_and_scale(*p, *s)?),
+                DataType::Decimal128(p, s) => {
+                    let sums = b.finish().with_precision_and_scale(*p, *s)?;
+                    sums.validate_decimal_precision(*p).map_err(|e| {
+                        WeirError::from(crate::error::ErrorKind::NumericOutOfRange(format!("aggregate result out of range of {output_type}: {e}")))
+                    })?;
+                    Arc::new(sums)
+                }
                 other => return Err(WeirError::internal(format!("decimal aggregate column of type {other}"))),
             },
             AggColumn::Encoded(bytes) => {
@@ -823,7 +829,7 @@ impl AggColumn {
         }
         let strict = CastOptions { safe: false, ..Default::default() };
         cast_with_options(&array, output_type, &strict)
-            .map_err(|e| WeirError::execution(format!("aggregate result out of range of {output_type}: {e}")))
+            .map_err(|e| crate::error::ErrorKind::NumericOutOfRange(format!("aggregate result out of range of {output_type}: {e}")).into())
     }
 }
 

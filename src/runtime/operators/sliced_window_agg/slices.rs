@@ -27,7 +27,8 @@ use crate::plan::window::WindowKind;
 pub(super) enum Acc {
     /// COUNT.
     Count(i64),
-    /// SUM/AVG over integers and decimals: the unscaled sum and the count of non-NULL values.
+    /// SUM/AVG over integers and decimals: the unscaled sum (wrapping past 128 bits, beyond
+    /// any DECIMAL(38) sum of real data) and the count of non-NULL values.
     SumInt(i128, i64),
     /// SUM/AVG over floats: the sum and the count of non-NULL values.
     SumFloat(f64, i64),
@@ -71,7 +72,7 @@ impl Accs {
             match (a, b) {
                 (Acc::Count(x), Acc::Count(y)) => *x -= y,
                 (Acc::SumInt(s, c), Acc::SumInt(t, d)) => {
-                    *s -= t;
+                    *s = s.wrapping_sub(*t);
                     *c -= d;
                 }
                 _ => {}
@@ -86,7 +87,7 @@ impl Accs {
             match (a, b) {
                 (Acc::Count(x), Acc::Count(y)) => *x += y,
                 (Acc::SumInt(s, c), Acc::SumInt(t, d)) => {
-                    *s += t;
+                    *s = s.wrapping_add(*t);
                     *c += d;
                 }
                 (Acc::SumFloat(s, c), Acc::SumFloat(t, d)) => {
