@@ -7,6 +7,7 @@ pub mod create_table_like;
 pub mod database;
 pub mod ddl;
 pub mod dml;
+pub mod group_windows;
 pub mod json_clauses;
 pub mod lateral_unnest;
 pub mod messages;

@@ -3,6 +3,8 @@
 //! query when it is created and when it replans, an `INSERT`'s query.
 //!
 //! - Flink's lateral `UNNEST` ([`crate::sql::lateral_unnest`]).
+//! - Flink's group windows, `GROUP BY TUMBLE(ts, size)` and kin, as window TVF aggregations
+//!   ([`crate::sql::group_windows`]).
 //! - Flink's `JSON_OBJECT(k VALUE v, .. [NULL | ABSENT ON NULL])` and `JSON_ARRAY(v, ..
 //!   [NULL | ABSENT ON NULL])` as calls of `weir_json_object` and `weir_json_array`
 //!   ([`crate::plan::functions`], `json_construct.rs`): the null clause and which values are
@@ -35,6 +37,7 @@ use crate::error::{Result, WeirError};
 /// [`crate::sql::lateral_unnest::rewrite`]'s.
 pub fn rewrite(stmt: &mut Statement) -> Result<()> {
     crate::sql::lateral_unnest::rewrite(stmt)?;
+    crate::sql::group_windows::rewrite(stmt)?;
     let _ = stmt.visit(&mut SizedStringCasts);
     let _ = stmt.visit(&mut ArrayArguments);
     let _ = stmt.visit(&mut AnyWithNulls);
@@ -51,7 +54,7 @@ pub fn rewrite(stmt: &mut Statement) -> Result<()> {
 pub fn rewrite_text(query: &str) -> Result<String> {
     let upper = query.to_ascii_uppercase();
     let rewritten = ["UNNEST", "CHAR", "JSON_", "ARRAY_S", "ANY", "SOME"];
-    if !rewritten.iter().any(|w| upper.contains(w)) {
+    if !rewritten.iter().any(|w| upper.contains(w)) && !crate::sql::group_windows::may_apply(&upper) {
         return Ok(query.to_string());
     }
     let Ok(mut statements) = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, query) else {
