@@ -13,10 +13,13 @@
 //! Changelog: any in → append-only out (`+I` only). Versions: `+I`/`+U` put the version at its
 //! time (replacing one at the same time); `-D` marks the key deleted from that time on; `-U`
 //! is ignored, the `+U` that follows it is the new version. Versions arriving out of order
-//! are placed by their time; they are never late. Probe rows: a row at `t ≤ W` is late
-//! (dropped and counted in `num_late_rows`); a retraction of a held probe row withdraws it
-//! before it is emitted; a probe row with a NULL time never matches (LEFT emits it padded at
-//! once). A NULL join key never matches.
+//! are placed by their time; they are never late. Probe rows: every row is held, one at `t ≤
+//! W` (behind the watermark) too, and emitted at the watermark's next advance with the version
+//! valid at `t` that is still kept, as Flink's operator holds every probe row until a
+//! watermark passes it; a retraction of a held probe row withdraws it before it is emitted, one
+//! of a row emitted already is late (dropped and counted in `num_late_rows`: the output is
+//! append-only); a probe row with a NULL time never matches (LEFT emits it padded at once). A
+//! NULL join key never matches.
 //!
 //! # State
 //! - `probes`: held probe rows, key = time ++ row, value = count of copies. Freed when the
@@ -193,11 +196,6 @@ impl TemporalJoin {
                 }
                 continue;
             };
-            if watermark.is_some_and(|w| t <= w) {
-                self.num_late_rows += 1;
-                self.save_meta();
-                continue;
-            }
             let mut key = Vec::with_capacity(TIME_LEN + row.len());
             put_i64(&mut key, t);
             key.extend_from_slice(&row);
@@ -206,6 +204,11 @@ impl TemporalJoin {
                 None => 0,
             } + sign;
             match count {
+                // The retraction of a probe row emitted already: the output is append-only.
+                c if c < 0 && watermark.is_some_and(|w| t <= w) => {
+                    self.num_late_rows += 1;
+                    self.save_meta();
+                }
                 c if c < 0 => {
                     return Err(WeirError::internal("temporal join: retraction of a probe row it does not hold"))
                 }
@@ -564,14 +567,16 @@ mod tests {
             lines(&["+I NULL n 1 NULL NULL NULL", "+I 1 x 3 1 a 0", "+I 2 w 4 NULL NULL NULL", "+I 1 y 7 1 b 5"]),
             "in time order, each with the version valid at its time"
         );
-        // At or below the watermark: late, even as a retraction.
+        // At or below the watermark: held as any probe row (Flink's); the retraction of a row
+        // emitted already is late.
         assert_eq!(h.push(0, "+I 1 q 9\n-D 1 x 3"), lines(&[]));
-        assert_eq!(h.op.num_late_rows(), 2);
+        assert_eq!(h.op.num_late_rows(), 1);
         // A held row can still be withdrawn.
         assert_eq!(h.push(0, "-D 1 z 12"), lines(&[]));
         h.restart();
-        assert_eq!(h.op.num_late_rows(), 2);
-        assert_eq!(h.watermark(1, 20), lines(&[]));
+        assert_eq!(h.op.num_late_rows(), 1);
+        // q at 9 comes at the next watermark; of key 1 only the version valid at 10 was kept.
+        assert_eq!(h.watermark(1, 20), lines(&["+I 1 q 9 NULL NULL NULL"]));
         let count = |t: &StateTable| {
             let mut n = 0;
             t.scan(&h.store, |_, _| Ok({ n += 1; true })).expect("scan");
