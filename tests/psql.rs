@@ -246,14 +246,15 @@ fn psql_shows_repeated_column_names_and_ctas_tags() -> TestResult {
 /// prints them on stderr (`NOTICE:  table "x" does not exist, skipping`), each worded as
 /// Postgres words it (its `DROP TABLE IF EXISTS`, `CREATE TABLE IF NOT EXISTS`, `ALTER TABLE
 /// IF EXISTS`, `DROP COLUMN IF EXISTS`, `ADD COLUMN IF NOT EXISTS`, and `COMMIT`, `ROLLBACK`
-/// or `BEGIN` where no block or one already is open).
+/// or `BEGIN` where no block or one already is open), and the folding of a record field's
+/// name.
 #[test]
 fn psql_shows_notices_of_skipped_work() -> TestResult {
     let dir = common::scratch_dir("psql_notices");
     let server = common::Server::start(&dir.join("data"));
     let port = server.port;
     psql_ok(port, "CREATE TABLE kept (a INT, b INT) WITH ('connector' = 'datagen')")?;
-    let cases: [(&str, &[&str]); 9] = [
+    let cases: [(&str, &[&str]); 10] = [
         ("DROP TABLE IF EXISTS gone, kept_not", &[r#"NOTICE:  table "gone" does not exist, skipping"#, r#"NOTICE:  table "kept_not" does not exist, skipping"#]),
         ("DROP MATERIALIZED VIEW IF EXISTS gone", &[r#"NOTICE:  materialized view "gone" does not exist, skipping"#]),
         ("CREATE TABLE IF NOT EXISTS kept (x INT)", &[r#"NOTICE:  relation "kept" already exists, skipping"#]),
@@ -263,6 +264,11 @@ fn psql_shows_notices_of_skipped_work() -> TestResult {
         ("COMMIT", &["WARNING:  there is no transaction in progress"]),
         ("ROLLBACK", &["WARNING:  there is no transaction in progress"]),
         ("BEGIN; BEGIN; COMMIT", &["WARNING:  there is already a transaction in progress"]),
+        // A JSON table's column declared `UserId` unquoted reads the field "userid".
+        (
+            "CREATE TABLE camel (UserId STRING, \"Kept\" INT) WITH ('connector' = 'filesystem', 'path' = '/nonexistent', 'format' = 'json')",
+            &[r#"NOTICE:  unquoted names fold to lower case, as in Postgres: column userid reads the record field "userid", not "UserId"; quote a name to keep its case ("UserId" or `UserId`, as Flink reads it)"#],
+        ),
     ];
     for (sql, expected) in cases {
         let run = psql(port, sql)?;

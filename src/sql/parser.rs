@@ -1051,6 +1051,8 @@ fn parse_create_table(p: &mut Parser<'_>, sql: &str, temporary: bool) -> Result<
     };
     // `CREATE TABLE t (a, b) AS ..`: names without types.
     let mut column_names = Vec::new();
+    // Columns declared unquoted with capitals (`UserId`), folded to lower case.
+    let mut folded: Vec<String> = Vec::new();
     // `CREATE TABLE t AS ..` and `CREATE TABLE t WITH (..) AS ..` have no column list.
     let listed = p.consume_token(&Token::LParen);
     if !listed && !is_word(p, 0, "WITH") && !is_word(p, 0, "AS") && !is_word(p, 0, "LIKE") {
@@ -1095,7 +1097,11 @@ fn parse_create_table(p: &mut Parser<'_>, sql: &str, temporary: bool) -> Result<
             p.expect_token(&Token::RParen).map_err(err)?;
             parse_not_enforced(p, sql)?;
         } else {
-            let name = ident(&p.parse_identifier().map_err(err)?);
+            let declared = p.parse_identifier().map_err(err)?;
+            let name = ident(&declared);
+            if declared.quote_style.is_none() && name != declared.value {
+                folded.push(declared.value.clone());
+            }
             if matches!(p.peek_token().token, Token::Comma | Token::RParen) && table.columns.is_empty() {
                 column_names.push(name);
             } else if p.parse_keyword(Keyword::AS) {
@@ -1143,6 +1149,7 @@ fn parse_create_table(p: &mut Parser<'_>, sql: &str, temporary: bool) -> Result<
     if p.parse_keyword(Keyword::WITH) {
         table.options = parse_option_list(p, sql)?;
     }
+    notice_folded_fields(&table, &folded);
     if is_word(p, 0, "LIKE") {
         // Flink's `LIKE source [(INCLUDING | EXCLUDING | OVERWRITING feature ..)]`.
         p.next_token();
@@ -1363,6 +1370,28 @@ fn parse_setting_value(p: &mut Parser<'_>, sql: &str) -> Result<String> {
         value.push_str(&one(p)?);
     }
     Ok(value)
+}
+
+/// A NOTICE for the columns of a table whose records name their fields (a `kafka` or
+/// `filesystem` table of `json`, `avro-confluent`, ..) declared unquoted with capitals: Weir
+/// folds them to lower case, as Postgres does (Flink keeps their case), so a field `UserId`
+/// would read NULL into column `userid`.
+fn notice_folded_fields(table: &CreateTable, folded: &[String]) {
+    let named_fields = table.options.keys().any(|k| k.ends_with("format"))
+        || table.options.get("connector").is_some_and(|c| c == "filesystem");
+    if folded.is_empty() || !named_fields {
+        return;
+    }
+    let (noun, verb, field) = if folded.len() == 1 { ("column", "reads", "field") } else { ("columns", "read", "fields") };
+    let names = |f: &dyn Fn(&String) -> String| folded.iter().map(f).collect::<Vec<_>>().join(", ");
+    crate::sql::notices::notice(format!(
+        "unquoted names fold to lower case, as in Postgres: {noun} {} {verb} the record {field} {}, not {}; quote a name \
+         to keep its case (\"{first}\" or `{first}`, as Flink reads it)",
+        names(&|f| f.to_lowercase()),
+        names(&|f| format!("\"{}\"", f.to_lowercase())),
+        names(&|f| format!("\"{f}\"")),
+        first = folded[0]
+    ));
 }
 
 /// Whether an `ALTER TABLE [IF EXISTS] name` goes on with `SET (` or `RESET (` (Flink's option
