@@ -83,16 +83,16 @@ async fn window_joins_and_window_top_n_write_final_rows_into_an_append_only_sink
     assert_eq!(
         rows(lines_in(&joined)),
         rows(owned(&[
-            r#"{"id":1,"window_start":"2024-01-01T10:00:00","r_id":1}"#,
-            r#"{"id":2,"window_start":"2024-01-01T10:00:00"}"#,
-            r#"{"id":3,"window_start":"2024-01-01T10:00:10"}"#,
+            r#"{"id":1,"window_start":"2024-01-01 10:00:00","r_id":1}"#,
+            r#"{"id":2,"window_start":"2024-01-01 10:00:00"}"#,
+            r#"{"id":3,"window_start":"2024-01-01 10:00:10"}"#,
         ]))
     );
     assert_eq!(
         rows(lines_in(&top)),
         rows(owned(&[
-            r#"{"window_start":"2024-01-01T10:00:00","id":2}"#,
-            r#"{"window_start":"2024-01-01T10:00:10","id":3}"#,
+            r#"{"window_start":"2024-01-01 10:00:00","id":2}"#,
+            r#"{"window_start":"2024-01-01 10:00:10","id":3}"#,
         ]))
     );
 }
@@ -146,8 +146,8 @@ async fn an_append_only_sink_refuses_bare_sessions_and_takes_session_aggregates(
     let rows: Vec<serde_json::Value> =
         lines_in(&out).iter().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
     let expected: Vec<serde_json::Value> = [
-        r#"{"id":1,"window_start":"2024-01-01T10:00:01","window_end":"2024-01-01T10:00:22","cnt":3}"#,
-        r#"{"id":2,"window_start":"2024-01-01T10:00:40","window_end":"2024-01-01T10:00:50","cnt":1}"#,
+        r#"{"id":1,"window_start":"2024-01-01 10:00:01","window_end":"2024-01-01 10:00:22","cnt":3}"#,
+        r#"{"id":2,"window_start":"2024-01-01 10:00:40","window_end":"2024-01-01 10:00:50","cnt":1}"#,
     ]
     .iter()
     .map(|l| serde_json::from_str(l).expect("json"))
@@ -256,8 +256,8 @@ async fn a_window_aggregation_over_a_plain_table_is_final_and_upsert_keys_are_ma
         .expect("rows");
     let lines: Vec<String> = lines_in(&out).iter().map(|l| normalized(l)).collect();
     let expected: Vec<String> = [
-        r#"{"window_start":"2024-01-01T00:00:00","k":"a","n":1}"#,
-        r#"{"window_start":"2024-01-01T00:00:00","k":"b","n":1}"#,
+        r#"{"window_start":"2024-01-01 00:00:00","k":"a","n":1}"#,
+        r#"{"window_start":"2024-01-01 00:00:00","k":"b","n":1}"#,
     ]
     .iter()
     .map(|l| normalized(l))
@@ -344,8 +344,8 @@ async fn create_table_as_a_connector_table_starts_the_job_writing_into_it() {
         .expect("rows");
     let lines: Vec<String> = lines_in(&out).iter().map(|l| normalized(l)).collect();
     let expected: Vec<String> = [
-        r#"{"window_start":"2024-01-01T00:00:00","k":"a","n":2,"total":3}"#,
-        r#"{"window_start":"2024-01-01T00:00:00","k":"b","n":1,"total":5}"#,
+        r#"{"window_start":"2024-01-01 00:00:00","k":"a","n":2,"total":3}"#,
+        r#"{"window_start":"2024-01-01 00:00:00","k":"b","n":1,"total":5}"#,
     ]
     .iter()
     .map(|l| normalized(l))

@@ -223,8 +223,7 @@ pub fn validate(
 ///   `key.fields-prefix`, `value.fields-include`;
 /// - `upsert-kafka`: as `kafka`, with `key.format`, `value.format` (and their formats' own
 ///   options behind `key.` / `value.`) and `value.fields-include` instead of `format`;
-/// - `filesystem`: `path`, `format`, `csv.field-delimiter` (csv), `json.encode.ignore-null-fields`
-///   (json sink);
+/// - `filesystem`: `path`, `format` and the format's own options (`json` without one);
 /// - `nexmark`: the `nexmark.*` options;
 /// - `print`: `print-identifier`, `standard-error`, `sink.parallelism` (its value checked; a
 ///   job's sink has the job's parallelism);
@@ -271,11 +270,10 @@ pub fn check_supported(
         }
         "filesystem" => {
             supported.extend(["path".into(), "format".into()]);
-            match options.get("format").map(String::as_str) {
-                Some("csv") => supported.push("csv.field-delimiter".into()),
-                None | Some("json") => supported.push("json.encode.ignore-null-fields".into()),
-                _ => {}
-            }
+            // The format's own options, as a Kafka table's (`json` when none is named).
+            let format = options.get("format").map(String::as_str).unwrap_or("json");
+            let names = format::format_option_names(format).unwrap_or_default();
+            supported.extend(names.iter().map(|o| format!("{format}.{o}")));
         }
         "nexmark" => supported.extend(nexmark::OPTIONS.iter().map(|o| o.to_string())),
         "print" => supported.extend(["print-identifier".into(), "standard-error".into(), "sink.parallelism".into()]),

@@ -42,14 +42,11 @@ impl Engine {
             }),
             "filesystem" => {
                 let dir = PathBuf::from(sink.options.get("path").cloned().unwrap_or_default());
-                let format = match sink.options.get("format").map(String::as_str).unwrap_or("json") {
-                    "json" => FileFormat::Json {
-                        explicit_nulls: !sink
-                            .options
-                            .get("json.encode.ignore-null-fields")
-                            .is_some_and(|v| v.eq_ignore_ascii_case("true")),
-                    },
-                    "csv" => FileFormat::Csv,
+                let physical = Arc::new(arrow::datatypes::Schema::new(written_fields(sink)?));
+                let mut options = sink.options.clone();
+                let extension = match options.entry("format".into()).or_insert_with(|| "json".into()).as_str() {
+                    "json" => "json",
+                    "csv" => "csv",
                     other => {
                         return Err(WeirError::option(format!(
                             "table {}: the 'filesystem' sink writes format 'json' or 'csv', not '{other}'",
@@ -57,7 +54,9 @@ impl Engine {
                         )))
                     }
                 };
-                let physical = Arc::new(arrow::datatypes::Schema::new(written_fields(sink)?));
+                let encoder = weir_connectors::format::encoder(&options, "", Arc::clone(&physical))
+                    .map_err(|e| WeirError::option(format!("table {}: {e}", sink.name)))?;
+                let format = FileFormat { extension, encoder };
                 let state = allocate("sink");
                 Box::new(FileSink::open(&dir, &rel.name, format, physical, state, &self.store)?)
             }

@@ -4,7 +4,8 @@
 //!
 //! Options (Flink's names): `'path'` (file or directory, required), `'format'` = `json`
 //! (default), `csv`, or a changelog format (`debezium-json`, `maxwell-json`, `canal-json`),
-//! `'csv.field-delimiter'` (one character, default `,`).
+//! and the format's own options (`'json.ignore-parse-errors'`, `'csv.field-delimiter'`, ..):
+//! each line is decoded by the format's decoder, as a Kafka table's message is.
 //!
 //! A changelog format replays a change log from files: each line is one event (a Debezium
 //! envelope, a Maxwell or a Canal event: inserts, updates as `-U`/`+U`, deletes), decoded by
@@ -23,15 +24,6 @@ use weir_catalog::Relation;
 use super::{DeadLetter, SourcePoll, SourceReader};
 use crate::error::{Result, WeirError};
 
-/// The record formats the reader decodes.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum FileFormat {
-    Json,
-    Csv { delimiter: u8 },
-    /// A changelog format, decoded by [`FileReader::changelog`].
-    Changelog,
-}
-
 struct Partition {
     path: PathBuf,
     reader: Option<BufReader<File>>,
@@ -42,15 +34,15 @@ struct Partition {
 /// Reads the files of one `filesystem` table, one file after the other.
 pub struct FileReader {
     partitions: Vec<Partition>,
-    format: FileFormat,
-    /// The physical columns, all nullable (what the decoder produces).
-    schema: SchemaRef,
-    /// Lines of the current batch, reused.
+    /// Lines of the current batch, each ending in `\n`, reused.
     buffer: Vec<u8>,
+    /// Where each line of `buffer` ends (past its `\n`), and its byte offset in its file.
+    lines: Vec<(usize, u64)>,
     /// Lines that did not decode since the last [`SourceReader::take_dead_letters`].
     dead_letters: Vec<DeadLetter>,
-    /// The decoder of a changelog format (`debezium-json`), one record per line.
-    changelog: Option<Box<dyn weir_connectors::format::Decoder>>,
+    /// The table's format's decoder (a Kafka table's, with the same options), one record per
+    /// line.
+    decoder: Box<dyn weir_connectors::format::Decoder>,
 }
 
 impl FileReader {
@@ -60,29 +52,14 @@ impl FileReader {
     /// `InvalidOption` for a bad format; `Storage` when the path cannot be listed.
     pub fn open(rel: &Relation, physical: SchemaRef, positions: Option<&[u64]>) -> Result<Self> {
         let path = PathBuf::from(rel.options.get("path").map(String::as_str).unwrap_or_default());
-        let format = match rel.options.get("format").map(String::as_str).unwrap_or("json") {
-            "json" => FileFormat::Json,
-            "csv" => {
-                let delimiter = match rel.options.get("csv.field-delimiter").map(String::as_str) {
-                    None => b',',
-                    Some(d) if d.len() == 1 => d.as_bytes()[0],
-                    Some("\\t") => b'\t',
-                    Some(d) => {
-                        return Err(WeirError::option(format!(
-                            "option 'csv.field-delimiter' = '{d}' is not valid; valid values: one character"
-                        )))
-                    }
-                };
-                FileFormat::Csv { delimiter }
-            }
-            "debezium-json" | "maxwell-json" | "canal-json" => FileFormat::Changelog,
-            other => {
-                return Err(WeirError::option(format!(
-                    "table {}: the 'filesystem' connector reads format 'json', 'csv', 'debezium-json', 'maxwell-json' or 'canal-json', not '{other}'",
-                    rel.name
-                )))
-            }
-        };
+        let mut options = rel.options.clone();
+        let format = options.entry("format".into()).or_insert_with(|| "json".into()).clone();
+        if !["json", "csv", "debezium-json", "maxwell-json", "canal-json"].contains(&format.as_str()) {
+            return Err(WeirError::option(format!(
+                "table {}: the 'filesystem' connector reads format 'json', 'csv', 'debezium-json', 'maxwell-json' or 'canal-json', not '{format}'",
+                rel.name
+            )));
+        }
         let files = if path.is_dir() {
             let mut files: Vec<PathBuf> = std::fs::read_dir(&path)
                 .map_err(|e| WeirError::storage(format!("listing {}: {e}", path.display())))?
@@ -107,29 +84,22 @@ impl FileReader {
         let schema = Arc::new(arrow::datatypes::Schema::new(
             physical.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>(),
         ));
-        let changelog = match format {
-            FileFormat::Changelog => Some(
-                weir_connectors::format::decoder(&rel.options, "", Arc::clone(&schema))
-                    .map_err(|e| WeirError::option(format!("table {}: {e}", rel.name)))?,
-            ),
-            _ => None,
-        };
-        Ok(FileReader { partitions, format, schema, buffer: Vec::new(), dead_letters: Vec::new(), changelog })
+        let decoder = weir_connectors::format::decoder(&options, "", schema)
+            .map_err(|e| WeirError::option(format!("table {}: {e}", rel.name)))?;
+        Ok(FileReader { partitions, buffer: Vec::new(), lines: Vec::new(), dead_letters: Vec::new(), decoder })
     }
 
-    /// Decodes `self.buffer` (whole lines) with a changelog format: the rows, their operations,
+    /// Decodes `self.buffer` (whole lines): the rows, their operations (a changelog format's),
     /// and the lines that fail as dead letters with their file and byte offset.
-    fn decode_changelog(&mut self, p: usize, start: u64) -> Result<(RecordBatch, Option<Vec<crate::runtime::changelog::Op>>)> {
-        let decoder = self.changelog.as_mut().ok_or_else(|| WeirError::internal("changelog format without a decoder"))?;
-        let mut records: Vec<&[u8]> = Vec::new();
-        let mut offsets: Vec<u64> = Vec::new();
-        let mut offset = start;
-        for line in self.buffer.split_inclusive(|b| *b == b'\n') {
-            records.push(line.strip_suffix(b"\n").unwrap_or(line));
-            offsets.push(offset);
-            offset += line.len() as u64;
+    fn decode(&mut self, p: usize) -> Result<(RecordBatch, Option<Vec<crate::runtime::changelog::Op>>)> {
+        let mut records: Vec<&[u8]> = Vec::with_capacity(self.lines.len());
+        let mut from = 0;
+        for &(end, _) in &self.lines {
+            records.push(&self.buffer[from..end - 1]);
+            from = end;
         }
-        let decoded = decoder.decode(&records).map_err(|e| WeirError::internal(e.to_string()))?;
+        let offsets: Vec<u64> = self.lines.iter().map(|l| l.1).collect();
+        let decoded = self.decoder.decode_lines(&self.buffer, &records).map_err(|e| WeirError::internal(e.to_string()))?;
         for error in decoded.errors {
             self.dead_letters.push(DeadLetter {
                 partition: p,
@@ -141,73 +111,6 @@ impl FileReader {
         }
         Ok((decoded.batch, decoded.ops))
     }
-
-    /// Decodes `self.buffer` (whole lines); on a decoding error, decodes line by line and
-    /// makes the lines that fail dead letters, with their file and byte offset.
-    fn decode(&mut self, p: usize, start: u64) -> Result<RecordBatch> {
-        match decode_lines(self.format, &self.schema, &self.buffer) {
-            Ok(batch) => Ok(batch),
-            Err(_) => {
-                let mut good = Vec::new();
-                let mut offset = start;
-                for line in self.buffer.split_inclusive(|b| *b == b'\n') {
-                    match decode_lines(self.format, &self.schema, line) {
-                        Ok(b) => good.push(b),
-                        Err(e) => self.dead_letters.push(DeadLetter {
-                            partition: p,
-                            source: self.partitions[p].path.display().to_string(),
-                            offset: offset as i64,
-                            raw: line.strip_suffix(b"\n").unwrap_or(line).to_vec(),
-                            error: e.to_string(),
-                        }),
-                    }
-                    offset += line.len() as u64;
-                }
-                Ok(arrow::compute::concat_batches(&self.schema, &good)?)
-            }
-        }
-    }
-}
-
-/// Decodes complete lines of `format` into one batch of `schema`.
-///
-/// # Errors
-/// `Execution` naming the format and, for a nested value, the field's path (`json: field
-/// buyer.zip: failed to parse ...`, as the Kafka formats say it).
-fn decode_lines(format: FileFormat, schema: &SchemaRef, lines: &[u8]) -> Result<RecordBatch> {
-    let what = match format {
-        FileFormat::Csv { .. } => "csv",
-        _ => "json",
-    };
-    decode_lines_arrow(format, schema, lines)
-        .map_err(|e| WeirError::execution(format!("{what}: {}", weir_connectors::format::message_of(&e))))
-}
-
-fn decode_lines_arrow(format: FileFormat, schema: &SchemaRef, lines: &[u8]) -> std::result::Result<RecordBatch, arrow::error::ArrowError> {
-    let mut batches = Vec::new();
-    match format {
-        FileFormat::Changelog => {
-            return Err(arrow::error::ArrowError::InvalidArgumentError("a changelog format is decoded by its decoder".into()))
-        }
-        FileFormat::Json => {
-            let reader = arrow::json::ReaderBuilder::new(Arc::clone(schema))
-                .with_batch_size(usize::MAX.min(1 << 20))
-                .build(lines)?;
-            for b in reader {
-                batches.push(b?);
-            }
-        }
-        FileFormat::Csv { delimiter } => {
-            let reader = arrow::csv::ReaderBuilder::new(Arc::clone(schema))
-                .with_delimiter(delimiter)
-                .with_batch_size(1 << 20)
-                .build(lines)?;
-            for b in reader {
-                batches.push(b?);
-            }
-        }
-    }
-    arrow::compute::concat_batches(schema, &batches)
 }
 
 impl SourceReader for FileReader {
@@ -231,7 +134,7 @@ impl SourceReader for FileReader {
         }
         let reader = part.reader.as_mut().expect("opened above");
         self.buffer.clear();
-        let start = part.position;
+        self.lines.clear();
         let mut rows = 0;
         while rows < max_rows {
             let before = self.buffer.len();
@@ -249,6 +152,7 @@ impl SourceReader for FileReader {
             if self.buffer[before..].iter().all(|b| b.is_ascii_whitespace()) {
                 self.buffer.truncate(before);
             } else {
+                self.lines.push((self.buffer.len(), part.position));
                 rows += 1;
             }
             part.position += n as u64;
@@ -256,12 +160,8 @@ impl SourceReader for FileReader {
         if rows == 0 {
             return Ok(SourcePoll::Pending);
         }
-        if self.format == FileFormat::Changelog {
-            let (batch, ops) = self.decode_changelog(p, start)?;
-            return Ok(SourcePoll::Batch { partition: p, batch, ops });
-        }
-        let batch = self.decode(p, start)?;
-        Ok(SourcePoll::Batch { partition: p, batch, ops: None })
+        let (batch, ops) = self.decode(p)?;
+        Ok(SourcePoll::Batch { partition: p, batch, ops })
     }
 
     fn positions(&self) -> Vec<u64> {

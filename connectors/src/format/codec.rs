@@ -95,6 +95,17 @@ pub trait Decoder: Send + Sync {
     /// # Errors
     /// Only for a fault of Weir's ([`ConnectorError::Internal`]), never for bad data.
     fn decode(&mut self, records: &[&[u8]]) -> Result<Decoded, ConnectorError>;
+
+    /// [`Decoder::decode`] of `records`, the lines of `text` (one record per line, each line
+    /// ending in `\n`, none empty): a file's lines. A format may read `text` in one pass and
+    /// fall back to `decode` when that does not give one row per line.
+    ///
+    /// # Errors
+    /// As [`Decoder::decode`].
+    fn decode_lines(&mut self, text: &[u8], records: &[&[u8]]) -> Result<Decoded, ConnectorError> {
+        let _ = text;
+        self.decode(records)
+    }
 }
 
 /// Turns Arrow rows into record payloads.

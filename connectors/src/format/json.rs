@@ -11,8 +11,9 @@
 //!   ([`super::DecodeError`]); with `'json.ignore-parse-errors'` a value of the wrong type is
 //!   read as NULL instead.
 //! - Writing: one object per row with every column in schema order (`null` for NULL, or left
-//!   out with `'json.encode.ignore-null-fields'`); timestamps in the SQL form
-//!   `2024-05-01 12:00:00.123` by default, `2024-05-01T12:00:00.123` with `ISO-8601`, with a
+//!   out with `'json.encode.ignore-null-fields'`); timestamps as Flink writes them, in the SQL
+//!   form `2024-05-01 12:00:00.123` by default, `2024-05-01T12:00:00.123` with `ISO-8601`, the
+//!   fraction only when not zero and without trailing zeros (`12:00:00`, `12:00:00.5`), with a
 //!   `Z` for TIMESTAMP_LTZ; DECIMAL as a number; BYTES as hex.
 
 use std::sync::Arc;
@@ -49,6 +50,24 @@ impl Decoder for JsonDecoder {
     fn decode(&mut self, records: &[&[u8]]) -> Result<Decoded, ConnectorError> {
         let isolated = self.rows.decode(records, "json")?;
         Ok(Decoded { batch: isolated.batch, ops: None, sources: isolated.sources, errors: isolated.errors })
+    }
+
+    /// JSON lines read in one pass by Arrow's reader (a file's: several times faster than a
+    /// record at a time); when that fails or does not give one row per line, the lines are
+    /// decoded one by one, so each bad line is found. (One pass takes a line holding two objects
+    /// beside a line holding none of its own as the objects they hold.)
+    fn decode_lines(&mut self, text: &[u8], records: &[&[u8]]) -> Result<Decoded, ConnectorError> {
+        if let Ok(mut stream) = self.rows.stream(records.len()) {
+            let whole = stream.decoder.decode(text).is_ok_and(|n| n == text.len()) && !stream.decoder.has_partial_record();
+            if whole && stream.decoder.len() == records.len() {
+                if let Ok(Some(batch)) = stream.decoder.flush() {
+                    if batch.num_rows() == records.len() {
+                        return Ok(Decoded { batch, ops: None, sources: (0..records.len()).collect(), errors: Vec::new() });
+                    }
+                }
+            }
+        }
+        self.decode(records)
     }
 }
 
@@ -96,7 +115,11 @@ impl RowStream for JsonStream {
         if consumed != record.len() {
             return Err("the record holds more than one JSON value".into());
         }
-        self.decoder.decode(b"\n").map_err(|e| e.to_string())?;
+        // An object is complete at its closing brace; anything else (a number, a literal, a
+        // cut-off record) needs a separator to end.
+        if record.trim_ascii_end().last() != Some(&b'}') {
+            self.decoder.decode(b"\n").map_err(|e| e.to_string())?;
+        }
         if self.decoder.has_partial_record() {
             return Err("the record ends inside a JSON value".into());
         }
@@ -136,27 +159,78 @@ impl Encoder for JsonEncoder {
     }
 }
 
-/// The arrow JSON writer options for `schema`: explicit nulls unless `ignore_null_fields`, and
-/// the timestamp format of `standard` (the format of the schema's first timestamp column's unit;
-/// Weir's timestamps are all milliseconds).
+/// The arrow JSON writer options: explicit nulls unless `ignore_null_fields`, timestamps as
+/// [`FlinkTimestamps`] writes them in `standard`, dates `2024-05-01`.
 pub(super) fn encoder_options(
-    schema: &SchemaRef,
+    _schema: &SchemaRef,
     standard: TimestampStandard,
     ignore_null_fields: bool,
 ) -> EncoderOptions {
-    let unit = schema
-        .fields()
-        .iter()
-        .find_map(|f| match f.data_type() {
-            DataType::Timestamp(unit, _) => Some(*unit),
-            _ => None,
-        })
-        .unwrap_or(arrow::datatypes::TimeUnit::Millisecond);
     EncoderOptions::default()
         .with_explicit_nulls(!ignore_null_fields)
-        .with_timestamp_format(standard.chrono_format(unit, false))
-        .with_timestamp_tz_format(standard.chrono_format(unit, true))
+        .with_encoder_factory(Arc::new(FlinkTimestamps { standard }))
         .with_date_format("%Y-%m-%d".into())
+}
+
+/// Writes TIMESTAMP and TIMESTAMP_LTZ values (at any depth) as Flink's JSON format writes them
+/// (`TimeFormats`): `2024-05-01 12:00:00` in the `SQL` standard, `2024-05-01T12:00:00` in
+/// `ISO-8601`, with the fraction of a second only when it is not zero and without trailing
+/// zeros (`12:00:00.5`, `12:00:00.123`; Java's `appendFraction(NANO_OF_SECOND, 0, 9, true)`),
+/// and a `Z` after a TIMESTAMP_LTZ (UTC).
+#[derive(Debug)]
+struct FlinkTimestamps {
+    standard: TimestampStandard,
+}
+
+impl arrow::json::writer::EncoderFactory for FlinkTimestamps {
+    fn make_default_encoder<'a>(
+        &self,
+        _field: &'a arrow::datatypes::FieldRef,
+        array: &'a dyn Array,
+        _options: &'a EncoderOptions,
+    ) -> Result<Option<NullableEncoder<'a>>, ArrowError> {
+        let DataType::Timestamp(unit, zone) = array.data_type() else { return Ok(None) };
+        let per_second: i64 = match unit {
+            arrow::datatypes::TimeUnit::Second => 1,
+            arrow::datatypes::TimeUnit::Millisecond => 1_000,
+            arrow::datatypes::TimeUnit::Microsecond => 1_000_000,
+            arrow::datatypes::TimeUnit::Nanosecond => 1_000_000_000,
+        };
+        let data = array.to_data();
+        let values = arrow::buffer::ScalarBuffer::<i64>::new(data.buffers()[0].clone(), data.offset(), data.len());
+        let separator = match self.standard {
+            TimestampStandard::Sql => ' ',
+            TimestampStandard::Iso8601 => 'T',
+        };
+        let encoder = TimestampEncoder { values, per_second, separator, zone: zone.is_some() };
+        Ok(Some(NullableEncoder::new(Box::new(encoder), array.logical_nulls())))
+    }
+}
+
+struct TimestampEncoder {
+    values: arrow::buffer::ScalarBuffer<i64>,
+    per_second: i64,
+    separator: char,
+    zone: bool,
+}
+
+impl arrow::json::writer::Encoder for TimestampEncoder {
+    fn encode(&mut self, idx: usize, out: &mut Vec<u8>) {
+        use std::io::Write;
+        let v = self.values[idx];
+        let (seconds, part) = (v.div_euclid(self.per_second), v.rem_euclid(self.per_second));
+        let Some(at) = arrow::temporal_conversions::timestamp_s_to_datetime(seconds) else {
+            out.extend_from_slice(b"null");
+            return;
+        };
+        let _ = write!(out, "\"{}{}{}", at.format("%Y-%m-%d"), self.separator, at.format("%H:%M:%S"));
+        if part != 0 {
+            let digits = self.per_second.ilog10() as usize;
+            let fraction = format!("{part:0digits$}");
+            let _ = write!(out, ".{}", fraction.trim_end_matches('0'));
+        }
+        out.extend_from_slice(if self.zone { b"Z\"" } else { b"\"" });
+    }
 }
 
 /// Calls `f(row, object)` with each row of `batch` as a JSON object, in row order.

@@ -82,15 +82,14 @@ impl Operator for PrintSink {
     }
 }
 
-/// The record format a [`FileSink`] writes.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum FileFormat {
-    /// One JSON object per line; a NULL is written `null` (also inside rows, maps and arrays),
-    /// or left out of its object (and a map entry with a NULL value left out) with
-    /// `'json.encode.ignore-null-fields' = 'true'` (Flink's option; `explicit_nulls` false).
-    Json { explicit_nulls: bool },
-    /// One CSV record per line, no header.
-    Csv,
+/// The record format a [`FileSink`] writes: one record of the table's format per line, by the
+/// format's encoder (a Kafka table's, with the same options: `json` writes timestamps in Flink's
+/// `SQL` form unless `'json.timestamp-format.standard' = 'ISO-8601'`, and leaves NULL fields
+/// out with `'json.encode.ignore-null-fields'`).
+pub struct FileFormat {
+    /// The files' extension: the format's name (`json`, `csv`).
+    pub extension: &'static str,
+    pub encoder: Box<dyn weir_connectors::format::Encoder>,
 }
 
 /// Appends rows to one file of a directory, exactly once; see the module docs.
@@ -118,11 +117,7 @@ impl FileSink {
     /// `Storage` when the directory or file cannot be created or truncated.
     pub fn open(dir: &Path, job: &str, format: FileFormat, schema: SchemaRef, state: u32, store: &Store) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(|e| WeirError::storage(format!("creating {}: {e}", dir.display())))?;
-        let ext = match format {
-            FileFormat::Json { .. } => "json",
-            FileFormat::Csv => "csv",
-        };
-        let path = dir.join(format!("part-{job}.{ext}"));
+        let path = dir.join(format!("part-{job}.{}", format.extension));
         let length = match store.get(state, LENGTH_KEY)? {
             Some(b) => u64::from_be_bytes(b.as_slice().try_into().map_err(|_| WeirError::storage("bad sink length"))?),
             None => 0,
@@ -154,18 +149,10 @@ impl Operator for FileSink {
             .map(|(c, f)| if c.data_type() == f.data_type() { Ok(Arc::clone(c)) } else { assign(c, f.data_type()) })
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
-        match self.format {
-            FileFormat::Json { explicit_nulls } => {
-                let mut writer = arrow::json::WriterBuilder::new()
-                    .with_explicit_nulls(explicit_nulls)
-                    .build::<_, arrow::json::writer::LineDelimited>(&mut self.buffer);
-                writer.write(&batch)?;
-                writer.finish()?;
-            }
-            FileFormat::Csv => {
-                let mut writer = arrow::csv::WriterBuilder::new().with_header(false).build(&mut self.buffer);
-                writer.write(&batch)?;
-            }
+        let records = self.format.encoder.encode(&batch, None).map_err(|e| WeirError::execution(format!("{}: {e}", self.path.display())))?;
+        for record in records.into_iter().flatten() {
+            self.buffer.extend_from_slice(&record);
+            self.buffer.push(b'\n');
         }
         Ok(None)
     }
@@ -520,7 +507,9 @@ mod tests {
         let batch = RecordBatch::try_new(Arc::clone(&schema), columns)?;
         let mut lines = Vec::new();
         for (job, explicit_nulls) in [("nulls", true), ("no-nulls", false)] {
-            let mut sink = FileSink::open(&dir.path().join("out"), job, FileFormat::Json { explicit_nulls }, Arc::clone(&schema), 1, &store)?;
+            let encoder = Box::new(weir_connectors::format::JsonEncoder::new(Arc::clone(&schema), Default::default(), !explicit_nulls));
+            let format = FileFormat { extension: "json", encoder };
+            let mut sink = FileSink::open(&dir.path().join("out"), job, format, Arc::clone(&schema), 1, &store)?;
             let ctx = OpContext { store: &store };
             sink.process_batch(0, StreamChunk::new(vec![Op::Insert], batch.clone()), &ctx)?;
             sink.on_barrier(&mut EpochWrites::default(), &ctx)?;
