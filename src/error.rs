@@ -1,7 +1,7 @@
 //! The one error type of the server's stages, and its SQLSTATE.
 //!
 //! Variants say whose fault an error is: the user's statement (`Syntax`, `UnknownTable`,
-//! `UnknownColumn`, `Unsupported`, `InvalidOption`, `Plan`, `Execution`, `DivisionByZero`, `UndefinedFunction`, `InvalidText`,
+//! `UnknownColumn`, `Unsupported`, `InvalidOption`, `Plan`, `Execution`, `DivisionByZero`, `UndefinedFunction`, `InvalidText`, `InvalidDatetime`,
 //! `NumericOutOfRange`, `WrongObjectType`, `DuplicateColumn`, `AmbiguousColumn`, `InvalidTableDefinition`, `StatementTimeout`, `Cancelled`, `AdminShutdown`, the
 //! transaction-block states, `InsufficientPrivilege`), the environment
 //! (`Storage`, `Io`), or ours (`Internal`). The SQLSTATE of each is set in one place,
@@ -133,6 +133,10 @@ pub enum ErrorKind {
     /// (Postgres's grouping_error).
     #[error("{0}")]
     Grouping(String),
+    /// Text that is no date or time, cast or parsed to a TIMESTAMP or DATE (Postgres's
+    /// invalid_datetime_format, `invalid input syntax for type timestamp: "abc"`).
+    #[error("{0}")]
+    InvalidDatetime(String),
     /// A value outside its type's range: a CAST of 3000000000 to INT (Postgres's
     /// numeric_value_out_of_range, "integer out of range").
     #[error("{0}")]
@@ -235,6 +239,7 @@ impl WeirError {
             ErrorKind::DivisionByZero => "22012",
             ErrorKind::UndefinedFunction(_) => "42883",
             ErrorKind::InvalidText(_) => "22P02",
+            ErrorKind::InvalidDatetime(_) => "22007",
             ErrorKind::BadCopyData(_) => "22P04",
             ErrorKind::StatementTimeout | ErrorKind::Cancelled => "57014",
             ErrorKind::AdminShutdown => "57P01",
@@ -275,7 +280,7 @@ impl WeirError {
 
     /// This error with its message rewritten by `rewrite` (which returns `None` to keep it), for
     /// the kinds whose message is free text (the ones SQL users mostly meet: `Plan`,
-    /// `UnknownColumn`, `UndefinedFunction`, `InvalidText`, `NumericOutOfRange`, `Execution`); the
+    /// `UnknownColumn`, `UndefinedFunction`, `InvalidText`, `InvalidDatetime`, `NumericOutOfRange`, `Execution`); the
     /// kind (so the SQLSTATE) and position stay.
     pub fn map_message(mut self, rewrite: impl FnOnce(&str) -> Option<String>) -> Self {
         let message = match &mut self.0.kind {
@@ -283,6 +288,7 @@ impl WeirError {
             | ErrorKind::UnknownColumn(m)
             | ErrorKind::UndefinedFunction(m)
             | ErrorKind::InvalidText(m)
+            | ErrorKind::InvalidDatetime(m)
             | ErrorKind::NumericOutOfRange(m)
             | ErrorKind::Execution(m) => m,
             _ => return self,
@@ -305,7 +311,7 @@ impl WeirError {
             | ActiveTransaction(m) | NoActiveTransaction(m) | ReadOnlyTransaction(m) | InvalidSavepoint(m)
             | InvalidCursor(m) | InvalidConflictTarget(m) | CardinalityViolation(m) | InsufficientPrivilege(m)
             | NotNullViolation(m) | UndefinedObject(m) | ObjectNotInPrerequisiteState(m) | InsertColumnCount(m)
-            | Grouping(m) | NumericOutOfRange(m) | WrongObjectType(m) | DuplicateColumn(m) | AmbiguousColumn(m)
+            | Grouping(m) | NumericOutOfRange(m) | InvalidDatetime(m) | WrongObjectType(m) | DuplicateColumn(m) | AmbiguousColumn(m)
             | InvalidTableDefinition(m) | External(m) | Storage(m) | Internal(m) => m,
             DivisionByZero | StatementTimeout | Cancelled | AdminShutdown | InFailedTransaction => return self,
         };
@@ -410,11 +416,15 @@ impl From<std::io::Error> for WeirError {
 
 impl From<arrow::error::ArrowError> for WeirError {
     /// A division by zero is Postgres's 22012, text that is not a value of the type it is cast
-    /// or parsed to 22P02 (`invalid_text_representation`); the rest are data errors (22000).
+    /// or parsed to 22P02 (`invalid_text_representation`), or 22007 for a date or time
+    /// (`invalid_datetime_format`); the rest are data errors (22000).
     fn from(e: arrow::error::ArrowError) -> Self {
         use arrow::error::ArrowError as A;
         match e {
             A::DivideByZero => Self::new(ErrorKind::DivisionByZero),
+            A::CastError(msg) if msg.starts_with("Cannot cast string") && (msg.contains("Timestamp") || msg.contains("Date")) => {
+                Self::new(ErrorKind::InvalidDatetime(format!("Cast error: {msg}")))
+            }
             A::CastError(msg) if msg.starts_with("Cannot cast string") || msg.starts_with("Cannot cast value '") => {
                 Self::invalid_text(format!("Cast error: {msg}"))
             }
@@ -422,6 +432,9 @@ impl From<arrow::error::ArrowError> for WeirError {
             // to type Int32").
             A::CastError(msg) if msg.starts_with("Can't cast value") => {
                 Self::new(ErrorKind::NumericOutOfRange(format!("value out of range: {msg}")))
+            }
+            A::ParseError(msg) if msg.contains("timestamp") || msg.contains("date") => {
+                Self::new(ErrorKind::InvalidDatetime(format!("Parser error: {msg}")))
             }
             A::ParseError(msg) => Self::invalid_text(format!("Parser error: {msg}")),
             other => Self::execution(other.to_string()),
@@ -432,6 +445,17 @@ impl From<arrow::error::ArrowError> for WeirError {
 impl From<datafusion::error::DataFusionError> for WeirError {
     fn from(e: datafusion::error::DataFusionError) -> Self {
         use datafusion::error::DataFusionError as D;
+        // A DECIMAL too wide for its precision, found running or while constants are folded
+        // (then inside a planning error): Postgres's 22003 "numeric field overflow".
+        let text = e.to_string();
+        if let Some(at) = text.find("is too large to store in a Decimal") {
+            let value = text[..at].rsplit(": ").next().unwrap_or_default().trim();
+            let detail = text[at..].split_once(". ").map_or("", |(_, max)| max);
+            return Self::new(ErrorKind::NumericOutOfRange(format!(
+                "numeric field overflow: {value} does not fit its DECIMAL type ({})",
+                detail.trim_end_matches('.')
+            )));
+        }
         match e {
             D::SchemaError(err, _) => {
                 let msg = err.to_string();
@@ -475,7 +499,7 @@ impl From<datafusion::error::DataFusionError> for WeirError {
                     ErrorKind::UnknownTable(t) => Self::unknown_table(t.clone()),
                     // The data's fault, found while the optimizer folded constants (`'abc'::int`,
                     // `1 / 0`): the error as evaluating it would give, without the rule's name.
-                    ErrorKind::DivisionByZero | ErrorKind::InvalidText(_) | ErrorKind::NumericOutOfRange(_) => inner,
+                    ErrorKind::DivisionByZero | ErrorKind::InvalidText(_) | ErrorKind::InvalidDatetime(_) | ErrorKind::NumericOutOfRange(_) => inner,
                     // An analyzer rule's refusal (`sql::comparisons`), without the rule's name.
                     ErrorKind::UndefinedFunction(_) => inner,
                     _ => Self::plan(msg),

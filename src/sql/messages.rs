@@ -35,6 +35,12 @@ fn rewrite(message: &str) -> Option<String> {
         let t = rest.split(" type").next()?;
         return Some(format!("invalid input syntax for type {}: \"{value}\"", type_name(t)));
     }
+    // Arrow's parse of text that is no timestamp: "Parser error: Error parsing timestamp from
+    // 'abc': ..." (Postgres: invalid input syntax for type timestamp: "abc").
+    if let Some(rest) = message.split("Error parsing timestamp from '").nth(1) {
+        let (value, _) = rest.rsplit_once("': ")?;
+        return Some(format!("invalid input syntax for type timestamp: \"{value}\""));
+    }
     // DataFusion's unknown column: "No field named nme. Valid fields are t.id, t.name."
     if let Some(at) = message.find("No field named ") {
         let name = crate::error::missing_column(message)?;
