@@ -65,7 +65,7 @@ impl VisitorMut for GroupWindows {
             (Some(kind), Some(order_by)) => {
                 let mut error = None;
                 let _ = sqlparser::ast::visit_expressions_mut(order_by, |e: &mut Expr| {
-                    replace_auxiliary(e, kind, &mut error, &mut false);
+                    replace_auxiliary(e, &kind, &mut error, &mut false);
                     ControlFlow::<()>::Continue(())
                 });
                 error.map_or(Ok(()), Err)
@@ -82,9 +82,8 @@ impl VisitorMut for GroupWindows {
     }
 }
 
-/// Rewrites the query blocks of `body`; the kind of the group window of a lone block that has
-/// one.
-fn in_set_expr(body: &mut SetExpr) -> Result<Option<&'static str>> {
+/// Rewrites the query blocks of `body`; the group window of a lone block that has one.
+fn in_set_expr(body: &mut SetExpr) -> Result<Option<GroupWindow>> {
     match body {
         SetExpr::Select(select) => in_select(select),
         SetExpr::SetOperation { left, right, .. } => {
@@ -97,6 +96,7 @@ fn in_set_expr(body: &mut SetExpr) -> Result<Option<&'static str>> {
 }
 
 /// A group window call: its kind (`tumble`, `hop`, `session`) and arguments.
+#[derive(Debug, Clone, PartialEq)]
 struct GroupWindow {
     kind: &'static str,
     time: String,
@@ -125,19 +125,25 @@ fn group_window(e: &Expr) -> Option<Result<GroupWindow>> {
         let shape = if kind == "hop" { "HOP(time_attr, slide, size)" } else { &format!("{upper}(time_attr, interval)") };
         return Some(Err(WeirError::plan(format!("the group window {upper} in GROUP BY takes {shape}"))));
     }
-    let time = match exprs[0] {
-        Expr::Identifier(i) => crate::sql::parser::ident(i),
-        Expr::CompoundIdentifier(parts) => parts.last().map(crate::sql::parser::ident).unwrap_or_default(),
-        other => {
-            return Some(Err(WeirError::plan(format!(
-                "the group window {upper} needs a time attribute column as its first argument, got {other}"
-            ))))
-        }
+    let Some(time) = column_name(exprs[0]) else {
+        return Some(Err(WeirError::plan(format!(
+            "the group window {upper} needs a time attribute column as its first argument, got {}",
+            exprs[0]
+        ))));
     };
     Some(Ok(GroupWindow { kind, time, intervals: exprs[1..].iter().map(|e| e.to_string()).collect() }))
 }
 
-fn in_select(select: &mut Select) -> Result<Option<&'static str>> {
+/// The column `e` names (its last part), if it is a column.
+fn column_name(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Identifier(i) => Some(crate::sql::parser::ident(i)),
+        Expr::CompoundIdentifier(parts) => parts.last().map(crate::sql::parser::ident),
+        _ => None,
+    }
+}
+
+fn in_select(select: &mut Select) -> Result<Option<GroupWindow>> {
     let GroupByExpr::Expressions(keys, _) = &mut select.group_by else { return Ok(None) };
     let mut windows = keys.iter().enumerate().filter_map(|(i, k)| group_window(k).map(|w| (i, w)));
     let Some((at, window)) = windows.next() else {
@@ -212,7 +218,7 @@ fn in_select(select: &mut Select) -> Result<Option<&'static str>> {
     let mut error = None;
     let mut reads_time = false;
     let mut replace = |e: &mut Expr| {
-        replace_auxiliary(e, window.kind, &mut error, &mut reads_time);
+        replace_auxiliary(e, &window, &mut error, &mut reads_time);
         ControlFlow::<()>::Continue(())
     };
     for item in &mut select.projection {
@@ -231,22 +237,26 @@ fn in_select(select: &mut Select) -> Result<Option<&'static str>> {
             keys.insert(at + 2, Expr::Identifier(Ident::new("window_time")));
         }
     }
-    Ok(Some(window.kind))
+    Ok(Some(window))
 }
 
 /// `e`, if it is an auxiliary function of a group window of `kind`, as the window's column;
 /// one of another kind is an `error`. Sets `reads_time` for `*_ROWTIME` and `*_PROCTIME`.
-fn replace_auxiliary(e: &mut Expr, kind: &str, error: &mut Option<WeirError>, reads_time: &mut bool) {
+fn replace_auxiliary(e: &mut Expr, window: &GroupWindow, error: &mut Option<WeirError>, reads_time: &mut bool) {
     let Some((prefix, column)) = auxiliary(e) else { return };
     *reads_time |= column == "window_time";
-    if prefix != kind {
+    // Calcite's rule: the auxiliary function repeats the group window's call.
+    if named_window(e, prefix).as_ref() != Some(window) {
         error.get_or_insert_with(|| {
             WeirError::plan(format!(
-                "{}_{} names a {} window, but the query groups by {}(..)",
+                "Call to auxiliary group function '{}_{}' must have matching call to group function '{}' in GROUP BY \
+                 clause: {}({}, {})",
                 prefix.to_ascii_uppercase(),
                 auxiliary_suffix(column),
                 prefix.to_ascii_uppercase(),
-                kind.to_ascii_uppercase()
+                window.kind.to_ascii_uppercase(),
+                window.time,
+                window.intervals.join(", ")
             ))
         });
     }
@@ -288,6 +298,20 @@ fn auxiliary(e: &Expr) -> Option<(&'static str, &'static str)> {
         _ => return None,
     };
     Some((kind, column))
+}
+
+/// The group window an auxiliary function call `e` names by its arguments (`TUMBLE_START(ts,
+/// INTERVAL '1' HOUR)` names `TUMBLE(ts, INTERVAL '1' HOUR)`).
+fn named_window(e: &Expr, kind: &'static str) -> Option<GroupWindow> {
+    let Expr::Function(f) = e else { return None };
+    let FunctionArguments::List(list) = &f.args else { return None };
+    let mut exprs = list.args.iter().map(|a| match a {
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
+        _ => None,
+    });
+    let time = column_name(exprs.next()??)?;
+    let intervals = exprs.map(|e| e.map(|e| e.to_string())).collect::<Option<Vec<_>>>()?;
+    Some(GroupWindow { kind, time, intervals })
 }
 
 /// The suffix an auxiliary function of `column` has (for messages).
