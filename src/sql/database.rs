@@ -578,8 +578,8 @@ impl Database {
         let (result, notices) = crate::sql::notices::collect(timed).await;
         session.notices.extend(notices);
         let result = result
-        .map_err(|e| crate::sql::messages::in_sql_terms(e.locate_name(|name| parser::position_of_name(sql, name))))
-        .and_then(|r| r.shown_in(crate::sql::settings::session_zone(&settings)));
+            .map_err(|e| crate::sql::messages::in_sql_terms(e.locate_name(|name| parser::position_of_name(sql, name))))
+            .and_then(|r| r.shown_in(crate::sql::settings::session_zone(&settings)));
         if result.is_err() {
             if let Some(txn) = session.txn.as_mut() {
                 txn.failed = true;
@@ -824,7 +824,7 @@ impl Database {
         };
         // Postgres: an existing table is not written, and its query not even planned.
         if exists && ctas.table.if_not_exists {
-            crate::sql::notices::notice(format!("relation \"{name}\" already exists, skipping"));
+            crate::sql::notices::notice_coded("42P07", format!("relation \"{name}\" already exists, skipping"));
             return Ok(command("CREATE TABLE AS"));
         }
         if exists {
@@ -1576,6 +1576,11 @@ impl Database {
                     ddl::create_materialized_view(&mut engine, &name, &v.query, (v.if_not_exists, false), settings, sql, temporary).await?;
                     return Ok(command("CREATE MATERIALIZED VIEW"));
                 }
+                // Flink's and Postgres's IF NOT EXISTS: an existing relation stays as it is.
+                if v.if_not_exists && !v.or_replace && engine.catalog.get(&name).is_some() {
+                    crate::sql::notices::notice_coded("42P07", format!("relation \"{name}\" already exists, skipping"));
+                    return Ok(command("CREATE VIEW"));
+                }
                 if let Some(read) = temporary.first() {
                     return Err(WeirError::plan(format!(
                         "view {name} would read temporary view {}, which ends with this session; create it with CREATE TEMPORARY VIEW",
@@ -1766,7 +1771,7 @@ impl Database {
     /// without IF NOT EXISTS); `CREATE TABLE`'s.
     async fn create_temporary_table(&self, session: &mut Session, t: &parser::CreateTable, sql: &str) -> Result<()> {
         if session.temporary_tables.get(&t.name).is_some() && t.if_not_exists {
-            crate::sql::notices::notice(format!("relation \"{}\" already exists, skipping", t.name));
+            crate::sql::notices::notice_coded("42P07", format!("relation \"{}\" already exists, skipping", t.name));
             return Ok(());
         }
         if session.temporary_tables.get(&t.name).is_some() || session.temporary_views.get(&t.name).is_some() {

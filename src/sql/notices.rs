@@ -29,6 +29,12 @@ pub fn notice(message: impl Into<String>) {
     raise(Notice { severity: "NOTICE", code: "00000", message: message.into() });
 }
 
+/// Raises a `NOTICE` with SQLSTATE `code` (Postgres sends the skipped statement's error code
+/// with the notice of an `IF NOT EXISTS` that skips: 42P07 for a relation, 42701 for a column).
+pub fn notice_coded(code: &'static str, message: impl Into<String>) {
+    raise(Notice { severity: "NOTICE", code, message: message.into() });
+}
+
 /// Raises a `WARNING` with SQLSTATE `code` for the running statement.
 pub fn warning(code: &'static str, message: impl Into<String>) {
     raise(Notice { severity: "WARNING", code, message: message.into() });

@@ -1373,12 +1373,15 @@ fn parse_setting_value(p: &mut Parser<'_>, sql: &str) -> Result<String> {
 }
 
 /// A NOTICE for the columns of a table whose records name their fields (a `kafka` or
-/// `filesystem` table of `json`, `avro-confluent`, ..) declared unquoted with capitals: Weir
+/// `filesystem` table of `json`, `avro-confluent`, ..; not `csv` or `raw`) declared unquoted with capitals: Weir
 /// folds them to lower case, as Postgres does (Flink keeps their case), so a field `UserId`
 /// would read NULL into column `userid`.
 fn notice_folded_fields(table: &CreateTable, folded: &[String]) {
-    let named_fields = table.options.keys().any(|k| k.ends_with("format"))
-        || table.options.get("connector").is_some_and(|c| c == "filesystem");
+    // CSV and raw records hold their fields by position.
+    let by_name = |format: &str| !matches!(format, "csv" | "raw");
+    let formats: Vec<&String> = table.options.iter().filter(|(k, _)| k.ends_with("format")).map(|(_, v)| v).collect();
+    let named_fields = formats.iter().any(|f| by_name(f))
+        || (formats.is_empty() && table.options.get("connector").is_some_and(|c| c == "filesystem"));
     if folded.is_empty() || !named_fields {
         return;
     }
