@@ -196,24 +196,67 @@ fn internal(e: ArrowError) -> ConnectorError {
 pub struct CsvEncoder {
     schema: SchemaRef,
     writer: WriterBuilder,
+    standard: TimestampStandard,
+}
+
+/// `batch` with its TIMESTAMP and TIMESTAMP_LTZ columns as the text Flink's CSV format writes
+/// (its `TimeFormats`, as JSON's: [`super::json::write_flink_timestamp`]).
+fn timestamps_as_text(batch: &RecordBatch, standard: TimestampStandard) -> Result<RecordBatch, ConnectorError> {
+    use arrow::array::StringBuilder;
+    use arrow::datatypes::TimeUnit;
+    if !batch.schema().fields().iter().any(|f| matches!(f.data_type(), DataType::Timestamp(..))) {
+        return Ok(batch.clone());
+    }
+    let separator = match standard {
+        TimestampStandard::Sql => ' ',
+        TimestampStandard::Iso8601 => 'T',
+    };
+    let mut fields = Vec::new();
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+        let DataType::Timestamp(unit, zone) = field.data_type() else {
+            fields.push(field.as_ref().clone());
+            columns.push(Arc::clone(column));
+            continue;
+        };
+        let per_second = match unit {
+            TimeUnit::Second => 1,
+            TimeUnit::Millisecond => 1_000,
+            TimeUnit::Microsecond => 1_000_000,
+            TimeUnit::Nanosecond => 1_000_000_000,
+        };
+        let data = column.to_data();
+        let values = arrow::buffer::ScalarBuffer::<i64>::new(data.buffers()[0].clone(), data.offset(), data.len());
+        let mut text = StringBuilder::with_capacity(column.len(), column.len() * 24);
+        let mut line = Vec::with_capacity(32);
+        for (i, v) in values.iter().enumerate() {
+            line.clear();
+            if column.is_null(i) || !super::json::write_flink_timestamp(&mut line, *v, per_second, separator, zone.is_some()) {
+                text.append_null();
+            } else {
+                text.append_value(String::from_utf8_lossy(&line));
+            }
+        }
+        fields.push(Field::new(field.name(), DataType::Utf8, field.is_nullable()));
+        columns.push(Arc::new(text.finish()));
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|e| ConnectorError::Encode { message: format!("csv: {e}") })
 }
 
 impl CsvEncoder {
     /// An encoder for rows of `schema` in the `options` dialect, timestamps per `standard`.
     pub fn new(schema: SchemaRef, options: CsvOptions, standard: TimestampStandard) -> Self {
-        let unit = arrow::datatypes::TimeUnit::Millisecond;
+        // Timestamps are written as text ([`timestamps_as_text`]).
         let mut writer = WriterBuilder::new()
             .with_header(false)
             .with_delimiter(options.delimiter)
             .with_quote(options.quote)
-            .with_timestamp_format(standard.chrono_format(unit, false))
-            .with_timestamp_tz_format(standard.chrono_format(unit, true))
             .with_date_format("%Y-%m-%d".into())
             .with_null(options.null_literal.clone().unwrap_or_default());
         if let Some(escape) = options.escape {
             writer = writer.with_escape(escape).with_double_quote(false);
         }
-        CsvEncoder { schema, writer }
+        CsvEncoder { schema, writer, standard }
     }
 }
 
@@ -233,6 +276,7 @@ impl Write for Shared {
 impl Encoder for CsvEncoder {
     fn encode(&mut self, batch: &RecordBatch, ops: Option<&[Op]>) -> Result<Vec<Option<Vec<u8>>>, ConnectorError> {
         check_batch(&self.schema, batch, ops, "csv")?;
+        let batch = &timestamps_as_text(batch, self.standard)?;
         let buffer = Rc::new(RefCell::new(Vec::new()));
         let mut writer = self.writer.clone().build(Shared(Rc::clone(&buffer)));
         let mut out = Vec::with_capacity(batch.num_rows());

@@ -216,21 +216,34 @@ struct TimestampEncoder {
 
 impl arrow::json::writer::Encoder for TimestampEncoder {
     fn encode(&mut self, idx: usize, out: &mut Vec<u8>) {
-        use std::io::Write;
-        let v = self.values[idx];
-        let (seconds, part) = (v.div_euclid(self.per_second), v.rem_euclid(self.per_second));
-        let Some(at) = arrow::temporal_conversions::timestamp_s_to_datetime(seconds) else {
+        out.push(b'"');
+        if !write_flink_timestamp(out, self.values[idx], self.per_second, self.separator, self.zone) {
+            out.pop();
             out.extend_from_slice(b"null");
             return;
-        };
-        let _ = write!(out, "\"{}{}{}", at.format("%Y-%m-%d"), self.separator, at.format("%H:%M:%S"));
-        if part != 0 {
-            let digits = self.per_second.ilog10() as usize;
-            let fraction = format!("{part:0digits$}");
-            let _ = write!(out, ".{}", fraction.trim_end_matches('0'));
         }
-        out.extend_from_slice(if self.zone { b"Z\"" } else { b"\"" });
+        out.push(b'"');
     }
+}
+
+/// Appends timestamp `v` (`per_second` units a second) as Flink's `TimeFormats` writes it: the
+/// date, `separator`, the time, the fraction of a second only when it is not zero and without
+/// trailing zeros, and `Z` when `zone` (a TIMESTAMP_LTZ, in UTC). False, writing nothing, for a
+/// value out of the calendar's range.
+pub(super) fn write_flink_timestamp(out: &mut Vec<u8>, v: i64, per_second: i64, separator: char, zone: bool) -> bool {
+    use std::io::Write;
+    let (seconds, part) = (v.div_euclid(per_second), v.rem_euclid(per_second));
+    let Some(at) = arrow::temporal_conversions::timestamp_s_to_datetime(seconds) else { return false };
+    let _ = write!(out, "{}{}{}", at.format("%Y-%m-%d"), separator, at.format("%H:%M:%S"));
+    if part != 0 {
+        let digits = per_second.ilog10() as usize;
+        let fraction = format!("{part:0digits$}");
+        let _ = write!(out, ".{}", fraction.trim_end_matches('0'));
+    }
+    if zone {
+        out.push(b'Z');
+    }
+    true
 }
 
 /// Calls `f(row, object)` with each row of `batch` as a JSON object, in row order.

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
+use arrow::datatypes::{DataType, SchemaRef};
 
 use super::avro::{AvroConfluentDecoder, AvroConfluentEncoder, RegistryOptions, AVRO_OPTIONS};
 use super::change_json::{ChangeLog, ChangeLogDecoder};
@@ -52,24 +52,6 @@ pub enum TimestampStandard {
     Sql,
     /// `2024-05-01T12:00:00.123` (and `...123Z` for TIMESTAMP_LTZ).
     Iso8601,
-}
-
-impl TimestampStandard {
-    /// The chrono format of a timestamp of `unit`, ending in `Z` when `with_zone` (UTC).
-    pub(super) fn chrono_format(self, unit: TimeUnit, with_zone: bool) -> String {
-        let separator = match self {
-            TimestampStandard::Sql => ' ',
-            TimestampStandard::Iso8601 => 'T',
-        };
-        let fraction = match unit {
-            TimeUnit::Second => "",
-            TimeUnit::Millisecond => "%.3f",
-            TimeUnit::Microsecond => "%.6f",
-            TimeUnit::Nanosecond => "%.9f",
-        };
-        let zone = if with_zone { "Z" } else { "" };
-        format!("%Y-%m-%d{separator}%H:%M:%S{fraction}{zone}")
-    }
 }
 
 /// The CSV dialect (Flink's `csv.*` options).

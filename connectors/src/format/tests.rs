@@ -234,7 +234,8 @@ fn csv_null_literal_ignore_parse_errors_and_round_trip() -> TestResult {
         written,
         vec![
             Some(b"\\N,\\N,\\N,\\N".to_vec()),
-            Some(b"2,\"say \"\"hi\"\", ok\",2024-05-01 00:00:01.000,3.00".to_vec())
+            // A timestamp as Flink's CSV format writes it: no fraction when it is zero.
+            Some(b"2,\"say \"\"hi\"\", ok\",2024-05-01 00:00:01,3.00".to_vec())
         ]
     );
     let again = decoder.decode(&written.iter().flatten().map(Vec::as_slice).collect::<Vec<_>>())?;
