@@ -182,6 +182,10 @@ pub fn validate(
     }
     if name == "filesystem" {
         require(&name, options, "path")?;
+        // The format's own options and values, as a Kafka table's (`json` when none is named).
+        let mut with_format = options.clone();
+        with_format.entry("format".into()).or_insert_with(|| "json".into());
+        format::FormatOptions::from_options(&with_format, "")?;
     }
     if name == "print" {
         if let Some(v) = options.get("standard-error").filter(|v| !matches!(v.to_lowercase().as_str(), "true" | "false")) {
