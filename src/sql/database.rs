@@ -824,7 +824,7 @@ impl Database {
         };
         // Postgres: an existing table is not written, and its query not even planned.
         if exists && ctas.table.if_not_exists {
-            crate::sql::notices::notice_coded("42P07", format!("relation \"{name}\" already exists, skipping"));
+            crate::sql::notices::relation_exists(&name);
             return Ok(command("CREATE TABLE AS"));
         }
         if exists {
@@ -1578,7 +1578,7 @@ impl Database {
                 }
                 // Flink's and Postgres's IF NOT EXISTS: an existing relation stays as it is.
                 if v.if_not_exists && !v.or_replace && engine.catalog.get(&name).is_some() {
-                    crate::sql::notices::notice_coded("42P07", format!("relation \"{name}\" already exists, skipping"));
+                    crate::sql::notices::relation_exists(&name);
                     return Ok(command("CREATE VIEW"));
                 }
                 if let Some(read) = temporary.first() {
@@ -1771,7 +1771,7 @@ impl Database {
     /// without IF NOT EXISTS); `CREATE TABLE`'s.
     async fn create_temporary_table(&self, session: &mut Session, t: &parser::CreateTable, sql: &str) -> Result<()> {
         if session.temporary_tables.get(&t.name).is_some() && t.if_not_exists {
-            crate::sql::notices::notice_coded("42P07", format!("relation \"{}\" already exists, skipping", t.name));
+            crate::sql::notices::relation_exists(&t.name);
             return Ok(());
         }
         if session.temporary_tables.get(&t.name).is_some() || session.temporary_views.get(&t.name).is_some() {

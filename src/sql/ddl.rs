@@ -30,7 +30,7 @@ pub async fn create_table(engine: &mut Engine, t: &CreateTable, definition: &str
     }
     if engine.catalog.get(&t.name).is_some() {
         if t.if_not_exists {
-            crate::sql::notices::notice_coded("42P07", format!("relation \"{}\" already exists, skipping", t.name));
+            crate::sql::notices::relation_exists(&t.name);
             return Ok(());
         }
         return Err(ErrorKind::DuplicateTable(t.name.clone()).into());
@@ -461,7 +461,7 @@ pub async fn add_columns(engine: &mut Engine, name: &str, if_exists: bool, added
     // Only IF NOT EXISTS of columns it has: nothing to do (Postgres's notice).
     if added.iter().all(|(c, if_not_exists)| *if_not_exists && rel.columns.iter().any(|r| r.name == c.name)) {
         for (column, _) in added {
-            crate::sql::notices::notice_coded("42701", format!("column \"{}\" of relation \"{name}\" already exists, skipping", column.name));
+            crate::sql::notices::column_exists(&column.name, name);
         }
         return Ok(());
     }
@@ -470,7 +470,7 @@ pub async fn add_columns(engine: &mut Engine, name: &str, if_exists: bool, added
     for (column, if_not_exists) in added {
         if table.columns.iter().any(|c| c.name == column.name) {
             if *if_not_exists {
-                crate::sql::notices::notice_coded("42701", format!("column \"{}\" of relation \"{name}\" already exists, skipping", column.name));
+                crate::sql::notices::column_exists(&column.name, name);
                 continue;
             }
             return Err(ErrorKind::DuplicateColumn(format!("column \"{}\" of relation \"{name}\" already exists", column.name)).into());
@@ -975,7 +975,7 @@ pub async fn create_materialized_view(
 ) -> Result<()> {
     if engine.catalog.get(name).is_some() {
         if if_not_exists {
-            crate::sql::notices::notice_coded("42P07", format!("relation \"{name}\" already exists, skipping"));
+            crate::sql::notices::relation_exists(&name);
             return Ok(());
         }
         return Err(ErrorKind::DuplicateTable(name.to_string()).into());

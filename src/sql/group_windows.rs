@@ -189,13 +189,13 @@ fn in_select(select: &mut Select) -> Result<Option<GroupWindow>> {
         // Flink's group SESSION window is a session per group: the other keys partition it.
         let columns = others
             .iter()
-            .map(|k| match k {
-                Expr::Identifier(i) => Ok(crate::sql::parser::ident(i)),
-                Expr::CompoundIdentifier(parts) => Ok(parts.last().map(crate::sql::parser::ident).unwrap_or_default()),
-                other => Err(WeirError::plan(format!(
-                    "a SESSION group window partitions its sessions by the other GROUP BY keys, which must be columns; \
-                     {other} is not (compute it in a view first)"
-                ))),
+            .map(|k| {
+                column_name(k).ok_or_else(|| {
+                    WeirError::plan(format!(
+                        "a SESSION group window partitions its sessions by the other GROUP BY keys, which must be columns; \
+                         {k} is not (compute it in a view first)"
+                    ))
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         if !columns.is_empty() {

@@ -35,6 +35,17 @@ pub fn notice_coded(code: &'static str, message: impl Into<String>) {
     raise(Notice { severity: "NOTICE", code, message: message.into() });
 }
 
+/// The NOTICE of a `CREATE .. IF NOT EXISTS` of relation `name`, which exists: Postgres's
+/// `relation "t" already exists, skipping` (42P07).
+pub fn relation_exists(name: &str) {
+    notice_coded("42P07", format!("relation \"{name}\" already exists, skipping"));
+}
+
+/// The NOTICE of an `ADD COLUMN IF NOT EXISTS` of `column`, which `relation` has (42701).
+pub fn column_exists(column: &str, relation: &str) {
+    notice_coded("42701", format!("column \"{column}\" of relation \"{relation}\" already exists, skipping"));
+}
+
 /// Raises a `WARNING` with SQLSTATE `code` for the running statement.
 pub fn warning(code: &'static str, message: impl Into<String>) {
     raise(Notice { severity: "WARNING", code, message: message.into() });

@@ -93,7 +93,7 @@ impl TemporaryViews {
         if self.get(name).is_some() && !or_replace {
             return match if_not_exists {
                 true => {
-                    crate::sql::notices::notice_coded("42P07", format!("relation \"{name}\" already exists, skipping"));
+                    crate::sql::notices::relation_exists(&name);
                     Ok(())
                 }
                 false => Err(ErrorKind::DuplicateTable(name.to_string()).into()),

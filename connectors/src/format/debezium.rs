@@ -158,7 +158,7 @@ impl DebeziumEncoder {
     /// An encoder for rows of `schema`, writing timestamps per `standard`; `ignore_null_fields`
     /// leaves NULL columns out of the row objects.
     pub fn new(schema: SchemaRef, standard: TimestampStandard, ignore_null_fields: bool) -> Self {
-        DebeziumEncoder { options: encoder_options(&schema, standard, ignore_null_fields), schema }
+        DebeziumEncoder { options: encoder_options(standard, ignore_null_fields), schema }
     }
 }
 

@@ -52,8 +52,8 @@ impl Decoder for JsonDecoder {
         Ok(Decoded { batch: isolated.batch, ops: None, sources: isolated.sources, errors: isolated.errors })
     }
 
-    /// JSON lines read in one pass by Arrow's reader (a file's: several times faster than a
-    /// record at a time); when that fails or does not give one row per line, the lines are
+    /// JSON lines read in one pass by Arrow's reader (a file's: one call, not two a record);
+    /// when that fails or does not give one row per line, the lines are
     /// decoded one by one, so each bad line is found. (One pass takes a line holding two objects
     /// beside a line holding none of its own as the objects they hold.)
     fn decode_lines(&mut self, text: &[u8], records: &[&[u8]]) -> Result<Decoded, ConnectorError> {
@@ -146,7 +146,7 @@ impl JsonEncoder {
     /// An encoder for rows of `schema`, writing timestamps per `standard`; `ignore_null_fields`
     /// leaves NULL columns out.
     pub fn new(schema: SchemaRef, standard: TimestampStandard, ignore_null_fields: bool) -> Self {
-        JsonEncoder { options: encoder_options(&schema, standard, ignore_null_fields), schema }
+        JsonEncoder { options: encoder_options(standard, ignore_null_fields), schema }
     }
 }
 
@@ -161,11 +161,7 @@ impl Encoder for JsonEncoder {
 
 /// The arrow JSON writer options: explicit nulls unless `ignore_null_fields`, timestamps as
 /// [`FlinkTimestamps`] writes them in `standard`, dates `2024-05-01`.
-pub(super) fn encoder_options(
-    _schema: &SchemaRef,
-    standard: TimestampStandard,
-    ignore_null_fields: bool,
-) -> EncoderOptions {
+pub(super) fn encoder_options(standard: TimestampStandard, ignore_null_fields: bool) -> EncoderOptions {
     EncoderOptions::default()
         .with_explicit_nulls(!ignore_null_fields)
         .with_encoder_factory(Arc::new(FlinkTimestamps { standard }))
