@@ -182,10 +182,8 @@ pub fn validate(
     }
     if name == "filesystem" {
         require(&name, options, "path")?;
-        // The format's own options and values, as a Kafka table's (`json` when none is named).
-        let mut with_format = options.clone();
-        with_format.entry("format".into()).or_insert_with(|| "json".into());
-        format::FormatOptions::from_options(&with_format, "")?;
+        // The format's own options and values, as a Kafka table's.
+        format::FormatOptions::from_options(&with_file_format(options), "")?;
     }
     if name == "print" {
         if let Some(v) = options.get("standard-error").filter(|v| !matches!(v.to_lowercase().as_str(), "true" | "false")) {
@@ -311,6 +309,14 @@ pub fn check_supported(
         unsupported: unsupported.join(", "),
         supported: supported.join(", "),
     })
+}
+
+/// A `filesystem` table's `options` with its format named: `json` (JSON lines) when `'format'`
+/// is not given.
+pub fn with_file_format(options: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut options = options.clone();
+    options.entry("format".into()).or_insert_with(|| "json".into());
+    options
 }
 
 /// The way out for an option a Flink user gives to the wrong kind of Kafka table: `'format'`

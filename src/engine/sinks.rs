@@ -43,8 +43,8 @@ impl Engine {
             "filesystem" => {
                 let dir = PathBuf::from(sink.options.get("path").cloned().unwrap_or_default());
                 let physical = Arc::new(arrow::datatypes::Schema::new(written_fields(sink)?));
-                let mut options = sink.options.clone();
-                let extension = match options.entry("format".into()).or_insert_with(|| "json".into()).as_str() {
+                let options = weir_connectors::with_file_format(&sink.options);
+                let extension = match options["format"].as_str() {
                     "json" => "json",
                     "csv" => "csv",
                     other => {

@@ -52,8 +52,8 @@ impl FileReader {
     /// `InvalidOption` for a bad format; `Storage` when the path cannot be listed.
     pub fn open(rel: &Relation, physical: SchemaRef, positions: Option<&[u64]>) -> Result<Self> {
         let path = PathBuf::from(rel.options.get("path").map(String::as_str).unwrap_or_default());
-        let mut options = rel.options.clone();
-        let format = options.entry("format".into()).or_insert_with(|| "json".into()).clone();
+        let options = weir_connectors::with_file_format(&rel.options);
+        let format = &options["format"];
         if !["json", "csv", "debezium-json", "maxwell-json", "canal-json"].contains(&format.as_str()) {
             return Err(WeirError::option(format!(
                 "table {}: the 'filesystem' connector reads format 'json', 'csv', 'debezium-json', 'maxwell-json' or 'canal-json', not '{format}'",
@@ -98,13 +98,12 @@ impl FileReader {
             records.push(&self.buffer[from..end - 1]);
             from = end;
         }
-        let offsets: Vec<u64> = self.lines.iter().map(|l| l.1).collect();
         let decoded = self.decoder.decode_lines(&self.buffer, &records).map_err(|e| WeirError::internal(e.to_string()))?;
         for error in decoded.errors {
             self.dead_letters.push(DeadLetter {
                 partition: p,
                 source: self.partitions[p].path.display().to_string(),
-                offset: offsets[error.index] as i64,
+                offset: self.lines[error.index].1 as i64,
                 raw: records[error.index].to_vec(),
                 error: error.message,
             });

@@ -162,8 +162,7 @@ fn unify(values: Vec<(&mut Expr, &DFSchema)>) -> bool {
     }
     for v in values {
         if is_decimal(&v) {
-            let decimal = std::mem::replace(v.0, Expr::Literal(ScalarValue::Null, None));
-            *v.0 = Expr::Cast(Cast::new(Box::new(decimal), DataType::Float64));
+            cast_in_place(v.0, DataType::Float64);
         }
     }
     true
@@ -236,15 +235,18 @@ fn array_and_value(array: &mut Expr, value: &mut Expr, schema: &DFSchema) -> boo
     };
     let Some(common) = common else { return false };
     if &common != element {
-        let list = DataType::List(Arc::new(item.as_ref().clone().with_data_type(common.clone())));
-        let old = std::mem::replace(array, Expr::Literal(ScalarValue::Null, None));
-        *array = Expr::Cast(Cast::new(Box::new(old), list));
+        cast_in_place(array, DataType::List(Arc::new(item.as_ref().clone().with_data_type(common.clone()))));
     }
     if common != value_type {
-        let old = std::mem::replace(value, Expr::Literal(ScalarValue::Null, None));
-        *value = Expr::Cast(Cast::new(Box::new(old), common));
+        cast_in_place(value, common);
     }
     true
+}
+
+/// Replaces `e` by `CAST(e AS to)`.
+fn cast_in_place(e: &mut Expr, to: DataType) {
+    let old = std::mem::replace(e, Expr::Literal(ScalarValue::Null, None));
+    *e = Expr::Cast(Cast::new(Box::new(old), to));
 }
 
 /// Refuses `e` if it compares a string that is not a literal with a number.

@@ -200,41 +200,28 @@ pub struct CsvEncoder {
 }
 
 /// `batch` with its TIMESTAMP and TIMESTAMP_LTZ columns as the text Flink's CSV format writes
-/// (its `TimeFormats`, as JSON's: [`super::json::write_flink_timestamp`]).
+/// (its `TimeFormats`, as JSON's: [`super::json::FlinkTimestampColumn`]).
 fn timestamps_as_text(batch: &RecordBatch, standard: TimestampStandard) -> Result<RecordBatch, ConnectorError> {
     use arrow::array::StringBuilder;
-    use arrow::datatypes::TimeUnit;
     if !batch.schema().fields().iter().any(|f| matches!(f.data_type(), DataType::Timestamp(..))) {
         return Ok(batch.clone());
     }
-    let separator = match standard {
-        TimestampStandard::Sql => ' ',
-        TimestampStandard::Iso8601 => 'T',
-    };
     let mut fields = Vec::new();
     let mut columns: Vec<ArrayRef> = Vec::new();
     for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
-        let DataType::Timestamp(unit, zone) = field.data_type() else {
+        let Some(timestamps) = super::json::FlinkTimestampColumn::of(column.as_ref(), standard) else {
             fields.push(field.as_ref().clone());
             columns.push(Arc::clone(column));
             continue;
         };
-        let per_second = match unit {
-            TimeUnit::Second => 1,
-            TimeUnit::Millisecond => 1_000,
-            TimeUnit::Microsecond => 1_000_000,
-            TimeUnit::Nanosecond => 1_000_000_000,
-        };
-        let data = column.to_data();
-        let values = arrow::buffer::ScalarBuffer::<i64>::new(data.buffers()[0].clone(), data.offset(), data.len());
         let mut text = StringBuilder::with_capacity(column.len(), column.len() * 24);
-        let mut line = Vec::with_capacity(32);
-        for (i, v) in values.iter().enumerate() {
-            line.clear();
-            if column.is_null(i) || !super::json::write_flink_timestamp(&mut line, *v, per_second, separator, zone.is_some()) {
+        let mut value = Vec::with_capacity(32);
+        for i in 0..column.len() {
+            value.clear();
+            if column.is_null(i) || !timestamps.write(i, &mut value) {
                 text.append_null();
             } else {
-                text.append_value(String::from_utf8_lossy(&line));
+                text.append_value(String::from_utf8_lossy(&value));
             }
         }
         fields.push(Field::new(field.name(), DataType::Utf8, field.is_nullable()));

@@ -169,10 +169,9 @@ pub(super) fn encoder_options(standard: TimestampStandard, ignore_null_fields: b
 }
 
 /// Writes TIMESTAMP and TIMESTAMP_LTZ values (at any depth) as Flink's JSON format writes them
-/// (`TimeFormats`): `2024-05-01 12:00:00` in the `SQL` standard, `2024-05-01T12:00:00` in
-/// `ISO-8601`, with the fraction of a second only when it is not zero and without trailing
-/// zeros (`12:00:00.5`, `12:00:00.123`; Java's `appendFraction(NANO_OF_SECOND, 0, 9, true)`),
-/// and a `Z` after a TIMESTAMP_LTZ (UTC).
+/// ([`FlinkTimestampColumn`]): `2024-05-01 12:00:00` in the `SQL` standard,
+/// `2024-05-01T12:00:00` in `ISO-8601`, `12:00:00.5`, `12:00:00.123` (Java's
+/// `appendFraction(NANO_OF_SECOND, 0, 9, true)`), `..Z` for a TIMESTAMP_LTZ.
 #[derive(Debug)]
 struct FlinkTimestamps {
     standard: TimestampStandard,
@@ -185,35 +184,15 @@ impl arrow::json::writer::EncoderFactory for FlinkTimestamps {
         array: &'a dyn Array,
         _options: &'a EncoderOptions,
     ) -> Result<Option<NullableEncoder<'a>>, ArrowError> {
-        let DataType::Timestamp(unit, zone) = array.data_type() else { return Ok(None) };
-        let per_second: i64 = match unit {
-            arrow::datatypes::TimeUnit::Second => 1,
-            arrow::datatypes::TimeUnit::Millisecond => 1_000,
-            arrow::datatypes::TimeUnit::Microsecond => 1_000_000,
-            arrow::datatypes::TimeUnit::Nanosecond => 1_000_000_000,
-        };
-        let data = array.to_data();
-        let values = arrow::buffer::ScalarBuffer::<i64>::new(data.buffers()[0].clone(), data.offset(), data.len());
-        let separator = match self.standard {
-            TimestampStandard::Sql => ' ',
-            TimestampStandard::Iso8601 => 'T',
-        };
-        let encoder = TimestampEncoder { values, per_second, separator, zone: zone.is_some() };
-        Ok(Some(NullableEncoder::new(Box::new(encoder), array.logical_nulls())))
+        let Some(column) = FlinkTimestampColumn::of(array, self.standard) else { return Ok(None) };
+        Ok(Some(NullableEncoder::new(Box::new(column), array.logical_nulls())))
     }
 }
 
-struct TimestampEncoder {
-    values: arrow::buffer::ScalarBuffer<i64>,
-    per_second: i64,
-    separator: char,
-    zone: bool,
-}
-
-impl arrow::json::writer::Encoder for TimestampEncoder {
+impl arrow::json::writer::Encoder for FlinkTimestampColumn {
     fn encode(&mut self, idx: usize, out: &mut Vec<u8>) {
         out.push(b'"');
-        if !write_flink_timestamp(out, self.values[idx], self.per_second, self.separator, self.zone) {
+        if !self.write(idx, out) {
             out.pop();
             out.extend_from_slice(b"null");
             return;
@@ -222,24 +201,55 @@ impl arrow::json::writer::Encoder for TimestampEncoder {
     }
 }
 
-/// Appends timestamp `v` (`per_second` units a second) as Flink's `TimeFormats` writes it: the
-/// date, `separator`, the time, the fraction of a second only when it is not zero and without
-/// trailing zeros, and `Z` when `zone` (a TIMESTAMP_LTZ, in UTC). False, writing nothing, for a
-/// value out of the calendar's range.
-pub(super) fn write_flink_timestamp(out: &mut Vec<u8>, v: i64, per_second: i64, separator: char, zone: bool) -> bool {
-    use std::io::Write;
-    let (seconds, part) = (v.div_euclid(per_second), v.rem_euclid(per_second));
-    let Some(at) = arrow::temporal_conversions::timestamp_s_to_datetime(seconds) else { return false };
-    let _ = write!(out, "{}{}{}", at.format("%Y-%m-%d"), separator, at.format("%H:%M:%S"));
-    if part != 0 {
-        let digits = per_second.ilog10() as usize;
-        let fraction = format!("{part:0digits$}");
-        let _ = write!(out, ".{}", fraction.trim_end_matches('0'));
+/// A TIMESTAMP or TIMESTAMP_LTZ column's values, written as Flink's `TimeFormats` writes them
+/// (its JSON and CSV formats): the date, a space (`SQL`) or `T` (`ISO-8601`), the time, the
+/// fraction of a second only when it is not zero and without trailing zeros, and a `Z` after a
+/// TIMESTAMP_LTZ (in UTC).
+pub(super) struct FlinkTimestampColumn {
+    values: arrow::buffer::ScalarBuffer<i64>,
+    /// Units of the values in a second.
+    per_second: i64,
+    separator: char,
+    zone: bool,
+}
+
+impl FlinkTimestampColumn {
+    /// The column `array`, if it is a TIMESTAMP or TIMESTAMP_LTZ.
+    pub(super) fn of(array: &dyn Array, standard: TimestampStandard) -> Option<Self> {
+        let DataType::Timestamp(unit, zone) = array.data_type() else { return None };
+        let per_second = match unit {
+            arrow::datatypes::TimeUnit::Second => 1,
+            arrow::datatypes::TimeUnit::Millisecond => 1_000,
+            arrow::datatypes::TimeUnit::Microsecond => 1_000_000,
+            arrow::datatypes::TimeUnit::Nanosecond => 1_000_000_000,
+        };
+        let separator = match standard {
+            TimestampStandard::Sql => ' ',
+            TimestampStandard::Iso8601 => 'T',
+        };
+        let data = array.to_data();
+        let values = arrow::buffer::ScalarBuffer::new(data.buffers()[0].clone(), data.offset(), data.len());
+        Some(FlinkTimestampColumn { values, per_second, separator, zone: zone.is_some() })
     }
-    if zone {
-        out.push(b'Z');
+
+    /// Appends value `idx` (not NULL); false, writing nothing, for a value out of the
+    /// calendar's range.
+    pub(super) fn write(&self, idx: usize, out: &mut Vec<u8>) -> bool {
+        use std::io::Write;
+        let v = self.values[idx];
+        let (seconds, part) = (v.div_euclid(self.per_second), v.rem_euclid(self.per_second));
+        let Some(at) = arrow::temporal_conversions::timestamp_s_to_datetime(seconds) else { return false };
+        let _ = write!(out, "{}{}{}", at.format("%Y-%m-%d"), self.separator, at.format("%H:%M:%S"));
+        if part != 0 {
+            let digits = self.per_second.ilog10() as usize;
+            let fraction = format!("{part:0digits$}");
+            let _ = write!(out, ".{}", fraction.trim_end_matches('0'));
+        }
+        if self.zone {
+            out.push(b'Z');
+        }
+        true
     }
-    true
 }
 
 /// Calls `f(row, object)` with each row of `batch` as a JSON object, in row order.
