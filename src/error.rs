@@ -23,6 +23,9 @@ struct Inner {
     /// Where in its statement a non-syntax error points (an unknown column's name), 1-based
     /// characters; a syntax error carries its own.
     position: Option<usize>,
+    /// Where the error arose beyond the statement itself (the view whose maintenance a write
+    /// failed in), as Postgres's `W` field, which psql shows as `CONTEXT:`.
+    context: Option<String>,
 }
 
 /// What went wrong. Messages name the table, column, option or value at fault and, where there
@@ -171,7 +174,7 @@ pub enum ErrorKind {
 
 impl WeirError {
     pub fn new(kind: ErrorKind) -> Self {
-        Self(Box::new(Inner { kind, position: None }))
+        Self(Box::new(Inner { kind, position: None, context: None }))
     }
     pub fn kind(&self) -> &ErrorKind {
         &self.0.kind
@@ -276,6 +279,20 @@ impl WeirError {
             ErrorKind::Syntax { position, .. } => *position,
             _ => self.0.position,
         }
+    }
+
+    /// Where the error arose beyond its statement (Postgres's `CONTEXT`), if said.
+    pub fn context(&self) -> Option<&str> {
+        self.0.context.as_deref()
+    }
+
+    /// This error with `context` as its `CONTEXT` unless it has one already: the innermost
+    /// place, where it arose, is the one named.
+    pub fn with_context(mut self, context: impl FnOnce() -> String) -> Self {
+        if self.0.context.is_none() {
+            self.0.context = Some(context());
+        }
+        self
     }
 
     /// This error with its message rewritten by `rewrite` (which returns `None` to keep it), for

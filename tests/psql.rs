@@ -288,3 +288,25 @@ fn psql_shows_notices_of_skipped_work() -> TestResult {
     assert_lines("DESCRIBE", &psql_ok(port, "SELECT column_name FROM information_schema.columns WHERE table_name = 'kept'")?, &["column_name", "a", "(1 row)"]);
     Ok(())
 }
+
+/// A write that fails in a view that reads the table names that view, as Postgres names the
+/// trigger a write failed in: psql's `CONTEXT:` line (the ErrorResponse's `W` field).
+#[test]
+fn psql_names_the_view_a_write_failed_in() -> TestResult {
+    let dir = common::scratch_dir("psql_context");
+    let server = common::Server::start(&dir.join("data"));
+    let port = server.port;
+    psql_ok(port, "CREATE TABLE readings (k INT, v BIGINT)")?;
+    psql_ok(port, "CREATE MATERIALIZED VIEW ratios AS SELECT k, 10 / v AS r FROM readings")?;
+    psql_ok(port, "CREATE MATERIALIZED VIEW totals AS SELECT k, SUM(v) AS total FROM readings GROUP BY k")?;
+    let run = psql(port, "INSERT INTO readings VALUES (1, 0)")?;
+    assert!(!run.success);
+    assert_lines("division", &run.stderr, &["ERROR:  division by zero", "CONTEXT:  while maintaining materialized view ratios"]);
+    // 2^62 twice is 2^63, one past BIGINT's largest value.
+    let run = psql(port, "INSERT INTO readings VALUES (2, 4611686018427387904), (2, 4611686018427387904)")?;
+    assert!(!run.success);
+    assert_lines("overflow", &run.stderr, &["ERROR:  aggregate result out of range of BIGINT", "CONTEXT:  while maintaining materialized view totals"]);
+    // Neither write was kept.
+    assert_lines("count", &psql_ok(port, "SELECT count(*) AS n FROM readings")?, &["n", "0", "(1 row)"]);
+    Ok(())
+}

@@ -41,17 +41,7 @@ impl Engine {
     /// `External` (58000) naming a job that waits to restart ([`super::restart`]): it has no
     /// sources open to read to anywhere.
     pub fn kafka_sources(&self) -> Result<Vec<KafkaSource>> {
-        let waiting: Vec<&String> = self.restarting.iter().filter(|(_, r)| r.waiting()).map(|(job, _)| job).collect();
-        if let Some(first) = waiting.first() {
-            let names: Vec<&str> = waiting.iter().map(|j| j.as_str()).collect();
-            return Err(WeirError::new(ErrorKind::External(format!(
-                "FLUSH cannot wait for job {}: RESTARTING after an error ({first}: {}). FLUSH waits for every \
-                 source of a running job; suspend or stop such a job (ALTER MATERIALIZED VIEW .. SUSPEND, STOP JOB) \
-                 to FLUSH without it",
-                names.join(", "),
-                self.restarting[*first].describe()
-            ))));
-        }
+        self.flush_can_wait()?;
         let held = self.sources.keys();
         let detached = self.runners.iter().flat_map(|(job, r)| r.tables.iter().map(move |(table, _)| (job, table)));
         Ok(held
@@ -63,6 +53,26 @@ impl Engine {
                 matches!(connector_of(rel), "kafka" | "upsert-kafka").then(|| (job.clone(), table.clone(), rel.clone()))
             })
             .collect())
+    }
+
+    /// Whether `FLUSH` can wait for every running job: not when one waits to restart after an
+    /// error (its sources are closed until it restarts, and it may fail again the same way).
+    /// Asked before `FLUSH` waits and again once its sources are there: a job that failed
+    /// meanwhile (an operator's error on a row `FLUSH` waited for) is why its view is behind.
+    ///
+    /// # Errors
+    /// `External` (58000) naming the jobs and the first one's error.
+    pub fn flush_can_wait(&self) -> Result<()> {
+        let waiting: Vec<&String> = self.restarting.iter().filter(|(_, r)| r.waiting()).map(|(job, _)| job).collect();
+        let Some(first) = waiting.first() else { return Ok(()) };
+        let names: Vec<&str> = waiting.iter().map(|j| j.as_str()).collect();
+        Err(WeirError::new(ErrorKind::External(format!(
+            "FLUSH cannot wait for job {}: RESTARTING after an error ({first}: {}). FLUSH waits for every \
+             source of a running job; suspend or stop such a job (ALTER MATERIALIZED VIEW .. SUSPEND, STOP JOB) \
+             to FLUSH without it",
+            names.join(", "),
+            self.restarting[*first].describe()
+        ))))
     }
 
     /// Whether the first part of `FLUSH`'s wait is over: every bounded source read to its end

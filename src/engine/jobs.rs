@@ -479,7 +479,8 @@ impl Engine {
         let readers = self.readers_of(relation);
         for name in readers {
             let job = self.jobs.get_mut(&name).expect("reader job exists");
-            let out = job.push(relation, chunk, &self.store)?;
+            let out = job.push(relation, chunk, &self.store).map_err(|e| self.in_job(e, &name))?;
+            let job = self.jobs.get_mut(&name).expect("reader job exists");
             for (op, table, rows, wm) in job.take_late_rows() {
                 self.pending_late.push((name.clone(), op, table, rows, wm));
             }
@@ -488,6 +489,15 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// `e`, an error of job `job`'s operators, with the job named as its `CONTEXT`: a write to
+    /// a table fails in the views that read it (Postgres names a trigger's function so).
+    fn in_job(&self, e: WeirError, job: &str) -> WeirError {
+        e.with_context(|| match self.catalog.get(job) {
+            Some(rel) => format!("while maintaining {} {job}", rel.kind.sql_name()),
+            None => format!("while running job {job}"),
+        })
     }
 
     /// Writes the late rows of this statement into their tables' side tables
@@ -539,7 +549,7 @@ impl Engine {
         let readers = self.readers_of(relation);
         for name in readers {
             let job = self.jobs.get_mut(&name).expect("reader job exists");
-            let (chunk, out) = job.on_watermark(relation, watermark_ms, &self.store)?;
+            let (chunk, out) = job.on_watermark(relation, watermark_ms, &self.store).map_err(|e| self.in_job(e, &name))?;
             if let Some(chunk) = chunk {
                 self.propagate(&name, &chunk)?;
             }

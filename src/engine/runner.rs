@@ -342,9 +342,12 @@ fn run(
     };
     // The job goes back with its last epoch committed, or, when that commit failed, is
     // reloaded whatever else stopped it (a FAILED job's state must not go on without it).
-    let why = match land(&mut tell(&mut job), &mut tasks, &mut in_flight, published) {
-        Err(e) => Stopped::Error(e),
-        Ok(()) => why,
+    // A pipeline's failure drops the barrier in flight, so the commit's loss is not the cause
+    // to report then: the failure that stopped the job is.
+    let why = match (land(&mut tell(&mut job), &mut tasks, &mut in_flight, published), why) {
+        (Err(_), Stopped::Error(cause)) => Stopped::Error(cause),
+        (Err(e), _) => Stopped::Error(e),
+        (Ok(()), why) => why,
     };
     Handback { job, tasks, why }
 }

@@ -81,6 +81,14 @@ impl FrontendError {
         }
     }
 
+    /// Where the error arose beyond the statement ([`WeirError::context`]), if said.
+    pub fn context(&self) -> Option<&str> {
+        match self {
+            FrontendError::Database(err) => err.context(),
+            _ => None,
+        }
+    }
+
     /// The 1-based character position of a syntax error within its statement, if known.
     pub fn position(&self) -> Option<usize> {
         match self {
@@ -104,6 +112,7 @@ pub fn error_info(err: &FrontendError, offset: usize) -> ErrorInfo {
     info.position = err
         .position()
         .map(|position| (position + offset).to_string());
+    info.where_context = err.context().map(str::to_owned);
     info
 }
 

@@ -520,6 +520,7 @@ impl Database {
                 }));
             }
         }
+        engine.flush_can_wait()?;
         engine.commit(crate::state::EpochWrites::default(), None)?;
         Ok(())
     }

@@ -1042,7 +1042,7 @@ fn add_exact(sum: &mut i128, v: i128) -> Result<()> {
 /// `Internal` for a non-numeric output type.
 pub(crate) fn number(output_type: &DataType, v: f64, exact: Option<i128>) -> Result<Number> {
     use DataType::*;
-    let overflow = || WeirError::new(ErrorKind::NumericOutOfRange(format!("aggregate result out of range of {output_type}")));
+    let overflow = || WeirError::new(ErrorKind::NumericOutOfRange(format!("aggregate result out of range of {}", crate::plan::type_names::sql_type_name(output_type))));
     Ok(match output_type {
         Int8 | Int16 | Int32 | Int64 => {
             let i = exact.unwrap_or(v as i128);

@@ -808,7 +808,7 @@ impl AggColumn {
                 DataType::Decimal128(p, s) => {
                     let sums = b.finish().with_precision_and_scale(*p, *s)?;
                     sums.validate_decimal_precision(*p).map_err(|e| {
-                        WeirError::from(crate::error::ErrorKind::NumericOutOfRange(format!("aggregate result out of range of {output_type}: {e}")))
+                        WeirError::from(crate::error::ErrorKind::NumericOutOfRange(format!("aggregate result out of range of {}: {e}", crate::plan::type_names::sql_type_name(output_type))))
                     })?;
                     Arc::new(sums)
                 }
@@ -829,7 +829,7 @@ impl AggColumn {
         }
         let strict = CastOptions { safe: false, ..Default::default() };
         cast_with_options(&array, output_type, &strict)
-            .map_err(|e| crate::error::ErrorKind::NumericOutOfRange(format!("aggregate result out of range of {output_type}: {e}")).into())
+            .map_err(|e| crate::error::ErrorKind::NumericOutOfRange(format!("aggregate result out of range of {}: {e}", crate::plan::type_names::sql_type_name(output_type))).into())
     }
 }
 
