@@ -366,3 +366,41 @@ async fn create_table_as_a_connector_table_starts_the_job_writing_into_it() {
     let tables: Vec<String> = client.query("SHOW TABLES", &[]).await.expect("tables").iter().map(|r| r.get(0)).collect();
     assert_eq!(tables, ["wc_e", "wc_out"]);
 }
+
+/// A window over a TIMESTAMP_LTZ into a sink's TIMESTAMP columns: `window_start` and
+/// `window_end` are written as the wall-clock times of the job's session time zone, as Flink
+/// writes them (its window_start and window_end are TIMESTAMP in that zone), and `window_time`
+/// into a TIMESTAMP_LTZ column stays the instant (`Z`). 1704103200000 ms is 2024-01-01
+/// 10:00:00 UTC, 18:00 in Shanghai (UTC+8 all year).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sink_casts_ltz_window_bounds_in_the_jobs_time_zone() {
+    let dir = common::scratch_dir("sink-zone");
+    let (input, out) = (dir.join("in.json"), dir.join("out"));
+    std::fs::write(&input, "{\"u\": \"a\", \"e\": 1704103200000}\n{\"u\": \"a\", \"e\": 1704103260000}\n{\"u\": \"b\", \"e\": 1704106800000}\n")
+        .expect("input");
+    let server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE sz_clicks (u STRING, e BIGINT, ts AS TO_TIMESTAMP_LTZ(e, 3), WATERMARK FOR ts AS ts)
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json');
+             CREATE TABLE sz_out (ws TIMESTAMP(3), we TIMESTAMP(3), wt TIMESTAMP_LTZ(3), u STRING, c BIGINT)
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json');
+             SET 'table.local-time-zone' = 'Asia/Shanghai';
+             INSERT INTO sz_out SELECT window_start, window_end, window_time, u, COUNT(*)
+             FROM TABLE(TUMBLE(TABLE sz_clicks, DESCRIPTOR(ts), INTERVAL '1' HOUR))
+             GROUP BY window_start, window_end, window_time, u;
+             FLUSH;",
+            input.display(),
+            out.display()
+        ))
+        .await
+        .expect("job");
+    assert_eq!(
+        lines_in(&out),
+        [
+            r#"{"ws":"2024-01-01 18:00:00","we":"2024-01-01 19:00:00","wt":"2024-01-01 10:59:59.999Z","u":"a","c":2}"#,
+            r#"{"ws":"2024-01-01 19:00:00","we":"2024-01-01 20:00:00","wt":"2024-01-01 11:59:59.999Z","u":"b","c":1}"#,
+        ]
+    );
+}

@@ -30,6 +30,8 @@ impl Engine {
     pub(super) fn build_sink_job(&self, rel: &Relation, plan: &StreamPlan, allocate: &mut dyn FnMut(&str) -> u32) -> Result<Job> {
         let sink_name = rel.options.get(SINK_OPTION).cloned().unwrap_or_default();
         let sink = self.catalog.get(&sink_name).ok_or_else(|| WeirError::unknown_table(&sink_name))?;
+        // Rows are cast to the table's columns in the zone the job was created in.
+        let zone = crate::plan::time_zone::Zone::of_settings(&rel.options);
         let root: Box<dyn Operator> = match connector_of(sink) {
             "blackhole" => {
                 let rows = Arc::new(AtomicU64::new(0));
@@ -58,7 +60,7 @@ impl Engine {
                     .map_err(|e| WeirError::option(format!("table {}: {e}", sink.name)))?;
                 let format = FileFormat { extension, encoder };
                 let state = allocate("sink");
-                Box::new(FileSink::open(&dir, &rel.name, format, physical, state, &self.store)?)
+                Box::new(FileSink::open(&dir, &rel.name, format, physical, state, &self.store)?.in_zone(zone))
             }
             kind @ ("kafka" | "upsert-kafka") => {
                 let schema = Arc::new(arrow::datatypes::Schema::new(written_fields(sink)?));
@@ -97,11 +99,11 @@ impl Engine {
                         // Stable per job, so a restarted job fences its previous instance.
                         let id = format!("{prefix}-{}", rel.name);
                         let writer = weir_connectors::kafka::KafkaWriter::open_transactional(&config, &id).map_err(opening)?;
-                        Box::new(KafkaSink::exactly_once(Box::new(writer), encoding, schema, allocate("sink"), &self.store)?)
+                        Box::new(KafkaSink::exactly_once(Box::new(writer), encoding, schema, allocate("sink"), &self.store)?.in_zone(zone))
                     }
                     _ => {
                         let writer = weir_connectors::kafka::KafkaWriter::open(&config).map_err(opening)?;
-                        Box::new(KafkaSink::new(Box::new(writer), encoding, schema))
+                        Box::new(KafkaSink::new(Box::new(writer), encoding, schema).in_zone(zone))
                     }
                 }
             }

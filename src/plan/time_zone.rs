@@ -63,7 +63,17 @@ impl Default for Zone {
     }
 }
 
+/// The key of the session time zone among a session's settings and a job's catalog options
+/// (Flink's `table.local-time-zone`).
+pub const SETTING: &str = "table.local-time-zone";
+
 impl Zone {
+    /// The zone of a session's settings or a job's catalog options ([`SETTING`]; a job keeps
+    /// the one it was created in): UTC unless one is set.
+    pub fn of_settings(settings: &std::collections::BTreeMap<String, String>) -> Self {
+        settings.get(SETTING).and_then(|z| Zone::session(z).ok()).unwrap_or_default()
+    }
+
     /// UTC.
     pub fn utc() -> Self {
         Zone::Fixed(FixedOffset::east_opt(0).expect("zero is a valid offset"))

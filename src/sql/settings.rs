@@ -85,7 +85,7 @@ tokio::task_local! {
 
 /// The session time zone of `settings` (UTC unless one is set).
 pub fn session_zone(settings: &BTreeMap<String, String>) -> Zone {
-    settings.get(LOCAL_TIME_ZONE).and_then(|z| Zone::session(z).ok()).unwrap_or_default()
+    Zone::of_settings(settings)
 }
 
 /// The settings of what is planned now: those [`in_session`] or [`in_job`] runs the planning
@@ -182,7 +182,7 @@ fn parse_state_ttl_hints(text: &str) -> Result<Vec<(String, i64)>> {
 }
 
 /// The session time zone (Flink's key), the key under which it is kept.
-pub const LOCAL_TIME_ZONE: &str = "table.local-time-zone";
+pub const LOCAL_TIME_ZONE: &str = crate::plan::time_zone::SETTING;
 /// Postgres's name of the session time zone, one setting with [`LOCAL_TIME_ZONE`].
 pub const TIME_ZONE: &str = "timezone";
 

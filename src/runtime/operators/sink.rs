@@ -95,8 +95,8 @@ pub struct FileFormat {
 /// Appends rows to one file of a directory, exactly once; see the module docs.
 pub struct FileSink {
     path: PathBuf,
-    /// The sink table's physical columns: rows are renamed and cast to them.
-    schema: SchemaRef,
+    /// The sink table's physical columns, which rows are renamed and cast to, in the job's zone.
+    assignment: Assignment,
     file: File,
     format: FileFormat,
     /// Rows of this epoch, encoded.
@@ -128,7 +128,15 @@ impl FileSink {
             .open(&path)
             .map_err(|e| WeirError::storage(format!("opening {}: {e}", path.display())))?;
         file.set_len(length).map_err(|e| WeirError::storage(format!("truncating {}: {e}", path.display())))?;
-        Ok(FileSink { path, schema, file, format, buffer: Vec::new(), length, state })
+        Ok(FileSink { path, assignment: Assignment::utc(schema), file, format, buffer: Vec::new(), length, state })
+    }
+}
+
+impl FileSink {
+    /// This sink converting rows in time zone `zone`, the job's ([`Assignment`]).
+    pub fn in_zone(mut self, zone: crate::plan::time_zone::Zone) -> Self {
+        self.assignment.zone = zone;
+        self
     }
 }
 
@@ -141,14 +149,7 @@ impl Operator for FileSink {
         if !chunk.ops.iter().all(|op| op.is_insert()) {
             return Err(WeirError::internal("a retraction reached the append-only file sink"));
         }
-        let columns = chunk
-            .batch
-            .columns()
-            .iter()
-            .zip(self.schema.fields())
-            .map(|(c, f)| if c.data_type() == f.data_type() { Ok(Arc::clone(c)) } else { assign(c, f.data_type()) })
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
+        let batch = self.assignment.batch(&chunk)?;
         let records = self.format.encoder.encode(&batch, None).map_err(|e| WeirError::execution(format!("{}: {e}", self.path.display())))?;
         for record in records.into_iter().flatten() {
             self.buffer.extend_from_slice(&record);
@@ -209,8 +210,8 @@ pub enum KafkaEncoding {
 pub struct KafkaSink {
     writer: Box<dyn KafkaProducer>,
     encoding: KafkaEncoding,
-    /// The sink table's physical columns: rows are renamed and cast to them.
-    schema: SchemaRef,
+    /// The sink table's physical columns, which rows are renamed and cast to, in the job's zone.
+    assignment: Assignment,
     /// With exactly-once: the outbox of transactions.
     outbox: Option<Outbox>,
 }
@@ -330,7 +331,7 @@ impl KafkaSink {
     /// A sink writing rows of `schema` with `writer` and `encoding`, at least once (or with
     /// no guarantee, as the writer's config says).
     pub fn new(writer: Box<dyn KafkaProducer>, encoding: KafkaEncoding, schema: SchemaRef) -> Self {
-        KafkaSink { writer, encoding, schema, outbox: None }
+        KafkaSink { writer, encoding, assignment: Assignment::utc(schema), outbox: None }
     }
 
     /// An exactly-once sink over transactional `writer`, its outbox in state table `state`;
@@ -370,7 +371,7 @@ impl KafkaSink {
         }
         let delivered = pending.keys().next_back().copied();
         let outbox = Outbox { state, sequence, messages: Vec::new(), precommitted: None, delivered, failure: None };
-        Ok(KafkaSink { writer, encoding, schema, outbox: Some(outbox) })
+        Ok(KafkaSink { writer, encoding, assignment: Assignment::utc(schema), outbox: Some(outbox) })
     }
 
     fn send(&mut self, key: Option<&[u8]>, value: Option<&[u8]>) -> Result<()> {
@@ -393,6 +394,14 @@ fn sink_error(e: weir_connectors::ConnectorError) -> WeirError {
     WeirError::execution(format!("kafka sink: {e}"))
 }
 
+impl KafkaSink {
+    /// This sink converting rows in time zone `zone`, the job's ([`Assignment`]).
+    pub fn in_zone(mut self, zone: crate::plan::time_zone::Zone) -> Self {
+        self.assignment.zone = zone;
+        self
+    }
+}
+
 impl Operator for KafkaSink {
     fn name(&self) -> &'static str {
         "KafkaSink"
@@ -400,14 +409,7 @@ impl Operator for KafkaSink {
 
     fn process_batch(&mut self, _: usize, chunk: StreamChunk, _: &OpContext<'_>) -> Result<Option<StreamChunk>> {
         self.check()?;
-        let columns = chunk
-            .batch
-            .columns()
-            .iter()
-            .zip(self.schema.fields())
-            .map(|(c, f)| if c.data_type() == f.data_type() { Ok(Arc::clone(c)) } else { assign(c, f.data_type()) })
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
+        let batch = self.assignment.batch(&chunk)?;
         let messages: Vec<Message> = match &mut self.encoding {
             KafkaEncoding::Value(encoder) => {
                 encoder.encode(&batch, Some(&chunk.ops)).map_err(sink_error)?.into_iter().map(|payload| (None, payload)).collect()
@@ -468,10 +470,41 @@ impl Operator for KafkaSink {
 }
 
 
-/// `values` converted to a sink column's `to`, failing on a value that does not fit (a number
-/// out of range) instead of writing NULL: the job fails loudly, as Postgres fails the INSERT.
-fn assign(values: &arrow::array::ArrayRef, to: &arrow::datatypes::DataType) -> std::result::Result<arrow::array::ArrayRef, arrow::error::ArrowError> {
-    arrow::compute::cast_with_options(values, to, &arrow::compute::CastOptions { safe: false, ..Default::default() })
+/// How a sink's rows become its table's columns: `schema`, the table's written columns, and
+/// `zone`, the time zone of the job (the session's when it was created).
+#[derive(Debug, Clone)]
+struct Assignment {
+    schema: SchemaRef,
+    zone: crate::plan::time_zone::Zone,
+}
+
+impl Assignment {
+    /// Into `schema`, in UTC (a job's zone is set with the sink's `in_zone`).
+    fn utc(schema: SchemaRef) -> Self {
+        Assignment { schema, zone: crate::plan::time_zone::Zone::utc() }
+    }
+
+    /// The batch of `chunk`'s rows as the table's columns, each converted to its column's type
+    /// as `CAST` converts it in the job's zone (a TIMESTAMP_LTZ into a TIMESTAMP column is its
+    /// wall-clock time there, as Flink's sink writes it), failing on a value that does not fit
+    /// (a number out of range) instead of writing NULL: the job fails loudly, as Postgres fails
+    /// the INSERT.
+    ///
+    /// # Errors
+    /// Arrow's, for a value that does not convert.
+    fn batch(&self, chunk: &StreamChunk) -> Result<RecordBatch> {
+        let columns = chunk
+            .batch
+            .columns()
+            .iter()
+            .zip(self.schema.fields())
+            .map(|(c, f)| match c.data_type() == f.data_type() {
+                true => Ok(Arc::clone(c)),
+                false => crate::plan::functions::zone_cast::cast_in_zone(c, f.data_type(), self.zone, false),
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(RecordBatch::try_new(Arc::clone(&self.schema), columns)?)
+    }
 }
 
 #[cfg(test)]
@@ -606,7 +639,7 @@ mod tests {
     fn send_epoch(sink: &mut KafkaSink, epoch: usize, store: &Store) -> Result<()> {
         let values: Vec<String> = (0..PER_EPOCH).map(|i| value(epoch, i)).collect();
         let batch = RecordBatch::try_new(
-            Arc::clone(&sink.schema),
+            Arc::clone(&sink.assignment.schema),
             vec![Arc::new(arrow::array::StringArray::from(values)) as arrow::array::ArrayRef],
         )?;
         sink.process_batch(0, StreamChunk::inserts(batch), &OpContext { store })?;
