@@ -255,7 +255,7 @@ fn psql_shows_notices_of_skipped_work() -> TestResult {
     let port = server.port;
     psql_ok(port, "CREATE TABLE kept (a INT, b INT) WITH ('connector' = 'datagen')")?;
     psql_ok(port, "CREATE VIEW kept_view AS SELECT 1 AS x")?;
-    let cases: [(&str, &[&str]); 12] = [
+    let cases: [(&str, &[&str]); 15] = [
         ("DROP TABLE IF EXISTS gone, kept_not", &[r#"NOTICE:  table "gone" does not exist, skipping"#, r#"NOTICE:  table "kept_not" does not exist, skipping"#]),
         ("DROP MATERIALIZED VIEW IF EXISTS gone", &[r#"NOTICE:  materialized view "gone" does not exist, skipping"#]),
         ("CREATE TABLE IF NOT EXISTS kept (x INT)", &[r#"NOTICE:  relation "kept" already exists, skipping"#]),
@@ -266,6 +266,11 @@ fn psql_shows_notices_of_skipped_work() -> TestResult {
         ("COMMIT", &["WARNING:  there is no transaction in progress"]),
         ("ROLLBACK", &["WARNING:  there is no transaction in progress"]),
         ("BEGIN; BEGIN; COMMIT", &["WARNING:  there is already a transaction in progress"]),
+        // Postgres's ABORT is ROLLBACK.
+        ("ABORT", &["WARNING:  there is no transaction in progress"]),
+        // client_min_messages leaves out what is less severe.
+        ("SET client_min_messages = warning; DROP TABLE IF EXISTS gone; COMMIT", &["WARNING:  there is no transaction in progress"]),
+        ("SET client_min_messages = error; DROP TABLE IF EXISTS gone; COMMIT", &[]),
         // A JSON table's column declared `UserId` unquoted reads the field "userid".
         (
             "CREATE TABLE camel (UserId STRING, \"Kept\" INT) WITH ('connector' = 'filesystem', 'path' = '/nonexistent', 'format' = 'json')",
@@ -281,6 +286,7 @@ fn psql_shows_notices_of_skipped_work() -> TestResult {
             [] => assert!(run.stderr.is_empty(), "{sql}: {}", run.stderr),
             _ => assert_lines(sql, &run.stderr, expected),
         }
+        assert_eq!(run.stderr.lines().count(), expected.len(), "{sql}: {}", run.stderr);
     }
     // The view kept its query.
     assert_lines("SELECT * FROM kept_view", &psql_ok(port, "SELECT * FROM kept_view")?, &["x", "1", "(1 row)"]);

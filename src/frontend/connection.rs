@@ -938,13 +938,17 @@ where
 }
 
 /// Sends the notices and warnings the session's statements raised ([`crate::sql::notices`]) as
-/// NoticeResponse messages, before the statement's result, as Postgres sends them.
+/// NoticeResponse messages, before the statement's result, as Postgres sends them: those at
+/// least as severe as the session's `client_min_messages`.
 async fn send_notices<C>(client: &mut C, session: &mut Session) -> PgWireResult<()>
 where
     C: Sink<PgWireBackendMessage> + Unpin,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
     for notice in std::mem::take(&mut session.notices) {
+        if !crate::sql::settings::sends_message(&session.settings, notice.severity) {
+            continue;
+        }
         let info = pgwire::error::ErrorInfo::new(notice.severity.to_owned(), notice.code.to_owned(), notice.message);
         client.feed(PgWireBackendMessage::NoticeResponse(info.into())).await?;
     }

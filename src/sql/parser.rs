@@ -616,6 +616,15 @@ fn parse_weir(p: &mut Parser<'_>, sql: &str) -> Result<WeirStatement> {
         let stmt = p.parse_statement().map_err(err)?;
         return Ok(WeirStatement::Explain(Box::new(WeirStatement::Sql(Box::new(stmt)))));
     }
+    // Postgres's `ABORT [WORK | TRANSACTION]`, ROLLBACK's other name.
+    if is_word(p, 0, "ABORT") {
+        p.next_token();
+        if is_word(p, 0, "WORK") || is_word(p, 0, "TRANSACTION") {
+            p.next_token();
+        }
+        p.expect_token(&Token::EOF).map_err(err)?;
+        return Ok(WeirStatement::Sql(Box::new(Statement::Rollback { chain: false, savepoint: None })));
+    }
     let temporary = is_word(p, 1, "TEMPORARY") || is_word(p, 1, "TEMP");
     if is_word(p, 0, "CREATE") && (is_word(p, 1, "TABLE") || temporary && is_word(p, 2, "TABLE")) {
         p.next_token();

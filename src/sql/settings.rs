@@ -212,7 +212,37 @@ pub fn validate(key: &str, value: &str) -> Result<String> {
     if key == LOCAL_TIME_ZONE || key == TIME_ZONE {
         return Zone::session(value).map(|z| z.name()).map_err(WeirError::option);
     }
+    if key == CLIENT_MIN_MESSAGES {
+        let level = value.to_ascii_lowercase();
+        if message_rank(&level).is_none() {
+            return Err(WeirError::option(format!(
+                "invalid value for parameter \"{CLIENT_MIN_MESSAGES}\": \"{value}\"; available values: {}",
+                MESSAGE_LEVELS.iter().map(|(l, _)| *l).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        return Ok(level);
+    }
     Ok(value.to_string())
+}
+
+/// Postgres's `client_min_messages`: the least severe message sent to the client (`notice`
+/// unless set; errors are always sent).
+pub const CLIENT_MIN_MESSAGES: &str = "client_min_messages";
+
+/// The levels of [`CLIENT_MIN_MESSAGES`], least severe first, with their rank (Postgres's
+/// `server_message_level_options`; `debug` is `debug2`, `info` is always sent).
+const MESSAGE_LEVELS: &[(&str, u8)] =
+    &[("debug5", 0), ("debug4", 1), ("debug3", 2), ("debug2", 3), ("debug", 3), ("debug1", 4), ("log", 5), ("notice", 6), ("warning", 7), ("error", 8)];
+
+fn message_rank(level: &str) -> Option<u8> {
+    MESSAGE_LEVELS.iter().find(|(l, _)| l.eq_ignore_ascii_case(level)).map(|(_, r)| *r)
+}
+
+/// Whether a message of `severity` (`NOTICE`, `WARNING`) goes to a session with `settings`
+/// ([`CLIENT_MIN_MESSAGES`]).
+pub fn sends_message(settings: &BTreeMap<String, String>, severity: &str) -> bool {
+    let least = settings.get(CLIENT_MIN_MESSAGES).and_then(|l| message_rank(l)).unwrap_or(6);
+    message_rank(severity).is_none_or(|rank| rank >= least)
 }
 
 #[cfg(test)]

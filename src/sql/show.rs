@@ -28,6 +28,7 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("integer_datetimes", "on"),
     ("application_name", ""),
     ("extra_float_digits", "1"),
+    ("client_min_messages", "notice"),
     ("max_identifier_length", "63"),
     ("statement_timeout", "0"),
     ("execution.savepoint.path", ""),
