@@ -404,3 +404,47 @@ async fn a_sink_casts_ltz_window_bounds_in_the_jobs_time_zone() {
         ]
     );
 }
+
+/// A LEFT interval join into an append-only sink: as in Flink, a left row without a partner is
+/// written once, padded, when the watermark passes its bound, so the job's output is
+/// append-only (it was refused as updating). Lines worked out by hand: left 1 (10:00:01) meets
+/// right 1 (10:00:03, within [10:00:01, 10:00:06]); left 2 and 3 have no partner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_left_interval_join_writes_final_rows_into_an_append_only_sink() {
+    let dir = common::scratch_dir("interval-sink");
+    let (left, right, out) = (dir.join("l.json"), dir.join("r.json"), dir.join("out"));
+    std::fs::write(
+        &left,
+        "{\"id\": 1, \"ts\": \"2024-01-01 10:00:01\"}\n{\"id\": 2, \"ts\": \"2024-01-01 10:00:05\"}\n{\"id\": 3, \"ts\": \"2024-01-01 10:00:12\"}\n",
+    )
+    .expect("left input");
+    std::fs::write(&right, "{\"id\": 1, \"ts\": \"2024-01-01 10:00:03\"}\n{\"id\": 4, \"ts\": \"2024-01-01 10:00:15\"}\n")
+        .expect("right input");
+    let server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE is_l (id INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json');
+             CREATE TABLE is_r (id INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json');
+             CREATE TABLE is_out (id INT, lts TIMESTAMP(3), rts TIMESTAMP(3))
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json');
+             INSERT INTO is_out SELECT l.id, l.ts, r.ts FROM is_l l LEFT JOIN is_r r
+                 ON l.id = r.id AND r.ts BETWEEN l.ts AND l.ts + INTERVAL '5' SECOND;
+             FLUSH;",
+            left.display(),
+            right.display(),
+            out.display()
+        ))
+        .await
+        .expect("job");
+    assert_eq!(
+        lines_in(&out),
+        [
+            r#"{"id":1,"lts":"2024-01-01 10:00:01","rts":"2024-01-01 10:00:03"}"#,
+            r#"{"id":2,"lts":"2024-01-01 10:00:05","rts":null}"#,
+            r#"{"id":3,"lts":"2024-01-01 10:00:12","rts":null}"#,
+        ]
+    );
+}

@@ -410,10 +410,11 @@ impl StreamPlan {
         set
     }
 
-    /// Makes every window aggregation, window Top-N, window deduplication and window join of
-    /// the plan emit each window once, final, when it closes, wherever it sits (under joins
-    /// too): Flink's window TVF aggregation, Top-N, deduplication and join, used by INSERT INTO
-    /// jobs. Projections, filters and unions over append-only inputs become append-only.
+    /// Makes every window aggregation, window Top-N, window deduplication, window join and
+    /// outer interval join of the plan emit each window once, final, when it closes (an outer
+    /// interval join its padded rows once their bound has passed), wherever it sits (under joins
+    /// too): Flink's window TVF aggregation, Top-N, deduplication and join and its interval
+    /// join, used by INSERT INTO jobs. Projections, filters and unions over append-only inputs become append-only.
     pub fn set_window_aggregations_final(&mut self) {
         for input in self.inputs_mut() {
             input.set_window_aggregations_final();
@@ -421,7 +422,13 @@ impl StreamPlan {
         let is_window_agg = match &self.node {
             StreamNode::GroupAggregate { window_end: Some(_), .. } => true,
             StreamNode::Rank { input, spec } => is_window_rank(input, spec),
-            StreamNode::Join { join, .. } => matches!(join.time, Some(TimeBound::Window { .. })),
+            StreamNode::Join { join, .. } => match join.time {
+                Some(TimeBound::Window { .. }) => true,
+                // Flink's interval join pads an outer row only when the watermark passes its
+                // bound, so its output is append-only.
+                Some(TimeBound::Interval { .. }) => matches!(join.join_type, crate::plan::join::StreamJoinType::Left | crate::plan::join::StreamJoinType::Right | crate::plan::join::StreamJoinType::Full),
+                _ => false,
+            },
             _ => false,
         };
         if is_window_agg {
