@@ -650,3 +650,57 @@ async fn kafka_key_fields_read_and_write_the_message_key() {
     assert_eq!(sums, expected);
     assert!(partitions.values().all(|p| p.len() == 1), "a user's messages spread over partitions: {partitions:?}");
 }
+
+/// An exactly-once sink whose transaction cannot commit (tansu has no transactions: its
+/// EndTxn fails) fails its own job, which restarts from its last checkpoint; it is not the
+/// failure of another client's statement. The job has a dead-letter table, so it shares its
+/// epochs with the engine's statements: the failure, kept from the commit, was returned by the
+/// next statement's commit (an unrelated INSERT failed with the sink's error) while the job
+/// showed RUNNING.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exactly_once_sink_that_cannot_commit_fails_its_own_job() {
+    let Some(broker) = common::kafka::start_broker() else { return };
+    let b = &broker.brokers;
+    create_topic(b, "eo_fail_in", 1).expect("topic");
+    create_topic(b, "eo_fail_out", 1).expect("topic");
+    produce_to(b, "eo_fail_in", 0..50, 0);
+    let dir = common::scratch_dir("kafka-eo-fail");
+    let server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE eo_fail_in (order_id BIGINT, customer STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3))
+             WITH ('connector' = 'kafka', 'topic' = 'eo_fail_in', 'properties.bootstrap.servers' = '{b}',
+                   'scan.startup.mode' = 'earliest-offset', 'format' = 'json', 'dead-letter.table' = 'eo_fail_dead');
+             CREATE TABLE eo_fail_out (customer STRING, n BIGINT, PRIMARY KEY (customer) NOT ENFORCED)
+             WITH ('connector' = 'upsert-kafka', 'topic' = 'eo_fail_out', 'properties.bootstrap.servers' = '{b}',
+                   'key.format' = 'json', 'value.format' = 'json',
+                   'sink.delivery-guarantee' = 'exactly-once', 'sink.transactional-id-prefix' = 'eo-fail');
+             CREATE TABLE eo_fail_plain (a INT);
+             INSERT INTO eo_fail_out SELECT customer, COUNT(*) FROM eo_fail_in GROUP BY customer;"
+        ))
+        .await
+        .expect("pipeline");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut inserted = 0;
+    let error = loop {
+        client.batch_execute(&format!("INSERT INTO eo_fail_plain VALUES ({inserted})")).await.expect("an unrelated INSERT");
+        inserted += 1;
+        let rows = client.simple_query("SHOW JOBS").await.expect("SHOW JOBS");
+        let job = rows.iter().find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) if r.get("kind") == Some("job") => {
+                Some((r.get("status").unwrap_or("").to_string(), r.get("error").map(str::to_string)))
+            }
+            _ => None,
+        });
+        let (status, error) = job.expect("the INSERT INTO job");
+        if status == "RESTARTING" {
+            break error.unwrap_or_default();
+        }
+        assert!(Instant::now() < deadline, "the job did not fail: {status} {error:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(error.contains("kafka sink"), "{error}");
+    let n: i64 = client.query_one("SELECT count(*) FROM eo_fail_plain", &[]).await.expect("count").get(0);
+    assert_eq!(n, inserted);
+}

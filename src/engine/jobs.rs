@@ -572,12 +572,31 @@ impl Engine {
         self.commit_epoch(writes, catalog).map(drop)
     }
 
+    /// Takes the jobs whose operators kept a failure after the last commit ([`Job::failure`]: an
+    /// exactly-once sink whose transaction did not commit) out of the engine's epochs, with
+    /// their source tasks and what those hold: each restarts from its last checkpoint after a
+    /// delay ([`super::restart`]), and the epoch being committed (another statement's, or the
+    /// other jobs') goes on without it. Only a job that no other reads has such an operator
+    /// (a sink job), so nothing downstream holds its rows.
+    fn take_out_failed_jobs(&mut self) {
+        let failed: Vec<(String, String)> =
+            self.jobs.iter().filter_map(|(name, job)| job.failure().map(|e| (name.clone(), e))).collect();
+        for (name, error) in failed {
+            tracing::warn!(job = %name, "job failed after its last commit: {error}");
+            self.jobs.remove(&name);
+            self.sources.retain(|(job, _), _| *job != name);
+            self.pending_late.retain(|(job, ..)| *job != name);
+            self.note_failure(&name, &error);
+        }
+    }
+
     /// [`Engine::commit`], returning the epoch's number.
     ///
     /// # Errors
     /// As [`Engine::commit`].
     pub fn commit_epoch(&mut self, mut writes: EpochWrites, catalog: Option<Catalog>) -> Result<u64> {
         super::blocking(|| {
+            self.take_out_failed_jobs();
             self.flush_late_rows(&mut writes)?;
             self.flush_dead_letters(&mut writes)?;
             self.write_source_progress(&mut writes);

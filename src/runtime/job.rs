@@ -943,6 +943,11 @@ impl Job {
         }
     }
 
+    /// The first failure an operator kept from [`Job::on_committed`] ([`Operator::failure`]).
+    pub fn failure(&self) -> Option<String> {
+        self.nodes.iter().flat_map(|n| &n.lanes).find_map(|op| op.failure())
+    }
+
     /// Hands every operator's epoch writes to `writes`; operators read `store` for what a
     /// barrier does besides (a state TTL sweep).
     pub fn on_barrier(&mut self, store: &Store, writes: &mut EpochWrites) -> Result<()> {

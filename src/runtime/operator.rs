@@ -116,6 +116,13 @@ pub trait Operator: Send + Sync {
     /// commit, whose writes say what to do again.
     fn on_committed(&mut self, _epoch: u64) {}
 
+    /// The failure [`Operator::on_committed`] kept, if any: the job is to recover from the last
+    /// commit before it takes part in another epoch (a job that shares its epochs with others
+    /// is taken out of them first, so their commits go on without it).
+    fn failure(&self) -> Option<String> {
+        None
+    }
+
     /// Whether the job may go on with the next epoch's rows while this epoch commits on
     /// another thread ([`crate::state::EpochWrites::committed_behind`]), `on_committed` called
     /// only later. True unless what `on_committed` does covers the operator's work up to the

@@ -383,8 +383,8 @@ impl KafkaSink {
     }
 
     fn check(&self) -> Result<()> {
-        match self.outbox.as_ref().and_then(|o| o.failure.as_ref()) {
-            Some(failure) => Err(WeirError::execution(format!("kafka sink: {failure}"))),
+        match self.failure() {
+            Some(failure) => Err(WeirError::execution(failure)),
             None => Ok(()),
         }
     }
@@ -451,6 +451,10 @@ impl Operator for KafkaSink {
     /// commit, so the next epoch's rows must wait for this one's commit.
     fn commits_behind(&self) -> bool {
         self.outbox.is_none()
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.outbox.as_ref().and_then(|o| o.failure.as_ref()).map(|failure| format!("kafka sink: {failure}"))
     }
 
     fn on_committed(&mut self, _epoch: u64) {
