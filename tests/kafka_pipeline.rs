@@ -689,12 +689,14 @@ async fn an_exactly_once_sink_that_cannot_commit_fails_its_own_job() {
         let rows = client.simple_query("SHOW JOBS").await.expect("SHOW JOBS");
         let job = rows.iter().find_map(|m| match m {
             tokio_postgres::SimpleQueryMessage::Row(r) if r.get("kind") == Some("job") => {
-                Some((r.get("status").unwrap_or("").to_string(), r.get("error").map(str::to_string)))
+                Some((r.get("status").unwrap_or("").to_string(), r.get("error").map(str::to_string), r.get("restarts").map(str::to_string)))
             }
             _ => None,
         });
-        let (status, error) = job.expect("the INSERT INTO job");
+        let (status, error, restarts) = job.expect("the INSERT INTO job");
         if status == "RESTARTING" {
+            let restarts: u64 = restarts.as_deref().and_then(|n| n.parse().ok()).expect("restarts");
+            assert!(restarts >= 1, "SHOW JOBS counts the restart");
             break error.unwrap_or_default();
         }
         assert!(Instant::now() < deadline, "the job did not fail: {status} {error:?}");

@@ -16,6 +16,12 @@ pub fn in_sql_terms(e: WeirError) -> WeirError {
     e.map_message(rewrite)
 }
 
+/// `message` in SQL's words, where it is one of the messages below: for the errors a job met
+/// at run time, which `SHOW JOBS` shows (they are no statement's).
+pub fn message_in_sql_terms(message: &str) -> String {
+    rewrite(message).unwrap_or_else(|| message.to_string())
+}
+
 /// The SQL name of Arrow type name `name` (`Int32` -> `INT`), or `name` itself when it is not
 /// one.
 fn type_name(name: &str) -> String {

@@ -105,7 +105,7 @@ pub fn show_list(
         ShowList::Views => text_rows(&["view_name"], of_kind(&[RelationKind::View])),
         ShowList::MaterializedViews => text_rows(&["materialized_view_name"], of_kind(&[RelationKind::MaterializedView])),
         ShowList::Jobs => text_rows(
-            &["job_id", "job_name", "kind", "status", "late_rows", "definition", "error"],
+            &["job_id", "job_name", "kind", "status", "late_rows", "restarts", "definition", "error"],
             jobs_in_creation_order(catalog)
                 .into_iter()
                 .filter_map(|r| {
@@ -122,8 +122,9 @@ pub fn show_list(
                             Some(r.kind.sql_name().to_string()),
                             Some(status.get(r.name.as_str()).map_or("RUNNING", |j| j.status.as_str()).to_string()),
                             Some(late_rows.get(r.name.as_str()).copied().unwrap_or(0).to_string()),
+                            Some(status.get(r.name.as_str()).map_or(0, |j| j.restarts).to_string()),
                             Some(r.definition.clone()),
-                            status.get(r.name.as_str()).and_then(|j| j.error.clone()),
+                            status.get(r.name.as_str()).and_then(|j| j.error.as_deref()).map(crate::sql::messages::message_in_sql_terms),
                         ]
                     })
                 })
