@@ -338,9 +338,9 @@ impl WeirError {
         self
     }
 
-    /// An `UnknownColumn` or `UnknownTable` error pointed at the name's first mention in its
-    /// statement, as Postgres points `column "x" does not exist` and `relation "t" does not
-    /// exist` at the name: `find` gives the 1-based position of a name's first mention as an
+    /// An `UnknownColumn`, `UnknownTable` or `UndefinedFunction` error pointed at the name's
+    /// first mention in its statement, as Postgres points `column "x" does not exist`,
+    /// `relation "t" does not exist` and `function f(integer) does not exist` at the name: `find` gives the 1-based position of a name's first mention as an
     /// identifier (see `sql::parser::position_of_name`; a relation's last part, unqualified).
     /// Other errors, and names the message does not give or the statement does not hold, are
     /// returned as they are.
@@ -351,6 +351,11 @@ impl WeirError {
         let name = match self.kind() {
             ErrorKind::UnknownColumn(msg) => missing_column(msg),
             ErrorKind::UnknownTable(name) => name.rsplit('.').next().map(str::to_string),
+            // "function nosuch does not exist", "function f(INT) does not exist: ..".
+            ErrorKind::UndefinedFunction(msg) => msg
+                .strip_prefix("function ")
+                .and_then(|rest| rest.split(['(', ' ']).next())
+                .map(|name| name.to_ascii_lowercase()),
             _ => None,
         };
         self.0.position = name.and_then(|name| find(&name));
@@ -541,6 +546,15 @@ impl From<datafusion::error::DataFusionError> for WeirError {
 /// signatures after it. DataFusion words it as an internal error ("This issue was likely caused
 /// by a bug in DataFusion's code"), which it is not. `None` when `msg` is not that refusal.
 fn no_matching_function(msg: &str) -> Option<String> {
+    // DataFusion's unknown name: "Invalid function 'nosuch'.\nDid you mean 'position'?"
+    if let Some(rest) = msg.strip_prefix("Invalid function '") {
+        let (name, after) = rest.split_once('\'')?;
+        let suggestion = after.split("Did you mean '").nth(1).and_then(|s| s.split('\'').next());
+        return Some(match suggestion {
+            Some(other) => format!("function {name} does not exist; did you mean {other}?"),
+            None => format!("function {name} does not exist"),
+        });
+    }
     const MARK: &str = "No function matches the given name and argument types '";
     let call = msg.split(MARK).nth(1)?.split('\'').next()?;
     let candidates: Vec<&str> = msg

@@ -80,6 +80,14 @@ fn rewrite(message: &str) -> Option<String> {
                 .into(),
         );
     }
+    // DataFusion's "type_coercion: Cannot infer common argument type for comparison operation
+    // Int32 > Timestamp(ms, \"UTC\")" (Postgres: operator does not exist: integer > timestamp).
+    if let Some(rest) = message.split("Cannot infer common argument type for comparison operation ").nth(1) {
+        let (left, op, right) = [" IS NOT DISTINCT FROM ", " IS DISTINCT FROM ", " >= ", " <= ", " <> ", " != ", " = ", " > ", " < "]
+            .iter()
+            .find_map(|op| rest.split_once(op).map(|(l, r)| (l, op.trim(), r)))?;
+        return Some(format!("operator does not exist: {} {op} {}", type_name(left.trim()), type_name(right.trim())));
+    }
     // DataFusion's "Cannot coerce arithmetic expression Utf8 + Int64 to valid types".
     if let Some(rest) = message.split("Cannot coerce arithmetic expression ").nth(1) {
         let expr = rest.split(" to valid types").next()?;
@@ -109,6 +117,10 @@ mod tests {
             ),
             ("function hour(Date32) does not exist: HOUR takes a TIMESTAMP", "function hour(DATE) does not exist: HOUR takes a TIMESTAMP"),
             ("Error during planning: Cannot coerce arithmetic expression Utf8 + Int64 to valid types", "operator does not exist: STRING + BIGINT"),
+            (
+                "type_coercion: Cannot infer common argument type for comparison operation Int32 > Timestamp(ms, \"UTC\")",
+                "operator does not exist: INT > TIMESTAMP_LTZ(3)",
+            ),
         ];
         for (given, want) in cases {
             assert_eq!(rewrite(given).as_deref(), Some(want), "{given}");

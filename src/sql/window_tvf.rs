@@ -225,7 +225,7 @@ impl TableFunctionImpl for WindowFunction {
         if !matches!(schema.field(time_index).data_type(), arrow::datatypes::DataType::Timestamp(..)) {
             return Err(df_err(WeirError::plan(format!(
                 "{func}: DESCRIPTOR({column}) must name a TIMESTAMP column (a time attribute); it has type {}",
-                schema.field(time_index).data_type()
+                crate::sql::show::sql_type_name(schema.field(time_index).data_type())
             ))));
         }
         // The TVF appends these three; an input that has one (an inner window's, in cascading
