@@ -168,3 +168,61 @@ async fn a_job_from_a_savepoint_does_not_write_its_constant_rows_again() {
     client.batch_execute("FLUSH").await.expect("flush");
     assert_eq!(lines_in(&out), EVENTS / 50 * 46 + 1, "nothing written twice");
 }
+
+/// Job `job`'s status once it is `want` (polled, 60 s at most).
+async fn wait_status(client: &tokio_postgres::Client, job: &str, want: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let now = status(client, job).await;
+        if now == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{job} is {now}, not {want}, after 60 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// An `INSERT INTO` job whose sources are all bounded (or that has none: `INSERT INTO ..
+/// VALUES`) is FINISHED once it has read them to their end and committed, as in Flink: it no
+/// longer runs (its thread and its sink's producer go), it stays FINISHED after a restart
+/// without writing anything again, `RESUME JOB` refuses it, `STOP JOB` removes it. A job over
+/// an unbounded source keeps running. Lines counted by hand: 2 values, 10 datagen rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insert_into_jobs_finish_when_their_sources_end() {
+    let dir = common::scratch_dir("finished-jobs");
+    let out = dir.join("out");
+    let data = dir.join("data");
+    let mut server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE fj_out (a BIGINT, s STRING) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'json');
+             CREATE TABLE fj_bounded (a BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '10');
+             CREATE TABLE fj_unbounded (a BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '1');
+             INSERT INTO fj_out VALUES (1, 'x'), (2, 'y');
+             INSERT INTO fj_out SELECT a, 'bounded' FROM fj_bounded;
+             INSERT INTO fj_out SELECT a, 'unbounded' FROM fj_unbounded WHERE a IS NULL;",
+            out.display()
+        ))
+        .await
+        .expect("jobs");
+    wait_status(&client, "job-1", "FINISHED").await;
+    wait_status(&client, "job-2", "FINISHED").await;
+    assert_eq!(status(&client, "job-3").await, "RUNNING");
+    assert_eq!(lines_in(&out), 12);
+    let err = client.batch_execute("RESUME JOB 'job-1'").await.expect_err("nothing to resume");
+    assert!(message(&err).contains("job-1 is FINISHED"), "{err:?}");
+
+    server.kill9();
+    let server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    // (Committed with the reap that found it finished; were the server killed before that
+    // commit, the job would finish again from its last checkpoint, writing nothing.)
+    wait_status(&client, "job-1", "FINISHED").await;
+    wait_status(&client, "job-2", "FINISHED").await;
+    client.batch_execute("FLUSH").await.expect("flush");
+    assert_eq!(lines_in(&out), 12, "nothing written again");
+    client.batch_execute("STOP JOB 'job-1'; STOP JOB 'job-3'").await.expect("stop");
+    let jobs = client.query("SHOW JOBS", &[]).await.expect("SHOW JOBS");
+    assert_eq!(jobs.len(), 1, "job-2 is left");
+}

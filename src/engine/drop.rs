@@ -90,6 +90,7 @@ impl Engine {
                 Ok(()) => {
                     for name in &dropped_jobs {
                         self.suspended.remove(name);
+                        self.finished.remove(name);
                         self.restarting.remove(name);
                     }
                     // Its subscribers end, told why.

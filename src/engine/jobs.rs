@@ -55,6 +55,13 @@ pub struct Engine {
     /// `ALTER MATERIALIZED VIEW ... SUSPEND`): not running, `SUSPENDED` in `SHOW JOBS`; kept
     /// in meta `suspended/<job>` across restarts. See [`super::suspend`].
     pub suspended: std::collections::BTreeSet<String>,
+    /// The `INSERT INTO` jobs of `suspended` that finished (Flink's `FINISHED`): every source
+    /// they read is bounded and was read to its end, and their last epoch is committed; they no
+    /// longer run. Kept in meta `suspended/<job>` = [`super::suspend::FINISHED`]. See
+    /// [`super::runner`].
+    pub finished: std::collections::BTreeSet<String>,
+    /// Jobs that finished since the last commit, whose meta it writes.
+    pub(super) newly_finished: Vec<String>,
     /// Producers of the `'dead-letter.topic'` of connector tables, by table, opened at their
     /// first dead letter.
     pub dead_letter_writers: HashMap<String, weir_connectors::kafka::KafkaWriter>,
@@ -150,6 +157,8 @@ impl Engine {
             sink_rows: Default::default(),
             failed: BTreeMap::new(),
             suspended: std::collections::BTreeSet::new(),
+            finished: std::collections::BTreeSet::new(),
+            newly_finished: Vec::new(),
             dead_letter_writers: HashMap::new(),
             commits,
             planner,
@@ -164,8 +173,11 @@ impl Engine {
             if let Some(error) = engine.store.get_meta(&failed_key(&rel.name))? {
                 engine.failed.insert(rel.name.clone(), String::from_utf8_lossy(&error).into_owned());
             }
-            if engine.store.get_meta(&super::suspend::suspended_key(&rel.name))?.is_some() {
+            if let Some(mark) = engine.store.get_meta(&super::suspend::suspended_key(&rel.name))? {
                 engine.suspended.insert(rel.name.clone());
+                if mark == super::suspend::FINISHED {
+                    engine.finished.insert(rel.name.clone());
+                }
             }
         }
         for rel in engine.catalog.relations.values().filter(|r| r.watermark.is_some()) {
@@ -605,6 +617,11 @@ impl Engine {
             }
             for (id, next) in &self.row_ids {
                 writes.put_meta(&format!("seq/{id}"), &next.to_be_bytes());
+            }
+            for job in std::mem::take(&mut self.newly_finished) {
+                if self.finished.contains(&job) {
+                    writes.put_meta(&super::suspend::suspended_key(&job), super::suspend::FINISHED);
+                }
             }
             let catalog_now = catalog.as_ref().unwrap_or(&self.catalog);
             self.failed.retain(|job, error| {

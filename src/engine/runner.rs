@@ -23,6 +23,11 @@
 //! Nor does a reload of the engine (a failure on its own source thread, or of a statement)
 //! stop the jobs running on threads of their own.
 //!
+//! An `INSERT INTO` job whose sources have all ended (they are bounded, or it has none: `INSERT
+//! INTO .. VALUES`) stops on its own once its last epoch has committed, and the engine keeps it
+//! as `FINISHED` (Flink's status for a bounded job that ran to its end): suspended with its
+//! state and positions, never started again ([`Engine::finished`]). A view's job keeps running.
+//!
 //! While a job runs detached, the system tables show what its runner published at its last
 //! commit ([`JobStats`], [`SourceRow`]s).
 //!
@@ -102,6 +107,9 @@ enum Stopped {
     Failed(String),
     /// Reading, an operator or the commit failed; the job's state is not to be trusted.
     Error(WeirError),
+    /// An `INSERT INTO` job read every source to its end (they are bounded, or it has none:
+    /// `INSERT INTO .. VALUES`) and committed its last epoch: Flink's `FINISHED`.
+    Finished,
 }
 
 impl Runner {
@@ -162,9 +170,10 @@ impl Engine {
             let stop = Arc::new(AtomicBool::new(false));
             let (store, commits) = (Arc::clone(&self.store), Arc::clone(&self.commits));
             let (flag, shown) = (Arc::clone(&stop), Arc::clone(&published));
+            let finishes = self.catalog.get(&name).is_some_and(|r| r.kind == RelationKind::SinkJob);
             let spawned = std::thread::Builder::new()
                 .name(format!("weir-job-{name}"))
-                .spawn(move || run(job, tasks, &store, &commits, &flag, &shown));
+                .spawn(move || run(job, tasks, (&store, &commits), (&flag, finishes), &shown));
             match spawned {
                 Ok(thread) => {
                     self.runners.insert(name, Runner { stop, thread, published, tables });
@@ -219,6 +228,14 @@ impl Engine {
                 // own, so nothing else is reloaded: it fails alone.
                 if let Stopped::Error(e) = why {
                     self.note_failure(&name, &e.to_string());
+                    continue;
+                }
+                // Dropped with its tasks (its producer, its threads); its state stays committed.
+                if let Stopped::Finished = why {
+                    tracing::info!(job = %name, "finished: every source read to its end");
+                    self.suspended.insert(name.clone());
+                    self.finished.insert(name.clone());
+                    self.newly_finished.push(name);
                     continue;
                 }
                 self.jobs.insert(name.clone(), job);
@@ -287,9 +304,8 @@ fn rows_of(tasks: &Tasks) -> Vec<SourceRow> {
 fn run(
     mut job: Job,
     mut tasks: Tasks,
-    store: &Arc<Store>,
-    commits: &Arc<Commits>,
-    stop: &AtomicBool,
+    (store, commits): (&Arc<Store>, &Arc<Commits>),
+    (stop, finishes): (&AtomicBool, bool),
     published: &Published,
 ) -> Handback {
     let mut last_commit = Instant::now();
@@ -305,7 +321,7 @@ fn run(
             break Stopped::Asked;
         }
         let read = if job.parallelism() > 1 {
-            let epochs = Epochs { commits, in_flight: &mut in_flight, last_commit: &mut last_commit, published };
+            let epochs = Epochs { finishes, commits, in_flight: &mut in_flight, last_commit: &mut last_commit, published };
             read_pipelined(&mut job, &mut tasks, (store, stop), epochs)
         } else {
             let mut push = |table: &str, batch: Option<StreamChunk>, watermark: Option<i64>| {
@@ -335,6 +351,10 @@ fn run(
             }
             dirty = false;
             last_commit = Instant::now();
+        }
+        // Everything read was committed (a pipelined job's epoch has landed too).
+        if finishes && step.finished && !dirty && in_flight.is_none() {
+            break Stopped::Finished;
         }
         if step.idle {
             std::thread::sleep(IDLE_PAUSE);
@@ -514,6 +534,8 @@ fn read_slice(tasks: &mut Tasks, push: &mut Push<'_>) -> Result<Slice> {
 /// A runner's epochs: where they commit, the one in flight, when the last was cut, and where
 /// what each barrier saw is published.
 struct Epochs<'a> {
+    /// Whether the job finishes once its sources have ended (an `INSERT INTO` job).
+    finishes: bool,
     commits: &'a Arc<Commits>,
     in_flight: &'a mut Option<InFlight>,
     last_commit: &'a mut Instant,
@@ -540,7 +562,7 @@ struct Epochs<'a> {
 /// has no side table to send them to; such a job also returns when its sources go quiet or end
 /// with rows in the epoch, for its caller to commit.
 fn read_pipelined(job: &mut Job, tasks: &mut Tasks, (store, stop): (&Store, &AtomicBool), epochs: Epochs<'_>) -> Result<Slice> {
-    let Epochs { commits, in_flight, last_commit, published } = epochs;
+    let Epochs { finishes, commits, in_flight, last_commit, published } = epochs;
     let in_band = job.commits_behind();
     job.pipelined(store, |feeder| {
         let mut moved = false;
@@ -580,6 +602,10 @@ fn read_pipelined(job: &mut Job, tasks: &mut Tasks, (store, stop): (&Store, &Ato
             if quiet {
                 if in_flight.as_mut().is_some_and(InFlight::finished) {
                     land(&mut |epoch| feeder.committed(epoch), tasks, in_flight, published)?;
+                }
+                // Its sources ended and their last epoch landed: the job is done.
+                if finishes && slice.finished && !moved && in_flight.is_none() {
+                    return Ok(Slice { moved, ..slice });
                 }
                 std::thread::sleep(IDLE_PAUSE);
             }

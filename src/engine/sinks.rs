@@ -159,6 +159,7 @@ impl Engine {
             return Err(e);
         }
         self.suspended.remove(&name);
+        self.finished.remove(&name);
         self.restarting.remove(&name);
         Ok(())
     }

@@ -29,6 +29,10 @@ use crate::runtime::relation::connector_of;
 use crate::source::{progress_key, SourceProgress};
 use crate::state::EpochWrites;
 
+/// The value of [`suspended_key`] for a job that finished (`FINISHED`), rather than one
+/// suspended by a statement.
+pub(super) const FINISHED: &[u8] = b"finished";
+
 /// The meta key recording that job `job` is suspended.
 pub(super) fn suspended_key(job: &str) -> String {
     format!("suspended/{job}")
@@ -55,11 +59,21 @@ impl Engine {
     ///
     /// # Errors
     /// `UndefinedObject` for an unknown job; `ObjectNotInPrerequisiteState` for a FAILED or
-    /// already suspended one; `Plan` for a relation no job maintains; `Unsupported` for a job that
+    /// already suspended one (a FINISHED one becomes SUSPENDED: it is stopped with its state
+    /// already); `Plan` for a relation no job maintains; `Unsupported` for a job that
     /// reads a plain table or a view; the commit's.
     pub fn suspend_job(&mut self, name_or_id: &str) -> Result<()> {
         let rel = self.job_relation(name_or_id)?;
         let name = rel.name.clone();
+        if self.finished.contains(&name) {
+            // Stopped with its state and positions already: it is SUSPENDED from now on, as a
+            // savepoint of its end.
+            let mut writes = EpochWrites::default();
+            writes.put_meta(&suspended_key(&name), b"1");
+            self.commit(writes, None)?;
+            self.finished.remove(&name);
+            return Ok(());
+        }
         if self.suspended.contains(&name) {
             return Err(WeirError::not_in_state(format!("{name} is already suspended")));
         }
@@ -108,6 +122,9 @@ impl Engine {
     pub fn resume_job(&mut self, name_or_id: &str) -> Result<()> {
         let rel = self.job_relation(name_or_id)?;
         let name = rel.name.clone();
+        if self.finished.contains(&name) {
+            return Err(WeirError::not_in_state(format!("{name} is FINISHED: it read every source to its end; there is nothing to resume")));
+        }
         if !self.suspended.contains(&name) {
             return Err(WeirError::not_in_state(format!("{name} is not suspended")));
         }

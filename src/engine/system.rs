@@ -148,7 +148,10 @@ impl Engine {
                     name: r.name.clone(),
                     job_id,
                     kind: r.kind.sql_name().to_string(),
-                    status: job_status(failed.is_some(), self.suspended.contains(&r.name), waiting).to_string(),
+                    status: match self.finished.contains(&r.name) {
+                        true => "FINISHED".to_string(),
+                        false => job_status(failed.is_some(), self.suspended.contains(&r.name), waiting).to_string(),
+                    },
                     error: failed.or_else(|| restart.filter(|r| r.waiting()).map(super::Restart::describe)),
                     restarts: restart.map_or(0, |r| r.restarts),
                     definition: r.definition.clone(),
@@ -207,7 +210,8 @@ impl Engine {
 }
 
 /// A job's status as `SHOW JOBS` and the system tables show it (Flink's job statuses):
-/// `FAILED` (stopped on an error in its input, for good), `SUSPENDED` (stopped with a
+/// `FINISHED` (an `INSERT INTO` job that read its bounded sources to their end, shown as the
+/// system tables build the row), `FAILED` (stopped on an error in its input, for good), `SUSPENDED` (stopped with a
 /// savepoint, [`super::suspend`]), `RESTARTING` (failed, and waits to restart from its last
 /// checkpoint, [`super::restart`]) or `RUNNING`.
 pub fn job_status(failed: bool, suspended: bool, restarting: bool) -> &'static str {
