@@ -18,6 +18,14 @@
 //!   first when ascending and last when descending unless `nulls_first` says (Flink's
 //!   `ArraySortFunction`). `ARRAY_SLICE(array, start)` (Flink's: to the end) as
 //!   `array_slice(array, start, -1)`, and a literal end of 0 as 1 (Flink's `ArraySliceFunction`).
+//! - Flink's function semantics where DataFusion follows Postgres: `REGEXP_REPLACE(s, regex,
+//!   replacement)` replaces every match (DataFusion's, without its `'g'` flag, the first);
+//!   `SUBSTRING` / `SUBSTR` as `weir_substring` (Flink's positions);
+//!   `EXTRACT(DOW FROM t)` is 1 (Sunday) to 7, as `DAYOFWEEK` (Postgres's `date_part('dow',
+//!   ..)` keeps 0 to 6).
+//! - Flink's (the SQL standard's) interval literals of two fields, `INTERVAL '1:30' HOUR TO
+//!   MINUTE`, `'2-3' YEAR TO MONTH`, `'1 12:00:00.5' DAY TO SECOND`, as the single-field
+//!   literal they equal (`INTERVAL '5400' SECOND`), which DataFusion plans.
 //! - `x op ANY(array)` (and `SOME`) with Postgres's NULLs: true when some element compares
 //!   true; else false for an empty array; else NULL when an element or `x` is NULL; else
 //!   false. DataFusion's reads only the non-NULL elements (`2 = ANY(ARRAY[1, NULL])` was false).
@@ -41,6 +49,11 @@ pub fn rewrite(stmt: &mut Statement) -> Result<()> {
     let _ = stmt.visit(&mut SizedStringCasts);
     let _ = stmt.visit(&mut ArrayArguments);
     let _ = stmt.visit(&mut AnyWithNulls);
+    let mut flink = FlinkExpressions { error: None };
+    let _ = stmt.visit(&mut flink);
+    if let Some(e) = flink.error {
+        return Err(e);
+    }
     let mut json = JsonConstructors { error: None };
     let _ = stmt.visit(&mut json);
     json.error.map_or(Ok(()), Err)
@@ -53,7 +66,7 @@ pub fn rewrite(stmt: &mut Statement) -> Result<()> {
 /// As [`rewrite`].
 pub fn rewrite_text(query: &str) -> Result<String> {
     let upper = query.to_ascii_uppercase();
-    let rewritten = ["UNNEST", "CHAR", "JSON_", "ARRAY_S", "ANY", "SOME"];
+    let rewritten = ["UNNEST", "CHAR", "JSON_", "ARRAY_S", "ANY", "SOME", "REGEXP_REPLACE", "DOW", " TO ", "SUBSTR"];
     if !rewritten.iter().any(|w| upper.contains(w)) && !crate::sql::group_windows::may_apply(&upper) {
         return Ok(query.to_string());
     }
@@ -64,6 +77,141 @@ pub fn rewrite_text(query: &str) -> Result<String> {
     let before = stmt.clone();
     rewrite(stmt)?;
     Ok(if *stmt == before { query.to_string() } else { stmt.to_string() })
+}
+
+/// `EXTRACT(DOW ..)`, `SUBSTRING(..)` and two-field interval literals as Flink reads them
+/// (module docs).
+struct FlinkExpressions {
+    error: Option<WeirError>,
+}
+
+impl VisitorMut for FlinkExpressions {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        use sqlparser::ast::DateTimeField;
+        match expr {
+            Expr::Extract { field: DateTimeField::Dow, expr: of, .. } => {
+                let call = format!("DAYOFWEEK({of})");
+                if let Ok(parsed) = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {}).try_with_sql(&call).and_then(|mut p| p.parse_expr()) {
+                    *expr = parsed;
+                }
+            }
+            // DataFusion plans the SUBSTRING syntax (also `substr(..)`) with its own function:
+            // Flink's is `weir_substring` (`crate::plan::functions`, `flink_strings.rs`).
+            Expr::Substring { expr: of, substring_from: Some(from), substring_for, .. } => {
+                let call = match substring_for {
+                    Some(len) => format!("weir_substring({of}, {from}, {len})"),
+                    None => format!("weir_substring({of}, {from})"),
+                };
+                if let Ok(parsed) = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {}).try_with_sql(&call).and_then(|mut p| p.parse_expr()) {
+                    *expr = parsed;
+                }
+            }
+            Expr::Interval(interval) if interval.last_field.is_some() => match single_field_interval(interval) {
+                Ok(Some(single)) => *expr = single,
+                Ok(None) => {}
+                Err(e) => {
+                    self.error = Some(e);
+                    return ControlFlow::Break(());
+                }
+            },
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The single-field literal a two-field interval literal equals (`INTERVAL '1:30' HOUR TO
+/// MINUTE` is `INTERVAL '90' MINUTE`, `'2-3' YEAR TO MONTH` is `INTERVAL '27' MONTH`, seconds
+/// with their fraction); `None` for one whose value is not a string literal, or whose fields
+/// are no such pair (DataFusion says why).
+///
+/// # Errors
+/// `InvalidDatetime` (22007) for text that is not of the fields' form, naming it.
+fn single_field_interval(interval: &sqlparser::ast::Interval) -> Result<Option<Expr>> {
+    use sqlparser::ast::DateTimeField::{Day, Hour, Minute, Month, Second, Year};
+    let Expr::Value(v) = interval.value.as_ref() else { return Ok(None) };
+    let sqlparser::ast::Value::SingleQuotedString(text) = &v.value else { return Ok(None) };
+    let (Some(first), Some(last)) = (&interval.leading_field, &interval.last_field) else { return Ok(None) };
+    // Each field's place, from years to seconds, and the separator before it.
+    let rank = |f: &sqlparser::ast::DateTimeField| match f {
+        Year => Some(0),
+        Month => Some(1),
+        Day => Some(2),
+        Hour => Some(3),
+        Minute => Some(4),
+        Second => Some(5),
+        _ => None,
+    };
+    let (Some(from), Some(to)) = (rank(first), rank(last)) else { return Ok(None) };
+    if from >= to || (from <= 1) != (to <= 1) {
+        return Ok(None);
+    }
+    let bad = || {
+        WeirError::new(crate::error::ErrorKind::InvalidDatetime(format!(
+            "invalid interval literal '{text}' for {first} TO {last}: expected {}",
+            match (from, to) {
+                (0, 1) => "'years-months'",
+                (2, 3) => "'days hours'",
+                (2, 4) => "'days hours:minutes'",
+                (2, 5) => "'days hours:minutes:seconds'",
+                (3, 4) => "'hours:minutes'",
+                (3, 5) => "'hours:minutes:seconds'",
+                _ => "'minutes:seconds'",
+            }
+        )))
+    };
+    let trimmed = text.trim();
+    let (negative, body) = match trimmed.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, trimmed.strip_prefix('+').unwrap_or(trimmed)),
+    };
+    let sign = if negative { "-" } else { "" };
+    let literal = |value: String, unit: &str| -> Result<Option<Expr>> {
+        let sql = format!("INTERVAL '{sign}{value}' {unit}");
+        let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {}).try_with_sql(&sql).and_then(|mut p| p.parse_expr());
+        parsed.map(Some).map_err(|e| WeirError::internal(format!("{sql}: {e}")))
+    };
+    if from == 0 {
+        let (y, m) = body.split_once('-').ok_or_else(bad)?;
+        let (y, m): (u64, u64) = (y.trim().parse().map_err(|_| bad())?, m.trim().parse().map_err(|_| bad())?);
+        return literal((y * 12 + m).to_string(), "MONTH");
+    }
+    // Days, then hours:minutes:seconds from the field after the days.
+    let (days, clock) = match from {
+        2 => {
+            let (d, rest) = body.split_once(' ').ok_or_else(bad)?;
+            (d.trim().parse::<u64>().map_err(|_| bad())?, rest.trim())
+        }
+        _ => (0, body),
+    };
+    let parts: Vec<&str> = clock.split(':').collect();
+    let first_clock = from.max(3);
+    if parts.len() != to - first_clock + 1 {
+        return Err(bad());
+    }
+    let mut whole: u64 = days * 24;
+    let mut fraction = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        let place = first_clock + i;
+        let (int, frac) = match part.split_once('.') {
+            Some((int, frac)) if place == 5 && !frac.is_empty() && frac.bytes().all(|b| b.is_ascii_digit()) => (int, Some(frac)),
+            _ => (*part, None),
+        };
+        let n: u64 = int.trim().parse().map_err(|_| bad())?;
+        whole = if place == 3 { whole + n } else { whole * 60 + n };
+        if let Some(frac) = frac {
+            fraction = format!(".{frac}");
+        }
+    }
+    // `whole` counts units of the last field (hours from DAY TO HOUR).
+    let unit = match to {
+        3 => "HOUR",
+        4 => "MINUTE",
+        _ => "SECOND",
+    };
+    literal(format!("{whole}{fraction}"), unit)
 }
 
 /// `x op ANY(array)` with Postgres's NULLs (module docs), as a CASE around DataFusion's: not a
@@ -165,6 +313,8 @@ impl VisitorMut for ArrayArguments {
                 list.args.push(literal(if nulls_first { "NULLS FIRST" } else { "NULLS LAST" }));
             }
             // Flink reads an end of 0 as the first element (ArraySliceFunction: `end == 0 ? 1`).
+            // Flink's REGEXP_REPLACE replaces every match.
+            (Some("regexp_replace"), 3) => list.args.push(literal("g")),
             (Some("array_slice" | "list_slice"), 3) => {
                 if let FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v))) = &mut list.args[2] {
                     if v.value == sqlparser::ast::Value::Number("0".into(), false) {

@@ -31,6 +31,8 @@
 //! | `TO_DATE(string [, format])` (replaces DataFusion's) | `to_timestamp.rs` | DATE |
 //! | `TO_BASE64(s)`, `FROM_BASE64(s)` | `flink_strings.rs` | STRING |
 //! | `LOCATE(needle, haystack [, from])` | `flink_strings.rs` | INT |
+//! | `SUBSTRING(s FROM pos [FOR len])`, `SUBSTR(s, pos [, len])` (rewritten into `weir_substring`: Flink's positions) | `flink_strings.rs` | STRING |
+//! | `CONCAT(s, ..)` (DataFusion's, NULL when an argument is: Flink's) | `flink_strings.rs` | STRING |
 //! | `HEX(n or s)`, `BIN(n)`, `URL_ENCODE(s)`, `URL_DECODE(s)` | `flink_text.rs` | STRING |
 //! | `HASH_CODE(s)` | `flink_text.rs` | INT |
 //! | `SPLIT(s, delimiter)` | `flink_text.rs` | ARRAY<STRING> |

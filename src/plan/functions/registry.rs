@@ -19,7 +19,7 @@ use super::proctime::{CurrentTimestamp, ProcTime};
 use super::regexp_extract::{RegexpExtract, RegexpMatches};
 use super::split_index::SplitIndex;
 use super::time_part::TimePart;
-use super::flink_strings::{Base64, Locate};
+use super::flink_strings::{Base64, Locate, NullIfAnyNull, Substring};
 use super::flink_text::FlinkText;
 use super::json_construct::JsonConstruct;
 use super::time_units::{TimeRound, TimestampAdd, TimestampDiff};
@@ -95,6 +95,10 @@ pub fn register(ctx: &SessionContext, zone: Zone) {
     ctx.register_udf(ScalarUDF::new_from_impl(Base64::new(false)));
     ctx.register_udf(ScalarUDF::new_from_impl(Base64::new(true)));
     ctx.register_udf(ScalarUDF::new_from_impl(Locate::new()));
+    // Flink's SUBSTRING (the syntax rewritten into `weir_substring`) and CONCAT (in place of
+    // DataFusion's, Postgres's).
+    ctx.register_udf(ScalarUDF::new_from_impl(Substring::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(NullIfAnyNull::concat()));
     ctx.register_udf(ScalarUDF::new_from_impl(Truncate::new()));
     for function in JsonConstruct::all() {
         ctx.register_udf(ScalarUDF::new_from_impl(function));
