@@ -5,6 +5,7 @@ pub mod copy;
 pub mod create_table_as;
 pub mod create_table_like;
 pub mod database;
+pub mod decimal_division;
 pub mod ddl;
 pub mod dml;
 pub mod group_windows;

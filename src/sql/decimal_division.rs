@@ -1,0 +1,121 @@
+//! A DECIMAL divided by a DECIMAL has Flink's result type and rounding, not Arrow's.
+//!
+//! Arrow (and so DataFusion) gives `DECIMAL(p1, s1) / DECIMAL(p2, s2)` the scale `s1 + 4`
+//! (Postgres's and MySQL's increment), truncated: `CAST(1 AS DECIMAL(10, 2)) / CAST(3 AS
+//! DECIMAL(10, 2))` is `0.333333`, a DECIMAL(16, 6). Flink's rule
+//! (`LogicalTypeMerging.findDivisionDecimalType`) is the scale `max(6, s1 + p2 + 1)` and the
+//! precision `p1 - s1 + s2 + scale`, both brought within 38 digits as its
+//! `adjustPrecisionScale` brings them (the integer digits kept, the scale cut to no less than
+//! 6), rounded half up (`DecimalData.divide`): DECIMAL(23, 13), `0.3333333333333`.
+//!
+//! [`DecimalDivision`], an analyzer rule run after DataFusion's type coercion (both sides are
+//! DECIMALs by then, an integer side cast to one, whose precision is taken as Flink's type of it
+//! would have: `d / 2` divides by an INT, DECIMAL(10, 0)), rewrites `l / r` into `CAST(CAST(l AS
+//! DECIMAL(p1 + k, s1 + k)) / r AS DECIMAL(P, S))`: the dividend's scale raised so that Arrow's
+//! quotient has one digit past Flink's scale (its last digit only truncated), and the cast, which
+//! rounds half away from zero, brings it to Flink's type. The dividend is raised only as far as
+//! Arrow's division stays within 38 digits (`p1 + k + s2 + 4`); past that the quotient keeps
+//! fewer digits before the cast.
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::DFSchema;
+use datafusion::error::Result as DfResult;
+use datafusion::logical_expr::expr::Cast;
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator};
+use datafusion::optimizer::AnalyzerRule;
+
+/// The analyzer rule; see the module docs.
+#[derive(Debug, Default)]
+pub struct DecimalDivision;
+
+/// Arrow's and Flink's largest DECIMAL precision.
+const MAX_PRECISION: i32 = 38;
+/// The least scale Flink's division keeps (`MINIMUM_ADJUSTED_SCALE`).
+const MIN_SCALE: i32 = 6;
+/// The digits Arrow's decimal division adds to the dividend's scale.
+const ARROW_INCREMENT: i32 = 4;
+
+impl AnalyzerRule for DecimalDivision {
+    fn name(&self) -> &str {
+        "weir_decimal_division"
+    }
+
+    fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> DfResult<LogicalPlan> {
+        plan.transform_up_with_subqueries(|node| {
+            let mut schema = DFSchema::empty();
+            for input in node.inputs() {
+                schema.merge(input.schema());
+            }
+            let names = NamePreserver::new(&node);
+            node.map_expressions(|e| {
+                let name = names.save(&e);
+                e.transform_up(|e| flink_division(e, &schema)).map(|t| t.update_data(|e| name.restore(e)))
+            })
+        })
+        .map(|t| t.data)
+    }
+}
+
+/// Flink's result type of `DECIMAL(p1, s1) / DECIMAL(p2, s2)`, as (precision, scale).
+pub fn division_type((p1, s1): (i32, i32), (p2, s2): (i32, i32)) -> (i32, i32) {
+    let scale = MIN_SCALE.max(s1 + p2 + 1);
+    let precision = p1 - s1 + s2 + scale;
+    if precision <= MAX_PRECISION {
+        return (precision.max(1), scale);
+    }
+    let integer_digits = precision - scale;
+    (MAX_PRECISION, (MAX_PRECISION - integer_digits).max(scale.min(MIN_SCALE)))
+}
+
+/// The precision Flink gives an integer operand that DataFusion's coercion cast to a DECIMAL:
+/// a BIGINT is DECIMAL(19, 0) in Flink (DataFusion: 20 digits), and an integer literal that
+/// fits an INT is an INT there, DECIMAL(10, 0) (DataFusion types every integer literal
+/// BIGINT); `None` for another operand.
+fn flink_precision(operand: &Expr, schema: &DFSchema) -> Option<i32> {
+    let Expr::Cast(Cast { expr, .. }) = operand else { return None };
+    match expr.as_ref() {
+        Expr::Literal(datafusion::common::ScalarValue::Int64(Some(v)), _) if i32::try_from(*v).is_ok() => Some(10),
+        inner => (inner.get_type(schema).ok()? == DataType::Int64).then_some(19),
+    }
+}
+
+/// `e` as Flink divides it, when it is a division of two DECIMAL128s (module docs).
+fn flink_division(e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
+    let Expr::BinaryExpr(BinaryExpr { left, op: Operator::Divide, right }) = &e else { return Ok(Transformed::no(e)) };
+    let (Ok(DataType::Decimal128(p1, s1)), Ok(DataType::Decimal128(p2, s2))) = (left.get_type(schema), right.get_type(schema)) else {
+        return Ok(Transformed::no(e));
+    };
+    let (p1, s1, p2, s2) = (i32::from(p1), i32::from(s1), i32::from(p2), i32::from(s2));
+    let (precision, scale) = division_type((flink_precision(left, schema).unwrap_or(p1), s1), (flink_precision(right, schema).unwrap_or(p2), s2));
+    // Arrow's quotient has scale s1 + k + 4: one digit past Flink's, within 38 digits.
+    let room = MAX_PRECISION - (p1 + s2 + ARROW_INCREMENT);
+    let raise = (scale + 1 - ARROW_INCREMENT - s1).min(room).max(0);
+    let dividend = match raise {
+        0 => left.as_ref().clone(),
+        k => Expr::Cast(Cast::new(left.clone(), DataType::Decimal128((p1 + k) as u8, (s1 + k) as i8))),
+    };
+    let quotient = Expr::BinaryExpr(BinaryExpr::new(Box::new(dividend), Operator::Divide, right.clone()));
+    let typed = DataType::Decimal128(precision as u8, scale as i8);
+    Ok(Transformed::yes(Expr::Cast(Cast::new(Box::new(quotient), typed))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::division_type;
+
+    /// Flink's result types, from its rule by hand: DECIMAL(10, 2) / DECIMAL(10, 2) has scale
+    /// max(6, 2 + 10 + 1) = 13 and precision 10 - 2 + 2 + 13 = 23; DECIMAL(2, 1) / DECIMAL(1, 0)
+    /// scale max(6, 3) = 6, precision 2 - 1 + 0 + 6 = 7; DECIMAL(38, 10) /
+    /// DECIMAL(38, 10) has scale 49 and precision 87, brought to 38 digits keeping its 38
+    /// integer digits but a scale of 6.
+    #[test]
+    fn division_types_are_flinks() {
+        assert_eq!(division_type((10, 2), (10, 2)), (23, 13));
+        assert_eq!(division_type((2, 1), (1, 0)), (7, 6));
+        assert_eq!(division_type((38, 10), (38, 10)), (38, 6));
+        assert_eq!(division_type((20, 2), (10, 0)), (31, 13));
+    }
+}
