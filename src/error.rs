@@ -340,8 +340,9 @@ impl WeirError {
 
     /// An `UnknownColumn`, `UnknownTable` or `UndefinedFunction` error pointed at the name's
     /// first mention in its statement, as Postgres points `column "x" does not exist`,
-    /// `relation "t" does not exist` and `function f(integer) does not exist` at the name: `find` gives the 1-based position of a name's first mention as an
-    /// identifier (see `sql::parser::position_of_name`; a relation's last part, unqualified).
+    /// `relation "t" does not exist` and `function f(integer) does not exist` at the name:
+    /// `find` gives the 1-based position of a name's first mention as an identifier (see
+    /// `sql::parser::position_of_name`; a relation's last part, unqualified).
     /// Other errors, and names the message does not give or the statement does not hold, are
     /// returned as they are.
     pub fn locate_name(mut self, find: impl FnOnce(&str) -> Option<usize>) -> Self {

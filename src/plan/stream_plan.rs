@@ -414,7 +414,8 @@ impl StreamPlan {
     /// outer interval join of the plan emit each window once, final, when it closes (an outer
     /// interval join its padded rows once their bound has passed), wherever it sits (under joins
     /// too): Flink's window TVF aggregation, Top-N, deduplication and join and its interval
-    /// join, used by INSERT INTO jobs. Projections, filters and unions over append-only inputs become append-only.
+    /// join, used by INSERT INTO jobs. Projections, filters and unions over append-only inputs
+    /// become append-only.
     pub fn set_window_aggregations_final(&mut self) {
         for input in self.inputs_mut() {
             input.set_window_aggregations_final();
@@ -426,7 +427,10 @@ impl StreamPlan {
                 Some(TimeBound::Window { .. }) => true,
                 // Flink's interval join pads an outer row only when the watermark passes its
                 // bound, so its output is append-only.
-                Some(TimeBound::Interval { .. }) => matches!(join.join_type, crate::plan::join::StreamJoinType::Left | crate::plan::join::StreamJoinType::Right | crate::plan::join::StreamJoinType::Full),
+                Some(TimeBound::Interval { .. }) => {
+                    use crate::plan::join::StreamJoinType::{Full, Left, Right};
+                    matches!(join.join_type, Left | Right | Full)
+                }
                 _ => false,
             },
             _ => false,

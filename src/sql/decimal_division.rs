@@ -9,13 +9,14 @@
 //! 6), rounded half up (`DecimalData.divide`): DECIMAL(23, 13), `0.3333333333333`.
 //!
 //! [`DecimalDivision`], an analyzer rule run after DataFusion's type coercion (both sides are
-//! DECIMALs by then, an integer side cast to one, whose precision is taken as Flink's type of it
-//! would have: `d / 2` divides by an INT, DECIMAL(10, 0)), rewrites `l / r` into `CAST(CAST(l AS
+//! DECIMALs by then, an integer side cast to one; such a side's precision is that of Flink's
+//! type for it: `d / 2` divides by an INT, DECIMAL(10, 0)), rewrites `l / r` into `CAST(CAST(l AS
 //! DECIMAL(p1 + k, s1 + k)) / r AS DECIMAL(P, S))`: the dividend's scale raised so that Arrow's
 //! quotient has one digit past Flink's scale (its last digit only truncated), and the cast, which
 //! rounds half away from zero, brings it to Flink's type. The dividend is raised only as far as
 //! Arrow's division stays within 38 digits (`p1 + k + s2 + 4`); past that the quotient keeps
-//! fewer digits before the cast.
+//! fewer digits before the cast. A view or job created before this rule keeps Arrow's type
+//! ([`crate::sql::settings::DECIMAL_DIVISION`]).
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;

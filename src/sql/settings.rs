@@ -36,6 +36,12 @@ pub const STATE_TTL: &str = "table.exec.state.ttl";
 /// since 2026-12-06 has it; one created before plans with Postgres's at its restart, as it was
 /// created, since the state of its Top-N, deduplication or OVER window is ordered that way.
 pub const NULL_COLLATION: &str = "weir.null-collation";
+
+/// The catalog option, and the setting of every session, that plans a DECIMAL divided by a
+/// DECIMAL with Flink's result type, `flink` ([`crate::sql::decimal_division`]). Every view and
+/// job created since 2026-12-07 has it; one created before plans Arrow's type at its restart,
+/// as it was created, since its state holds values of that type.
+pub const DECIMAL_DIVISION: &str = "weir.decimal-division";
 /// The suspended job whose source positions new jobs start from.
 pub const SAVEPOINT_PATH: &str = "execution.savepoint.path";
 /// Postgres's limit on a statement's running time, a duration (a bare number is ms).
@@ -58,7 +64,7 @@ pub fn statement_timeout(settings: &BTreeMap<String, String>) -> Result<Option<s
 /// # Errors
 /// `InvalidOption` for a value that is not a duration.
 pub fn job_options(settings: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>> {
-    let mut out = BTreeMap::from([(NULL_COLLATION.to_string(), "low".to_string())]);
+    let mut out = BTreeMap::from([(NULL_COLLATION.to_string(), "low".to_string()), (DECIMAL_DIVISION.to_string(), "flink".to_string())]);
     for key in [ALLOW_LATENESS, STATE_TTL] {
         if let Some(v) = settings.get(key) {
             if parse_duration_ms(key, v)? > 0 {
@@ -103,7 +109,9 @@ pub fn planning_zone() -> Zone {
 /// Runs `work`, a statement of a session with `settings`, with them: in its time zone, and
 /// `current_setting` reading them.
 pub async fn in_session<T>(settings: &BTreeMap<String, String>, work: impl std::future::Future<Output = T>) -> T {
-    PLANNING.scope(std::sync::Arc::new(settings.clone()), work).await
+    let mut planning = settings.clone();
+    planning.insert(DECIMAL_DIVISION.to_string(), "flink".to_string());
+    PLANNING.scope(std::sync::Arc::new(planning), work).await
 }
 
 /// Runs `work`, the planning of a view or job with catalog `options`, in the time zone it was

@@ -130,9 +130,7 @@ impl FileSink {
         file.set_len(length).map_err(|e| WeirError::storage(format!("truncating {}: {e}", path.display())))?;
         Ok(FileSink { path, assignment: Assignment::utc(schema), file, format, buffer: Vec::new(), length, state })
     }
-}
 
-impl FileSink {
     /// This sink converting rows in time zone `zone`, the job's ([`Assignment`]).
     pub fn in_zone(mut self, zone: crate::plan::time_zone::Zone) -> Self {
         self.assignment.zone = zone;
@@ -374,6 +372,12 @@ impl KafkaSink {
         Ok(KafkaSink { writer, encoding, assignment: Assignment::utc(schema), outbox: Some(outbox) })
     }
 
+    /// This sink converting rows in time zone `zone`, the job's ([`Assignment`]).
+    pub fn in_zone(mut self, zone: crate::plan::time_zone::Zone) -> Self {
+        self.assignment.zone = zone;
+        self
+    }
+
     fn send(&mut self, key: Option<&[u8]>, value: Option<&[u8]>) -> Result<()> {
         self.writer.send(key, value).map_err(sink_error)?;
         if let Some(outbox) = &mut self.outbox {
@@ -392,14 +396,6 @@ impl KafkaSink {
 
 fn sink_error(e: weir_connectors::ConnectorError) -> WeirError {
     WeirError::execution(format!("kafka sink: {e}"))
-}
-
-impl KafkaSink {
-    /// This sink converting rows in time zone `zone`, the job's ([`Assignment`]).
-    pub fn in_zone(mut self, zone: crate::plan::time_zone::Zone) -> Self {
-        self.assignment.zone = zone;
-        self
-    }
 }
 
 impl Operator for KafkaSink {
