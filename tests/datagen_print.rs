@@ -75,3 +75,41 @@ async fn datagen_rows_reach_print_sinks() {
     assert_eq!(ids, vec![1, 2, 3], "{firsts:?}");
     assert!(counts.keys().all(|k| (0..=2).contains(k)), "{counts:?}");
 }
+
+/// A global aggregate (no GROUP BY) in an `INSERT INTO` job writes its row only once it has
+/// input and deletes it when its last row goes, as Flink's GroupAggFunction: `+I[1, 1.50]` for
+/// the one row inserted, `-D[1, 1.50]` when it is deleted; no `COUNT(*) = 0` row before (a view
+/// shows that row, as Postgres's, and keeps it at zero).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_global_aggregate_into_a_sink_has_no_row_without_input() {
+    let dir = common::scratch_dir("global-agg-print");
+    let data = dir.join("data");
+    let server = common::Server::start(&data);
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(
+            "CREATE TABLE ga_t (id INT PRIMARY KEY, x DECIMAL(10, 2));
+             CREATE TABLE ga_out (c BIGINT, s DECIMAL(38, 2))
+                 WITH ('connector' = 'print', 'print-identifier' = 'ga', 'standard-error' = 'true');
+             INSERT INTO ga_out SELECT COUNT(*), SUM(x) FROM ga_t;
+             CREATE MATERIALIZED VIEW ga_view AS SELECT COUNT(*) AS c FROM ga_t;
+             INSERT INTO ga_t VALUES (7, 1.50);
+             DELETE FROM ga_t WHERE id = 7;",
+        )
+        .await
+        .expect("pipeline");
+    let log = data.with_extension("log");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let printed = loop {
+        let text = std::fs::read_to_string(&log).expect("server log");
+        let printed: Vec<String> = text.lines().filter_map(|l| l.strip_prefix("ga> ")).map(str::to_string).collect();
+        if printed.iter().any(|l| l.starts_with("-D")) {
+            break printed;
+        }
+        assert!(Instant::now() < deadline, "printed so far: {printed:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(printed, ["+I[1, 1.50]", "-D[1, 1.50]"]);
+    let n: i64 = client.query_one("SELECT c FROM ga_view", &[]).await.expect("view").get(0);
+    assert_eq!(n, 0, "the view keeps its row at zero");
+}

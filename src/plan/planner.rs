@@ -192,6 +192,7 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
                     window_end,
                     emit_on_window_close: false,
                     state_ttl_ms: None,
+                    empty_row: true,
                 },
             })
         }
@@ -211,6 +212,7 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
                     window_end: None,
                     emit_on_window_close: false,
                     state_ttl_ms: None,
+                    empty_row: true,
                 },
             })
         }

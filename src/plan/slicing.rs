@@ -203,6 +203,7 @@ pub fn unslice(plan: &mut StreamPlan) {
         window_end: Some(spec.window_end),
         emit_on_window_close: spec.emit_on_window_close,
         state_ttl_ms: None,
+        empty_row: true,
     };
 }
 

@@ -91,6 +91,11 @@ pub enum StreamNode {
         emit_on_window_close: bool,
         /// The time-to-live of an unwindowed aggregation's groups, ms ([`crate::plan::ttl`]).
         state_ttl_ms: Option<i64>,
+        /// A global aggregate (no GROUP BY) has its one row from the start, `COUNT(*) = 0` and
+        /// the rest NULL, as Postgres's (a view's); without it, as Flink's (an `INSERT INTO`
+        /// job's), the row comes with the first input row and goes (a delete) when its last
+        /// row is retracted ([`StreamPlan::set_global_aggregates_flink`]).
+        empty_row: bool,
     },
     /// A window aggregation with EMIT ON WINDOW CLOSE over HOP or CUMULATE slices
     /// ([`crate::plan::slicing`]): the output of the GroupAggregate it replaces.
@@ -447,6 +452,21 @@ impl StreamPlan {
         }
     }
 
+    /// Makes every global aggregate (no GROUP BY) of the plan emit its row only once it has
+    /// input, and delete it when its last row is retracted, as Flink's `GroupAggFunction` does:
+    /// an `INSERT INTO` job writes no `COUNT(*) = 0` row before any input (a view shows it, as
+    /// Postgres's).
+    pub fn set_global_aggregates_flink(&mut self) {
+        for input in self.inputs_mut() {
+            input.set_global_aggregates_flink();
+        }
+        if let StreamNode::GroupAggregate { group_exprs, empty_row, .. } = &mut self.node {
+            if group_exprs.is_empty() {
+                *empty_row = false;
+            }
+        }
+    }
+
     fn collect_sources(&self, out: &mut Vec<String>) {
         if let StreamNode::Source { relation } = &self.node {
             if !out.contains(relation) {
@@ -611,11 +631,12 @@ impl StreamPlan {
                 spec.offset_ms,
                 if spec.slices { ", slices" } else if spec.late_in_join { ", late rows dropped by the join" } else { "" }
             ),
-            StreamNode::GroupAggregate { group_exprs, aggr_exprs, emit_on_window_close, .. } => format!(
-                "group=[{}], aggs=[{}]{}",
+            StreamNode::GroupAggregate { group_exprs, aggr_exprs, emit_on_window_close, empty_row, .. } => format!(
+                "group=[{}], aggs=[{}]{}{}",
                 join(group_exprs),
                 join(aggr_exprs),
-                if *emit_on_window_close { ", emit=on-window-close" } else { "" }
+                if *emit_on_window_close { ", emit=on-window-close" } else { "" },
+                if group_exprs.is_empty() && !*empty_row { ", no row without input" } else { "" }
             ),
         };
         let key = match &self.stream_key {

@@ -565,7 +565,7 @@ fn build_operator(
                 };
                 Box::new(Rank::try_new(opts, state_table, store)?)
             }
-            StreamNode::GroupAggregate { input, group_exprs, aggr_exprs, window_end, emit_on_window_close, state_ttl_ms } => {
+            StreamNode::GroupAggregate { input, group_exprs, aggr_exprs, window_end, emit_on_window_close, state_ttl_ms, empty_row } => {
                 let group = physical_exprs(group_exprs, &input.schema)?;
                 let aggs = aggr_exprs
                     .iter()
@@ -579,7 +579,8 @@ fn build_operator(
                 let append_only = input.changelog == crate::plan::ChangelogMode::AppendOnly;
                 Box::new(
                     GroupAggregate::try_new(group, aggs, schema, window, append_only, state_table, store)?
-                        .with_state_ttl(*state_ttl_ms),
+                        .with_state_ttl(*state_ttl_ms)
+                        .with_empty_row(*empty_row),
                 )
             }
             StreamNode::OverAggregate { input, spec } => {

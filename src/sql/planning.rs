@@ -66,7 +66,10 @@ async fn plan_job_in_zone(
     match kind {
         JobKind::View { emit_on_window_close: true } => stream.set_emit_on_window_close()?,
         JobKind::View { emit_on_window_close: false } => {}
-        JobKind::Sink => stream.set_window_aggregations_final(),
+        JobKind::Sink => {
+            stream.set_window_aggregations_final();
+            stream.set_global_aggregates_flink();
+        }
     }
     crate::plan::slicing::sessionize(&mut stream);
     if let Some(key) = options.get(crate::sql::sink_jobs::UPSERT_MATERIALIZE) {

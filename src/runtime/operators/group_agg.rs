@@ -238,6 +238,9 @@ pub struct GroupAggregate {
     meta: Option<StateTable>,
     /// Open windows' groups by window end (ms), for freeing them on the watermark.
     open_windows: std::collections::BTreeMap<i64, std::collections::BTreeSet<Vec<u8>>>,
+    /// A global aggregate's row exists without input (Postgres's); else it comes and goes
+    /// with its rows (Flink's). See [`GroupAggregate::with_empty_row`].
+    empty_row: bool,
 }
 
 impl GroupAggregate {
@@ -321,6 +324,7 @@ impl GroupAggregate {
             watermark_ms,
             meta,
             open_windows: Default::default(),
+            empty_row: true,
         };
         op.index_open_windows(store)?;
         Ok(op)
@@ -330,6 +334,14 @@ impl GroupAggregate {
     /// docs. Set the same TTL every time the operator is built: stored values depend on it.
     pub fn with_state_ttl(mut self, ttl_ms: Option<i64>) -> Self {
         self.groups.set_ttl(ttl_ms);
+        self
+    }
+
+    /// With `empty_row` (the default), a global aggregate has its one row from the start, as
+    /// Postgres's; without it, as Flink's `GroupAggFunction`, the row is inserted with the first
+    /// input row and deleted when the last one is retracted (an `INSERT INTO` job's).
+    pub fn with_empty_row(mut self, empty_row: bool) -> Self {
+        self.empty_row = empty_row;
         self
     }
 
@@ -522,7 +534,7 @@ impl Operator for GroupAggregate {
 
     /// A global aggregate's one row exists from the start (COUNT 0, the rest NULL).
     fn on_create(&mut self, ctx: &OpContext<'_>) -> Result<Option<StreamChunk>> {
-        if !self.is_global() || self.groups.get(ctx.store, &[])?.is_some() {
+        if !self.is_global() || !self.empty_row || self.groups.get(ctx.store, &[])?.is_some() {
             return Ok(None);
         }
         let state = self.empty_state();
@@ -798,7 +810,7 @@ impl Operator for GroupAggregate {
                 }
                 return Err(WeirError::internal("group aggregate: more retractions than rows"));
             }
-            let exists = self.is_global() || state.rows > 0;
+            let exists = (self.is_global() && self.empty_row) || state.rows > 0;
             if self.emit_on_window_close && !fired {
                 // Emitted when the window closes.
                 if exists {
