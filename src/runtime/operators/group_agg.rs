@@ -3,8 +3,9 @@
 //! Changelog mode: any in → retract out, keyed by the group columns (the stream key). For each
 //! group touched by a chunk the operator emits `+I` for a new group, `-U`/`+U` when its result
 //! row changed, and `-D` when its last row was retracted. A global aggregate (no GROUP BY)
-//! always has exactly one row, as in Postgres: it starts as `COUNT(*) = 0`, other aggregates
-//! NULL.
+//! of a view always has exactly one row, as in Postgres: it starts as `COUNT(*) = 0`, other
+//! aggregates NULL; in an `INSERT INTO` job it comes and goes with its rows, as Flink's
+//! ([`GroupAggregate::with_empty_row`]).
 //!
 //! Aggregates: COUNT(*), COUNT(x), SUM, AVG, MIN, MAX, COUNT/SUM/AVG(DISTINCT x), STRING_AGG
 //! (LISTAGG) and ARRAY_AGG, each with an optional `FILTER (WHERE ...)`. NULL arguments are
@@ -532,7 +533,8 @@ impl Operator for GroupAggregate {
         "GroupAggregate"
     }
 
-    /// A global aggregate's one row exists from the start (COUNT 0, the rest NULL).
+    /// A global aggregate's one row exists from the start (COUNT 0, the rest NULL), unless it
+    /// comes with its rows ([`GroupAggregate::with_empty_row`]).
     fn on_create(&mut self, ctx: &OpContext<'_>) -> Result<Option<StreamChunk>> {
         if !self.is_global() || !self.empty_row || self.groups.get(ctx.store, &[])?.is_some() {
             return Ok(None);
