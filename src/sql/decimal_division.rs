@@ -8,14 +8,14 @@
 //! `adjustPrecisionScale` brings them (the integer digits kept, the scale cut to no less than
 //! 6), rounded half up (`DecimalData.divide`): DECIMAL(23, 13), `0.3333333333333`.
 //!
-//! [`DecimalDivision`], an analyzer rule run after DataFusion's type coercion (both sides are
-//! DECIMALs by then, an integer side cast to one; such a side's precision is that of Flink's
-//! type for it: `d / 2` divides by an INT, DECIMAL(10, 0)), rewrites `l / r` into `CAST(CAST(l AS
-//! DECIMAL(p1 + k, s1 + k)) / r AS DECIMAL(P, S))`: the dividend's scale raised so that Arrow's
-//! quotient has one digit past Flink's scale (its last digit only truncated), and the cast, which
-//! rounds half away from zero, brings it to Flink's type. The dividend is raised only as far as
-//! Arrow's division stays within 38 digits (`p1 + k + s2 + 4`); past that the quotient keeps
-//! fewer digits before the cast. A view or job created before this rule keeps Arrow's type
+//! [`DecimalDivision`], an analyzer rule run before DataFusion's type coercion (so an integer
+//! side is still an integer, whose DECIMAL is Flink's for its type: `d / 2` divides by an INT,
+//! DECIMAL(10, 0); a `CAST(2 AS DECIMAL(20, 0))` is the DECIMAL it names), rewrites `l / r` into
+//! `CAST(CAST(l AS DECIMAL(p1 + k, s1 + k)) / CAST(r AS DECIMAL(p2, s2)) AS DECIMAL(P, S))`: the
+//! dividend's scale raised so that Arrow's quotient has one digit past Flink's scale (its last
+//! digit only truncated), and the cast, which rounds half away from zero, brings it to Flink's
+//! type. Where Arrow's division would need more than 38 digits (`p1 + k + s2 + 4`) it runs in
+//! DECIMAL256. A view or job created before this rule keeps Arrow's type
 //! ([`crate::sql::settings::DECIMAL_DIVISION`]).
 
 use datafusion::arrow::datatypes::DataType;
@@ -71,34 +71,48 @@ pub fn division_type((p1, s1): (i32, i32), (p2, s2): (i32, i32)) -> (i32, i32) {
     (MAX_PRECISION, (MAX_PRECISION - integer_digits).max(scale.min(MIN_SCALE)))
 }
 
-/// The precision Flink gives an integer operand that DataFusion's coercion cast to a DECIMAL:
-/// a BIGINT is DECIMAL(19, 0) in Flink (DataFusion: 20 digits), and an integer literal that
-/// fits an INT is an INT there, DECIMAL(10, 0) (DataFusion types every integer literal
-/// BIGINT); `None` for another operand.
-fn flink_precision(operand: &Expr, schema: &DFSchema) -> Option<i32> {
-    let Expr::Cast(Cast { expr, .. }) = operand else { return None };
-    match expr.as_ref() {
-        Expr::Literal(datafusion::common::ScalarValue::Int64(Some(v)), _) if i32::try_from(*v).is_ok() => Some(10),
-        inner => (inner.get_type(schema).ok()? == DataType::Int64).then_some(19),
-    }
+/// The DECIMAL type Flink gives operand `e` of type `t` in a division: a DECIMAL's own, an
+/// integer's (`TINYINT` DECIMAL(3, 0), `SMALLINT` (5, 0), `INT` (10, 0), `BIGINT` (19, 0)), an
+/// integer literal that fits an INT an INT's (DataFusion types every integer literal BIGINT);
+/// `None` for another type.
+fn flink_decimal(e: &Expr, t: &DataType) -> Option<(i32, i32)> {
+    Some(match t {
+        DataType::Decimal128(p, s) => (i32::from(*p), i32::from(*s)),
+        DataType::Int8 | DataType::UInt8 => (3, 0),
+        DataType::Int16 | DataType::UInt16 => (5, 0),
+        DataType::Int32 | DataType::UInt32 => (10, 0),
+        DataType::Int64 => match e {
+            Expr::Literal(datafusion::common::ScalarValue::Int64(Some(v)), _) if i32::try_from(*v).is_ok() => (10, 0),
+            _ => (19, 0),
+        },
+        DataType::UInt64 => (20, 0),
+        _ => return None,
+    })
 }
 
-/// `e` as Flink divides it, when it is a division of two DECIMAL128s (module docs).
+/// `e` as Flink divides it, when it is a division of a DECIMAL128 by a DECIMAL128 or an
+/// integer, or of an integer by a DECIMAL128 (module docs).
 fn flink_division(e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
     let Expr::BinaryExpr(BinaryExpr { left, op: Operator::Divide, right }) = &e else { return Ok(Transformed::no(e)) };
-    let (Ok(DataType::Decimal128(p1, s1)), Ok(DataType::Decimal128(p2, s2))) = (left.get_type(schema), right.get_type(schema)) else {
+    let (Ok(lt), Ok(rt)) = (left.get_type(schema), right.get_type(schema)) else { return Ok(Transformed::no(e)) };
+    if !matches!(lt, DataType::Decimal128(..)) && !matches!(rt, DataType::Decimal128(..)) {
+        return Ok(Transformed::no(e));
+    }
+    let (Some((p1, s1)), Some((p2, s2))) = (flink_decimal(left, &lt), flink_decimal(right, &rt)) else {
         return Ok(Transformed::no(e));
     };
-    let (p1, s1, p2, s2) = (i32::from(p1), i32::from(s1), i32::from(p2), i32::from(s2));
-    let (precision, scale) = division_type((flink_precision(left, schema).unwrap_or(p1), s1), (flink_precision(right, schema).unwrap_or(p2), s2));
-    // Arrow's quotient has scale s1 + k + 4: one digit past Flink's, within 38 digits.
-    let room = MAX_PRECISION - (p1 + s2 + ARROW_INCREMENT);
-    let raise = (scale + 1 - ARROW_INCREMENT - s1).min(room).max(0);
-    let dividend = match raise {
-        0 => left.as_ref().clone(),
-        k => Expr::Cast(Cast::new(left.clone(), DataType::Decimal128((p1 + k) as u8, (s1 + k) as i8))),
+    let (precision, scale) = division_type((p1, s1), (p2, s2));
+    // Arrow's quotient has scale s1 + k + 4: one digit past Flink's. Within 38 digits it is
+    // computed in DECIMAL128, else in DECIMAL256 (76 digits).
+    let raise = (scale + 1 - ARROW_INCREMENT - s1).max(0);
+    let wide = p1 + raise + s2 + ARROW_INCREMENT > MAX_PRECISION;
+    let decimal = |p: i32, s: i32| match wide {
+        true => DataType::Decimal256(p as u8, s as i8),
+        false => DataType::Decimal128(p as u8, s as i8),
     };
-    let quotient = Expr::BinaryExpr(BinaryExpr::new(Box::new(dividend), Operator::Divide, right.clone()));
+    let dividend = Expr::Cast(Cast::new(left.clone(), decimal(p1 + raise, s1 + raise)));
+    let divisor = Expr::Cast(Cast::new(right.clone(), decimal(p2, s2)));
+    let quotient = Expr::BinaryExpr(BinaryExpr::new(Box::new(dividend), Operator::Divide, Box::new(divisor)));
     let typed = DataType::Decimal128(precision as u8, scale as i8);
     Ok(Transformed::yes(Expr::Cast(Cast::new(Box::new(quotient), typed))))
 }

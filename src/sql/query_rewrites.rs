@@ -176,6 +176,9 @@ fn single_field_interval(interval: &sqlparser::ast::Interval) -> Result<Option<E
     if from == 0 {
         let (y, m) = body.split_once('-').ok_or_else(bad)?;
         let (y, m): (u64, u64) = (y.trim().parse().map_err(|_| bad())?, m.trim().parse().map_err(|_| bad())?);
+        if m >= 12 {
+            return Err(bad());
+        }
         return literal((y * 12 + m).to_string(), "MONTH");
     }
     // Days, then hours:minutes:seconds from the field after the days.
@@ -195,11 +198,20 @@ fn single_field_interval(interval: &sqlparser::ast::Interval) -> Result<Option<E
     let mut fraction = String::new();
     for (i, part) in parts.iter().enumerate() {
         let place = first_clock + i;
+        // A field after the first is within its unit (Flink refuses `'1:75' HOUR TO MINUTE`).
+        let limit = match place {
+            3 => 24,
+            _ => 60,
+        };
+        let bounded = place > from;
         let (int, frac) = match part.split_once('.') {
             Some((int, frac)) if place == 5 && !frac.is_empty() && frac.bytes().all(|b| b.is_ascii_digit()) => (int, Some(frac)),
             _ => (*part, None),
         };
         let n: u64 = int.trim().parse().map_err(|_| bad())?;
+        if bounded && n >= limit {
+            return Err(bad());
+        }
         whole = if place == 3 { whole + n } else { whole * 60 + n };
         if let Some(frac) = frac {
             fraction = format!(".{frac}");

@@ -404,13 +404,13 @@ pub fn session_context(snapshot: Arc<Snapshot>) -> SessionContext {
     analyzer_rules.insert(coercion, Arc::new(crate::sql::comparisons::StringNumberComparisons));
     // Before it too: a float meets a DECIMAL as a DOUBLE, not as DECIMAL(30, 15).
     analyzer_rules.insert(coercion + 1, Arc::new(crate::sql::comparisons::FloatDecimalComparisons));
-    analyzer_rules.push(Arc::new(crate::sql::row_cast::PositionalRowCasts));
-    // After it: a DECIMAL divided by a DECIMAL as Flink types and rounds it (`decimal_division`),
-    // in a session and in a view or job created since that rule (it keeps its state's types).
-    let settings = crate::sql::settings::planning_settings();
-    if settings.get(crate::sql::settings::DECIMAL_DIVISION).is_some_and(|v| v == "flink") {
-        analyzer_rules.push(Arc::new(crate::sql::decimal_division::DecimalDivision));
+    // Before it too: a DECIMAL division as Flink types and rounds it (`decimal_division`), but in
+    // a view or job created before that rule (it keeps its state's types).
+    if crate::sql::settings::flink_decimal_division() {
+        analyzer_rules.insert(coercion + 2, Arc::new(crate::sql::decimal_division::DecimalDivision));
     }
+    analyzer_rules.push(Arc::new(crate::sql::row_cast::PositionalRowCasts));
+
     // After it: a timestamp cast to text, written or added by the coercion, as Flink writes it.
     let zone = crate::sql::settings::planning_zone();
     analyzer_rules.push(Arc::new(crate::sql::text_casts::TimestampTextCasts { zone }));

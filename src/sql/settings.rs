@@ -37,11 +37,22 @@ pub const STATE_TTL: &str = "table.exec.state.ttl";
 /// created, since the state of its Top-N, deduplication or OVER window is ordered that way.
 pub const NULL_COLLATION: &str = "weir.null-collation";
 
-/// The catalog option, and the setting of every session, that plans a DECIMAL divided by a
-/// DECIMAL with Flink's result type, `flink` ([`crate::sql::decimal_division`]). Every view and
-/// job created since 2026-12-07 has it; one created before plans Arrow's type at its restart,
-/// as it was created, since its state holds values of that type.
+/// The catalog option that plans a view's or job's DECIMAL divisions with Flink's result type,
+/// `flink` ([`crate::sql::decimal_division`]). Every view and job created since 2026-12-07 has
+/// it; one created before plans Arrow's type at its restart, as it was created, since its state
+/// holds values of that type. Statements always plan Flink's ([`flink_decimal_division`]).
 pub const DECIMAL_DIVISION: &str = "weir.decimal-division";
+
+/// Marks the planning settings of a view or job ([`in_job`]), whose catalog options say how
+/// it plans, from those of a statement.
+const PLANNING_JOB: &str = "weir.planning-job";
+
+/// Whether what is planned now divides DECIMALs as Flink does: a statement, and a view or job
+/// created since [`DECIMAL_DIVISION`] (its catalog options have it).
+pub fn flink_decimal_division() -> bool {
+    let settings = planning_settings();
+    !settings.contains_key(PLANNING_JOB) || settings.get(DECIMAL_DIVISION).is_some_and(|v| v == "flink")
+}
 /// The suspended job whose source positions new jobs start from.
 pub const SAVEPOINT_PATH: &str = "execution.savepoint.path";
 /// Postgres's limit on a statement's running time, a duration (a bare number is ms).
@@ -109,15 +120,15 @@ pub fn planning_zone() -> Zone {
 /// Runs `work`, a statement of a session with `settings`, with them: in its time zone, and
 /// `current_setting` reading them.
 pub async fn in_session<T>(settings: &BTreeMap<String, String>, work: impl std::future::Future<Output = T>) -> T {
-    let mut planning = settings.clone();
-    planning.insert(DECIMAL_DIVISION.to_string(), "flink".to_string());
-    PLANNING.scope(std::sync::Arc::new(planning), work).await
+    PLANNING.scope(std::sync::Arc::new(settings.clone()), work).await
 }
 
 /// Runs `work`, the planning of a view or job with catalog `options`, in the time zone it was
 /// created in (kept in them by [`job_options`]).
 pub async fn in_job<T>(options: &BTreeMap<String, String>, work: impl std::future::Future<Output = T>) -> T {
-    PLANNING.scope(std::sync::Arc::new(options.clone()), work).await
+    let mut planning = options.clone();
+    planning.insert(PLANNING_JOB.to_string(), "true".to_string());
+    PLANNING.scope(std::sync::Arc::new(planning), work).await
 }
 
 /// The value `SHOW key` (`key` lower case), `current_setting` and `pg_settings` give: the
