@@ -595,8 +595,7 @@ impl Engine {
             self.jobs.iter().filter_map(|(name, job)| job.failure().map(|e| (name.clone(), e))).collect();
         for (name, error) in failed {
             tracing::warn!(job = %name, "job failed after its last commit: {error}");
-            self.jobs.remove(&name);
-            self.sources.retain(|(job, _), _| *job != name);
+            self.unload(&name);
             self.pending_late.retain(|(job, ..)| *job != name);
             self.note_failure(&name, &error);
         }
