@@ -2,6 +2,7 @@
 //! every DataFusion context of Weir registers.
 pub mod duration;
 pub mod functions;
+pub mod grouping_sets;
 pub mod join;
 pub mod over;
 pub mod planner;

@@ -2,7 +2,8 @@
 //! mode and stream key. Shapes without a stream operator fail here, by name.
 //!
 //! Supported: table and materialized-view scans, views (inlined), projection, filter, subquery
-//! alias, UNION ALL, GROUP BY / DISTINCT, INNER/LEFT/RIGHT/FULL joins ([`crate::plan::join`]).
+//! alias, UNION ALL, GROUP BY / DISTINCT (GROUPING SETS, ROLLUP, CUBE: [`crate::plan::grouping_sets`]),
+//! INNER/LEFT/RIGHT/FULL joins ([`crate::plan::join`]).
 //! deduplication and Top-N (ROW_NUMBER/RANK/DENSE_RANK kept to a rank range, SELECT DISTINCT ON:
 //! [`crate::plan::rank`]). Other window functions, ORDER BY and LIMIT are refused with an error
 //! naming them.
@@ -166,8 +167,12 @@ pub fn plan_stream(plan: &LogicalPlan, catalog: &dyn SourceCatalog) -> Result<St
             Ok(input)
         }
         LogicalPlan::Aggregate(agg) => {
-            if agg.group_expr.iter().any(|e| matches!(e, Expr::GroupingSet(_))) {
-                return Err(WeirError::unsupported("GROUPING SETS, CUBE and ROLLUP in a streaming query"));
+            if let Some(union) = crate::plan::grouping_sets::expand(agg)? {
+                let mut planned = plan_stream(&union, catalog)?;
+                planned.schema = Arc::clone(&agg.schema);
+                // The grouping columns and `__grouping_id` (grouping_sets.rs).
+                planned.stream_key = Some((0..=agg.group_expr_len()?).collect());
+                return Ok(planned);
             }
             if let Some(reduced) = crate::plan::reduce_agg::reduce(agg)? {
                 return plan_stream(&reduced, catalog);
@@ -307,6 +312,12 @@ fn updating_below(plan: &LogicalPlan, catalog: &dyn SourceCatalog, final_windows
             let info = catalog.source_info(name)?;
             Ok((info.changelog != ChangelogMode::AppendOnly)
                 .then(|| format!("the source {name}, which emits a {} changelog", info.changelog)))
+        }
+        LogicalPlan::Aggregate(agg) if matches!(agg.group_expr.as_slice(), [Expr::GroupingSet(_)]) => {
+            match crate::plan::grouping_sets::expand(agg)? {
+                Some(union) => below(&union),
+                None => Ok(None),
+            }
         }
         LogicalPlan::Aggregate(agg)
             if agg.group_expr.iter().any(|e| matches!(unalias(e), Expr::Column(c) if c.name == "window_end"))

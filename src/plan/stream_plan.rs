@@ -406,6 +406,8 @@ impl StreamPlan {
             StreamNode::Project { input, .. } | StreamNode::Filter { input, .. } | StreamNode::Unnest { input, .. } => {
                 input.try_set_eowc()
             }
+            // GROUPING SETS over a window TVF (grouping_sets.rs): each set's window aggregate.
+            StreamNode::Union { inputs } => inputs.iter_mut().fold(true, |all, input| input.try_set_eowc() && all),
             _ => false,
         };
         if set {

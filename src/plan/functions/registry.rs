@@ -78,6 +78,10 @@ pub fn register(ctx: &SessionContext, zone: Zone) {
     // Postgres's (and the SQL standard's) name for BOOL_AND.
     let bool_and = datafusion::functions_aggregate::bool_and_or::bool_and_udaf();
     ctx.register_udaf(bool_and.as_ref().clone().with_aliases(["every"]));
+    // Flink's GROUPING_ID(a, b, ..): the bits of GROUPING(a), GROUPING(b), .., first argument
+    // highest, which is what DataFusion's GROUPING of several arguments gives.
+    let grouping = datafusion::functions_aggregate::grouping::grouping_udaf();
+    ctx.register_udaf(grouping.as_ref().clone().with_aliases(["grouping_id"]));
     ctx.register_udf(ScalarUDF::new_from_impl(If::new()));
     for json in JsonValue::all() {
         ctx.register_udf(ScalarUDF::new_from_impl(json));
