@@ -32,8 +32,111 @@ pub fn is_window_function(name: &str) -> bool {
     FUNCTIONS.iter().any(|(n, _)| *n == name)
 }
 
+/// Each window TVF's parameters by name, in their positional order, and how many are required
+/// (Flink's window TVFs: `TUMBLE(DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), SIZE => ..)`).
+const PARAMETERS: &[(&str, &[&str], usize)] = &[
+    ("tumble", &["DATA", "TIMECOL", "SIZE", "OFFSET"], 3),
+    ("hop", &["DATA", "TIMECOL", "SLIDE", "SIZE", "OFFSET"], 4),
+    ("cumulate", &["DATA", "TIMECOL", "STEP", "SIZE", "OFFSET"], 4),
+    ("session", &["DATA", "TIMECOL", "GAP"], 3),
+];
+
+/// `tokens` with every window TVF call whose arguments are named (`NAME => value`, in any
+/// order) turned into the positional call (Calcite's named arguments, which Flink's docs use).
+///
+/// # Errors
+/// `Syntax` for a name the function does not have, one given twice, or a required one missing.
+fn named_to_positional(tokens: Vec<Token>) -> Result<Vec<Token>> {
+    let sig: Vec<usize> = (0..tokens.len()).filter(|i| !matches!(tokens[*i], Token::Whitespace(_))).collect();
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut next = 0; // the first token not yet copied to `out`
+    for k in 0..sig.len() {
+        if sig[k] < next {
+            continue;
+        }
+        let Token::Word(w) = &tokens[sig[k]] else { continue };
+        let Some((name, params, required)) = PARAMETERS.iter().find(|(n, _, _)| w.quote_style.is_none() && w.value.eq_ignore_ascii_case(n)) else {
+            continue;
+        };
+        let named = |j: usize| sig.get(j + 1).is_some_and(|i| tokens[*i] == Token::RArrow) && sig.get(j).is_some_and(|i| matches!(tokens[*i], Token::Word(_)));
+        if !(sig.get(k + 1).is_some_and(|i| tokens[*i] == Token::LParen) && named(k + 2)) {
+            continue;
+        }
+        // The arguments: tokens between the parentheses, split at the commas outside others.
+        let mut values: Vec<Option<Vec<Token>>> = vec![None; params.len()];
+        let mut depth = 0;
+        let mut j = k + 2;
+        let mut current: Option<(usize, Vec<Token>)> = None;
+        let mut end = None;
+        while let Some(&i) = sig.get(j) {
+            let token = &tokens[i];
+            if depth == 0 && current.is_none() {
+                let Token::Word(param) = token else { break };
+                if !named(j) {
+                    return Err(WeirError::syntax(format!("{}: every argument is named once one is (NAME => value)", name.to_uppercase()), None));
+                }
+                let Some(at) = params.iter().position(|p| param.value.eq_ignore_ascii_case(p)) else {
+                    return Err(WeirError::syntax(
+                        format!("{} has no parameter {}; its parameters: {}", name.to_uppercase(), param.value, params.join(", ")),
+                        None,
+                    ));
+                };
+                if values[at].is_some() {
+                    return Err(WeirError::syntax(format!("{}: parameter {} given twice", name.to_uppercase(), params[at]), None));
+                }
+                current = Some((at, Vec::new()));
+                j += 2;
+                continue;
+            }
+            match token {
+                Token::LParen => depth += 1,
+                Token::RParen if depth == 0 => {
+                    end = Some(i);
+                    break;
+                }
+                Token::RParen => depth -= 1,
+                Token::Comma if depth == 0 => {
+                    let (at, value) = current.take().expect("in an argument");
+                    values[at] = Some(value);
+                    j += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            if let Some((_, value)) = current.as_mut() {
+                // The tokens of the value, with the whitespace between them.
+                let from = sig[j - 1] + 1;
+                if !value.is_empty() {
+                    value.extend(tokens[from..i].iter().cloned());
+                }
+                value.push(token.clone());
+            }
+            j += 1;
+        }
+        let Some(end) = end else { continue };
+        if let Some((at, value)) = current.take() {
+            values[at] = Some(value);
+        }
+        if let Some(missing) = params[..*required].iter().zip(&values).find(|(_, v)| v.is_none()) {
+            return Err(WeirError::syntax(format!("{} needs its parameter {}", name.to_uppercase(), missing.0), None));
+        }
+        out.extend(tokens[next..=sig[k + 1]].iter().cloned());
+        for (n, value) in values.into_iter().flatten().enumerate() {
+            if n > 0 {
+                out.push(Token::Comma);
+                out.push(Token::Whitespace(sqlparser::tokenizer::Whitespace::Space));
+            }
+            out.extend(value);
+        }
+        next = end;
+    }
+    out.extend(tokens[next..].iter().cloned());
+    Ok(out)
+}
+
 /// Rewrites every `TABLE(FN(TABLE t, DESCRIPTOR(col), args...))` in `sql` into
-/// `FN('t', 'col', args...)`. Text without the pattern comes back unchanged.
+/// `FN('t', 'col', args...)`, its arguments named or not. Text without the pattern comes back
+/// unchanged.
 pub fn rewrite_window_tvfs(sql: &str) -> Result<String> {
     let upper = sql.to_ascii_uppercase();
     if !FUNCTIONS.iter().any(|(n, _)| upper.contains(&n.to_ascii_uppercase())) {
@@ -42,6 +145,7 @@ pub fn rewrite_window_tvfs(sql: &str) -> Result<String> {
     let tokens = Tokenizer::new(&GenericDialect {}, sql)
         .tokenize()
         .map_err(|e| WeirError::syntax(e.message.clone(), None))?;
+    let tokens = if tokens.contains(&Token::RArrow) { named_to_positional(tokens)? } else { tokens };
     // Indexes of the tokens that are not whitespace.
     let sig: Vec<usize> = (0..tokens.len()).filter(|i| !matches!(tokens[*i], Token::Whitespace(_))).collect();
     let word = |k: usize, w: &str| {
@@ -309,6 +413,23 @@ mod tests {
         assert_eq!(rewrite_window_tvfs(session)?, "SELECT * FROM session('t', 'ts', INTERVAL '1' MINUTE, 'a,b')");
         let plain = "SELECT 1";
         assert_eq!(rewrite_window_tvfs(plain)?, plain);
+        Ok(())
+    }
+
+    #[test]
+    fn named_arguments_in_any_order() -> Result<()> {
+        let named = "SELECT * FROM TABLE(HOP(SIZE => INTERVAL '5' MINUTE, DATA => TABLE t, SLIDE => INTERVAL '1' MINUTE,
+            TIMECOL => DESCRIPTOR(ts)))";
+        assert_eq!(rewrite_window_tvfs(named)?, "SELECT * FROM hop('t', 'ts', INTERVAL '1' MINUTE, INTERVAL '5' MINUTE)");
+        let offset = "SELECT * FROM TABLE(TUMBLE(DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), SIZE => INTERVAL '1' HOUR, OFFSET => INTERVAL '5' MINUTE))";
+        assert_eq!(rewrite_window_tvfs(offset)?, "SELECT * FROM tumble('t', 'ts', INTERVAL '1' HOUR, INTERVAL '5' MINUTE)");
+        let refused = |sql: &str, message: &str| {
+            let e = rewrite_window_tvfs(sql).expect_err(sql).to_string();
+            assert!(e.contains(message), "{sql}: {e}");
+        };
+        refused("SELECT * FROM TABLE(TUMBLE(DATA => TABLE t, TIMECOL => DESCRIPTOR(ts)))", "TUMBLE needs its parameter SIZE");
+        refused("SELECT * FROM TABLE(TUMBLE(DATA => TABLE t, WIDTH => INTERVAL '1' HOUR))", "TUMBLE has no parameter WIDTH; its parameters: DATA, TIMECOL, SIZE, OFFSET");
+        refused("SELECT * FROM TABLE(TUMBLE(DATA => TABLE t, DATA => TABLE u))", "parameter DATA given twice");
         Ok(())
     }
 }
