@@ -33,7 +33,7 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    CharacterLength, DataType, Expr, FunctionArg, FunctionArgExpr, FunctionArgOperator, FunctionArgumentClause, FunctionArguments,
+    BinaryOperator, CharacterLength, DataType, Expr, FunctionArg, FunctionArgExpr, FunctionArgOperator, FunctionArgumentClause, FunctionArguments,
     JsonNullClause, Statement, VisitMut, VisitorMut,
 };
 
@@ -67,7 +67,8 @@ pub fn rewrite(stmt: &mut Statement) -> Result<()> {
 pub fn rewrite_text(query: &str) -> Result<String> {
     let upper = query.to_ascii_uppercase();
     let rewritten = ["UNNEST", "CHAR", "JSON_", "ARRAY_S", "ANY", "SOME", "REGEXP_REPLACE", "DOW", " TO ", "SUBSTR"];
-    if !rewritten.iter().any(|w| upper.contains(w)) && !crate::sql::group_windows::may_apply(&upper) {
+    let scaled_interval = upper.contains("INTERVAL") && (upper.contains('*') || upper.contains('/'));
+    if !rewritten.iter().any(|w| upper.contains(w)) && !scaled_interval && !crate::sql::group_windows::may_apply(&upper) {
         return Ok(query.to_string());
     }
     let Ok(mut statements) = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, query) else {
@@ -108,6 +109,19 @@ impl VisitorMut for FlinkExpressions {
                     *expr = parsed;
                 }
             }
+            // An interval literal times or divided by a number literal (Postgres and Calcite
+            // scale intervals; DataFusion has no such operator): the literal of the product.
+            Expr::BinaryOp { left, op: op @ (BinaryOperator::Multiply | BinaryOperator::Divide), right } => {
+                let divide = *op == BinaryOperator::Divide;
+                let scaled = match (left.as_ref(), right.as_ref()) {
+                    (Expr::Interval(i), n) => scaled_interval(i, n, divide),
+                    (n, Expr::Interval(i)) if !divide => scaled_interval(i, n, false),
+                    _ => None,
+                };
+                if let Some(scaled) = scaled {
+                    *expr = scaled;
+                }
+            }
             Expr::Interval(interval) if interval.last_field.is_some() => match single_field_interval(interval) {
                 Ok(Some(single)) => *expr = single,
                 Ok(None) => {}
@@ -120,6 +134,69 @@ impl VisitorMut for FlinkExpressions {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// `interval` (a single-field literal: `INTERVAL '1.5' HOUR`) times `factor` (a number
+/// literal, maybe negative), or divided by it: the literal of the result in the same unit
+/// (`INTERVAL '3' HOUR / 2` is `INTERVAL '1.5' HOUR`, which DataFusion reads as 01:30:00, as
+/// Postgres computes it). `None` for anything else, or a division by zero (DataFusion says
+/// why).
+fn scaled_interval(interval: &sqlparser::ast::Interval, factor: &Expr, divide: bool) -> Option<Expr> {
+    if interval.last_field.is_some() || interval.leading_field.is_none() {
+        return None;
+    }
+    let Expr::Value(v) = interval.value.as_ref() else { return None };
+    let sqlparser::ast::Value::SingleQuotedString(text) = &v.value else { return None };
+    fn number(e: &Expr) -> Option<f64> {
+        match e {
+            Expr::Value(v) => match &v.value {
+                sqlparser::ast::Value::Number(n, _) => n.parse().ok(),
+                _ => None,
+            },
+            Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::Minus, expr } => number(expr).map(|n| -n),
+            Expr::Nested(inner) => number(inner),
+            _ => None,
+        }
+    }
+    let factor = number(factor)?;
+    let value: f64 = text.trim().parse().ok()?;
+    if divide && factor == 0.0 {
+        return None;
+    }
+    let scaled = if divide { value / factor } else { value * factor };
+    if !scaled.is_finite() {
+        return None;
+    }
+    let mut out = interval.clone();
+    // Postgres's spill of a fraction into the next smaller units (a month is 30 days, a day
+    // 24 hours), to microseconds.
+    use sqlparser::ast::DateTimeField::{Day, Hour, Minute, Month, Second, Year};
+    let (months, days, seconds) = match out.leading_field.as_ref()? {
+        Year => (scaled * 12.0, 0.0, 0.0),
+        Month => (scaled, 0.0, 0.0),
+        Day => (0.0, scaled, 0.0),
+        Hour => (0.0, 0.0, scaled * 3_600.0),
+        Minute => (0.0, 0.0, scaled * 60.0),
+        Second => (0.0, 0.0, scaled),
+        _ => return None,
+    };
+    let days = days + months.fract() * 30.0;
+    let seconds = seconds + days.fract() * 86_400.0;
+    let (months, days, micros) = (months.trunc() as i64, days.trunc() as i64, (seconds * 1e6).round() as i64);
+    let mut parts = Vec::new();
+    if months != 0 {
+        parts.push(format!("{months} months"));
+    }
+    if days != 0 {
+        parts.push(format!("{days} days"));
+    }
+    if micros != 0 || parts.is_empty() {
+        let sign = if micros < 0 { "-" } else { "" };
+        parts.push(format!("{sign}{}.{:06} seconds", micros.unsigned_abs() / 1_000_000, micros.unsigned_abs() % 1_000_000));
+    }
+    out.leading_field = None;
+    out.value = Box::new(Expr::Value(sqlparser::ast::Value::SingleQuotedString(parts.join(" ")).into()));
+    Some(Expr::Interval(out))
 }
 
 /// The single-field literal a two-field interval literal equals (`INTERVAL '1:30' HOUR TO
