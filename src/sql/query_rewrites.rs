@@ -68,7 +68,8 @@ pub fn rewrite_text(query: &str) -> Result<String> {
     let upper = query.to_ascii_uppercase();
     let rewritten = ["UNNEST", "CHAR", "JSON_", "ARRAY_S", "ANY", "SOME", "REGEXP_REPLACE", "DOW", " TO ", "SUBSTR"];
     let scaled_interval = upper.contains("INTERVAL") && (upper.contains('*') || upper.contains('/'));
-    if !rewritten.iter().any(|w| upper.contains(w)) && !scaled_interval && !crate::sql::group_windows::may_apply(&upper) {
+    let postgres_operators = upper.contains("SIMILAR") || upper.contains('^');
+    if !rewritten.iter().any(|w| upper.contains(w)) && !scaled_interval && !postgres_operators && !crate::sql::group_windows::may_apply(&upper) {
         return Ok(query.to_string());
     }
     let Ok(mut statements) = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, query) else {
@@ -122,6 +123,30 @@ impl VisitorMut for FlinkExpressions {
                     *expr = scaled;
                 }
             }
+            // Postgres's `^` is the power (its XOR is `#`); Flink has no `^`.
+            Expr::BinaryOp { left, op: BinaryOperator::BitwiseXor, right } => {
+                let call = format!("power({left}, {right})");
+                if let Ok(parsed) = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {}).try_with_sql(&call).and_then(|mut p| p.parse_expr()) {
+                    *expr = parsed;
+                }
+            }
+            // DataFusion matches SIMILAR TO's pattern as a POSIX regular expression; SQL's
+            // (Postgres's and Flink's) has `%` and `_` and matches the whole value.
+            Expr::SimilarTo { negated, expr: of, pattern, escape_char } => {
+                let Expr::Value(v) = pattern.as_ref() else { return ControlFlow::Continue(()) };
+                let sqlparser::ast::Value::SingleQuotedString(text) = &v.value else { return ControlFlow::Continue(()) };
+                let escape = match escape_char.as_ref().map(|e| &e.value) {
+                    None => Some('\\'),
+                    Some(sqlparser::ast::Value::SingleQuotedString(e)) if e.is_empty() => None,
+                    Some(sqlparser::ast::Value::SingleQuotedString(e)) if e.chars().count() == 1 => e.chars().next(),
+                    _ => return ControlFlow::Continue(()),
+                };
+                let regex = similar_to_regex(text, escape).replace('\'', "''");
+                let call = format!("{}regexp_like({of}, '{regex}')", if *negated { "NOT " } else { "" });
+                if let Ok(parsed) = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {}).try_with_sql(&call).and_then(|mut p| p.parse_expr()) {
+                    *expr = parsed;
+                }
+            }
             Expr::Interval(interval) if interval.last_field.is_some() => match single_field_interval(interval) {
                 Ok(Some(single)) => *expr = single,
                 Ok(None) => {}
@@ -133,6 +158,51 @@ impl VisitorMut for FlinkExpressions {
             _ => {}
         }
         ControlFlow::Continue(())
+    }
+}
+
+/// The regular expression (Rust's `regex`, as DataFusion runs it) of SQL's SIMILAR TO
+/// pattern `pattern` (Postgres's `similar_escape`): `%` any text, `_` any character, `|`, `*`,
+/// `+`, `?`, `{..}`, `(..)` and `[..]` as in regular expressions, `escape` before a character
+/// for that character itself, anything else itself; the whole value must match.
+fn similar_to_regex(pattern: &str, escape: Option<char>) -> String {
+    let mut out = String::from("^(?:");
+    let mut chars = pattern.chars();
+    let mut in_brackets = false;
+    while let Some(c) = chars.next() {
+        if Some(c) == escape {
+            if let Some(next) = chars.next() {
+                out.push_str(&regex_literal(next));
+            }
+            continue;
+        }
+        match c {
+            _ if in_brackets => {
+                if c == ']' {
+                    in_brackets = false;
+                }
+                out.push(c);
+            }
+            '[' => {
+                in_brackets = true;
+                out.push(c);
+            }
+            '%' => out.push_str(".*"),
+            '_' => out.push('.'),
+            '|' | '*' | '+' | '?' | '{' | '}' | '(' | ')' => out.push(c),
+            _ => out.push_str(&regex_literal(c)),
+        }
+    }
+    out.push_str(")$");
+    out
+}
+
+/// `c` matching itself in a regular expression.
+fn regex_literal(c: char) -> String {
+    if c.is_ascii_punctuation() {
+        format!("\\{c}")
+    } else {
+        c.to_string()
     }
 }
 
