@@ -68,7 +68,7 @@ pub fn rewrite_text(query: &str) -> Result<String> {
     let upper = query.to_ascii_uppercase();
     let rewritten = ["UNNEST", "CHAR", "JSON_", "ARRAY_S", "ANY", "SOME", "REGEXP_REPLACE", "DOW", " TO ", "SUBSTR"];
     let scaled_interval = upper.contains("INTERVAL") && (upper.contains('*') || upper.contains('/'));
-    let postgres_operators = upper.contains("SIMILAR") || upper.contains('^');
+    let postgres_operators = upper.contains("SIMILAR") || upper.contains('^') || upper.contains("TIME ZONE");
     if !rewritten.iter().any(|w| upper.contains(w)) && !scaled_interval && !postgres_operators && !crate::sql::group_windows::may_apply(&upper) {
         return Ok(query.to_string());
     }
@@ -121,6 +121,13 @@ impl VisitorMut for FlinkExpressions {
                 };
                 if let Some(scaled) = scaled {
                     *expr = scaled;
+                }
+            }
+            // Postgres's AT TIME ZONE (DataFusion's relabels a timestamp's zone instead).
+            Expr::AtTimeZone { timestamp, time_zone } => {
+                let call = format!("weir_at_time_zone({timestamp}, {time_zone})");
+                if let Ok(parsed) = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {}).try_with_sql(&call).and_then(|mut p| p.parse_expr()) {
+                    *expr = parsed;
                 }
             }
             // Postgres's `^` is the power (its XOR is `#`); Flink has no `^`.

@@ -63,6 +63,7 @@
 //!   refused when the statement is planned, naming it.
 
 mod args;
+mod at_time_zone;
 mod avg;
 mod convert_tz;
 mod date_format;

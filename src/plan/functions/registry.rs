@@ -3,6 +3,7 @@
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
+use super::at_time_zone::AtTimeZone;
 use super::avg::FlinkAvg;
 use super::current_watermark::CurrentWatermark;
 use super::date_format::DateFormat;
@@ -83,6 +84,7 @@ pub fn register(ctx: &SessionContext, zone: Zone) {
     let grouping = datafusion::functions_aggregate::grouping::grouping_udaf();
     ctx.register_udaf(grouping.as_ref().clone().with_aliases(["grouping_id"]));
     ctx.register_udf(ScalarUDF::new_from_impl(If::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(AtTimeZone::new()));
     for json in JsonValue::all() {
         ctx.register_udf(ScalarUDF::new_from_impl(json));
     }
