@@ -287,6 +287,64 @@ async fn a_job_whose_brokers_go_away_restarts_from_its_checkpoint_once_they_are_
     assert!(restarts >= 1.0, "{restarts} restarts counted");
 }
 
+/// A broker that stops answering without closing its connections (its process stopped, as
+/// behind a network that drops packets) holds up nothing else: statements on other tables
+/// answer at once throughout, the job reading from it shows `RESTARTING` once its requests time
+/// out, and when the broker answers again the job goes on from its checkpoint, nothing lost or
+/// counted twice. The job reports its offsets to a consumer group, a request the broker never
+/// answers while stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_broker_holds_up_nothing_else_and_its_job_goes_on_once_it_answers() {
+    let Some(broker) = common::kafka::start_broker() else { return };
+    let b = broker.brokers.clone();
+    create_topic(&b, "frozen_orders", 2).expect("topic");
+    let dir = common::scratch_dir("kafka-frozen");
+    let server = common::Server::start(&dir.join("data"));
+    let client = common::connect(&server).await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE frozen_orders (id BIGINT, k STRING, amount BIGINT)
+             WITH ('connector' = 'kafka', 'topic' = 'frozen_orders', 'properties.bootstrap.servers' = '{b}',
+                   'properties.group.id' = 'weir-frozen', 'scan.startup.mode' = 'earliest-offset', 'format' = 'json');
+             CREATE MATERIALIZED VIEW frozen_totals AS SELECT k, COUNT(*) AS n, SUM(amount) AS total FROM frozen_orders GROUP BY k;
+             CREATE TABLE frozen_plain (a INT);"
+        ))
+        .await
+        .expect("pipeline");
+    produce(&b, "frozen_orders", 0..300);
+    client.batch_execute("FLUSH").await.expect("FLUSH");
+    assert_eq!(view_of(&client, "frozen_totals").await, totals(0..300));
+
+    // Frozen while the job reads and commits: statements on other tables do not wait for it.
+    produce(&b, "frozen_orders", 300..2_300);
+    broker.freeze(true);
+    let frozen_at = Instant::now();
+    let mut inserted = 0;
+    loop {
+        let (now, _) = job(&client, "frozen_totals").await;
+        let statement = client.execute("INSERT INTO frozen_plain VALUES (1)", &[]);
+        tokio::time::timeout(Duration::from_secs(10), statement)
+            .await
+            .unwrap_or_else(|_| panic!("an INSERT into a plain table waited 10 s, {} s after the broker froze", frozen_at.elapsed().as_secs()))
+            .expect("INSERT");
+        inserted += 1;
+        if now == "RESTARTING" && frozen_at.elapsed() >= Duration::from_secs(15) {
+            break;
+        }
+        assert!(frozen_at.elapsed() < Duration::from_secs(120), "the job is {now}, not RESTARTING, 120 s after its broker froze");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let count: i64 = client.query_one("SELECT COUNT(*) FROM frozen_plain", &[]).await.expect("count").get(0);
+    assert_eq!(count, inserted);
+
+    // Answering again: the job goes on from its checkpoint.
+    broker.freeze(false);
+    wait_for(&client, "frozen_totals", "RUNNING").await;
+    produce(&b, "frozen_orders", 2_300..2_500);
+    client.batch_execute("FLUSH").await.expect("FLUSH");
+    assert_eq!(view_of(&client, "frozen_totals").await, totals(0..2_500));
+}
+
 /// Job `name`'s status in SHOW JOBS once it is `status` (polled, 120 s at most), and its error.
 async fn wait_for(client: &tokio_postgres::Client, name: &str, status: &str) -> Option<String> {
     let deadline = Instant::now() + Duration::from_secs(120);

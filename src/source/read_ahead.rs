@@ -42,6 +42,9 @@ const MAX_WAIT: Duration = Duration::from_millis(50);
 /// a few ms for records before it says so).
 const IDLE_PAUSE: Duration = Duration::from_millis(2);
 
+/// How long dropping a [`ReadAhead`] waits for its thread to end before leaving it behind.
+const STOP_WAIT: Duration = Duration::from_secs(2);
+
 /// One poll of the reader on the thread, with what the job needs to know after it.
 struct Polled {
     poll: Result<SourcePoll>,
@@ -241,14 +244,29 @@ impl SourceReader for ReadAhead {
 
 impl Drop for ReadAhead {
     /// Stops the thread: the channel is closed first, so that a thread waiting to send wakes.
+    /// Waits up to [`STOP_WAIT`] for it to end (it passes the last committed positions on
+    /// first); a thread stuck in its reader longer (a broker that stopped answering) is left to
+    /// end on its own, so that whoever drops the reader (a job restarting, the engine's source
+    /// thread) goes on.
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
         let (_, closed) = sync_channel(0);
         drop(std::mem::replace(self.batches.get_mut().unwrap_or_else(PoisonError::into_inner), closed));
-        if let Some(thread) = self.thread.take() {
-            // A panic in a reader is a bug, not input; its job resumes from the last commit.
-            let _ = thread.join();
+        let Some(thread) = self.thread.take() else { return };
+        let start = Instant::now();
+        while !thread.is_finished() {
+            if start.elapsed() >= STOP_WAIT {
+                tracing::warn!(
+                    thread = thread.thread().name().unwrap_or("?"),
+                    "a source's reading thread did not stop within {} s (its reader is waiting, maybe on a broker); left to end on its own",
+                    STOP_WAIT.as_secs()
+                );
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
+        // A panic in a reader is a bug, not input; its job resumes from the last commit.
+        let _ = thread.join();
     }
 }
 

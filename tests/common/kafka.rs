@@ -15,8 +15,20 @@ pub struct Broker {
     pub port: u16,
 }
 
+impl Broker {
+    /// Stops (`SIGSTOP`) or continues (`SIGCONT`) the broker's process: stopped, it keeps its
+    /// connections open and answers nothing, as a broker behind a network that drops packets.
+    #[allow(dead_code)]
+    pub fn freeze(&self, frozen: bool) {
+        let signal = if frozen { "-STOP" } else { "-CONT" };
+        let status = Command::new("kill").args([signal, &self.child.id().to_string()]).status().expect("kill runs");
+        assert!(status.success(), "kill {signal} of the broker failed");
+    }
+}
+
 impl Drop for Broker {
     fn drop(&mut self) {
+        self.freeze(false);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

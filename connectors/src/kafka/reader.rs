@@ -369,10 +369,13 @@ impl KafkaReader {
 
     /// Commits `offsets` (partition → next offset to read, as [`KafkaReader::positions`]) to the
     /// consumer group, so that Kafka's lag tools see Weir's progress. Weir's own commit stays
-    /// the truth; this is a report. Without `'properties.group.id'` it does nothing.
+    /// the truth; this is a report, sent without waiting for the coordinator's answer (a broker
+    /// that stopped answering must not stop the reader): [`KafkaReader::group_offsets`] shows
+    /// it once the coordinator has it. Without `'properties.group.id'` it does nothing.
     ///
     /// # Errors
-    /// [`ConnectorError::Kafka`] when the group coordinator refuses or cannot be reached.
+    /// [`ConnectorError::Kafka`] when librdkafka refuses the request (a commit the coordinator
+    /// refuses later is not reported).
     pub fn commit_to_group(&self, offsets: &BTreeMap<i32, i64>) -> Result<(), ConnectorError> {
         if self.config.group_id.is_none() || offsets.is_empty() {
             return Ok(());
@@ -382,7 +385,7 @@ impl KafkaReader {
             list.add_partition_offset(&self.config.topic, partition, Offset::Offset(offset))
                 .map_err(|e| self.error("committing offsets to the group", e))?;
         }
-        self.consumer.commit(&list, CommitMode::Sync).map_err(|e| self.error("committing offsets to the group", e))
+        self.consumer.commit(&list, CommitMode::Async).map_err(|e| self.error("committing offsets to the group", e))
     }
 
     /// The group's committed offset per partition (partitions without one are left out); empty
