@@ -255,7 +255,7 @@ fn psql_shows_notices_of_skipped_work() -> TestResult {
     let port = server.port;
     psql_ok(port, "CREATE TABLE kept (a INT, b INT) WITH ('connector' = 'datagen')")?;
     psql_ok(port, "CREATE VIEW kept_view AS SELECT 1 AS x")?;
-    let cases: [(&str, &[&str]); 15] = [
+    let cases: [(&str, &[&str]); 18] = [
         ("DROP TABLE IF EXISTS gone, kept_not", &[r#"NOTICE:  table "gone" does not exist, skipping"#, r#"NOTICE:  table "kept_not" does not exist, skipping"#]),
         ("DROP MATERIALIZED VIEW IF EXISTS gone", &[r#"NOTICE:  materialized view "gone" does not exist, skipping"#]),
         ("CREATE TABLE IF NOT EXISTS kept (x INT)", &[r#"NOTICE:  relation "kept" already exists, skipping"#]),
@@ -278,6 +278,17 @@ fn psql_shows_notices_of_skipped_work() -> TestResult {
         ),
         // A CSV record's fields are read by position: no notice (and none at all here).
         ("CREATE TABLE camel_csv (UserId STRING) WITH ('connector' = 'filesystem', 'path' = '/nonexistent', 'format' = 'csv')", &[]),
+        // A dotted key Weir does not read is kept, with a notice naming the key meant; one it
+        // reads, and Postgres's keys, get none.
+        (
+            "SET 'parallelism.defualt' = '4'",
+            &["NOTICE:  Weir does not read 'parallelism.defualt': the setting is kept (SHOW shows it) and changes nothing; did you mean 'parallelism.default'?"],
+        ),
+        (
+            "SET 'table.exec.source.idle-timeout' = '1 s'",
+            &["NOTICE:  Weir does not read 'table.exec.source.idle-timeout': the setting is kept (SHOW shows it) and changes nothing: a source's idle timeout is its table's option 'scan.watermark.idle-timeout' (ALTER TABLE t SET ('scan.watermark.idle-timeout' = '10 s'))"],
+        ),
+        ("SET 'parallelism.default' = '1'; SET extra_float_digits = 3", &[]),
     ];
     for (sql, expected) in cases {
         let run = psql(port, sql)?;

@@ -348,7 +348,7 @@ fn other_format(key: &str, options: &BTreeMap<String, String>) -> Option<String>
 
 /// The option of `supported` nearest to `key`, if it is within a quarter of its length in
 /// edits (at least 2): a typo, not another option.
-fn closest<'a>(key: &str, supported: &'a [String]) -> Option<&'a str> {
+pub fn closest<'a>(key: &str, supported: &'a [String]) -> Option<&'a str> {
     let limit = (key.len() / 4).max(2);
     supported
         .iter()

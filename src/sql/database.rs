@@ -1249,6 +1249,9 @@ impl Database {
                     true => session.startup_settings.get(&key).cloned(),
                     false => Some(crate::sql::settings::validate(&key, &value)?),
                 };
+                if let Some(notice) = crate::sql::settings::unread_key_notice(&key) {
+                    crate::sql::notices::notice(notice);
+                }
                 // SET LOCAL lasts until the block ends; outside one it does nothing (Postgres
                 // warns).
                 match (local, session.txn.as_mut()) {

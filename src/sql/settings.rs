@@ -244,6 +244,32 @@ pub fn validate(key: &str, value: &str) -> Result<String> {
     Ok(value.to_string())
 }
 
+/// The dotted keys (Flink's and Weir's) that Weir reads from a session's settings; a `SET` of
+/// another dotted key is kept (Flink's SET keeps any key, Postgres's any dotted one) with a
+/// NOTICE ([`unread_key_notice`]).
+const READ_KEYS: &[&str] = &[PARALLELISM, ALLOW_LATENESS, STATE_TTL, LOCAL_TIME_ZONE, SAVEPOINT_PATH, NULL_COLLATION, DECIMAL_DIVISION];
+
+/// The NOTICE a `SET` of dotted key `key` gets when Weir does not read it, with the key meant
+/// when it is a typo of one or Flink's key for what a table option does here; `None` for a key
+/// Weir reads and for Postgres's keys (no dot).
+pub fn unread_key_notice(key: &str) -> Option<String> {
+    if !key.contains('.') || READ_KEYS.contains(&key) {
+        return None;
+    }
+    let hint = match key {
+        "table.exec.source.idle-timeout" => format!(
+            ": a source's idle timeout is its table's option '{}' (ALTER TABLE t SET ('{}' = '10 s'))",
+            crate::source::IDLE_TIMEOUT,
+            crate::source::IDLE_TIMEOUT
+        ),
+        _ => {
+            let known: Vec<String> = READ_KEYS.iter().map(|k| k.to_string()).collect();
+            weir_connectors::closest(key, &known).map(|k| format!("; did you mean '{k}'?")).unwrap_or_default()
+        }
+    };
+    Some(format!("Weir does not read '{key}': the setting is kept (SHOW shows it) and changes nothing{hint}"))
+}
+
 /// Postgres's `client_min_messages`: the least severe message sent to the client (`notice`
 /// unless set; errors are always sent).
 pub const CLIENT_MIN_MESSAGES: &str = "client_min_messages";
