@@ -204,7 +204,7 @@ async fn kafka_in_window_view_upsert_out_through_a_crash() {
     // /metrics shows the source caught up (Kafka's records-lag-max 0, once the high watermarks
     // are refreshed, every second), its dead letters, and its watermark: the largest order
     // time less the 5 s delay (the partition holding that order has it; the others less).
-    let source = [("job", "orders_per_minute"), ("table", "orders")];
+    let source = [("job_name", "orders_per_minute"), ("table", "orders")];
     let metrics = common::metrics_until(&server, Duration::from_secs(30), "the source caught up", |t| {
         common::metric(t, "weir_source_records_lag_max", &source) == Some(0.0)
     })

@@ -283,7 +283,7 @@ async fn a_job_whose_brokers_go_away_restarts_from_its_checkpoint_once_they_are_
     }
     assert_eq!(ids, (0..700).collect());
     let (_, metrics) = common::http_get(&server, "/metrics").await;
-    let restarts = common::metric(&metrics, "weir_job_restarts_total", &[("job", "restart_totals"), ("job_id", "job-1")]).expect("the metric");
+    let restarts = common::metric(&metrics, "weir_job_restarts_total", &[("job_name", "restart_totals"), ("job_id", "job-1")]).expect("the metric");
     assert!(restarts >= 1.0, "{restarts} restarts counted");
 }
 

@@ -73,7 +73,7 @@ async fn explain_analyze_metrics_and_activity_show_what_ran() {
     assert_eq!(by_id.iter().filter(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(_))).count(), 5);
 
     let op =
-        |index: &'static str, name: &'static str| [("job", "wb_totals"), ("operator_index", index), ("operator", name)];
+        |index: &'static str, name: &'static str| [("job_name", "wb_totals"), ("operator_index", index), ("operator", name)];
     let text = metrics_until(&server, Duration::from_secs(10), "the job's figures", |t| {
         metric(t, "weir_operator_records_in_total", &op("2", "StreamGroupAggregate")).is_some()
     })
@@ -85,10 +85,10 @@ async fn explain_analyze_metrics_and_activity_show_what_ran() {
     assert!(
         metric(&text, "weir_operator_busy_seconds_total", &op("2", "StreamGroupAggregate")).is_some_and(|s| s > 0.0)
     );
-    let info = [("job", "wb_totals"), ("job_id", "job-1"), ("kind", "materialized view"), ("status", "RUNNING")];
+    let info = [("job_name", "wb_totals"), ("job_id", "job-1"), ("kind", "materialized view"), ("status", "RUNNING")];
     assert_eq!(metric(&text, "weir_job_info", &info), Some(1.0));
     let groups =
-        [("job", "wb_totals"), ("operator_index", "2"), ("operator", "StreamGroupAggregate"), ("table", "groups")];
+        [("job_name", "wb_totals"), ("operator_index", "2"), ("operator", "StreamGroupAggregate"), ("table", "groups")];
     assert_eq!(metric(&text, "weir_state_table_cache_entries", &groups), Some(2.0));
     // Statements by kind and outcome: the two CREATEs, one INSERT, one UPDATE, the failed SELECT.
     assert_eq!(metric(&text, "weir_statements_total", &[("kind", "create"), ("outcome", "ok")]), Some(2.0));
@@ -133,7 +133,7 @@ async fn metrics_move_while_a_nexmark_source_streams() {
         ))
         .await
         .expect("create");
-    let read = [("job", "wm_counts"), ("table", "wm_bid")];
+    let read = [("job_name", "wm_counts"), ("table", "wm_bid")];
     let first = metrics_until(&server, Duration::from_secs(60), "rows read", |t| {
         metric(t, "weir_source_records_read_total", &read).is_some_and(|n| n > 0.0)
     })
@@ -147,11 +147,11 @@ async fn metrics_move_while_a_nexmark_source_streams() {
     .await;
     // Both partitions report a position and a watermark; the aggregate has rows in.
     for partition in ["0", "1"] {
-        let labels = [("job", "wm_counts"), ("table", "wm_bid"), ("partition", partition)];
+        let labels = [("job_name", "wm_counts"), ("table", "wm_bid"), ("partition", partition)];
         assert!(metric(&second, "weir_source_position", &labels).is_some(), "position of {partition}:\n{second}");
         assert!(metric(&second, "weir_source_watermark_ms", &labels).is_some(), "watermark of {partition}:\n{second}");
     }
-    let agg = [("job", "wm_counts"), ("operator_index", "2"), ("operator", "StreamGroupAggregate")];
+    let agg = [("job_name", "wm_counts"), ("operator_index", "2"), ("operator", "StreamGroupAggregate")];
     assert!(metric(&second, "weir_operator_records_in_total", &agg).is_some_and(|n| n > 0.0), "{second}");
     // Each series is declared once, with its type.
     for (name, kind) in [
@@ -211,7 +211,7 @@ async fn the_web_page_shows_the_running_job_and_its_dataflow() {
         .expect("create");
     metrics_until(&server, Duration::from_secs(60), "both jobs reading", |t| {
         ["wp_top", "wp_windows"].iter().all(|job| {
-            metric(t, "weir_source_records_read_total", &[("job", job), ("table", "wp_bid")]).is_some_and(|n| n > 0.0)
+            metric(t, "weir_source_records_read_total", &[("job_name", job), ("table", "wp_bid")]).is_some_and(|n| n > 0.0)
         })
     })
     .await;

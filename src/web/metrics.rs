@@ -6,27 +6,27 @@
 //!
 //! | metric | type | labels | Flink / Kafka name |
 //! |---|---|---|---|
-//! | `weir_job_info` | gauge (1) | job, job_id, kind, status | job status |
-//! | `weir_job_restarts_total` | counter | job, job_id | numRestarts |
-//! | `weir_operator_records_in_total` | counter | job, operator_index, operator | numRecordsIn |
-//! | `weir_operator_records_out_total` | counter | job, operator_index, operator | numRecordsOut |
-//! | `weir_operator_busy_seconds_total` | counter | job, operator_index, operator | busyTimeMsPerSecond (its rate × 1000) |
-//! | `weir_operator_parallelism` | gauge | job, operator_index, operator | parallelism |
-//! | `weir_operator_watermark_ms` | gauge | job, operator_index, operator | currentOutputWatermark |
-//! | `weir_operator_late_records_dropped_total` | counter | job, operator_index, operator | numLateRecordsDropped |
-//! | `weir_source_records_read_total` | counter | job, table | numRecordsIn (source) |
-//! | `weir_source_dead_letters_total` | counter | job, table | numRecordsInErrors |
-//! | `weir_source_records_skipped_total` | counter | job, table | (Kafka records deleted by retention before they were read, `'scan.out-of-range'`) |
-//! | `weir_source_records_lag` | gauge | job, table, partition | records-lag (Kafka; bounded nexmark: rows to go) |
-//! | `weir_source_records_lag_max` | gauge | job, table | records-lag-max (Kafka) |
-//! | `weir_source_watermark_ms` | gauge | job, table, partition | currentEmitEventTimeLag's watermark |
-//! | `weir_source_position` | gauge | job, table, partition | current-offsets |
-//! | `weir_state_table_cache_entries` | gauge | job, operator_index, operator, table | |
-//! | `weir_state_table_cache_bytes` | gauge | job, operator_index, operator, table | |
-//! | `weir_state_table_disk_bytes` | gauge | job, operator_index, operator, table | RocksDB total-sst-files-size |
-//! | `weir_state_table_cache_hits_total` | counter | job, operator_index, operator, table | RocksDB block-cache-hit |
-//! | `weir_state_table_cache_misses_total` | counter | job, operator_index, operator, table | RocksDB block-cache-miss |
-//! | `weir_sink_records_written_total` | counter | job, table | numRecordsOut (sink) |
+//! | `weir_job_info` | gauge (1) | job_name, job_id, kind, status | job status |
+//! | `weir_job_restarts_total` | counter | job_name, job_id | numRestarts |
+//! | `weir_operator_records_in_total` | counter | job_name, operator_index, operator | numRecordsIn |
+//! | `weir_operator_records_out_total` | counter | job_name, operator_index, operator | numRecordsOut |
+//! | `weir_operator_busy_seconds_total` | counter | job_name, operator_index, operator | busyTimeMsPerSecond (its rate × 1000) |
+//! | `weir_operator_parallelism` | gauge | job_name, operator_index, operator | parallelism |
+//! | `weir_operator_watermark_ms` | gauge | job_name, operator_index, operator | currentOutputWatermark |
+//! | `weir_operator_late_records_dropped_total` | counter | job_name, operator_index, operator | numLateRecordsDropped |
+//! | `weir_source_records_read_total` | counter | job_name, table | numRecordsIn (source) |
+//! | `weir_source_dead_letters_total` | counter | job_name, table | numRecordsInErrors |
+//! | `weir_source_records_skipped_total` | counter | job_name, table | (Kafka records deleted by retention before they were read, `'scan.out-of-range'`) |
+//! | `weir_source_records_lag` | gauge | job_name, table, partition | records-lag (Kafka; bounded nexmark: rows to go) |
+//! | `weir_source_records_lag_max` | gauge | job_name, table | records-lag-max (Kafka) |
+//! | `weir_source_watermark_ms` | gauge | job_name, table, partition | currentEmitEventTimeLag's watermark |
+//! | `weir_source_position` | gauge | job_name, table, partition | current-offsets |
+//! | `weir_state_table_cache_entries` | gauge | job_name, operator_index, operator, table | |
+//! | `weir_state_table_cache_bytes` | gauge | job_name, operator_index, operator, table | |
+//! | `weir_state_table_disk_bytes` | gauge | job_name, operator_index, operator, table | RocksDB total-sst-files-size |
+//! | `weir_state_table_cache_hits_total` | counter | job_name, operator_index, operator, table | RocksDB block-cache-hit |
+//! | `weir_state_table_cache_misses_total` | counter | job_name, operator_index, operator, table | RocksDB block-cache-miss |
+//! | `weir_sink_records_written_total` | counter | job_name, job_id, table | numRecordsOut (sink) |
 //! | `weir_table_watermark_ms` | gauge | table | |
 //! | `weir_epoch` | gauge | | lastCompletedCheckpointId |
 //! | `weir_epoch_committed_timestamp_seconds` | gauge | | lastCompletedCheckpointTime |
@@ -114,7 +114,7 @@ impl Collector for StateCollector {
             ConstGauge::new,
             s.jobs.iter().map(|j| {
                 let labels = vec![
-                    ("job", j.name.clone()),
+                    ("job_name", j.name.clone()),
                     ("job_id", j.job_id.clone()),
                     ("kind", j.kind.clone()),
                     ("status", j.status.clone()),
@@ -127,11 +127,11 @@ impl Collector for StateCollector {
             "weir_job_restarts",
             "Restarts of a job from its last checkpoint after a failure, since the server started",
             ConstCounter::new,
-            s.jobs.iter().map(|j| (vec![("job", j.name.clone()), ("job_id", j.job_id.clone())], j.restarts)),
+            s.jobs.iter().map(|j| (vec![("job_name", j.name.clone()), ("job_id", j.job_id.clone())], j.restarts)),
         )?;
         let operators: Vec<_> = s.jobs.iter().flat_map(|j| j.operators.iter().map(move |o| (j, o))).collect();
         let op_labels = |job: &str, index: usize, op: &str| -> Labels {
-            vec![("job", job.to_string()), ("operator_index", index.to_string()), ("operator", op.to_string())]
+            vec![("job_name", job.to_string()), ("operator_index", index.to_string()), ("operator", op.to_string())]
         };
         family(
             &mut e,
@@ -182,10 +182,10 @@ impl Collector for StateCollector {
         // Sources: the task's counts (its partitions' summed) once per (job, table), the rest
         // per partition.
         let part_labels = |r: &crate::engine::SourceRow| -> Labels {
-            vec![("job", r.job.clone()), ("table", r.relation.clone()), ("partition", r.partition.to_string())]
+            vec![("job_name", r.job.clone()), ("table", r.relation.clone()), ("partition", r.partition.to_string())]
         };
         let task_labels =
-            |r: &crate::engine::SourceRow| -> Labels { vec![("job", r.job.clone()), ("table", r.relation.clone())] };
+            |r: &crate::engine::SourceRow| -> Labels { vec![("job_name", r.job.clone()), ("table", r.relation.clone())] };
         // (labels, rows read, dead letters, skipped) per task, in the order of its first partition.
         let mut tasks: Vec<(Labels, u64, u64, u64)> = Vec::new();
         for r in s.sources.iter() {
@@ -262,7 +262,7 @@ impl Collector for StateCollector {
         };
         let table_labels = |t: &crate::engine::StateTableRow| -> Labels {
             vec![
-                ("job", t.job.clone()),
+                ("job_name", t.job.clone()),
                 ("operator_index", t.operator_index.to_string()),
                 ("operator", operator_name(t)),
                 ("table", t.name.clone()),
@@ -312,7 +312,7 @@ impl Collector for StateCollector {
             ConstCounter::new,
             s.jobs.iter().filter_map(|j| {
                 let table = j.sink.clone()?;
-                Some((vec![("job", j.job_id.clone()), ("table", table)], j.operators.first()?.rows_in))
+                Some((vec![("job_name", j.name.clone()), ("job_id", j.job_id.clone()), ("table", table)], j.operators.first()?.rows_in))
             }),
         )?;
         family(
