@@ -12,6 +12,7 @@
 //! | `LOCALTIMESTAMP` | `localtimestamp()` (Flink: the current time as a TIMESTAMP(3) in the session time zone, read per row in a streaming job) |
 //! | `LOCALTIME` | `localtime()` (Flink: the time of day now as a TIME(0), in the session time zone) |
 //! | `LISTAGG(x)`, `LISTAGG(x, sep)` | `STRING_AGG(x, ',')`, `STRING_AGG(x, sep)` (Flink: the separator defaults to `','`) |
+//! | `TRIM(BOTH FROM s)`, `TRIM(LEADING FROM s)`, `TRIM(FROM s)` | `TRIM(BOTH ' ' FROM s)`, .. (SQL's and Postgres's: the characters default to a space) |
 //!
 //! Text inside string literals and quoted names is left alone; `FLOOR(x)` without `TO` too.
 
@@ -25,7 +26,7 @@ use crate::error::Result;
 /// `Syntax` when the text cannot be tokenized.
 pub fn rewrite_time_units(sql: &str) -> Result<String> {
     let upper = sql.to_ascii_uppercase();
-    if !["TIMESTAMPDIFF", "TIMESTAMPADD", "FLOOR", "CEIL", "LOCALTIME", "LISTAGG"].iter().any(|w| upper.contains(w)) {
+    if !["TIMESTAMPDIFF", "TIMESTAMPADD", "FLOOR", "CEIL", "LOCALTIME", "LISTAGG", "TRIM"].iter().any(|w| upper.contains(w)) {
         return Ok(sql.to_string());
     }
     let t = crate::sql::token_rewrite::Tokens::new(sql)?;
@@ -65,6 +66,18 @@ pub fn rewrite_time_units(sql: &str) -> Result<String> {
                 // `TO unit` and the spaces around it go.
                 for i in sig[close - 3] + 1..sig[close] {
                     rewritten.insert(i, String::new());
+                }
+            }
+            "TRIM" if is(k + 1, Token::LParen) => {
+                // `TRIM(FROM s)` and `TRIM(BOTH | LEADING | TRAILING FROM s)`: no characters.
+                match word_at(k + 2).as_deref() {
+                    Some("FROM") => {
+                        rewritten.insert(sig[k + 2], "BOTH ' ' FROM".to_string());
+                    }
+                    Some("BOTH" | "LEADING" | "TRAILING") if word_at(k + 3).as_deref() == Some("FROM") => {
+                        rewritten.insert(sig[k + 3], "' ' FROM".to_string());
+                    }
+                    _ => {}
                 }
             }
             "LOCALTIMESTAMP" if !is(k + 1, Token::LParen) => {
