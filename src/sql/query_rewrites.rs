@@ -553,6 +553,16 @@ impl VisitorMut for JsonConstructors {
         let object = match name.as_str() {
             "json_object" => true,
             "json_array" => false,
+            "json_arrayagg" => {
+                match json_arrayagg(&f.args) {
+                    Ok(rewritten) => *expr = rewritten,
+                    Err(e) => {
+                        self.error = Some(e);
+                        return ControlFlow::Break(());
+                    }
+                }
+                return ControlFlow::Continue(());
+            }
             _ => return ControlFlow::Continue(()),
         };
         match json_call(object, &f.args) {
@@ -564,6 +574,34 @@ impl VisitorMut for JsonConstructors {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// Flink's `JSON_ARRAYAGG(v [NULL | ABSENT ON NULL])`: the group's values as a JSON array in
+/// arrival order (`ARRAY_AGG`'s order, kept under retractions), NULLs left out unless `NULL ON
+/// NULL`; `[]` for a group without values. As `JSON_STRING` of the `ARRAY_AGG`.
+///
+/// # Errors
+/// `Unsupported` for another argument or clause (`ORDER BY` inside the call).
+fn json_arrayagg(args: &FunctionArguments) -> Result<Expr> {
+    let usage = "JSON_ARRAYAGG(v [NULL | ABSENT ON NULL])";
+    let FunctionArguments::List(list) = args else { return Err(WeirError::unsupported(format!("{usage} without its value"))) };
+    let [FunctionArg::Unnamed(FunctionArgExpr::Expr(value))] = list.args.as_slice() else {
+        return Err(WeirError::unsupported(format!("{usage} takes one value")));
+    };
+    let mut absent = true;
+    for clause in &list.clauses {
+        match clause {
+            FunctionArgumentClause::JsonNullClause(JsonNullClause::NullOnNull) => absent = false,
+            FunctionArgumentClause::JsonNullClause(JsonNullClause::AbsentOnNull) => absent = true,
+            other => return Err(WeirError::unsupported(format!("{usage}: the clause {other}"))),
+        }
+    }
+    let filter = if absent { format!(" FILTER (WHERE {value} IS NOT NULL)") } else { String::new() };
+    let sql = format!("COALESCE(json_string(ARRAY_AGG({value}){filter}), '[]')");
+    sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {})
+        .try_with_sql(&sql)
+        .and_then(|mut p| p.parse_expr())
+        .map_err(|e| WeirError::internal(format!("{sql}: {e}")))
 }
 
 /// Whether `expr` is a JSON constructor's call, rewritten.
