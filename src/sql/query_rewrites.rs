@@ -213,11 +213,11 @@ fn regex_literal(c: char) -> String {
     }
 }
 
-/// `interval` (a single-field literal: `INTERVAL '1.5' HOUR`) times `factor` (a number
-/// literal, maybe negative), or divided by it: the literal of the result in the same unit
-/// (`INTERVAL '3' HOUR / 2` is `INTERVAL '1.5' HOUR`, which DataFusion reads as 01:30:00, as
-/// Postgres computes it). `None` for anything else, or a division by zero (DataFusion says
-/// why).
+/// `interval` (a single-field literal: `INTERVAL '1' DAY`) times `factor` (a number literal,
+/// maybe negative), or divided by it: the literal of the result as months, days and seconds
+/// (`INTERVAL '1' DAY * 1.5` is `INTERVAL '1 days 43200.000000 seconds'`, which prints `1 day
+/// 12:00:00`, as Postgres computes it). `None` for anything else, or a division by zero
+/// (DataFusion says why).
 fn scaled_interval(interval: &sqlparser::ast::Interval, factor: &Expr, divide: bool) -> Option<Expr> {
     if interval.last_field.is_some() || interval.leading_field.is_none() {
         return None;
@@ -554,7 +554,7 @@ impl VisitorMut for JsonConstructors {
             "json_object" => true,
             "json_array" => false,
             "json_arrayagg" => {
-                match json_arrayagg(&f.args) {
+                match json_arrayagg(f) {
                     Ok(rewritten) => *expr = rewritten,
                     Err(e) => {
                         self.error = Some(e);
@@ -580,14 +580,20 @@ impl VisitorMut for JsonConstructors {
 /// arrival order (`ARRAY_AGG`'s order, kept under retractions), NULLs left out unless `NULL ON
 /// NULL`; `[]` for a group without values. As `JSON_STRING` of the `ARRAY_AGG`.
 ///
+/// A `FILTER (WHERE ..)` after the call is kept.
+///
 /// # Errors
-/// `Unsupported` for another argument or clause (`ORDER BY` inside the call).
-fn json_arrayagg(args: &FunctionArguments) -> Result<Expr> {
+/// `Unsupported` for another argument or clause (`ORDER BY` inside the call), `DISTINCT`, or an
+/// `OVER` window.
+fn json_arrayagg(f: &sqlparser::ast::Function) -> Result<Expr> {
     let usage = "JSON_ARRAYAGG(v [NULL | ABSENT ON NULL])";
-    let FunctionArguments::List(list) = args else { return Err(WeirError::unsupported(format!("{usage} without its value"))) };
+    let FunctionArguments::List(list) = &f.args else { return Err(WeirError::unsupported(format!("{usage} without its value"))) };
     let [FunctionArg::Unnamed(FunctionArgExpr::Expr(value))] = list.args.as_slice() else {
         return Err(WeirError::unsupported(format!("{usage} takes one value")));
     };
+    if list.duplicate_treatment.is_some() || f.over.is_some() || !f.within_group.is_empty() {
+        return Err(WeirError::unsupported(format!("{usage} with DISTINCT, WITHIN GROUP or OVER")));
+    }
     let mut absent = true;
     for clause in &list.clauses {
         match clause {
@@ -596,7 +602,12 @@ fn json_arrayagg(args: &FunctionArguments) -> Result<Expr> {
             other => return Err(WeirError::unsupported(format!("{usage}: the clause {other}"))),
         }
     }
-    let filter = if absent { format!(" FILTER (WHERE {value} IS NOT NULL)") } else { String::new() };
+    let filter = match (absent, &f.filter) {
+        (true, Some(kept)) => format!(" FILTER (WHERE ({kept}) AND {value} IS NOT NULL)"),
+        (true, None) => format!(" FILTER (WHERE {value} IS NOT NULL)"),
+        (false, Some(kept)) => format!(" FILTER (WHERE {kept})"),
+        (false, None) => String::new(),
+    };
     let sql = format!("COALESCE(json_string(ARRAY_AGG({value}){filter}), '[]')");
     sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {})
         .try_with_sql(&sql)
