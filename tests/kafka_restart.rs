@@ -292,7 +292,8 @@ async fn a_job_whose_brokers_go_away_restarts_from_its_checkpoint_once_they_are_
 /// answer at once throughout, the job reading from it shows `RESTARTING` once its requests time
 /// out, and when the broker answers again the job goes on from its checkpoint, nothing lost or
 /// counted twice. The job reports its offsets to a consumer group, a request the broker never
-/// answers while stopped.
+/// answers while stopped. Suspended while it waits to restart, and resumed, it keeps its
+/// restarts counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_broker_holds_up_nothing_else_and_its_job_goes_on_once_it_answers() {
     let Some(broker) = common::kafka::start_broker() else { return };
@@ -337,12 +338,33 @@ async fn a_frozen_broker_holds_up_nothing_else_and_its_job_goes_on_once_it_answe
     let count: i64 = client.query_one("SELECT COUNT(*) FROM frozen_plain", &[]).await.expect("count").get(0);
     assert_eq!(count, inserted);
 
-    // Answering again: the job goes on from its checkpoint.
+    // Suspended meanwhile, it keeps its restarts counted (a counter, as Flink's numRestarts).
+    let restarts = restarts_of(&client, "frozen_totals").await;
+    assert!(restarts >= 1, "{restarts} restarts");
+    client.batch_execute("ALTER MATERIALIZED VIEW frozen_totals SUSPEND").await.expect("SUSPEND");
+    assert_eq!(job(&client, "frozen_totals").await, ("SUSPENDED".to_string(), None));
+    let suspended = restarts_of(&client, "frozen_totals").await;
+    assert!(suspended >= restarts, "{suspended} restarts once suspended, {restarts} before");
+
+    // Answering again: resumed, the job goes on from its checkpoint.
     broker.freeze(false);
+    client.batch_execute("ALTER MATERIALIZED VIEW frozen_totals RESUME").await.expect("RESUME");
     wait_for(&client, "frozen_totals", "RUNNING").await;
+    assert!(restarts_of(&client, "frozen_totals").await >= suspended);
     produce(&b, "frozen_orders", 2_300..2_500);
     client.batch_execute("FLUSH").await.expect("FLUSH");
     assert_eq!(view_of(&client, "frozen_totals").await, totals(0..2_500));
+}
+
+/// Job `name`'s restarts in SHOW JOBS.
+async fn restarts_of(client: &tokio_postgres::Client, name: &str) -> u64 {
+    let rows = client.simple_query("SHOW JOBS").await.expect("SHOW JOBS");
+    rows.iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) if r.get("job_name") == Some(name) => r.get("restarts")?.parse().ok(),
+            _ => None,
+        })
+        .expect("the job is listed")
 }
 
 /// Job `name`'s status in SHOW JOBS once it is `status` (polled, 120 s at most), and its error.

@@ -194,6 +194,17 @@ impl Engine {
         tracing::warn!(job, "job failed: {error}; restarting from the last checkpoint in {:.1} s", delay.as_secs_f64());
     }
 
+    /// Job `job` no longer waits to restart (it is suspended): its restarts stay counted, as
+    /// Flink's `numRestarts` (a counter, which a reset would make Prometheus read as one), and a
+    /// later failure backs off from the first delay again.
+    pub fn set_aside_failure(&mut self, job: &str) {
+        if let Some(entry) = self.restarting.get_mut(job) {
+            entry.retry_at = None;
+            entry.opening = false;
+            entry.consecutive = 0;
+        }
+    }
+
     /// Whether job `job` waits to restart (`RESTARTING`).
     pub fn waiting_to_restart(&self, job: &str) -> bool {
         self.restarting.get(job).is_some_and(Restart::waiting)

@@ -88,7 +88,7 @@ impl Engine {
                 writes.put_meta(&suspended_key(&name), b"1");
                 self.commit(writes, None)?;
                 self.suspended.insert(name.clone());
-                self.restarting.remove(&name);
+                self.set_aside_failure(&name);
                 tracing::info!(job = %name, "suspended while it waited to restart");
                 return Ok(());
             }
@@ -108,7 +108,7 @@ impl Engine {
         self.commit(writes, None)?;
         self.unload(&name);
         self.suspended.insert(name.clone());
-        self.restarting.remove(&name);
+        self.set_aside_failure(&name);
         tracing::info!(job = %name, "suspended");
         Ok(())
     }
