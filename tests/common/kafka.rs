@@ -28,7 +28,9 @@ impl Broker {
 
 impl Drop for Broker {
     fn drop(&mut self) {
-        self.freeze(false);
+        // A stopped process is continued first, so that it takes the kill (an exited one's
+        // `kill -CONT` fails, and is ignored).
+        let _ = Command::new("kill").args(["-CONT", &self.child.id().to_string()]).stderr(Stdio::null()).status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
