@@ -95,7 +95,7 @@ impl VisitorMut for FlinkExpressions {
         match expr {
             Expr::Extract { field: DateTimeField::Dow, expr: of, .. } => {
                 let call = format!("DAYOFWEEK({of})");
-                if let Ok(parsed) = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {}).try_with_sql(&call).and_then(|mut p| p.parse_expr()) {
+                if let Some(parsed) = parsed_expr(&call) {
                     *expr = parsed;
                 }
             }
@@ -106,7 +106,7 @@ impl VisitorMut for FlinkExpressions {
                     Some(len) => format!("weir_substring({of}, {from}, {len})"),
                     None => format!("weir_substring({of}, {from})"),
                 };
-                if let Ok(parsed) = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {}).try_with_sql(&call).and_then(|mut p| p.parse_expr()) {
+                if let Some(parsed) = parsed_expr(&call) {
                     *expr = parsed;
                 }
             }
@@ -126,14 +126,14 @@ impl VisitorMut for FlinkExpressions {
             // Postgres's AT TIME ZONE (DataFusion's relabels a timestamp's zone instead).
             Expr::AtTimeZone { timestamp, time_zone } => {
                 let call = format!("weir_at_time_zone({timestamp}, {time_zone})");
-                if let Ok(parsed) = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {}).try_with_sql(&call).and_then(|mut p| p.parse_expr()) {
+                if let Some(parsed) = parsed_expr(&call) {
                     *expr = parsed;
                 }
             }
             // Postgres's `^` is the power (its XOR is `#`); Flink has no `^`.
             Expr::BinaryOp { left, op: BinaryOperator::BitwiseXor, right } => {
                 let call = format!("power({left}, {right})");
-                if let Ok(parsed) = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {}).try_with_sql(&call).and_then(|mut p| p.parse_expr()) {
+                if let Some(parsed) = parsed_expr(&call) {
                     *expr = parsed;
                 }
             }
@@ -150,7 +150,7 @@ impl VisitorMut for FlinkExpressions {
                 };
                 let regex = similar_to_regex(text, escape).replace('\'', "''");
                 let call = format!("{}regexp_like({of}, '{regex}')", if *negated { "NOT " } else { "" });
-                if let Ok(parsed) = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {}).try_with_sql(&call).and_then(|mut p| p.parse_expr()) {
+                if let Some(parsed) = parsed_expr(&call) {
                     *expr = parsed;
                 }
             }
@@ -166,6 +166,12 @@ impl VisitorMut for FlinkExpressions {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// `text` parsed as an expression; `None` when it does not parse (the rewrite is then left out
+/// and the planner says what is wrong with the original).
+fn parsed_expr(text: &str) -> Option<Expr> {
+    sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {}).try_with_sql(text).and_then(|mut p| p.parse_expr()).ok()
 }
 
 /// The regular expression (Rust's `regex`, as DataFusion runs it) of SQL's SIMILAR TO
