@@ -80,19 +80,6 @@ async fn table_relation(t: &CreateTable, definition: &str) -> Result<Relation> {
             t.name
         )));
     }
-    if connector == "kafka" && !t.primary_key.is_empty() {
-        // Flink's KafkaDynamicTableFactory: a key on an insert-only format would promise a
-        // uniqueness the topic does not keep; a changelog format's rows are keyed.
-        let format = t.options.get("format").or_else(|| t.options.get("value.format")).map(|f| f.to_lowercase()).unwrap_or_default();
-        if !["debezium-json", "maxwell-json", "canal-json"].contains(&format.as_str()) {
-            return Err(WeirError::plan(format!(
-                "table {}: the 'kafka' table with '{format}' format doesn't support defining PRIMARY KEY constraint on the table, \
-                 because it can't guarantee the semantic of primary key (Flink's rule). Use an 'upsert-kafka' table, whose \
-                 PRIMARY KEY is the message key, or a changelog format ('debezium-json', 'maxwell-json', 'canal-json')",
-                t.name
-            )));
-        }
-    }
 
     // Physical columns first: computed columns and the watermark are typed against them.
     let mut fields = Vec::new();
